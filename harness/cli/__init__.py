@@ -1,0 +1,1 @@
+"""Thin command-line layer: one small module per subcommand over library functions."""

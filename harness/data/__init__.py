@@ -1,0 +1,1 @@
+"""Stage 1: documents, questions and the dataset adapters that produce them."""

@@ -1,0 +1,1 @@
+"""Provenance: hashing, atomic writes, the frozen configuration and the registration timeline."""
