@@ -1,0 +1,52 @@
+# Every target creates .venv on first use. STUDY=<dir> picks the study (default: the flagship at the root).
+PYTHON ?= python3
+VENV   := .venv
+STUDY  ?= .
+RUN    := $(VENV)/bin/python -m harness
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
+
+.PHONY: help venv test demo select freeze build-arms score stats audit report bench clean-demo
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/' | expand -t 14
+
+$(STAMP):
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	# the CPU build of torch first, from local disk; a plain `torch` requirement would pull a CUDA build
+	$(VENV)/bin/python -m pip install --quiet torch==2.13.0
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+venv: $(STAMP)  ## create the virtual environment and install pinned dependencies
+
+test: $(STAMP)  ## run the test suite (fails when no test ran)
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
+
+demo: $(STAMP)  ## run the embedded demo study end to end (build-arms, score, stats, audit)
+	$(MAKE) --no-print-directory build-arms score stats audit STUDY=examples/demo
+
+select: $(STAMP)  ## draw the seeded selection into selection/selection.json
+	$(RUN) select --study $(STUDY)
+
+freeze: $(STAMP)  ## write frozen_config.json (hashes of every input that can move a result)
+	$(RUN) freeze --study $(STUDY)
+
+build-arms: $(STAMP)  ## build every arm's chunk set (LLM calls cached)
+	$(RUN) build-arms --study $(STUDY)
+
+score: $(STAMP)  ## rank every arm under every retriever and write per-question results
+	$(RUN) score --study $(STUDY)
+
+stats: $(STAMP)  ## run the plan's families: verdict tables and forest plots
+	$(RUN) stats --study $(STUDY)
+
+audit: $(STAMP)  ## recompute every family and compare with the released statistics
+	$(RUN) audit --study $(STUDY)
+
+report: $(STAMP)  ## the study report (costs, diagnostics, verdicts)
+	$(RUN) report --study $(STUDY)
+
+bench: $(STAMP)  ## run every benchmark and print its figures
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done

@@ -1,0 +1,220 @@
+"""`build-arms`: every arm the study config names, for every dataset, into results/chunks/.
+
+Each arm is written atomically as <arm>.jsonl plus <arm>.manifest.json. The manifest carries an
+`inputs_hash` over everything the chunk set depends on (arm config, chunking parameters, model config,
+the documents' text hashes); `score` recomputes it and refuses a chunk set built from other inputs.
+An arm whose chunk file exists with a matching inputs_hash is skipped, so an interrupted build resumes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from harness.arms.render import LLM_FREE_ARMS
+from harness.chunking import chunk_document, params_from_config
+from harness.chunking.blocks import parse_blocks
+from harness.chunking.windows import median_token_length
+from harness.data.load import LoadedDataset, load_dataset, read_selection
+from harness.data.model import Chunk, Document
+from harness.errors import HarnessError
+from harness.provenance.files import atomic_write_json, atomic_write_jsonl, canonical_json, read_json, sha256_text
+from harness.study import Study
+from harness.tokens import cl100k
+
+LLM_KINDS = ("E", "E-K", "CR", "PF")
+
+
+def arm_kind(study: Study, arm: str) -> str:
+    cfg = study.arms.get(arm)
+    if not isinstance(cfg, dict) or "kind" not in cfg:
+        raise HarnessError(f"{study.config_path}: arm `{arm}` needs a mapping with `kind:`")
+    kind = cfg["kind"]
+    if kind not in LLM_FREE_ARMS and kind not in LLM_KINDS:
+        known = ", ".join(list(LLM_FREE_ARMS) + list(LLM_KINDS))
+        raise HarnessError(
+            f"{study.config_path}: arm `{arm}` has kind {kind!r}, which this harness cannot build yet "
+            f"(buildable kinds: {known})"
+        )
+    return kind
+
+
+def applies_to(entry: Mapping[str, Any], dataset: str) -> bool:
+    """Arms and retrievers may name `datasets: [...]`; by default they apply to every dataset."""
+    only = entry.get("datasets")
+    return only is None or dataset in only
+
+
+def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
+    """What a chunk set depends on; identical inputs give an identical hash."""
+    cfg = study.arms[arm]
+    record = {
+        "arm": arm,
+        "arm_config": cfg,
+        "chunking": study.chunking,
+        "tokenizer": study.config.get("tokenizer", "cl100k_base"),
+        "model": study.models.get(cfg.get("model")) if cfg.get("model") else None,
+        "documents": [[d.doc_id, sha256_text(d.text)] for d in dataset.documents],
+    }
+    return sha256_text(canonical_json(record))
+
+
+def _token_lengths(chunks: Sequence[Chunk]) -> list[int]:
+    enc = cl100k()
+    return [len(enc.encode_ordinary(c.text)) for c in chunks]
+
+
+def _spans_sections(doc_headers: Mapping[str, list[int]], chunk: Chunk) -> bool:
+    """A chunk spans two sections when a header starts inside it after its first character."""
+    start, end = chunk.spans[0][0], chunk.spans[-1][1]
+    return any(start < h < end for h in doc_headers.get(chunk.doc_id, ()))
+
+
+def length_stats(values: Sequence[int]) -> dict[str, float]:
+    if not values:
+        return {"median": 0, "mean": 0.0, "p90": 0, "max": 0}
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * (len(ordered) - 1) + 0.5))]
+    return {
+        "median": statistics.median(ordered),
+        "mean": round(statistics.fmean(ordered), 3),
+        "p90": p90,
+        "max": ordered[-1],
+    }
+
+
+def chunk_set_manifest(dataset: LoadedDataset, chunks: Sequence[Chunk]) -> dict[str, Any]:
+    headers = {
+        d.doc_id: [b.start for b in parse_blocks(d.text) if b.kind == "header"] for d in dataset.documents
+    }
+    tokens = _token_lengths(chunks)
+    docs_with_chunks = {c.doc_id for c in chunks}
+    return {
+        "chunks": len(chunks),
+        "length_chars": length_stats([len(c.text) for c in chunks]),
+        "length_tokens": length_stats(tokens),
+        "chunks_over_512_tokens": sum(t > 512 for t in tokens),
+        "chunks_spanning_sections": sum(_spans_sections(headers, c) for c in chunks),
+        "documents": len(dataset.documents),
+        "documents_without_chunks": sorted(d.doc_id for d in dataset.documents if d.doc_id not in docs_with_chunks),
+        "questions": len(dataset.questions),
+        "dataset_counts": dict(sorted(dataset.counts.items())),
+    }
+
+
+@dataclass(frozen=True)
+class ArmBuild:
+    dataset: str
+    arm: str
+    chunks: int
+    skipped: bool  # already built from the same inputs
+
+
+def _header_led(study: Study, documents: Sequence[Document]) -> dict[str, list[Chunk]]:
+    params = params_from_config("header-led", study.chunking)
+    return {d.doc_id: chunk_document("header-led", d, **params) for d in documents}
+
+
+def _llm_free(study: Study, kind: str, documents: Sequence[Document], header: Callable[[], dict]) -> tuple[list[Chunk], dict]:
+    chunker, rendering = LLM_FREE_ARMS[kind]
+    extra: dict[str, Any] = {}
+    if chunker == "header-led":
+        by_doc = header()
+        raw = [c for d in documents for c in by_doc[d.doc_id]]
+    else:
+        params = params_from_config(chunker, study.chunking)
+        if chunker == "FL":
+            s_chunks = [c for d in documents for c in header()[d.doc_id]]
+            params = {"tokens": median_token_length(s_chunks)}
+            extra["fl_window_tokens"] = params["tokens"]
+        raw = [c for d in documents for c in chunk_document(chunker, d, **params)]
+    extra["chunker"] = chunker
+    return [rendering(c) for c in raw], extra
+
+
+def build_dataset_arms(
+    study: Study, dataset: LoadedDataset, arms: Sequence[str], *, frozen_hash: str | None, progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> list[ArmBuild]:
+    cache: dict[str, dict[str, list[Chunk]]] = {}
+
+    def header() -> dict[str, list[Chunk]]:
+        if "h" not in cache:
+            cache["h"] = _header_led(study, dataset.documents)
+        return cache["h"]
+
+    built = []
+    for arm in arms:
+        kind = arm_kind(study, arm)
+        path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
+        h = inputs_hash(study, dataset, arm)
+        if path.is_file() and mpath.is_file():
+            old = read_json(mpath)
+            if old.get("inputs_hash") == h and old.get("frozen_config_hash") == frozen_hash:
+                built.append(ArmBuild(dataset.name, arm, int(old["chunk_set"]["chunks"]), True))
+                log(f"{dataset.name}/{arm}: up to date ({old['chunk_set']['chunks']} chunks)")
+                continue
+        if kind in LLM_KINDS:
+            from harness.arms.llm_arms import build_llm_arm
+
+            result = build_llm_arm(study, arm, study.arms[arm], dataset.documents, header(), progress=progress)
+            chunks, extra = result.chunks, {"llm": result.manifest}
+        else:
+            chunks, extra = _llm_free(study, kind, dataset.documents, header)
+        ids = [c.chunk_id for c in chunks]
+        if len(set(ids)) != len(ids):
+            raise HarnessError(f"{dataset.name}/{arm}: duplicate chunk_id in the built chunk set")
+        manifest = {
+            "dataset": dataset.name,
+            "arm": arm,
+            "kind": kind,
+            "arm_config": study.arms[arm],
+            "inputs_hash": h,
+            "frozen_config_hash": frozen_hash,
+            "chunk_set": chunk_set_manifest(dataset, chunks),
+            **extra,
+        }
+        atomic_write_jsonl(path, (c.to_json() for c in chunks))
+        atomic_write_json(mpath, manifest)
+        built.append(ArmBuild(dataset.name, arm, len(chunks), False))
+        log(f"{dataset.name}/{arm}: {len(chunks)} chunks -> {path.relative_to(study.root)}")
+    return built
+
+
+def build_arms(
+    study: Study, *, datasets: Sequence[str] | None = None, arms: Sequence[str] | None = None,
+    frozen_hash: str | None, progress: bool = True, log: Callable[[str], None] = print,
+) -> list[ArmBuild]:
+    names = list(datasets or study.datasets)
+    arm_names = list(arms or study.arms)
+    for a in arm_names:
+        arm_kind(study, a)  # fail on an unknown arm before any work
+    selection = read_selection(study)
+    out = []
+    for name in names:
+        dataset = load_dataset(study, name, selection=selection)
+        applicable = [a for a in arm_names if applies_to(study.arms[a], name)]
+        out += build_dataset_arms(study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log)
+    return out
+
+
+def read_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, frozen_hash: str | None) -> list[Chunk]:
+    """A built chunk set, refused when its manifest does not match the current inputs."""
+    from harness.provenance.files import iter_jsonl
+
+    path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
+    if not path.is_file() or not mpath.is_file():
+        raise HarnessError(f"{dataset.name}/{arm}: chunk set not built ({path}); run `harness build-arms` first")
+    manifest = read_json(mpath)
+    if manifest.get("inputs_hash") != inputs_hash(study, dataset, arm):
+        raise HarnessError(
+            f"{mpath}: this chunk set was built from other inputs than the current config and documents; "
+            "rebuild it with `harness build-arms`"
+        )
+    if manifest.get("frozen_config_hash") != frozen_hash:
+        raise HarnessError(
+            f"{mpath}: built under frozen config {manifest.get('frozen_config_hash')}, current is {frozen_hash}; "
+            "rebuild it with `harness build-arms`"
+        )
+    return [Chunk.from_json(r) for r in iter_jsonl(path)]

@@ -1,0 +1,163 @@
+"""`score`: every dataset x arm x retriever cell the config names -> run file + per-question rows.
+
+A cell is complete when its part file and done marker exist under the current frozen hash; a rerun
+skips complete cells, so an interrupted scoring run resumes. At the end the parts of exactly the
+configured cells are combined into results/per_question/<dataset>.parquet and .csv, with a sidecar
+<dataset>.manifest.json recording the frozen hash, the cells, question counts and retriever provenance.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from harness.arms.build import applies_to, read_chunk_set
+from harness.data.load import LoadedDataset, load_dataset, read_selection
+from harness.data.model import Chunk, Question
+from harness.errors import HarnessError
+from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
+from harness.metrics.results import ResultRow, combine_parts, completed_cells, write_part
+from harness.provenance.files import atomic_write_json, read_json, sha256_text
+from harness.provenance.interim import Cell, done_marker_path, mark_cell_done
+from harness.provenance.timeline import record_first_outcome
+from harness.retrieval.base import Ranking
+from harness.retrieval.registry import RetrieverContext
+from harness.retrieval.runfile import ranking_rows, write_run
+from harness.study import Study
+
+DEFAULT_RUN_DEPTH = 100  # rows per question in a run file; metrics read only the head they need
+
+
+class _Ranked(Sequence):
+    """A ranking's chunks, best first, materialised only where the metrics look."""
+
+    def __init__(self, chunks: Sequence[Chunk], ranking: Ranking):
+        self._chunks, self._order = chunks, ranking.order
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._chunks[j] for j in self._order[i].tolist()]
+        return self._chunks[int(self._order[i])]
+
+
+@dataclass(frozen=True)
+class Scope:
+    key: str
+    chunks: list[Chunk]  # corpus order
+    questions: list[Question]
+
+
+def scopes(dataset: LoadedDataset, chunks: Sequence[Chunk]) -> list[Scope]:
+    """Group questions by their scope; each scope's chunks keep corpus order (doc_id, then position)."""
+    by_doc: dict[str, list[Chunk]] = defaultdict(list)
+    for c in chunks:
+        by_doc[c.doc_id].append(c)
+    groups: dict[tuple[str, ...], list[Question]] = defaultdict(list)
+    for q in dataset.questions:
+        groups[q.scope].append(q)
+    out = []
+    for scope in sorted(groups):
+        key = scope[0] if len(scope) == 1 else f"{len(scope)} docs {sha256_text(chr(10).join(scope))[:12]}"
+        out.append(Scope(key, [c for d in sorted(scope) for c in by_doc.get(d, [])], groups[scope]))
+    return out
+
+
+def _cell_is_done(study: Study, cell: Cell, frozen_hash: str | None, parts: set[tuple[str, str]]) -> bool:
+    marker = done_marker_path(study, cell)
+    if (cell.arm, cell.retriever) not in parts or not marker.is_file():
+        return False
+    return read_json(marker).get("frozen_hash") == frozen_hash
+
+
+def score_cell(
+    study: Study, dataset: LoadedDataset, arm: str, retriever_name: str, scoped: list[Scope],
+    context: RetrieverContext, cache: ScoringCache, budgets: tuple[int, ...], *, run_depth: int,
+) -> tuple[list[ResultRow], dict[str, int]]:
+    retriever = context.get(retriever_name)
+    tag = f"{arm}__{retriever_name}"
+    run_rows, rows = [], []
+    counts = {"questions": 0, "questions_empty_scope": 0}
+    for scope in scoped:
+        ids = [c.chunk_id for c in scope.chunks]
+        if scope.chunks:
+            rankings = retriever.index(scope.key, scope.chunks).search_many([q.query for q in scope.questions])
+        for i, q in enumerate(scope.questions):
+            counts["questions"] += 1
+            if not scope.chunks:
+                counts["questions_empty_scope"] += 1
+                ranked: Sequence[Chunk] = []
+            else:
+                run_rows += ranking_rows(q.qid, rankings[i], ids, tag, depth=run_depth)
+                ranked = _Ranked(scope.chunks, rankings[i])
+            for metric, value in score_question(dataset.metric_set, q, ranked, budgets, cache=cache):
+                rows.append(ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value))
+    write_run(study.run_path(dataset.name, arm, retriever_name), run_rows)
+    return rows, counts
+
+
+def score_study(
+    study: Study, *, frozen_hash: str | None, datasets: Sequence[str] | None = None, progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> dict[str, int]:
+    """Score every configured cell not yet complete; returns {dataset: rows in its combined table}."""
+    from tqdm import tqdm
+
+    selection = read_selection(study)
+    context = RetrieverContext.for_study(study)
+    run_depth = int(study.config.get("run_depth", DEFAULT_RUN_DEPTH))
+    per_q = study.results / "per_question"
+    combined = {}
+    for name in datasets or list(study.datasets):
+        dataset = load_dataset(study, name, selection=selection)
+        if not dataset.questions:
+            raise HarnessError(f"dataset {name}: no questions left to score (counts: {dataset.counts})")
+        budgets = budgets_from_config(study.config.get("budgets"), dataset.metric_set)
+        arms = [a for a in study.arms if applies_to(study.arms[a], name)]
+        retrievers = [r for r in study.retrievers if applies_to(study.retrievers[r], name)]
+        parts = completed_cells(per_q, name)
+        cells = [Cell(name, a, r) for a in arms for r in retrievers]
+        todo = [c for c in cells if not _cell_is_done(study, c, frozen_hash, parts)]
+        log(f"{name}: {len(cells)} cells, {len(cells) - len(todo)} already scored, {len(todo)} to score")
+        cache = ScoringCache()
+        cell_counts: dict[str, dict] = {}
+        bar = tqdm(todo, desc=f"score {name}", unit="cell", disable=not progress)
+        loaded: dict[str, list[Scope]] = {}
+        for cell in bar:
+            bar.set_postfix_str(f"{cell.arm} / {cell.retriever}")
+            if cell.arm not in loaded:
+                loaded.clear()  # one arm's chunks in memory at a time (todo is arm-major)
+                loaded[cell.arm] = scopes(dataset, read_chunk_set(study, dataset, cell.arm, frozen_hash=frozen_hash))
+            rows, counts = score_cell(
+                study, dataset, cell.arm, cell.retriever, loaded[cell.arm], context, cache, budgets, run_depth=run_depth
+            )
+            record_first_outcome(study, frozen_hash=frozen_hash)
+            write_part(per_q, name, cell.arm, cell.retriever, rows)
+            mark_cell_done(study, cell, frozen_hash=frozen_hash, n_questions=counts["questions"])
+            cell_counts[str(cell)] = counts
+        n = combine_parts(per_q, name, [(c.arm, c.retriever) for c in cells],
+                          study.per_question_path(name, "parquet"), study.per_question_path(name, "csv"))
+        sidecar = study.results / "per_question" / f"{name}.manifest.json"
+        previous = read_json(sidecar) if sidecar.is_file() else {}
+        atomic_write_json(sidecar, {
+            "dataset": name,
+            "frozen_config_hash": frozen_hash,
+            "metric_set": dataset.metric_set,
+            "budgets": list(budgets),
+            "questions": len(dataset.questions),
+            "clusters": len({q.cluster for q in dataset.questions}),
+            "dataset_counts": dict(sorted(dataset.counts.items())),
+            "cells": [f"{c.arm}__{c.retriever}" for c in cells],
+            "cell_counts": {**previous.get("cell_counts", {}), **cell_counts}
+            if previous.get("frozen_config_hash") == frozen_hash else cell_counts,
+            "retrievers": {r: context.get(r).describe() for r in retrievers},
+            "rows": n,
+        })
+        combined[name] = n
+        stats = {r: context.get(r).stats() for r in retrievers if context.get(r).stats()}
+        if stats:
+            log(f"{name}: retriever counters {stats}")
+    return combined
