@@ -1,0 +1,22 @@
+"""`harness select`: draw the seeded samples and write selection/selection.json."""
+
+from __future__ import annotations
+
+from harness.cli.main import add_study_argument
+from harness.data.selection import build_selection, summary_lines
+from harness.study import Study
+
+HELP = "draw the seeded samples (papers, questions, distractor files) into selection/selection.json"
+
+
+def add_arguments(parser) -> None:
+    add_study_argument(parser)
+
+
+def run(args) -> int:
+    study = Study.at(args.study)
+    selection = build_selection(study)
+    for line in summary_lines(selection):
+        print(line)
+    print(f"wrote {study.selection_path}")
+    return 0

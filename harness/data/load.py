@@ -1,0 +1,104 @@
+"""Load a study's dataset by name through its adapter, optionally restricted to the recorded selection.
+
+    load_dataset(study, "qasper", selection=read_selection(study)) -> LoadedDataset
+
+Adapters read their options from study.datasets[name]; each returns documents, questions and counts, and this
+module applies the rules shared by all: documents no kept question searches are dropped and counted
+("documents_unscoped"), ids are checked unique, scopes and located evidence must name loaded documents (unlocated
+evidence may name a file that could not be read), and the output
+is sorted (documents by doc_id, questions by qid).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable
+
+from harness.data import freshstack, jsonl_corpus, qasper
+from harness.data.common import METRIC_SETS, LoadedDataset
+from harness.errors import HarnessError
+from harness.provenance.files import read_json
+
+Adapter = Callable[..., LoadedDataset]  # (study, name, options, selection entry | None)
+
+ADAPTERS: dict[str, Adapter] = {
+    "qasper": qasper.load,
+    "freshstack": freshstack.load,
+    "jsonl": jsonl_corpus.load,
+}
+
+__all__ = ["ADAPTERS", "LoadedDataset", "dataset_options", "load_dataset", "read_selection"]
+
+
+def dataset_options(study, name: str) -> dict:
+    """The dataset's config section, with `adapter` and `metric_set` checked."""
+    if name not in study.datasets:
+        raise HarnessError(f"{study.config_path}: no dataset `{name}` (have: {', '.join(sorted(study.datasets))})")
+    options = study.datasets[name]
+    if not isinstance(options, dict):
+        raise HarnessError(f"{study.config_path}: dataset `{name}` must be a mapping")
+    adapter = options.get("adapter")
+    if adapter not in ADAPTERS:
+        raise HarnessError(f"{study.config_path}: dataset `{name}` has adapter {adapter!r}; "
+                           f"choose one of {', '.join(sorted(ADAPTERS))}")
+    if options.get("metric_set") not in METRIC_SETS:
+        raise HarnessError(f"{study.config_path}: dataset `{name}` has metric_set {options.get('metric_set')!r}; "
+                           f"choose one of {', '.join(METRIC_SETS)}")
+    return options
+
+
+def read_selection(study) -> dict | None:
+    """selection/selection.json, or None when `harness select` has not run."""
+    if not study.selection_path.is_file():
+        return None
+    return read_json(study.selection_path)
+
+
+def load_dataset(study, name: str, *, selection: dict | None) -> LoadedDataset:
+    """`selection` is the whole selection.json object (or None for every eligible record)."""
+    options = dataset_options(study, name)
+    entry = None
+    if selection is not None:
+        entry = selection.get("datasets", {}).get(name)
+        if entry is None:
+            raise HarnessError(f"{study.selection_path}: no selection for dataset `{name}`; rerun `harness select`")
+        if entry.get("adapter") != options["adapter"]:
+            raise HarnessError(f"{study.selection_path}: dataset `{name}` was selected with adapter "
+                               f"{entry.get('adapter')!r} but is configured with {options['adapter']!r}; "
+                               "rerun `harness select`")
+    raw = ADAPTERS[options["adapter"]](study, name, options, entry)
+    return finish(raw)
+
+
+def finish(raw: LoadedDataset) -> LoadedDataset:
+    counts = Counter(raw.counts)
+    doc_ids = [d.doc_id for d in raw.documents]
+    if len(set(doc_ids)) != len(doc_ids):
+        raise HarnessError(f"dataset `{raw.name}`: duplicate doc_id {_first_duplicate(doc_ids)!r}")
+    qids = [q.qid for q in raw.questions]
+    if len(set(qids)) != len(qids):
+        raise HarnessError(f"dataset `{raw.name}`: duplicate qid {_first_duplicate(qids)!r}")
+    known = set(doc_ids)
+    scoped: set[str] = set()
+    for q in raw.questions:
+        missing = [d for d in list(q.scope) + [e.doc_id for e in q.evidence if e.located] if d not in known]
+        if missing:
+            raise HarnessError(f"dataset `{raw.name}`: question {q.qid} names doc_id {missing[0]!r}, "
+                               "which was not loaded")
+        scoped.update(q.scope)
+    documents = sorted((d for d in raw.documents if d.doc_id in scoped), key=lambda d: d.doc_id)
+    counts["documents_unscoped"] += len(raw.documents) - len(documents)
+    counts["documents"] = len(documents)
+    counts["documents_empty"] = sum(1 for d in documents if not d.text.strip())
+    counts["questions"] = len(raw.questions)
+    questions = tuple(sorted(raw.questions, key=lambda q: q.qid))
+    return LoadedDataset(raw.name, raw.metric_set, tuple(documents), questions, dict(sorted(counts.items())))
+
+
+def _first_duplicate(values: list[str]) -> str:
+    seen = set()
+    for v in values:
+        if v in seen:
+            return v
+        seen.add(v)
+    return ""
