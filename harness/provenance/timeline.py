@@ -1,0 +1,235 @@
+"""Registration timeline of the plan and its amendments (DESIGN section 9).
+
+A registered file's time is the commit time of its first commit when the study lives in a git repository
+and the file is committed (hard to back-date after the fact), else the `created_at` (amendments) or
+`registered_at` (plan.yaml) its YAML records.
+Whether it came before any outcome is computed here, from the time the first per-question results were
+written (results/per_question/FIRST_OUTCOME.json, written once by the first `score`), and never taken
+from the file's own `before_outcomes` claim: an amendment registered after outcomes is post-outcome
+whatever it says. A file whose time cannot be established counts as post-outcome once outcomes exist.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+from harness.provenance.files import atomic_write_json, read_json, sha256_bytes
+from harness.study import Study, load_yaml
+
+FIRST_OUTCOME_NAME = "FIRST_OUTCOME.json"
+RECORDED_TIME_FIELDS = ("created_at", "registered_at")  # amendments use the first, plan.yaml the second
+
+# where a registration time came from
+SOURCE_GIT = "git-commit"
+SOURCE_RECORDED = "recorded"  # the file's own created_at / registered_at
+SOURCE_NONE = "unknown"
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    id: str  # "plan" or the amendment's file stem, e.g. "0001-key-merge"
+    path: str  # relative to the study root
+    sha256: str
+    registered_at: str | None  # ISO 8601 UTC, e.g. 2025-03-01T12:00:00Z
+    time_source: str  # git-commit | recorded | unknown
+    claimed_before_outcomes: bool | None  # what the YAML says (None: says nothing)
+    before_outcomes: bool  # computed by the harness
+    changed_since_registration: bool | None  # bytes differ from the first commit (None: not in git)
+
+    @property
+    def label(self) -> str:
+        return "pre-outcome" if self.before_outcomes else "post-outcome"
+
+    @property
+    def claim_contradicted(self) -> bool:
+        return self.claimed_before_outcomes is True and not self.before_outcomes
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {"label": self.label}
+
+
+# --- time helpers ---
+
+
+def utc_iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: Any, *, path: Path, field: str) -> dt.datetime:
+    """A YAML timestamp (datetime, date or ISO string) as an aware UTC datetime; naive means UTC."""
+    if isinstance(value, dt.datetime):
+        moment = value
+    elif isinstance(value, dt.date):
+        moment = dt.datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        try:
+            moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InputError(f"`{field}` is not an ISO 8601 time: {value!r}", path=path) from None
+    else:
+        raise InputError(f"`{field}` must be an ISO 8601 time, got {value!r}", path=path)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.astimezone(dt.timezone.utc)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+# --- git ---
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess | None:
+    """Run git in `root`; None when git is absent or the call fails (not a repository, untracked...)."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, timeout=30, check=False
+        )
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return None
+    return proc if proc.returncode == 0 else None
+
+
+def first_commit(root: Path, rel: str) -> tuple[str, dt.datetime] | None:
+    """(commit, commit time) of the oldest commit that touched `rel`, or None."""
+    proc = _git(root, "log", "--format=%H %ct", "--", rel)
+    if proc is None:
+        return None
+    fields = proc.stdout.decode().split()  # newest first: the last pair is the first commit
+    if len(fields) < 2:
+        return None
+    commit, seconds = fields[-2], fields[-1]
+    return commit, dt.datetime.fromtimestamp(int(seconds), dt.timezone.utc)
+
+
+def _committed_bytes(root: Path, commit: str, rel: str) -> bytes | None:
+    proc = _git(root, "show", f"{commit}:./{rel}")
+    return None if proc is None else proc.stdout
+
+
+# --- outcomes ---
+
+
+def first_outcome_path(study: Study) -> Path:
+    return study.results / "per_question" / FIRST_OUTCOME_NAME
+
+
+def record_first_outcome(study: Study, *, frozen_hash: str | None = None) -> dt.datetime:
+    """Record now as the time of the first per-question results, once; later calls return that time.
+
+    `score` calls this just before it writes its first per-question file. The file is created with an
+    exclusive link, so two concurrent scorers cannot both record a time.
+    """
+    path = first_outcome_path(study)
+    if path.exists():
+        return first_outcome_time(study)
+    moment = _now()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    atomic_write_json(tmp, {"first_outcome_at": utc_iso(moment), "frozen_hash": frozen_hash})
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        moment = first_outcome_time(study)
+    finally:
+        tmp.unlink()
+    return moment
+
+
+def first_outcome_time(study: Study) -> dt.datetime | None:
+    """When outcomes first existed: FIRST_OUTCOME.json, else (never recorded) the oldest per-question
+    file's modification time, so results written without the marker still count."""
+    path = first_outcome_path(study)
+    if path.exists():
+        record = read_json(path)
+        if not isinstance(record, dict) or "first_outcome_at" not in record:
+            raise InputError("expected an object with `first_outcome_at`", path=path)
+        return parse_time(record["first_outcome_at"], path=path, field="first_outcome_at")
+    folder = study.results / "per_question"
+    if not folder.is_dir():
+        return None
+    times = [p.stat().st_mtime for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    if not times:
+        return None
+    return dt.datetime.fromtimestamp(int(min(times)), dt.timezone.utc)
+
+
+# --- the timeline ---
+
+
+def registered_files(study: Study) -> list[tuple[str, Path]]:
+    """(id, path) of plan/plan.yaml and every amendments/NNNN-*.yaml, in registration-number order."""
+    files = []
+    if study.plan_path.is_file():
+        files.append(("plan", study.plan_path))
+    if study.amendments_dir.is_dir():
+        for path in sorted(study.amendments_dir.glob("*.yaml")):
+            files.append((path.stem, path))
+    return files
+
+
+def _entry(study: Study, entry_id: str, path: Path, first_outcome: dt.datetime | None) -> TimelineEntry:
+    rel = path.relative_to(study.root).as_posix()
+    data = path.read_bytes()
+    meta = load_yaml(path)
+    if not isinstance(meta, dict):
+        raise InputError("expected a YAML mapping", path=path)
+    claimed = meta.get("before_outcomes")
+    if claimed is not None and not isinstance(claimed, bool):
+        raise InputError(f"`before_outcomes` must be true or false, got {claimed!r}", path=path)
+
+    registered, source, changed = None, SOURCE_NONE, None
+    committed = first_commit(study.root, rel)
+    if committed is not None:
+        commit, registered = committed
+        source = SOURCE_GIT
+        original = _committed_bytes(study.root, commit, rel)
+        changed = None if original is None else original != data
+    else:
+        for field in RECORDED_TIME_FIELDS:
+            if meta.get(field) is not None:
+                registered = parse_time(meta[field], path=path, field=field)
+                source = SOURCE_RECORDED
+                break
+
+    before = registered is not None and (first_outcome is None or registered < first_outcome)
+    if registered is None and first_outcome is None:
+        before = True  # nothing has been computed yet, so nothing can have been seen
+    return TimelineEntry(
+        id=entry_id,
+        path=rel,
+        sha256=sha256_bytes(data),
+        registered_at=None if registered is None else utc_iso(registered),
+        time_source=source,
+        claimed_before_outcomes=claimed,
+        before_outcomes=before,
+        changed_since_registration=changed,
+    )
+
+
+def timeline(study: Study) -> list[TimelineEntry]:
+    first_outcome = first_outcome_time(study)
+    return [_entry(study, entry_id, path, first_outcome) for entry_id, path in registered_files(study)]
+
+
+def format_timeline(entries: list[TimelineEntry], first_outcome: dt.datetime | None) -> str:
+    lines = [f"first outcome: {utc_iso(first_outcome) if first_outcome else '(none yet)'}"]
+    for e in entries:
+        flags = []
+        if e.claim_contradicted:
+            flags.append("claims before_outcomes: true")
+        if e.changed_since_registration:
+            flags.append("edited since registration")
+        note = f"  [{'; '.join(flags)}]" if flags else ""
+        lines.append(
+            f"{e.id:<28} {e.registered_at or '(no time)':<21} {e.time_source:<11} "
+            f"{e.label:<13} {e.sha256[:12]}{note}"
+        )
+    return "\n".join(lines)
+

