@@ -1,0 +1,131 @@
+"""End to end on a copy of the demo study, LLM-free arms under BM25: select, freeze, build-arms, score.
+
+Checks what the orchestration adds on top of the stage modules: resumability, byte-identical rebuilds,
+refusal of chunk sets built from other inputs, and the shape of the per-question table.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from harness.arms.build import build_arms, read_chunk_set
+from harness.cli.main import main
+from harness.data.load import load_dataset, read_selection
+from harness.errors import HarnessError
+from harness.metrics.grid import score_study
+from harness.provenance.files import atomic_write_json, read_json
+from harness.provenance.freeze import frozen_hash
+from harness.study import Study
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
+LLM_FREE = ["S", "S+T", "F512c", "F256t", "P", "FL"]
+
+
+def make_llm_free_study(root: Path) -> Study:
+    for part in ("configs", "data", "plan", "amendments", "prompts"):
+        shutil.copytree(DEMO / part, root / part)
+    cfg_path = root / "configs" / "study.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
+    cfg["arms"] = {a: {"kind": a} for a in LLM_FREE}
+    cfg["retrievers"] = {"bm25": cfg["retrievers"]["bm25"]}
+    cfg.pop("models", None)
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    assert main(["select", "--study", str(root)]) == 0
+    assert main(["freeze", "--study", str(root)]) == 0
+    return Study.at(root)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    study = make_llm_free_study(tmp_path_factory.mktemp("study"))
+    assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
+    assert main(["score", "--study", str(study.root), "--no-progress"]) == 0
+    return study
+
+
+def test_every_arm_has_chunks_and_manifest(built):
+    for dataset in ("papers", "docs"):
+        for arm in LLM_FREE:
+            manifest = read_json(built.manifest_path(dataset, arm))
+            lines = built.chunks_path(dataset, arm).read_text(encoding="utf-8").splitlines()
+            assert manifest["chunk_set"]["chunks"] == len(lines) > 0
+            assert manifest["chunk_set"]["questions"] == {"papers": 48, "docs": 47}[dataset]
+            assert manifest["frozen_config_hash"] == frozen_hash(built)
+    fl = read_json(built.manifest_path("papers", "FL"))
+    s_tokens = read_json(built.manifest_path("papers", "S"))["chunk_set"]["length_tokens"]
+    # FL windows are the lower median of S chunk lengths; the median S length bounds it from above
+    assert 0 < fl["fl_window_tokens"] <= s_tokens["median"]
+
+
+def test_rebuild_is_skipped_and_byte_identical(built, tmp_path):
+    before = {p: p.read_bytes() for p in (built.results / "chunks").rglob("*") if p.is_file()}
+    logs: list[str] = []
+    frozen = frozen_hash(built)
+    builds = build_arms(built, frozen_hash=frozen, progress=False, log=logs.append)
+    assert builds and all(b.skipped for b in builds)
+    # a fresh build in another directory writes the same chunk files byte for byte
+    other = make_llm_free_study(tmp_path / "other")
+    build_arms(other, frozen_hash=None, progress=False, log=lambda _: None)
+    for path, data in before.items():
+        if path.suffix == ".jsonl":
+            twin = other.results / path.relative_to(built.results)
+            assert twin.read_bytes() == data, path.name
+
+
+def test_chunk_set_from_other_inputs_is_refused(built, tmp_path):
+    study = Study.at(built.root)
+    dataset = load_dataset(study, "papers", selection=read_selection(study))
+    mpath = study.manifest_path("papers", "P")
+    manifest = read_json(mpath)
+    try:
+        atomic_write_json(mpath, manifest | {"inputs_hash": "0" * 64})
+        with pytest.raises(HarnessError, match="built from other inputs"):
+            read_chunk_set(study, dataset, "P", frozen_hash=manifest["frozen_config_hash"])
+    finally:
+        atomic_write_json(mpath, manifest)
+
+
+def test_per_question_table(built):
+    for dataset, n_questions, metric in (("papers", 48, "rec@512t"), ("docs", 47, "prec@1024t")):
+        df = pd.read_parquet(built.per_question_path(dataset))
+        assert list(df.columns) == ["dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value"]
+        assert set(df["arm"]) == set(LLM_FREE) and set(df["retriever"]) == {"bm25"}
+        # every question has every metric exactly once per cell
+        counts = df.groupby(["arm", "retriever", "metric"])["qid"].nunique()
+        assert (counts == n_questions).all()
+        assert not df.duplicated(["arm", "retriever", "qid", "metric"]).any()
+        assert df["value"].between(0, 1).all()
+        primary = df[df["metric"] == metric]
+        assert primary["value"].mean() > 0.05  # BM25 finds evidence on this corpus
+        csv = pd.read_csv(built.per_question_path(dataset, "csv"), keep_default_na=False)
+        assert len(csv) == len(df)
+        run = built.run_path(dataset, "S", "bm25").read_text(encoding="utf-8").splitlines()
+        first = run[0].split()
+        assert first[1] == "Q0" and first[3] == "1" and first[5] == "S__bm25"
+
+
+def test_score_resumes_only_missing_cells(built):
+    frozen = read_json(built.per_question_path("papers").with_suffix(".manifest.json"))["frozen_config_hash"]
+    table = built.per_question_path("papers").read_bytes()
+    part = built.results / "per_question" / "papers" / "P__bm25.parquet"
+    part.unlink()
+    logs: list[str] = []
+    score_study(built, frozen_hash=frozen, datasets=["papers"], progress=False, log=logs.append)
+    assert "1 to score" in logs[0]
+    assert part.is_file()
+    assert built.per_question_path("papers").read_bytes() == table
+    logs.clear()
+    score_study(built, frozen_hash=frozen, datasets=["papers"], progress=False, log=logs.append)
+    assert "0 to score" in logs[0]
+
+
+def test_build_without_freeze_says_what_to_do(tmp_path, capsys):
+    study = make_llm_free_study(tmp_path / "s")
+    study.frozen_path.unlink()
+    assert main(["build-arms", "--study", str(study.root)]) == 1
+    assert "run `harness freeze` first" in capsys.readouterr().err
