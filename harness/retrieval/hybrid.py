@@ -1,0 +1,60 @@
+"""Reciprocal rank fusion over full rankings: score(c) = sum over retrievers of 1 / (k + rank(c)), ranks from 1."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from harness.data.model import Chunk
+from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Ranking], *, k: float = 60) -> Ranking:
+    if len(rankings) < 2:
+        raise ValueError(f"reciprocal rank fusion needs at least two rankings, got {len(rankings)}")
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    n = len(rankings[0])
+    if any(len(r) != n for r in rankings):
+        raise ValueError(f"rankings to fuse must cover the same chunks, got lengths {[len(r) for r in rankings]}")
+    reciprocal = 1.0 / (k + np.arange(1, n + 1, dtype=np.float64))
+    contributions = np.empty((len(rankings), n), dtype=np.float64)
+    for row, ranking in zip(contributions, rankings):
+        row[ranking.order] = reciprocal
+    # Add each chunk's terms in sorted order: the same multiset of ranks then gives the same float,
+    # whatever the retriever order, so genuine ties are ties and fall back to position.
+    contributions.sort(axis=0)
+    total = np.zeros(n, dtype=np.float64)
+    for row in contributions:
+        total += row
+    return rank_by_score(total)
+
+
+class RRFIndex(ScopeIndex):
+    def __init__(self, scope_key: str, members: Sequence[ScopeIndex], k: float):
+        super().__init__(scope_key, members[0].n_chunks)
+        self.members, self.k = list(members), k
+
+    def search(self, query: str) -> Ranking:
+        return reciprocal_rank_fusion([m.search(query) for m in self.members], k=self.k)
+
+    def search_many(self, queries: Sequence[str]) -> list[Ranking]:
+        per_member = [m.search_many(queries) for m in self.members]
+        return [reciprocal_rank_fusion(list(rs), k=self.k) for rs in zip(*per_member)]
+
+
+class RRFRetriever(Retriever):
+    def __init__(self, name: str, members: Sequence[Retriever], *, k: float = 60):
+        super().__init__(name)
+        if len(members) < 2:
+            raise ValueError(f"retriever {name!r}: rrf needs at least two retrievers in `of`, got {len(members)}")
+        if k <= 0:
+            raise ValueError(f"retriever {name!r}: rrf k must be positive, got {k}")
+        self.members, self.k = list(members), k
+
+    def index(self, scope_key: str, chunks: Sequence[Chunk]) -> RRFIndex:
+        return RRFIndex(scope_key, [m.index(scope_key, chunks) for m in self.members], self.k)
+
+    def describe(self) -> dict[str, Any]:
+        return {"type": "rrf", "k": self.k, "of": [m.name for m in self.members]}

@@ -1,0 +1,133 @@
+"""Reranking: rescore the top `depth` of a first-stage ranking with a PairScorer; the tail keeps
+first-stage order. Pair scores are cached on disk like embeddings, keyed by (scorer, digest, query, passage).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from harness.data.model import Chunk
+from harness.errors import HarnessError
+from harness.provenance.files import canonical_json
+from harness.retrieval.base import Ranking, Retriever, ScopeIndex
+from harness.retrieval.cache import CacheNamespace, VectorCache
+from harness.retrieval.dense import _load_sentence_transformers, directory_digest, resolve_model_dir
+
+
+@runtime_checkable
+class PairScorer(Protocol):
+    """Relevance of each passage to the query (higher is more relevant). `name` + `digest` identify
+    the scorer for caching: change either whenever scores could change (weights, prompt, options)."""
+
+    name: str
+    digest: str
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]: ...
+
+
+class CrossEncoderScorer:
+    """A sentence-transformers CrossEncoder from a local path, an installed package or the local HF cache."""
+
+    def __init__(self, model: str, *, max_length: int | None = None, batch_size: int = 32, root: Path | None = None):
+        self.name = model
+        self.directory = resolve_model_dir(model, root=root)
+        self.digest = directory_digest(self.directory)
+        self.max_length, self.batch_size = max_length, batch_size
+        self._model = None
+
+    def _loaded(self):
+        if self._model is None:
+            st = _load_sentence_transformers()
+            try:
+                self._model = st.CrossEncoder(
+                    str(self.directory), device="cpu", local_files_only=True, max_length=self.max_length
+                )
+            except Exception as e:
+                raise HarnessError(f"cannot load cross-encoder {self.name!r} from {self.directory}: {e}") from None
+        return self._model
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        if not passages:
+            return []
+        scores = self._loaded().predict([(query, p) for p in passages], batch_size=self.batch_size, show_progress_bar=False)
+        return [float(s) for s in np.asarray(scores, dtype=np.float64).reshape(len(passages), -1)[:, 0]]
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "cross-encoder", "model": self.name, "digest": self.digest, "max_length": self.max_length}
+
+
+class RerankIndex(ScopeIndex):
+    def __init__(self, retriever: "RerankRetriever", first_stage: ScopeIndex, passages: list[str]):
+        super().__init__(first_stage.scope_key, first_stage.n_chunks)
+        self.retriever, self.first_stage, self.passages = retriever, first_stage, passages
+
+    def _rerank(self, query: str, first: Ranking) -> Ranking:
+        head = first.order[: self.retriever.depth]
+        tail = first.order[self.retriever.depth :]
+        if len(head) == 0:
+            return first
+        scores = self.retriever.pair_scores(query, [self.passages[i] for i in head])
+        by_score = np.lexsort((head, -scores))  # ties by chunk position
+        head_scores = scores[by_score]
+        # The reranker never scored the tail: give it strictly decreasing values below the head so the
+        # run file's scores agree with its ranks (TREC tools sort by score).
+        tail_scores = head_scores[-1] - np.arange(1, len(tail) + 1, dtype=np.float64)
+        return Ranking(order=np.concatenate([head[by_score], tail]), scores=np.concatenate([head_scores, tail_scores]))
+
+    def search(self, query: str) -> Ranking:
+        return self._rerank(query, self.first_stage.search(query))
+
+    def search_many(self, queries: Sequence[str]) -> list[Ranking]:
+        return [self._rerank(q, r) for q, r in zip(queries, self.first_stage.search_many(queries))]
+
+
+class RerankRetriever(Retriever):
+    def __init__(self, name: str, first_stage: Retriever, scorer: PairScorer, *, depth: int = 30, cache_dir: str | Path):
+        super().__init__(name)
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+            raise ValueError(f"retriever {name!r}: depth must be a positive integer, got {depth!r}")
+        if not isinstance(scorer, PairScorer):
+            raise TypeError(f"retriever {name!r}: {type(scorer).__name__} does not implement PairScorer (name, digest, score)")
+        self.first_stage, self.scorer, self.depth = first_stage, scorer, depth
+        self.cache = VectorCache(cache_dir, CacheNamespace("pair-score", scorer.name, scorer.digest, ""), dtype=np.float64)
+
+    def pair_scores(self, query: str, passages: list[str]) -> np.ndarray:
+        def score_missing(pairs: list[str]) -> tuple[np.ndarray, np.ndarray]:
+            # every pair in one call shares this query; the cache hands back only the unseen passages
+            missing = [passage for _, passage in (_decode_pair(p) for p in pairs)]
+            scores = np.asarray(self.scorer.score(query, missing), dtype=np.float64)
+            if scores.shape != (len(missing),) or not np.isfinite(scores).all():
+                raise HarnessError(
+                    f"reranker {self.scorer.name!r} returned {scores.shape} scores (finite: {np.isfinite(scores).all()}) "
+                    f"for {len(missing)} passages"
+                )
+            return scores.reshape(-1, 1), np.zeros(len(missing), dtype=bool)
+
+        vectors, _ = self.cache.encode([canonical_json([query, p]) for p in passages], score_missing)
+        return vectors[:, 0].astype(np.float64)
+
+    def index(self, scope_key: str, chunks: Sequence[Chunk]) -> RerankIndex:
+        return RerankIndex(self, self.first_stage.index(scope_key, chunks), [c.indexed_text for c in chunks])
+
+    def describe(self) -> dict[str, Any]:
+        scorer = self.scorer.describe() if hasattr(self.scorer, "describe") else {"model": self.scorer.name}
+        return {
+            "type": "rerank",
+            "first_stage": self.first_stage.name,
+            "depth": self.depth,
+            "scorer": scorer | {"digest": self.scorer.digest},
+            "tail": "first-stage order, scores placed below the reranked head",
+        }
+
+    def stats(self) -> dict[str, int]:
+        return {"cache_hits": self.cache.hits, "cache_misses": self.cache.misses}
+
+
+def _decode_pair(text: str) -> tuple[str, str]:
+    import json
+
+    query, passage = json.loads(text)
+    return query, passage
