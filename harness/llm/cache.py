@@ -1,0 +1,141 @@
+"""Content-addressed generation cache: one append-only JSONL file, one line per call.
+
+Each line is written with a single append and fsynced, so a killed process leaves at most one torn
+last line (no trailing newline); it is cut off on the next open. A complete line that is not valid
+JSON is real corruption and raises instead of being skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from harness.errors import InputError
+from harness.provenance.files import canonical_json, sha256_text
+
+
+def prompt_sha256(messages: Sequence[Mapping[str, str]]) -> str:
+    return sha256_text(canonical_json([dict(m) for m in messages]))
+
+
+def cache_key(
+    identity: Mapping[str, Any],
+    messages: Sequence[Mapping[str, str]],
+    *,
+    schema: Mapping[str, Any] | None,
+    seed: int,
+    options: Mapping[str, Any] | None = None,
+) -> str:
+    """SHA-256 of backend, model, digest, options (with seed and schema) and prompt."""
+    material = {
+        "backend": identity["backend"],
+        "model": identity["model"],
+        "digest": identity["digest"],
+        "options": dict(identity["options"]) | dict(options or {}) | {"seed": seed, "schema": schema},
+        "prompt": [dict(m) for m in messages],
+    }
+    return sha256_text(canonical_json(material))
+
+
+@dataclass(frozen=True)
+class CacheRecord:
+    key: str
+    backend: str
+    model: str
+    digest: str
+    prompt_sha256: str
+    seed: int
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    wall_s: float
+    cost_usd: float
+    truncated: bool = False
+
+
+_FIELDS = tuple(CacheRecord.__dataclass_fields__)
+
+
+class GenerationCache:
+    """Lookups by key; with `fresh=True` old lines are not read (new answers are still appended)."""
+
+    def __init__(self, path: str | os.PathLike, *, fresh: bool = False):
+        self.path = Path(path)
+        self.fresh = fresh
+        self.torn_bytes_dropped = 0
+        self._records: dict[str, CacheRecord] = {}
+        self._by_prompt: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair_and_load()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def _repair_and_load(self) -> None:
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            # a write cut short by a kill: drop the partial line so the next append starts clean
+            self.torn_bytes_dropped = len(data) - end
+            os.truncate(self.path, end)
+            data = data[:end]
+        if self.fresh:
+            return
+        for lineno, line in enumerate(data.split(b"\n")[:-1], start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                record = CacheRecord(**{k: obj[k] for k in _FIELDS if k in obj})
+            except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as e:
+                raise InputError(
+                    f"generation cache line {lineno} is corrupt ({e}); move the file aside to regenerate",
+                    path=self.path,
+                    record=lineno,
+                ) from None
+            self._remember(record)  # a later line for the same key wins (FRESH reruns append)
+
+    def _remember(self, record: CacheRecord) -> None:
+        self._records[record.key] = record
+        self._by_prompt.setdefault(record.prompt_sha256, []).append(record.key)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def get(self, key: str) -> CacheRecord | None:
+        return self._records.get(key)
+
+    def has_prompt(self, prompt_hash: str) -> bool:
+        """Whether any cached answer (under any model, digest or options) exists for this prompt."""
+        return prompt_hash in self._by_prompt
+
+    def digests_for(self, backend: str, model: str) -> list[str]:
+        """Distinct digests recorded for a backend/model (replay uses this when none is pinned)."""
+        return sorted({r.digest for r in self._records.values() if r.backend == backend and r.model == model})
+
+    def put(self, record: CacheRecord) -> None:
+        line = (json.dumps({f: getattr(record, f) for f in _FIELDS}, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+        with self._lock:
+            view = memoryview(line)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            os.fsync(self._fd)
+            self._remember(record)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    def __enter__(self) -> "GenerationCache":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

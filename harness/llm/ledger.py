@@ -1,0 +1,91 @@
+"""Spend ledger per arm: what generating the arm cost, and a hard cap checked before every call.
+
+Costs are counted from cache records, so a cache-warm rebuild reports the same generation cost as
+the run that paid for it; `fresh_calls` / `cache_hits` say what this run actually did.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from harness.llm.base import SpendCapReached
+from harness.llm.cache import CacheRecord
+
+
+@dataclass(frozen=True)
+class LedgerTotals:
+    calls: int
+    fresh_calls: int
+    cache_hits: int
+    prompt_tokens: int
+    completion_tokens: int
+    wall_s: float
+    cost_usd: float
+
+    def as_dict(self) -> dict:
+        n = max(self.calls, 1)
+        return {
+            "calls": self.calls,
+            "fresh_calls": self.fresh_calls,
+            "cache_hits": self.cache_hits,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "prompt_tokens_per_call": round(self.prompt_tokens / n, 3),
+            "completion_tokens_per_call": round(self.completion_tokens / n, 3),
+            "wall_s": round(self.wall_s, 3),
+            "cost_usd": round(self.cost_usd, 6),
+        }
+
+
+class SpendLedger:
+    """`cap_usd` None means no cap. Thread-safe: estimates are reserved so parallel calls cannot overshoot."""
+
+    def __init__(self, arm: str, cap_usd: float | None):
+        if cap_usd is not None and cap_usd < 0:
+            raise ValueError(f"spend cap for arm {arm!r} must be >= 0, got {cap_usd}")
+        self.arm = arm
+        self.cap_usd = cap_usd
+        self._lock = threading.Lock()
+        self._reserved = 0.0
+        self._calls = self._fresh = self._hits = self._tok_in = self._tok_out = 0
+        self._wall = self._cost = 0.0
+
+    def reserve(self, estimate_usd: float, *, billed: bool) -> float:
+        """Before a call: refuse it if it could take the spend past the cap; else hold its estimate."""
+        with self._lock:
+            if billed and self.cap_usd is not None:
+                committed = self._cost + self._reserved
+                if committed >= self.cap_usd or committed + estimate_usd > self.cap_usd:
+                    raise SpendCapReached(
+                        f"arm {self.arm}: spend cap ${self.cap_usd:.4f} reached (spent ${self._cost:.4f}, "
+                        f"next call up to ${estimate_usd:.4f}); raise llm.spend_cap_usd in configs/study.yaml "
+                        "to continue; completed calls are cached and will not be paid again"
+                    )
+            self._reserved += estimate_usd
+            return estimate_usd
+
+    def release(self, reservation: float) -> None:
+        with self._lock:
+            self._reserved -= reservation
+
+    def record(self, record: CacheRecord, *, fresh: bool) -> None:
+        with self._lock:
+            self._calls += 1
+            self._fresh += int(fresh)
+            self._hits += int(not fresh)
+            self._tok_in += record.prompt_tokens
+            self._tok_out += record.completion_tokens
+            self._wall += record.wall_s
+            self._cost += record.cost_usd
+
+    @property
+    def spent_usd(self) -> float:
+        with self._lock:
+            return self._cost
+
+    def totals(self) -> LedgerTotals:
+        with self._lock:
+            return LedgerTotals(
+                self._calls, self._fresh, self._hits, self._tok_in, self._tok_out, self._wall, self._cost
+            )

@@ -1,0 +1,159 @@
+"""Hosted models behind an OpenAI-compatible chat API (e.g. OpenRouter), billed into the spend ledger.
+
+Config keys: name, base_url, api_key_env (default OPENAI_API_KEY), temperature, max_tokens,
+reasoning_effort, provider (routing: e.g. {order: [x], allow_fallbacks: false, data_collection: deny}),
+price_in_per_mtok / price_out_per_mtok (USD per million tokens, used when the response carries no
+cost and for the pre-call cap estimate), context_tokens (the model's window, when known).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Mapping, Sequence
+
+from harness.errors import HarnessError
+from harness.llm.base import (
+    AuthError,
+    Backend,
+    BackendUnavailable,
+    Completion,
+    LlmError,
+    Message,
+    ModelNotFound,
+    as_messages,
+)
+from harness.provenance.files import canonical_json, sha256_text
+
+DEFAULT_OPTIONS = {"temperature": 0.0, "max_tokens": 1024}
+# no fallbacks and no training on our data unless the config says otherwise
+DEFAULT_PROVIDER = {"allow_fallbacks": False, "data_collection": "deny"}
+
+
+class OpenAICompatibleBackend(Backend):
+    name = "openai-compatible"
+    billed = True
+
+    def __init__(
+        self,
+        model: str,
+        options: Mapping[str, Any],
+        *,
+        base_url: str,
+        api_key_env: str = "OPENAI_API_KEY",
+        price_in_per_mtok: float | None = None,
+        price_out_per_mtok: float | None = None,
+        context_tokens: int | None = None,
+        timeout_s: float = 600,
+    ):
+        super().__init__(model, DEFAULT_OPTIONS | dict(options))
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.price_in = price_in_per_mtok
+        self.price_out = price_out_per_mtok
+        self.context_tokens = context_tokens
+        self.timeout_s = timeout_s
+        self._client = None
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> "OpenAICompatibleBackend":
+        if not cfg.get("base_url"):
+            raise HarnessError(f"model {cfg.get('name')!r}: openai-compatible backend needs `base_url`")
+        options = {k: cfg[k] for k in ("temperature", "max_tokens", "reasoning_effort") if k in cfg}
+        options["provider"] = DEFAULT_PROVIDER | dict(cfg.get("provider") or {})
+        return cls(
+            str(cfg["name"]),
+            options,
+            base_url=str(cfg["base_url"]),
+            api_key_env=str(cfg.get("api_key_env", "OPENAI_API_KEY")),
+            price_in_per_mtok=cfg.get("price_in_per_mtok"),
+            price_out_per_mtok=cfg.get("price_out_per_mtok"),
+            context_tokens=cfg.get("context_tokens"),
+            timeout_s=float(cfg.get("timeout_s", 600)),
+        )
+
+    @property
+    def digest(self) -> str:
+        """Hosted weights cannot be hashed: pin what we control (endpoint, model id, routing)."""
+        pinned = {"base_url": self.base_url, "model": self.model, "provider": self.options.get("provider")}
+        return "provider-sha256:" + sha256_text(canonical_json(pinned))
+
+    @property
+    def prompt_token_limit(self) -> int | None:
+        if self.context_tokens is None:
+            return None
+        return int(self.context_tokens) - int(self.options["max_tokens"])
+
+    def estimate_cost_usd(self, messages: Sequence[Message], options: Mapping[str, Any]) -> float:
+        if self.price_in is None or self.price_out is None:
+            return 0.0
+        from harness.tokens import cl100k
+
+        # cl100k plus per-message overhead, a close upper bound for most tokenizers on English text
+        tokens_in = sum(len(cl100k().encode(m["content"])) + 8 for m in messages)
+        tokens_out = int((self.options | dict(options)).get("max_tokens"))
+        return (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
+
+    def _client_or_fail(self):
+        if self._client is None:
+            from openai import OpenAI
+
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise AuthError(f"set the environment variable {self.api_key_env} to the API key for {self.base_url}")
+            self._client = OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=2)
+        return self._client
+
+    def complete(
+        self,
+        prompt: str | Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None,
+        seed: int,
+        options: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        import openai
+
+        opts = self.options | dict(options or {})
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": as_messages(prompt),
+            "temperature": opts["temperature"],
+            "max_tokens": opts["max_tokens"],
+            "seed": seed,
+            "extra_body": {"provider": opts["provider"], "usage": {"include": True}},
+        }
+        if "reasoning_effort" in opts:
+            kwargs["reasoning_effort"] = opts["reasoning_effort"]
+        if schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": dict(schema), "strict": True},
+            }
+        client = self._client_or_fail()
+        start = time.perf_counter()
+        try:
+            resp = client.chat.completions.create(**kwargs)
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
+            raise AuthError(f"{self.base_url} refused the API key in {self.api_key_env}: {e}") from None
+        except openai.NotFoundError as e:
+            raise ModelNotFound(f"{self.base_url} has no model {self.model!r} (check `name`): {e}") from None
+        except openai.APIConnectionError as e:
+            raise BackendUnavailable(f"{self.base_url} is unreachable ({e}); rerun to resume from the cache") from None
+        except openai.APIError as e:
+            raise LlmError(f"{self.base_url} failed: {e}") from None
+        wall = time.perf_counter() - start
+        usage = resp.usage
+        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+        billed = getattr(usage, "cost", None)  # providers such as OpenRouter report the charge
+        if billed is None:
+            billed = (tokens_in * (self.price_in or 0.0) + tokens_out * (self.price_out or 0.0)) / 1e6
+        return Completion(
+            text=resp.choices[0].message.content or "",
+            prompt_tokens=tokens_in,
+            completion_tokens=tokens_out,
+            wall_s=wall,
+            cost_usd=float(billed),
+            model_digest=self.digest,
+        )

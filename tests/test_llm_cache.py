@@ -1,0 +1,201 @@
+"""Generation cache (keys, torn lines, a killed build), replay misses and the spend ledger."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from llm_fake_ollama import FakeOllama
+from llm_study import make_study, small_corpus
+
+from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.errors import InputError
+from harness.llm.base import Backend, Completion, ReplayMiss, SpendCapReached
+from harness.llm.cache import CacheRecord, GenerationCache, cache_key, prompt_sha256
+from harness.llm.ledger import SpendLedger
+from harness.llm.replay import ReplayBackend
+from harness.llm.session import LlmSession
+
+ROOT = Path(__file__).resolve().parents[1]
+IDENTITY = {"backend": "ollama", "model": "m", "digest": "d1", "options": {"temperature": 0}}
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+def record(key: str, text: str = "{}", cost: float = 0.0) -> CacheRecord:
+    return CacheRecord(key, "ollama", "m", "d1", prompt_sha256(MESSAGES), 0, text, 3, 2, 0.1, cost)
+
+
+def test_key_changes_with_every_component():
+    base = cache_key(IDENTITY, MESSAGES, schema=None, seed=0)
+    assert base == cache_key(dict(IDENTITY), [dict(MESSAGES[0])], schema=None, seed=0)
+    variants = [
+        cache_key(IDENTITY | {"backend": "llama.cpp"}, MESSAGES, schema=None, seed=0),
+        cache_key(IDENTITY | {"model": "m2"}, MESSAGES, schema=None, seed=0),
+        cache_key(IDENTITY | {"digest": "d2"}, MESSAGES, schema=None, seed=0),
+        cache_key(IDENTITY | {"options": {"temperature": 0.5}}, MESSAGES, schema=None, seed=0),
+        cache_key(IDENTITY, [{"role": "user", "content": "hello!"}], schema=None, seed=0),
+        cache_key(IDENTITY, MESSAGES, schema={"type": "object"}, seed=0),
+        cache_key(IDENTITY, MESSAGES, schema=None, seed=1),
+        cache_key(IDENTITY, MESSAGES, schema=None, seed=0, options={"num_predict": 9}),
+    ]
+    assert len({base, *variants}) == 1 + len(variants)
+
+
+def test_torn_last_line_is_cut_and_appends_stay_valid(tmp_path):
+    path = tmp_path / "g.jsonl"
+    with GenerationCache(path) as cache:
+        cache.put(record("k1"))
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"key": "k2", "text": "half a li')  # a write cut short by SIGKILL
+    with GenerationCache(path) as cache:
+        assert cache.torn_bytes_dropped == len(b'{"key": "k2", "text": "half a li')
+        assert cache.get("k1") is not None and cache.get("k2") is None
+        cache.put(record("k3"))
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and [json.loads(x)["key"] for x in lines[:-1]] == ["k1", "k3"]
+
+
+def test_corrupt_complete_line_is_an_error_naming_file_and_line(tmp_path):
+    path = tmp_path / "g.jsonl"
+    with GenerationCache(path) as cache:
+        cache.put(record("k1"))
+    path.write_bytes(path.read_bytes() + b"not json\n")
+    with pytest.raises(InputError, match=r"g\.jsonl \(record 2\): generation cache line 2 is corrupt"):
+        GenerationCache(path)
+
+
+def test_fresh_ignores_old_answers_and_later_lines_win(tmp_path):
+    path = tmp_path / "g.jsonl"
+    with GenerationCache(path) as cache:
+        cache.put(record("k1", text="old"))
+    with GenerationCache(path, fresh=True) as cache:
+        assert cache.get("k1") is None
+        cache.put(record("k1", text="new"))
+    with GenerationCache(path) as cache:
+        assert cache.get("k1").text == "new"
+
+
+class CountingBackend(Backend):
+    """A billed backend with a fixed price per call; counts the calls that reach it."""
+
+    name = "counting"
+    billed = True
+
+    def __init__(self, cost: float = 0.4):
+        super().__init__("m", {"temperature": 0})
+        self.cost = cost
+        self.calls = 0
+
+    @property
+    def digest(self) -> str:
+        return "d1"
+
+    def estimate_cost_usd(self, messages, options) -> float:
+        return self.cost
+
+    def complete(self, prompt, *, schema, seed, options=None) -> Completion:
+        self.calls += 1
+        return Completion('{"ok": true}', 5, 2, 0.01, self.cost, "d1")
+
+
+def test_ledger_cap_stops_before_the_call_that_would_pass_it(tmp_path):
+    backend = CountingBackend(cost=0.4)
+    with GenerationCache(tmp_path / "g.jsonl") as cache:
+        session = LlmSession(backend, cache, SpendLedger("E", cap_usd=1.0))
+        session.call("a", schema=None, seed=0)
+        session.call("b", schema=None, seed=0)
+        with pytest.raises(SpendCapReached, match=r"arm E: spend cap \$1\.0000 reached \(spent \$0\.8000"):
+            session.call("c", schema=None, seed=0)
+        assert backend.calls == 2  # the third call never reached the backend
+        session.call("a", schema=None, seed=0)  # a cached answer costs nothing new and is allowed
+        totals = session.ledger.totals()
+    assert (totals.calls, totals.fresh_calls, totals.cache_hits) == (3, 2, 1)
+    assert totals.cost_usd == pytest.approx(1.2)  # the cached call's original cost is the arm's cost
+    with pytest.raises(ValueError, match="spend cap for arm 'E' must be >= 0, got -1"):
+        SpendLedger("E", cap_usd=-1)
+
+
+def test_zero_cap_allows_no_billed_call_but_local_calls_pass(tmp_path):
+    with GenerationCache(tmp_path / "g.jsonl") as cache:
+        billed = CountingBackend()
+        with pytest.raises(SpendCapReached):
+            LlmSession(billed, cache, SpendLedger("Es", cap_usd=0.0)).call("x", schema=None, seed=0)
+        assert billed.calls == 0
+        local = CountingBackend(cost=0.0)
+        local.billed = False
+        LlmSession(local, cache, SpendLedger("E", cap_usd=0.0)).call("x", schema=None, seed=0)
+        assert local.calls == 1
+
+
+def test_replay_miss_names_the_prompt_hash(tmp_path):
+    with GenerationCache(tmp_path / "g.jsonl") as cache:
+        original = CountingBackend()
+        LlmSession(original, cache, SpendLedger("E", None)).call("known", schema=None, seed=0)
+        replay = ReplayBackend.for_cache(original, cache.digests_for("counting", "m"), pinned=None)
+        session = LlmSession(replay, cache, SpendLedger("E", None))
+        assert json.loads(session.call("known", schema=None, seed=0).text) == {"ok": True}
+        wanted = prompt_sha256([{"role": "user", "content": "unknown"}])
+        with pytest.raises(ReplayMiss, match=f"no cached answer for prompt {wanted}"):
+            session.call("unknown", schema=None, seed=0)
+    assert original.calls == 1
+    with pytest.raises(Exception, match="holds no answers from counting model 'm'"):
+        ReplayBackend.for_cache(original, [], pinned=None)
+    with pytest.raises(Exception, match="under 2 digests .*pin one with `digest:`"):
+        ReplayBackend.for_cache(original, ["a", "b"], pinned=None)
+
+
+BUILD_SCRIPT = """
+import sys
+sys.path[:0] = [{root!r}, {tests!r}]
+from llm_study import small_corpus
+from harness.arms.llm_arms import build_llm_arm
+from harness.study import Study
+study = Study.at({study!r})
+docs, chunks = small_corpus(n_docs=4, n_chunks=6)
+build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
+print("finished")
+"""
+
+
+def test_killed_build_leaves_no_corrupt_line_and_rerun_repeats_no_cached_call(tmp_path):
+    docs, chunks = small_corpus(n_docs=4, n_chunks=6)  # 24 calls
+    script = tmp_path / "build.py"
+    with FakeOllama(delay_s=0.05) as fake:
+        model = {"backend": "ollama", "name": "fake", "host": fake.host, "num_ctx": 4096, "num_predict": 256}
+        study = make_study(tmp_path / "study", {"m": model}, {"E": {"kind": "E", "model": "m"}})
+        script.write_text(
+            textwrap.dedent(BUILD_SCRIPT).format(root=str(ROOT), tests=str(ROOT / "tests"), study=str(study.root))
+        )
+        cache_file = generations_path(study, "m")
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if cache_file.exists() and cache_file.read_bytes().count(b"\n") >= 8:
+                break
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert proc.returncode == -signal.SIGKILL
+        asked_before = dict(fake.chat_calls)
+        raw = cache_file.read_bytes()
+        complete = raw[: raw.rfind(b"\n") + 1].decode().splitlines()
+        assert 8 <= len(complete) < 24
+        cached_prompts = {json.loads(line)["prompt_sha256"] for line in complete}  # every line parses
+
+        result = build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
+    repeated = {prompt for (prompt, _), n in fake.chat_calls.items() if n > 1}
+    assert not repeated & cached_prompts  # nothing in the cache is asked again
+    assert len(repeated) <= 2  # at most the calls in flight (two workers) are lost
+    assert len(fake.chat_calls) == 24
+    assert set(asked_before) <= set(fake.chat_calls)
+    assert result.manifest["run"]["cache_hits"] == len(complete)
+    assert all(not c.generated["llm_failed"] for c in result.chunks)
+    lines = cache_file.read_text().splitlines()
+    assert len({json.loads(line)["key"] for line in lines}) == 24 == len(lines)
