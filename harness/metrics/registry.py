@@ -1,0 +1,120 @@
+"""Metric sets by canonical name, and scoring one question's ranking under one of them.
+
+The set a dataset uses is its config's `metric_set`; its token budgets come from the config's `budgets:`
+section (budgets_from_config); the cut-offs k are fixed by the set (DESIGN section 7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from harness.data.model import Chunk, Question
+from harness.errors import HarnessError, InputError
+from harness.metrics import freshstack, qasper
+from harness.metrics.budget import TokenCache, check_budget
+from harness.metrics.ngrams import GramCache
+
+
+@dataclass(frozen=True)
+class MetricSet:
+    name: str
+    default_budgets: tuple[int, ...]  # the budgets DESIGN names; a study registers its own in `budgets:`
+    ks: tuple[int, ...]
+    score: Callable[..., list[tuple[str, float]]]
+    budget_metrics: tuple[str, ...]  # name prefixes per budget, e.g. ("rec", "complete", "partial")
+    budget_interleaved: bool  # prec@512t, rec@512t, prec@1024t, ... rather than all rec first
+    k_metrics: tuple[str, ...]
+    tail: tuple[str, ...] = ()
+
+    def metric_names(self, budgets: Sequence[int]) -> tuple[str, ...]:
+        """The names score_question returns for these budgets, in the same order."""
+        budgets = check_budgets(budgets, self.name)
+        if self.budget_interleaved:
+            by_budget = [f"{m}@{b}t" for b in budgets for m in self.budget_metrics]
+        else:
+            by_budget = [f"{m}@{b}t" for m in self.budget_metrics for b in budgets]
+        return tuple(by_budget + [f"{m}@{k}" for m in self.k_metrics for k in self.ks] + list(self.tail))
+
+
+METRIC_SETS: dict[str, MetricSet] = {
+    "qasper": MetricSet(
+        name="qasper",
+        default_budgets=qasper.BUDGETS,
+        ks=qasper.KS,
+        score=qasper.score_qasper,
+        budget_metrics=("rec", "complete", "partial"),
+        budget_interleaved=False,
+        k_metrics=("rec", "hit"),
+    ),
+    "freshstack": MetricSet(
+        name="freshstack",
+        default_budgets=freshstack.BUDGETS,
+        ks=freshstack.KS,
+        score=freshstack.score_freshstack,
+        budget_metrics=("prec", "rec"),
+        budget_interleaved=True,
+        k_metrics=("hit",),
+        tail=(f"mrr@{freshstack.MRR_DEPTH}",),
+    ),
+}
+
+
+@dataclass
+class ScoringCache:
+    """Token ids and 5-gram sets per distinct source text; share one across a whole scoring run."""
+
+    tokens: TokenCache = field(default_factory=TokenCache)
+    grams: GramCache = field(default_factory=GramCache)
+
+
+def get_metric_set(name: str) -> MetricSet:
+    try:
+        return METRIC_SETS[name]
+    except (KeyError, TypeError):
+        raise InputError(f"unknown metric_set {name!r}; choose one of {sorted(METRIC_SETS)}") from None
+
+
+def check_budgets(budgets: Sequence[int], metric_set: str) -> tuple[int, ...]:
+    """Budgets as a sorted tuple; empty, non-positive or repeated budgets are refused."""
+    if isinstance(budgets, (str, bytes)) or not isinstance(budgets, Sequence) or not budgets:
+        raise InputError(
+            f"budgets for metric_set {metric_set!r} must be a non-empty list of token counts, got {budgets!r}"
+        )
+    checked = [check_budget(b) for b in budgets]
+    if len(set(checked)) != len(checked):
+        raise InputError(f"budgets for metric_set {metric_set!r} repeat a value: {list(budgets)}")
+    return tuple(sorted(checked))
+
+
+def budgets_from_config(budgets_section: Mapping[str, Any] | None, metric_set: str) -> tuple[int, ...]:
+    """The budgets a study registered for a metric set (configs/study.yaml `budgets: {set: [...]}`)."""
+    get_metric_set(metric_set)
+    if not isinstance(budgets_section, Mapping) or metric_set not in budgets_section:
+        raise HarnessError(
+            f"configs/study.yaml: `budgets.{metric_set}` is missing; register the token budgets, "
+            f"e.g. budgets: {{{metric_set}: {list(METRIC_SETS[metric_set].default_budgets)}}}"
+        )
+    try:
+        return check_budgets(budgets_section[metric_set], metric_set)
+    except ValueError as e:
+        raise HarnessError(f"configs/study.yaml: `budgets.{metric_set}`: {e}") from None
+
+
+def score_question(
+    metric_set: str,
+    question: Question,
+    ranked_chunks: Sequence[Chunk],
+    budgets: Sequence[int],
+    *,
+    cache: ScoringCache | None = None,
+) -> list[tuple[str, float]]:
+    """(metric name, value) pairs for one question's ranking, each name once, in metric_names order.
+
+    ranked_chunks is the full ranking, best first; only its head (enough for the largest budget and the
+    deepest k) is read. Pass one `cache` for a whole scoring run so each chunk is encoded once.
+    """
+    ms = get_metric_set(metric_set)
+    budgets = check_budgets(budgets, ms.name)
+    cache = cache if cache is not None else ScoringCache()
+    return ms.score(question, ranked_chunks, budgets, ms.ks, tokens=cache.tokens, grams=cache.grams)

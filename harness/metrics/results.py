@@ -1,0 +1,226 @@
+"""Per-question results (DESIGN section 10): long format, one row per (dataset, arm, retriever, qid, metric).
+
+Files: results/per_question/<dataset>.parquet and .csv, rows sorted by (dataset, arm, retriever, qid,
+metric), values in [0, 1], CSV floats written with repr() so they read back bit-identical. While scoring,
+each finished (dataset, arm, retriever) cell is written atomically as its own part file under
+results/per_question/<dataset>/, so a resumed `score` skips the cells whose part exists; combine_parts
+then joins exactly the cells the config names into the dataset's files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import dataclass
+from operator import attrgetter
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness.data.model import Question
+from harness.errors import HarnessError, InputError
+from harness.provenance.files import atomic_write_bytes, atomic_write_text
+
+COLUMNS = ("dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value")
+KEY = ("dataset", "arm", "retriever", "qid", "metric")
+SCHEMA = pa.schema([(c, pa.float64() if c == "value" else pa.string()) for c in COLUMNS])
+PART_SUFFIX = ".parquet"
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    dataset: str
+    arm: str
+    retriever: str
+    qid: str
+    cluster: str
+    stratum: str
+    metric: str
+    value: float
+
+
+def question_rows(
+    dataset: str, arm: str, retriever: str, question: Question, scores: Iterable[tuple[str, float]]
+) -> list[ResultRow]:
+    """One row per (metric, value) of a scored question, carrying its cluster and stratum."""
+    return [
+        ResultRow(dataset, arm, retriever, question.qid, question.cluster, question.stratum, name, float(value))
+        for name, value in scores
+    ]
+
+
+def _frame(rows: Iterable[ResultRow]) -> pd.DataFrame:
+    rows = list(rows)
+    for row in rows:
+        if not isinstance(row, ResultRow):
+            raise TypeError(f"expected ResultRow, got {type(row).__name__}: {row!r}")
+    columns = list(zip(*map(attrgetter(*COLUMNS), rows))) if rows else [[] for _ in COLUMNS]
+    return pd.DataFrame(
+        {c: pd.Series(list(col), dtype="float64" if c == "value" else object) for c, col in zip(COLUMNS, columns)}
+    )
+
+
+def _check_and_sort(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """Refuse bad values, repeated keys and a qid with two clusters/strata; sort by KEY."""
+    for c in COLUMNS[:-1]:
+        if pd.api.types.infer_dtype(df[c], skipna=False) not in ("string", "empty"):
+            bad = next(v for v in df[c] if not isinstance(v, str))
+            raise InputError(f"{where}: column {c!r} must hold strings, got {bad!r}")
+    values = df["value"].to_numpy()
+    bad = ~((values >= 0.0) & (values <= 1.0))  # NaN fails both comparisons
+    if bad.any():
+        row = df[bad].iloc[0]
+        raise InputError(
+            f"{where}: metric values must lie in [0, 1]; {row['metric']} = {row['value']!r} for qid {row['qid']!r} "
+            f"({row['arm']} / {row['retriever']})"
+        )
+    dup = df.duplicated(subset=list(KEY), keep=False)
+    if dup.any():
+        row = df[dup].iloc[0]
+        raise InputError(
+            f"{where}: repeated result for dataset {row['dataset']!r}, arm {row['arm']!r}, retriever "
+            f"{row['retriever']!r}, qid {row['qid']!r}, metric {row['metric']!r}"
+        )
+    groups = df.groupby(["dataset", "qid"], sort=True)[["cluster", "stratum"]].nunique()
+    split = groups[(groups["cluster"] > 1) | (groups["stratum"] > 1)]
+    if len(split):
+        dataset, qid = split.index[0]
+        raise InputError(f"{where}: qid {qid!r} of dataset {dataset!r} has more than one cluster or stratum")
+    return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
+
+
+def _parquet_bytes(df: pd.DataFrame) -> bytes:
+    table = pa.table({c: pa.array(df[c].tolist(), type=SCHEMA.field(c).type) for c in COLUMNS}, schema=SCHEMA)
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def _csv_text(df: pd.DataFrame) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    cols = [df[c].tolist() for c in COLUMNS[:-1]] + [[repr(float(v)) for v in df["value"].tolist()]]
+    writer.writerows(zip(*cols))
+    return buf.getvalue()
+
+
+def _write_frame(df: pd.DataFrame, parquet_path: str | os.PathLike, csv_path: str | os.PathLike | None) -> None:
+    atomic_write_bytes(parquet_path, _parquet_bytes(df))
+    if csv_path is not None:
+        atomic_write_text(csv_path, _csv_text(df))
+
+
+def write_per_question(
+    rows: Iterable[ResultRow], parquet_path: str | os.PathLike, csv_path: str | os.PathLike | None
+) -> int:
+    """Validate, sort and atomically write rows to Parquet (and CSV unless csv_path is None); returns the count."""
+    df = _check_and_sort(_frame(rows), str(parquet_path))
+    _write_frame(df, parquet_path, csv_path)
+    return len(df)
+
+
+def read_per_question(path: str | os.PathLike) -> pd.DataFrame:
+    """A per-question file (.parquet or .csv) as a DataFrame with exactly COLUMNS; ids stay strings."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("per-question results file not found", path=path)
+    try:
+        if path.suffix == ".parquet":
+            df = pq.read_table(path).to_pandas()
+        elif path.suffix == ".csv":
+            # every id column as text: qids like "1909.00694" or "007" must not become numbers, "" not NaN
+            dtypes = {c: str for c in COLUMNS[:-1]} | {"value": "float64"}
+            df = pd.read_csv(path, dtype=dtypes, keep_default_na=False, na_filter=False)
+        else:
+            raise InputError("expected a .parquet or .csv per-question file", path=path)
+    except (pa.ArrowInvalid, ValueError, pd.errors.ParserError) as e:
+        if isinstance(e, InputError):
+            raise
+        raise InputError(f"cannot read per-question results: {e}", path=path) from None
+    if tuple(df.columns) != COLUMNS:
+        raise InputError(f"columns are {list(df.columns)}, expected {list(COLUMNS)}", path=path)
+    return df
+
+
+# --- resumable scoring: one part file per (dataset, arm, retriever) cell ---
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or "__" in name:
+        raise InputError(f"{kind} name {name!r} cannot name a part file (empty, '/', '\\', '__' or a leading '.')")
+    return name
+
+
+def part_path(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> Path:
+    """results/per_question/<dataset>/<arm>__<retriever>.parquet (mirrors the run file names)."""
+    return Path(per_question_dir) / _check_name("dataset", dataset) / (
+        f"{_check_name('arm', arm)}__{_check_name('retriever', retriever)}{PART_SUFFIX}"
+    )
+
+
+def write_part(
+    per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str, rows: Iterable[ResultRow]
+) -> Path:
+    """Atomically write one finished cell; a part file that exists is therefore complete."""
+    path = part_path(per_question_dir, dataset, arm, retriever)
+    df = _check_and_sort(_frame(rows), str(path))
+    cells = set(zip(df["dataset"], df["arm"], df["retriever"]))
+    if cells - {(dataset, arm, retriever)}:
+        foreign = sorted(cells - {(dataset, arm, retriever)})
+        raise InputError(f"{path}: rows of cells {foreign} do not belong to this part")
+    _write_frame(df, path, None)
+    return path
+
+
+def completed_cells(per_question_dir: str | os.PathLike, dataset: str) -> set[tuple[str, str]]:
+    """(arm, retriever) pairs whose part file exists for this dataset."""
+    folder = Path(per_question_dir) / _check_name("dataset", dataset)
+    if not folder.is_dir():
+        return set()
+    done = set()
+    for p in folder.glob(f"*{PART_SUFFIX}"):
+        arm, sep, retriever = p.name[: -len(PART_SUFFIX)].partition("__")
+        if sep and arm and retriever:
+            done.add((arm, retriever))
+    return done
+
+
+def read_part(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> pd.DataFrame:
+    path = part_path(per_question_dir, dataset, arm, retriever)
+    df = read_per_question(path)
+    foreign = df[(df["dataset"] != dataset) | (df["arm"] != arm) | (df["retriever"] != retriever)]
+    if len(foreign):
+        row = foreign.iloc[0]
+        raise InputError(f"holds a row of another cell ({row['dataset']}, {row['arm']}, {row['retriever']})", path=path)
+    return df
+
+
+def combine_parts(
+    per_question_dir: str | os.PathLike,
+    dataset: str,
+    cells: Sequence[tuple[str, str]],
+    parquet_path: str | os.PathLike,
+    csv_path: str | os.PathLike | None,
+) -> int:
+    """Join the parts of exactly these (arm, retriever) cells into the dataset's files; returns the row count.
+
+    Parts of cells not listed (e.g. an arm since removed from the config) are left out, never mixed in.
+    """
+    cells = sorted(set(cells))
+    if not cells:
+        raise InputError(f"no (arm, retriever) cells to combine for dataset {dataset!r}")
+    missing = sorted(set(cells) - completed_cells(per_question_dir, dataset))
+    if missing:
+        shown = ", ".join(f"{a} / {r}" for a, r in missing)
+        raise HarnessError(f"dataset {dataset!r}: {len(missing)} cell(s) not scored yet: {shown}")
+    frames = [read_part(per_question_dir, dataset, a, r) for a, r in cells]
+    df = pd.concat(frames, ignore_index=True)
+    df = df.astype({c: object for c in COLUMNS[:-1]} | {"value": "float64"})
+    df = _check_and_sort(df, str(parquet_path))
+    _write_frame(df, parquet_path, csv_path)
+    return len(df)

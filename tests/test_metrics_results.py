@@ -1,0 +1,166 @@
+"""Per-question results: long format, deterministic files, exact round trips, resumable parts."""
+
+import random
+
+import pandas as pd
+import pytest
+
+from harness.errors import HarnessError, InputError
+from harness.metrics.results import (
+    COLUMNS,
+    ResultRow,
+    combine_parts,
+    completed_cells,
+    part_path,
+    question_rows,
+    read_per_question,
+    write_part,
+    write_per_question,
+)
+from metrics_support import question
+
+
+def row(arm="S", retriever="bm25", qid="q1", metric="rec@512t", value=0.5, cluster="c1", stratum="", dataset="d"):
+    return ResultRow(dataset, arm, retriever, qid, cluster, stratum, metric, value)
+
+
+ROWS = [
+    row(arm="S+T", qid="1909.00694", metric="rec@1", value=1 / 3, cluster="1909.00694"),
+    row(arm="S", qid="007", metric="rec@512t", value=0.1, cluster="p7"),
+    row(arm="S", qid="007", metric="hit@1", value=1.0, cluster="p7"),
+    row(arm="E", retriever="hybrid", qid="007", metric="mrr@10", value=0.0, cluster="p7"),
+]
+
+
+def test_round_trip_is_exact_and_sorted(tmp_path):
+    pq_path, csv_path = tmp_path / "d.parquet", tmp_path / "d.csv"
+    assert write_per_question(ROWS, pq_path, csv_path) == 4
+    expected_order = [("E", "hybrid", "007", "mrr@10"), ("S", "bm25", "007", "hit@1"),
+                      ("S", "bm25", "007", "rec@512t"), ("S+T", "bm25", "1909.00694", "rec@1")]
+    for path in (pq_path, csv_path):
+        df = read_per_question(path)
+        assert tuple(df.columns) == COLUMNS
+        assert list(zip(df.arm, df.retriever, df.qid, df.metric)) == expected_order
+        assert df.value.tolist() == [0.0, 1.0, 0.1, 1 / 3]  # bit-identical, including 1/3
+        assert df.stratum.tolist() == ["", "", "", ""]  # empty stratum is "", not NaN
+
+
+def test_csv_floats_use_repr(tmp_path):
+    write_per_question(ROWS, tmp_path / "d.parquet", tmp_path / "d.csv")
+    lines = (tmp_path / "d.csv").read_text().splitlines()
+    assert lines[0] == "dataset,arm,retriever,qid,cluster,stratum,metric,value"
+    assert lines[1] == "d,E,hybrid,007,p7,,mrr@10,0.0"
+    assert lines[4] == "d,S+T,bm25,1909.00694,1909.00694,,rec@1,0.3333333333333333"
+
+
+def test_same_rows_in_any_order_give_identical_bytes(tmp_path):
+    write_per_question(ROWS, tmp_path / "a.parquet", tmp_path / "a.csv")
+    shuffled = ROWS[:]
+    random.Random(3).shuffle(shuffled)
+    write_per_question(shuffled, tmp_path / "b.parquet", tmp_path / "b.csv")
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_question_rows_carry_cluster_and_stratum():
+    q = question("a b")
+    rows = question_rows("d", "S", "bm25", q, [("hit@1", 1), ("rec@1", 0.5)])
+    assert rows == [row(metric="hit@1", value=1.0), row(metric="rec@1", value=0.5)]
+    assert isinstance(rows[0].value, float)
+
+
+def test_repeated_result_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="repeated result for dataset 'd', arm 'S', retriever 'bm25', qid 'q1', metric 'rec@512t'"):
+        write_per_question([row(), row(value=0.25)], tmp_path / "x.parquet", None)
+
+
+@pytest.mark.parametrize("value", [1.5, -0.1, float("nan")])
+def test_value_outside_unit_interval_is_refused(tmp_path, value):
+    with pytest.raises(ValueError, match=r"metric values must lie in \[0, 1\]; rec@512t = .* for qid 'q1' \(S / bm25\)"):
+        write_per_question([row(value=value)], tmp_path / "x.parquet", None)
+
+
+def test_qid_with_two_clusters_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="qid 'q1' of dataset 'd' has more than one cluster or stratum"):
+        write_per_question([row(), row(metric="hit@1", cluster="c2")], tmp_path / "x.parquet", None)
+
+
+def test_non_string_id_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="column 'qid' must hold strings, got 7"):
+        write_per_question([row(qid=7)], tmp_path / "x.parquet", None)
+
+
+def test_nothing_is_written_when_rows_are_refused(tmp_path):
+    with pytest.raises(ValueError):
+        write_per_question([row(), row()], tmp_path / "x.parquet", tmp_path / "x.csv")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_read_errors_name_the_file(tmp_path):
+    with pytest.raises(InputError, match="missing.parquet: per-question results file not found"):
+        read_per_question(tmp_path / "missing.parquet")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("dataset,arm,qid,value\nd,S,q1,0.5\n")
+    with pytest.raises(InputError, match=r"bad.csv: columns are \['dataset', 'arm', 'qid', 'value'\]"):
+        read_per_question(bad)
+    other = tmp_path / "x.json"
+    other.write_text("{}")
+    with pytest.raises(InputError, match="x.json: expected a .parquet or .csv"):
+        read_per_question(other)
+
+
+# --- parts: a resumed score skips completed cells ---
+
+
+def test_parts_record_completed_cells_and_combine_in_order(tmp_path):
+    root = tmp_path / "per_question"
+    assert completed_cells(root, "d") == set()
+    write_part(root, "d", "S+T", "bm25", [row(arm="S+T", qid="q2"), row(arm="S+T", qid="q1")])
+    write_part(root, "d", "S", "bm25", [row(arm="S", qid="q1")])
+    write_part(root, "d", "F512c", "bm25", [row(arm="F512c", qid="q1")])  # no longer in the config
+    assert part_path(root, "d", "S+T", "bm25") == root / "d" / "S+T__bm25.parquet"
+    assert completed_cells(root, "d") == {("S", "bm25"), ("S+T", "bm25"), ("F512c", "bm25")}
+    n = combine_parts(root, "d", [("S+T", "bm25"), ("S", "bm25")], tmp_path / "d.parquet", tmp_path / "d.csv")
+    assert n == 3
+    df = read_per_question(tmp_path / "d.csv")
+    assert list(zip(df.arm, df.qid)) == [("S", "q1"), ("S+T", "q1"), ("S+T", "q2")]
+
+
+def test_combine_refuses_missing_cells(tmp_path):
+    root = tmp_path / "per_question"
+    write_part(root, "d", "S", "bm25", [row()])
+    with pytest.raises(HarnessError, match="dataset 'd': 2 cell\\(s\\) not scored yet: E / bm25, S / hybrid"):
+        combine_parts(root, "d", [("S", "bm25"), ("S", "hybrid"), ("E", "bm25")], tmp_path / "d.parquet", None)
+
+
+def test_part_refuses_rows_of_another_cell(tmp_path):
+    with pytest.raises(ValueError, match=r"S__bm25.parquet: rows of cells \[\('d', 'E', 'bm25'\)\] do not belong"):
+        write_part(tmp_path, "d", "S", "bm25", [row(arm="E")])
+
+
+def test_combine_refuses_a_tampered_part(tmp_path):
+    root = tmp_path / "per_question"
+    write_part(root, "d", "E", "bm25", [row(arm="E")])
+    (root / "d" / "E__bm25.parquet").rename(root / "d" / "S__bm25.parquet")
+    with pytest.raises(InputError, match=r"S__bm25.parquet: holds a row of another cell \(d, E, bm25\)"):
+        combine_parts(root, "d", [("S", "bm25")], tmp_path / "d.parquet", None)
+
+
+@pytest.mark.parametrize("arm", ["", "a/b", ".hidden", "x__y"])
+def test_names_that_cannot_name_a_part_are_refused(tmp_path, arm):
+    with pytest.raises(ValueError, match="arm name .* cannot name a part file"):
+        part_path(tmp_path, "d", arm, "bm25")
+
+
+def test_combined_file_equals_direct_write(tmp_path):
+    root = tmp_path / "per_question"
+    rows = [row(arm=a, retriever=r, qid=q, metric=m, value=v / 7)
+            for a in ("S", "E") for r in ("bm25", "hybrid") for q in ("q1", "q2") for v, m in enumerate(("hit@1", "rec@1"))]
+    for a in ("S", "E"):
+        for r in ("bm25", "hybrid"):
+            write_part(root, "d", a, r, [x for x in rows if (x.arm, x.retriever) == (a, r)])
+    combine_parts(root, "d", [(a, r) for a in ("S", "E") for r in ("bm25", "hybrid")], tmp_path / "c.parquet", tmp_path / "c.csv")
+    write_per_question(rows, tmp_path / "w.parquet", tmp_path / "w.csv")
+    assert (tmp_path / "c.csv").read_bytes() == (tmp_path / "w.csv").read_bytes()
+    assert (tmp_path / "c.parquet").read_bytes() == (tmp_path / "w.parquet").read_bytes()
+    pd.testing.assert_frame_equal(read_per_question(tmp_path / "c.parquet"), read_per_question(tmp_path / "w.parquet"))
