@@ -125,3 +125,13 @@ def test_malformed_marker_is_named(study):
     done_marker_path(study, cell).write_text("[]")
     with pytest.raises(HarnessError, match=r"\.done\.json: expected a JSON object"):
         outcomes_allowed(study)
+
+
+def test_retriever_limited_to_arms_and_datasets():
+    from harness.provenance.interim import applies_to
+
+    entry = {"datasets": ["papers"], "arms": ["E", "S+T"]}
+    assert applies_to(entry, "papers", "E")
+    assert not applies_to(entry, "papers", "S")
+    assert not applies_to(entry, "docs", "E")
+    assert applies_to({}, "docs", "S")

@@ -76,8 +76,11 @@ def test_config_errors_name_the_retriever_and_the_fix(tmp_path, configs, name, m
 
 def test_datasets_option_is_accepted_and_checked(tmp_path):
     assert isinstance(RetrieverContext(tmp_path, {"b": {"type": "bm25", "datasets": ["papers"]}}).get("b"), BM25Retriever)
-    with pytest.raises(HarnessError, match=r"retriever 'b': `datasets` must be a list of dataset names, got 'papers'"):
+    with pytest.raises(HarnessError, match=r"retriever 'b': `datasets` must be a list of names, got 'papers'"):
         RetrieverContext(tmp_path, {"b": {"type": "bm25", "datasets": "papers"}}).get("b")
+    assert isinstance(RetrieverContext(tmp_path, {"b": {"type": "bm25", "arms": ["E"]}}).get("b"), BM25Retriever)
+    with pytest.raises(HarnessError, match=r"retriever 'b': `arms` must be a list of names, got 'E'"):
+        RetrieverContext(tmp_path, {"b": {"type": "bm25", "arms": "E"}}).get("b")
 
 
 def test_llm_yes_needs_a_configured_model(tmp_path):

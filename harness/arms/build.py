@@ -19,6 +19,7 @@ from harness.chunking.windows import median_token_length
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
+from harness.provenance.interim import applies_to
 from harness.provenance.files import atomic_write_json, atomic_write_jsonl, canonical_json, read_json, sha256_text
 from harness.study import Study
 from harness.tokens import cl100k
@@ -38,12 +39,6 @@ def arm_kind(study: Study, arm: str) -> str:
             f"(buildable kinds: {known})"
         )
     return kind
-
-
-def applies_to(entry: Mapping[str, Any], dataset: str) -> bool:
-    """Arms and retrievers may name `datasets: [...]`; by default they apply to every dataset."""
-    only = entry.get("datasets")
-    return only is None or dataset in only
 
 
 def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:

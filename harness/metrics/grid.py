@@ -12,14 +12,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from harness.arms.build import applies_to, read_chunk_set
+from harness.arms.build import read_chunk_set
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
 from harness.metrics.results import ResultRow, combine_parts, completed_cells, write_part
 from harness.provenance.files import atomic_write_json, read_json, sha256_text
-from harness.provenance.interim import Cell, done_marker_path, mark_cell_done
+from harness.provenance.interim import Cell, configured_cells, done_marker_path, mark_cell_done
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking
 from harness.retrieval.registry import RetrieverContext
@@ -116,10 +116,9 @@ def score_study(
         if not dataset.questions:
             raise HarnessError(f"dataset {name}: no questions left to score (counts: {dataset.counts})")
         budgets = budgets_from_config(study.config.get("budgets"), dataset.metric_set)
-        arms = [a for a in study.arms if applies_to(study.arms[a], name)]
-        retrievers = [r for r in study.retrievers if applies_to(study.retrievers[r], name)]
+        cells = [c for c in configured_cells(study) if c.dataset == name]
+        retrievers = sorted({c.retriever for c in cells}, key=list(study.retrievers).index)
         parts = completed_cells(per_q, name)
-        cells = [Cell(name, a, r) for a in arms for r in retrievers]
         todo = [c for c in cells if not _cell_is_done(study, c, frozen_hash, parts)]
         log(f"{name}: {len(cells)} cells, {len(cells) - len(todo)} already scored, {len(todo)} to score")
         cache = ScoringCache()

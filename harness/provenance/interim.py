@@ -51,9 +51,11 @@ def mark_cell_done(study: Study, cell: Cell, *, frozen_hash: str, n_questions: i
     return path
 
 
-def _applies(entry: dict[str, Any], dataset: str) -> bool:
-    only = entry.get("datasets")
-    return only is None or dataset in only
+def applies_to(entry: dict[str, Any], dataset: str, arm: str | None = None) -> bool:
+    """Arms and retrievers may name `datasets: [...]`, retrievers also `arms: [...]`; by default they
+    apply everywhere."""
+    only, arms = entry.get("datasets"), entry.get("arms")
+    return (only is None or dataset in only) and (arm is None or arms is None or arm in arms)
 
 
 def configured_cells(study: Study) -> list[Cell]:
@@ -62,9 +64,9 @@ def configured_cells(study: Study) -> list[Cell]:
         Cell(dataset, arm, retriever)
         for dataset in study.datasets
         for arm, arm_cfg in study.arms.items()
-        if _applies(arm_cfg or {}, dataset)
+        if applies_to(arm_cfg or {}, dataset)
         for retriever, retriever_cfg in study.retrievers.items()
-        if _applies(retriever_cfg or {}, dataset)
+        if applies_to(retriever_cfg or {}, dataset, arm)
     ]
 
 

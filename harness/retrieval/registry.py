@@ -51,7 +51,7 @@ class RetrieverContext:
         return {name: self.get(name) for name in self.configs}
 
 
-COMMON_KEYS = {"type", "datasets"}  # `datasets: [...]` limits a retriever to some datasets (scoring reads it)
+COMMON_KEYS = {"type", "datasets", "arms"}  # `datasets: [...]` / `arms: [...]` limit where a retriever is scored
 
 
 def _check_keys(name: str, cfg: Mapping[str, Any], allowed: set[str]) -> None:
@@ -60,9 +60,10 @@ def _check_keys(name: str, cfg: Mapping[str, Any], allowed: set[str]) -> None:
         raise HarnessError(
             f"retriever {name!r}: unknown option(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed | COMMON_KEYS))})"
         )
-    only = cfg.get("datasets")
-    if only is not None and (not isinstance(only, list) or not all(isinstance(d, str) for d in only)):
-        raise HarnessError(f"retriever {name!r}: `datasets` must be a list of dataset names, got {only!r}")
+    for key in ("datasets", "arms"):
+        only = cfg.get(key)
+        if only is not None and (not isinstance(only, list) or not all(isinstance(d, str) for d in only)):
+            raise HarnessError(f"retriever {name!r}: `{key}` must be a list of names, got {only!r}")
 
 
 def _number(name: str, cfg: Mapping[str, Any], key: str, default: float, *, integer: bool = False, positive: bool = True):

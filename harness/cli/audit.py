@@ -1,0 +1,54 @@
+"""`harness audit`: recompute every family and compare with the released results/stats/*.json."""
+
+from __future__ import annotations
+
+from harness.cli.main import add_study_argument
+from harness.errors import HarnessError
+from harness.provenance.files import read_json
+from harness.study import Study
+
+HELP = 'recompute every family and check it row by row against the released results/stats/*.json'
+
+DESCRIPTION = (
+    "Audit released statistics: recompute every family of the plan and amendments from the per-question "
+    "results and compare each row with results/stats/<family>.json (PASS/FAIL per row). Exits 1 on any "
+    "FAIL, including a released family missing from the plan or a planned family never released."
+)
+
+
+def add_arguments(parser) -> None:
+    parser.description = DESCRIPTION
+    add_study_argument(parser)
+    parser.add_argument("--rel-tol", type=float, default=1e-9,
+                        help="relative tolerance for floating-point fields (default 1e-9; reruns on one "
+                             "platform are bit-identical)")
+
+
+def run(args) -> int:
+    from harness.stats.families import RowCheck, check_family, run_plan
+    from harness.stats.io import load_per_question
+    from harness.stats.plan import load_study_plan
+
+    study = Study.at(args.study)
+    if not study.stats_dir.is_dir():
+        raise HarnessError(f"{study.stats_dir}: no released statistics to audit; run `harness stats` first")
+    plan = load_study_plan(study)
+    table = load_per_question(study)
+    checks: list[RowCheck] = []
+    planned = set()
+    for result in run_plan(plan, table):
+        fam = result.to_json()
+        planned.add(fam["family"])
+        path = study.stats_dir / f"{fam['family']}.json"
+        if not path.is_file():
+            checks.append(RowCheck(fam["family"], "(family)", False, f"{path.name} was not released"))
+            continue
+        checks += check_family(read_json(path), fam, rel_tol=args.rel_tol)
+    for path in sorted(study.stats_dir.glob("*.json")):
+        if path.stem not in planned:
+            checks.append(RowCheck(path.stem, "(family)", False, f"{path.name} is not a family of the plan"))
+    for c in checks:
+        print(f"{'PASS' if c.passed else 'FAIL'}  {c.family}/{c.test}: {c.detail}")
+    failed = sum(not c.passed for c in checks)
+    print(f"audit: {len(checks) - failed} PASS, {failed} FAIL")
+    return 1 if failed else 0

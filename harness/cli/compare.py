@@ -1,0 +1,54 @@
+"""`harness compare`: one paired contrast A - B, printed as JSON (DESIGN section 10)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from harness.errors import HarnessError
+
+HELP = 'print one paired contrast A - B (BCa intervals, sign-flip p, optional TOST) as JSON'
+
+DESCRIPTION = (
+    "Compare two arms on one dataset, retriever and metric: pair questions by qid, report A - B in points "
+    "with 90 and 95 percent BCa and percentile cluster-bootstrap intervals, the cluster sign-flip p-value and, with "
+    "--margin, the TOST p-value. Prints one JSON object. Ad hoc: no multiplicity adjustment, no verdict."
+)
+
+
+def add_arguments(parser) -> None:
+    parser.description = DESCRIPTION
+    parser.add_argument("--results", required=True, metavar="FILE",
+                        help="per-question results in long format (.parquet or .csv; columns dataset, arm, "
+                             "retriever, qid, cluster, stratum, metric, value)")
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--a", required=True, metavar="ARM", help="arm A (the difference is A - B)")
+    parser.add_argument("--b", required=True, metavar="ARM", help="arm B")
+    parser.add_argument("--retriever", required=True)
+    parser.add_argument("--metric", required=True, help="metric name, e.g. rec@512t")
+    parser.add_argument("--margin", type=float, help="equivalence margin in points; adds p_tost")
+    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
+    parser.add_argument("--max-flips", type=int, default=10_000,
+                        help="sign-flip: exact when 2^clusters <= this, else this many random flips "
+                             "(default 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed, recorded in the output (default 0)")
+    parser.add_argument("--no-strata", action="store_true",
+                        help="ignore the stratum column (default: resample each stratum separately)")
+
+
+def run(args) -> int:
+    from harness.stats.contrast import compare
+    from harness.stats.io import read_per_question_file
+
+    table = read_per_question_file(args.results)
+    try:
+        result = compare(
+            table, dataset=args.dataset, a=args.a, b=args.b, retriever=args.retriever, metric=args.metric,
+            seed=args.seed, resamples=args.resamples, max_flips=args.max_flips, margin=args.margin,
+            stratified=not args.no_strata,
+        )
+    except ValueError as e:  # bad --resamples/--seed/--margin values
+        raise HarnessError(str(e)) from None
+    json.dump(result.to_json(), sys.stdout, indent=2, sort_keys=True)
+    sys.stdout.write("\n")
+    return 0

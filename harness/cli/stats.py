@@ -1,0 +1,43 @@
+"""`harness stats`: run every family of the plan (plus amendments) on the study's per-question results."""
+
+from __future__ import annotations
+
+from harness.cli.main import add_study_argument
+from harness.study import Study
+
+HELP = 'run every registered family (plan + amendments) on the per-question results and write results/stats/'
+
+DESCRIPTION = (
+    "Run the registered statistics: for every family in plan/plan.yaml and amendments/*.yaml, pair arms "
+    "by qid in results/per_question/, compute BCa cluster-bootstrap intervals, TOST and cluster sign-flip "
+    "p-values, Holm within the family and the plan's verdicts; write results/stats/<family>.json, .md, "
+    ".csv, .tex, .png and summary.md. A family whose arms are missing is reported as not run."
+)
+
+
+def add_arguments(parser) -> None:
+    parser.description = DESCRIPTION
+    add_study_argument(parser)
+    parser.add_argument("--family", action="append", metavar="ID",
+                        help="run only this family (repeatable; default: every family; summary.md then "
+                             "lists only these)")
+
+
+def run(args) -> int:
+    from harness.stats.families import run_plan
+    from harness.stats.io import load_per_question, write_outputs
+    from harness.stats.plan import load_study_plan
+
+    study = Study.at(args.study)
+    plan = load_study_plan(study)
+    table = load_per_question(study)
+    results = [r.to_json() for r in run_plan(plan, table, only=args.family)]
+    write_outputs(study.stats_dir, results)
+    for fam in results:
+        if fam["status"] == "ran":
+            verdicts = ", ".join(f"{r['test']} {r['verdict']}" for r in fam["rows"])
+            print(f"{fam['family']}: {verdicts}")
+        else:
+            print(f"{fam['family']}: not run (missing {'; '.join(fam['missing'])})")
+    print(f"wrote {study.stats_dir}")
+    return 0

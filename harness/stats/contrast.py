@@ -1,0 +1,197 @@
+"""One paired contrast A - B from the long table: pair by qid, bootstrap, sign-flip, optional TOST."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.errors import HarnessError
+from harness.stats.bootstrap import cluster_bootstrap
+from harness.stats.signflip import cluster_sign_flip
+from harness.stats.tost import tost
+
+POINTS = 100.0  # metric values are in [0, 1]; differences are reported in points
+
+
+class MissingResultsError(HarnessError):
+    """No per-question rows at all for an arm (or the selection); `missing` says which."""
+
+    def __init__(self, missing: list[str]):
+        super().__init__("no per-question results for " + "; ".join(missing))
+        self.missing = missing
+
+
+@dataclass(frozen=True)
+class PairedDifferences:
+    """A - B in points, one entry per question, sorted by qid."""
+
+    qids: np.ndarray
+    diffs: np.ndarray
+    clusters: np.ndarray
+    strata: np.ndarray
+
+
+@dataclass(frozen=True)
+class ContrastResult:
+    """The `harness compare` record (DESIGN section 10); intervals and estimate in points."""
+
+    dataset: str
+    a: str
+    b: str
+    retriever: str
+    metric: str
+    n_questions: int
+    n_clusters: int
+    n_strata: int
+    estimate: float
+    ci90_bca: tuple[float, float]
+    ci95_bca: tuple[float, float]
+    ci90_percentile: tuple[float, float]
+    ci95_percentile: tuple[float, float]
+    z0: float
+    acceleration: float
+    resamples: int
+    seed: int
+    p_signflip: float
+    signflip_exact: bool
+    signflip_flips: int
+    margin: float | None = None
+    p_tost: float | None = None
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile"):
+            out[key] = list(out[key])
+        if self.margin is None:
+            del out["margin"], out["p_tost"]
+        return out
+
+
+class ResultTable:
+    """The long table with its row positions grouped once by (dataset, arm, retriever, metric).
+
+    Masking a large Arrow-backed frame per contrast dominates run time; a family reuses this index.
+    """
+
+    def __init__(self, frame: pd.DataFrame):
+        self.frame = frame
+        self.qid = frame["qid"].to_numpy(dtype=object)
+        self.cluster = frame["cluster"].to_numpy(dtype=object)
+        self.stratum = frame["stratum"].to_numpy(dtype=object)
+        self.value = frame["value"].to_numpy(dtype=float)
+        grouped = frame.groupby(["dataset", "arm", "retriever", "metric"], sort=False).indices
+        self._groups = {tuple(map(str, key)): pos for key, pos in grouped.items()}
+
+    def positions(self, dataset: str, arm: str, retriever: str, metric: str) -> np.ndarray:
+        return self._groups.get((dataset, arm, retriever, metric), np.empty(0, dtype=np.intp))
+
+    def clusters(self, dataset: str) -> list[str]:
+        return sorted({str(c) for (d, *_), pos in self._groups.items() if d == dataset for c in self.cluster[pos]})
+
+
+def as_results(table: pd.DataFrame | ResultTable) -> ResultTable:
+    return table if isinstance(table, ResultTable) else ResultTable(table)
+
+
+def missing_for(table, *, dataset: str, a: str, b: str, retriever: str, metric: str) -> list[str]:
+    """Human-readable list of the arms with no rows for this contrast (empty when both are present)."""
+    results = as_results(table)
+    return [
+        f"arm {arm} on {dataset} under {retriever} ({metric})"
+        for arm in (a, b)
+        if len(results.positions(dataset, arm, retriever, metric)) == 0
+    ]
+
+
+def paired_differences(
+    table, *, dataset: str, a: str, b: str, retriever: str, metric: str,
+    subset_clusters: set[str] | None = None,
+) -> PairedDifferences:
+    """Pair A and B by qid; their qid sets (after the optional cluster subset) must match exactly."""
+    results = as_results(table)
+    missing = missing_for(results, dataset=dataset, a=a, b=b, retriever=retriever, metric=metric)
+    if missing:
+        raise MissingResultsError(missing)
+    what = f"dataset {dataset}, retriever {retriever}, metric {metric}"
+    sides = []
+    for arm in (a, b):
+        pos = results.positions(dataset, arm, retriever, metric)
+        if subset_clusters is not None:
+            pos = pos[np.isin(results.cluster[pos], list(subset_clusters))]
+        pos = pos[np.argsort(results.qid[pos], kind="stable")]
+        qids = results.qid[pos]
+        repeated = qids[1:] == qids[:-1]
+        if repeated.any():
+            raise HarnessError(f"arm {arm}, {what}: question {qids[int(np.argmax(repeated))]!r} appears more than once")
+        sides.append(pos)
+    pa, pb = sides
+    qa, qb = results.qid[pa], results.qid[pb]
+    if len(qa) != len(qb) or not np.array_equal(qa, qb):
+        only_a = sorted(set(qa) - set(qb))
+        only_b = sorted(set(qb) - set(qa))
+        raise HarnessError(
+            f"{what}: arms {a} and {b} do not have the same questions ({len(qa)} vs {len(qb)}); "
+            f"only in {a}: {_some(only_a)}; only in {b}: {_some(only_b)}"
+        )
+    if len(qa) == 0:
+        raise MissingResultsError([f"questions of the selected cluster subset on {dataset} ({metric})"])
+    for col, values in (("cluster", results.cluster), ("stratum", results.stratum)):
+        differs = values[pa] != values[pb]
+        if differs.any():
+            i = int(np.argmax(differs))
+            raise HarnessError(f"{what}: question {qa[i]!r} has {col} {values[pa][i]!r} "
+                               f"in arm {a} but {values[pb][i]!r} in arm {b}")
+    diffs = (results.value[pa] - results.value[pb]) * POINTS
+    return PairedDifferences(qids=qa, diffs=diffs, clusters=results.cluster[pa].astype(str),
+                             strata=results.stratum[pa].astype(str))
+
+
+def sample_clusters(table, *, dataset: str, n_clusters: int, seed: int) -> set[str]:
+    """The registered subset rule: random.Random(seed).sample(sorted(clusters of the dataset), n)."""
+    clusters = as_results(table).clusters(dataset)
+    if n_clusters > len(clusters):
+        raise HarnessError(f"dataset {dataset}: subset asks for {n_clusters} clusters but only "
+                           f"{len(clusters)} exist")
+    return set(random.Random(seed).sample(clusters, n_clusters))
+
+
+def compare(
+    table: pd.DataFrame | ResultTable,
+    *,
+    dataset: str,
+    a: str,
+    b: str,
+    retriever: str,
+    metric: str,
+    seed: int,
+    resamples: int = 10_000,
+    max_flips: int = 10_000,
+    margin: float | None = None,
+    stratified: bool = True,
+    subset_clusters: set[str] | None = None,
+) -> ContrastResult:
+    pairs = paired_differences(table, dataset=dataset, a=a, b=b, retriever=retriever, metric=metric,
+                               subset_clusters=subset_clusters)
+    boot = cluster_bootstrap(pairs.diffs, pairs.clusters, pairs.strata if stratified else None,
+                             resamples=resamples, seed=seed)
+    flip = cluster_sign_flip(pairs.diffs, pairs.clusters, max_flips=max_flips, seed=seed)
+    p_tost = None if margin is None else tost(boot, margin=margin).p_tost
+    return ContrastResult(
+        dataset=dataset, a=a, b=b, retriever=retriever, metric=metric,
+        n_questions=boot.n_questions, n_clusters=boot.n_clusters, n_strata=boot.n_strata,
+        estimate=boot.estimate, ci90_bca=boot.ci90_bca, ci95_bca=boot.ci95_bca,
+        ci90_percentile=boot.ci90_percentile, ci95_percentile=boot.ci95_percentile,
+        z0=boot.z0, acceleration=boot.acceleration, resamples=boot.resamples, seed=seed,
+        p_signflip=flip.p_value, signflip_exact=flip.exact, signflip_flips=flip.n_flips,
+        margin=None if margin is None else float(margin), p_tost=p_tost,
+    )
+
+
+def _some(items: list, limit: int = 5) -> str:
+    if not items:
+        return "none"
+    shown = ", ".join(map(str, items[:limit]))
+    return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")

@@ -1,0 +1,391 @@
+"""The registered analysis as data: plan/plan.yaml plus amendments/NNNN-*.yaml (issue 4).
+
+Amendments only add (families, tests, arms, retrievers); a test id, family id, arm or retriever that
+already exists is rejected, and tests may not be added to a family registered in plan.yaml.
+Every schema error names the file and the key path, e.g. `plan/plan.yaml: families[1].tests[0].margin: ...`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.study import load_yaml
+
+TIERS = ("confirmatory", "secondary", "exploratory")
+MULTIPLICITY = ("holm", "none")
+RULES = ("tost", "two-sided")
+BOOTSTRAP_METHODS = ("bca-cluster",)
+PERMUTATION_METHODS = ("cluster-sign-flip",)
+_AMENDMENT_NAME = re.compile(r"^(\d{4})-[a-z0-9][a-z0-9-]*\.yaml$")
+
+
+@dataclass(frozen=True)
+class DatasetPlan:
+    name: str
+    primary_metric: str
+    cluster: str
+    stratified: bool
+    margin: float
+    metrics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Subset:
+    """A pre-registered sample of clusters: random.Random(seed).sample(sorted(clusters), n_clusters)."""
+
+    n_clusters: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class TestPlan:
+    id: str
+    family: str
+    a: str
+    b: str
+    retriever: str
+    dataset: str
+    metric: str
+    rule: str  # "tost" or "two-sided"; defaults to the family's rule
+    margin: float | None
+    subset: Subset | None
+    source: str  # "plan" or "amendment NNNN"
+
+
+@dataclass(frozen=True)
+class FamilyPlan:
+    id: str
+    tier: str
+    multiplicity: str
+    rule: str  # default rule of the family's tests
+    signflip_required: bool  # two-sided tests: diff. also needs the (Holm-adjusted) sign-flip p
+    seed: int
+    description: str
+    source: str
+    tests: tuple[TestPlan, ...]
+
+
+@dataclass(frozen=True)
+class Amendment:
+    id: str
+    path: Path
+    created_at: str
+    reason: str
+    before_outcomes: bool
+    arms: tuple[str, ...]
+    retrievers: tuple[str, ...]
+    families: tuple[str, ...]
+    tests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: Path
+    study: str
+    registered_at: str
+    alpha: float
+    resamples: int
+    max_flips: int
+    datasets: dict[str, DatasetPlan]
+    arms: tuple[str, ...]
+    retrievers: tuple[str, ...]
+    families: tuple[FamilyPlan, ...]
+    amendments: tuple[Amendment, ...]
+
+    def family(self, family_id: str) -> FamilyPlan:
+        for fam in self.families:
+            if fam.id == family_id:
+                return fam
+        known = ", ".join(f.id for f in self.families)
+        raise InputError(f"no family {family_id!r} in the plan (families: {known})", path=self.path)
+
+
+def derive_seed(family_seed: int, test_id: str) -> int:
+    """Per-test seed from the family seed and the test id (stable across runs and platforms)."""
+    digest = int.from_bytes(hashlib.sha256(test_id.encode("utf-8")).digest()[:8], "big")
+    return int(np.random.SeedSequence([family_seed, digest]).generate_state(1, dtype=np.uint32)[0])
+
+
+def load_study_plan(study) -> Plan:
+    return load_plan(study.plan_path, study.amendments_dir)
+
+
+def load_plan(plan_path: str | Path, amendments_dir: str | Path | None = None) -> Plan:
+    plan_path = Path(plan_path)
+    doc = _Doc(plan_path, load_yaml(plan_path))
+    top = doc.mapping(doc.data, "", required=(
+        "study", "registered_at", "alpha", "bootstrap", "permutation", "datasets", "arms", "retrievers",
+        "families"))
+    alpha = doc.number(top["alpha"], "alpha")
+    if not 0 < alpha < 1:
+        doc.fail("alpha", f"must lie in (0, 1); got {alpha}")
+    boot = doc.mapping(top["bootstrap"], "bootstrap", required=("method", "resamples"))
+    doc.choice(boot["method"], "bootstrap.method", BOOTSTRAP_METHODS)
+    perm = doc.mapping(top["permutation"], "permutation", required=("method", "max_flips"))
+    doc.choice(perm["method"], "permutation.method", PERMUTATION_METHODS)
+    datasets = {}
+    for name, spec in doc.mapping(top["datasets"], "datasets").items():
+        datasets[name] = _dataset(doc, name, spec)
+    state = _State(
+        datasets=datasets,
+        arms=list(doc.names(top["arms"], "arms")),
+        retrievers=list(doc.names(top["retrievers"], "retrievers")),
+    )
+    families_raw = doc.sequence(top["families"], "families")
+    for i, raw in enumerate(families_raw):
+        _add_family(doc, f"families[{i}]", raw, "plan", state)
+    plan_family_ids = {f["id"] for f in state.families}
+    amendments = []
+    if amendments_dir is not None and Path(amendments_dir).is_dir():
+        for path in sorted(Path(amendments_dir).glob("*.yaml")):
+            amendments.append(_amendment(path, state, plan_family_ids))
+    families = tuple(
+        FamilyPlan(tests=tuple(state.tests[f["id"]]), **f) for f in state.families
+    )
+    return Plan(
+        path=plan_path,
+        study=doc.text(top["study"], "study"),
+        registered_at=doc.timestamp(top["registered_at"], "registered_at"),
+        alpha=alpha,
+        resamples=doc.integer(boot["resamples"], "bootstrap.resamples", minimum=2),
+        max_flips=doc.integer(perm["max_flips"], "permutation.max_flips", minimum=1),
+        datasets=datasets,
+        arms=tuple(state.arms),
+        retrievers=tuple(state.retrievers),
+        families=families,
+        amendments=tuple(amendments),
+    )
+
+
+@dataclass
+class _State:
+    datasets: dict[str, DatasetPlan]
+    arms: list[str]
+    retrievers: list[str]
+    families: list[dict] = field(default_factory=list)  # FamilyPlan fields except tests
+    tests: dict[str, list[TestPlan]] = field(default_factory=dict)  # family id -> tests, in order
+    test_ids: set[str] = field(default_factory=set)
+
+
+class _Doc:
+    """One YAML file under validation: typed accessors that fail with `file: key.path: message`."""
+
+    def __init__(self, path: Path, data: Any):
+        self.path, self.data = path, data
+
+    def fail(self, key: str, message: str):
+        raise InputError(f"{key}: {message}" if key else message, path=self.path)
+
+    def mapping(self, value, key, required=(), optional=()):
+        if not isinstance(value, dict):
+            self.fail(key or "top level", f"expected a mapping; got {type(value).__name__}")
+        for name in required:
+            if name not in value:
+                self.fail(_join(key, name), "required key is missing")
+        if required or optional:
+            unknown = sorted(set(map(str, value)) - set(required) - set(optional))
+            if unknown:
+                allowed = ", ".join((*required, *optional))
+                self.fail(_join(key, unknown[0]), f"unknown key (allowed: {allowed})")
+        return value
+
+    def sequence(self, value, key, non_empty=True):
+        if not isinstance(value, list) or (non_empty and not value):
+            self.fail(key, "expected a non-empty list")
+        return value
+
+    def text(self, value, key) -> str:
+        if not isinstance(value, str) or not value.strip():
+            self.fail(key, f"expected a non-empty string; got {value!r}")
+        return value
+
+    def names(self, value, key) -> list[str]:
+        names = [self.text(v, f"{key}[{i}]") for i, v in enumerate(self.sequence(value, key, non_empty=False))]
+        seen = set()
+        for i, name in enumerate(names):
+            if name in seen:
+                self.fail(f"{key}[{i}]", f"{name!r} is listed twice")
+            seen.add(name)
+        return names
+
+    def number(self, value, key) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(key, f"expected a number; got {value!r}")
+        return float(value)
+
+    def integer(self, value, key, minimum=0) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self.fail(key, f"expected an integer >= {minimum}; got {value!r}")
+        return value
+
+    def boolean(self, value, key) -> bool:
+        if not isinstance(value, bool):
+            self.fail(key, f"expected true or false; got {value!r}")
+        return value
+
+    def choice(self, value, key, choices) -> str:
+        if value not in choices:
+            self.fail(key, f"expected one of {', '.join(choices)}; got {value!r}")
+        return value
+
+    def timestamp(self, value, key) -> str:
+        if isinstance(value, dt.datetime):  # YAML parses unquoted timestamps itself
+            return value.isoformat()
+        if isinstance(value, str):
+            try:
+                parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                parsed = None
+            if parsed is not None and parsed.tzinfo is not None:
+                return value
+        self.fail(key, f"expected an ISO 8601 date-time with a time zone; got {value!r}")
+
+
+def _join(key: str, name: str) -> str:
+    return f"{key}.{name}" if key else str(name)
+
+
+def _dataset(doc: _Doc, name: str, spec) -> DatasetPlan:
+    key = f"datasets.{name}"
+    spec = doc.mapping(spec, key, required=("primary_metric", "cluster", "stratified", "margin", "metrics"))
+    metrics = tuple(doc.names(spec["metrics"], f"{key}.metrics"))
+    primary = doc.text(spec["primary_metric"], f"{key}.primary_metric")
+    if primary not in metrics:
+        doc.fail(f"{key}.primary_metric", f"{primary!r} is not among the dataset's metrics")
+    margin = doc.number(spec["margin"], f"{key}.margin")
+    if margin <= 0:
+        doc.fail(f"{key}.margin", f"must be positive; got {margin}")
+    return DatasetPlan(name=name, primary_metric=primary, cluster=doc.text(spec["cluster"], f"{key}.cluster"),
+                       stratified=doc.boolean(spec["stratified"], f"{key}.stratified"), margin=margin,
+                       metrics=metrics)
+
+
+def _add_family(doc: _Doc, key: str, raw, source: str, state: _State) -> None:
+    raw = doc.mapping(raw, key, required=("id", "tier", "multiplicity", "decision", "seed", "description", "tests"))
+    fam_id = doc.text(raw["id"], f"{key}.id")
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", fam_id):
+        doc.fail(f"{key}.id", f"{fam_id!r} must use letters, digits, '_' or '-' (it names output files)")
+    if fam_id in state.tests:
+        doc.fail(f"{key}.id", f"family {fam_id!r} already exists; amendments add families, never edit them")
+    decision = doc.mapping(raw["decision"], f"{key}.decision", required=("rule", "signflip_required"))
+    rule = doc.choice(decision["rule"], f"{key}.decision.rule", RULES)
+    signflip_required = doc.boolean(decision["signflip_required"], f"{key}.decision.signflip_required")
+    state.families.append(dict(
+        id=fam_id,
+        tier=doc.choice(raw["tier"], f"{key}.tier", TIERS),
+        multiplicity=doc.choice(raw["multiplicity"], f"{key}.multiplicity", MULTIPLICITY),
+        rule=rule,
+        signflip_required=signflip_required,
+        seed=doc.integer(raw["seed"], f"{key}.seed"),
+        description=doc.text(raw["description"], f"{key}.description"),
+        source=source,
+    ))
+    state.tests[fam_id] = []
+    for j, test in enumerate(doc.sequence(raw["tests"], f"{key}.tests")):
+        _add_test(doc, f"{key}.tests[{j}]", test, fam_id, source, state)
+
+
+def _add_test(doc: _Doc, key: str, raw, fam_id: str, source: str, state: _State) -> None:
+    optional = ("margin", "subset", "family", "rule")
+    raw = doc.mapping(raw, key, required=("id", "a", "b", "retriever", "dataset", "metric"), optional=optional)
+    test_id = doc.text(raw["id"], f"{key}.id")
+    if test_id in state.test_ids:
+        doc.fail(f"{key}.id", f"test {test_id!r} already exists; amendments never edit earlier entries")
+    a, b = doc.text(raw["a"], f"{key}.a"), doc.text(raw["b"], f"{key}.b")
+    for side, arm in (("a", a), ("b", b)):
+        if arm not in state.arms:
+            doc.fail(f"{key}.{side}", f"arm {arm!r} is not registered (arms: {', '.join(state.arms)})")
+    if a == b:
+        doc.fail(f"{key}.b", f"compares arm {a!r} with itself")
+    retriever = doc.text(raw["retriever"], f"{key}.retriever")
+    if retriever not in state.retrievers:
+        doc.fail(f"{key}.retriever", f"retriever {retriever!r} is not registered (retrievers: "
+                 f"{', '.join(state.retrievers)})")
+    dataset = doc.text(raw["dataset"], f"{key}.dataset")
+    if dataset not in state.datasets:
+        doc.fail(f"{key}.dataset", f"dataset {dataset!r} is not in the plan (datasets: {', '.join(state.datasets)})")
+    metric = doc.text(raw["metric"], f"{key}.metric")
+    if metric not in state.datasets[dataset].metrics:
+        doc.fail(f"{key}.metric", f"metric {metric!r} is not registered for dataset {dataset!r}")
+    fam = next(f for f in state.families if f["id"] == fam_id)
+    rule = doc.choice(raw.get("rule", fam["rule"]), f"{key}.rule", RULES)
+    if rule == "two-sided" and fam["multiplicity"] == "holm" and not fam["signflip_required"]:
+        doc.fail(f"{key}.rule", f"a two-sided test in Holm family {fam_id!r} needs decision.signflip_required: "
+                 "true (the Holm-adjusted sign-flip p is what the adjustment acts on)")
+    margin = None
+    if rule == "tost":
+        if "margin" not in raw:
+            doc.fail(f"{key}.margin", "required for a TOST test")
+        margin = doc.number(raw["margin"], f"{key}.margin")
+        if margin <= 0:
+            doc.fail(f"{key}.margin", f"must be positive; got {margin}")
+    elif "margin" in raw:
+        doc.fail(f"{key}.margin", "only TOST tests take a margin")
+    subset = None
+    if "subset" in raw:
+        spec = doc.mapping(raw["subset"], f"{key}.subset", required=("n_clusters", "seed"))
+        subset = Subset(n_clusters=doc.integer(spec["n_clusters"], f"{key}.subset.n_clusters", minimum=1),
+                        seed=doc.integer(spec["seed"], f"{key}.subset.seed"))
+    state.test_ids.add(test_id)
+    state.tests[fam_id].append(TestPlan(id=test_id, family=fam_id, a=a, b=b, retriever=retriever,
+                                        dataset=dataset, metric=metric, rule=rule, margin=margin, subset=subset,
+                                        source=source))
+
+
+def _amendment(path: Path, state: _State, plan_family_ids: set[str]) -> Amendment:
+    doc = _Doc(path, load_yaml(path))
+    match = _AMENDMENT_NAME.match(path.name)
+    if not match:
+        doc.fail("", "amendment files are named NNNN-slug.yaml (four digits, lower-case slug)")
+    if not path.with_suffix(".md").is_file():
+        doc.fail("", f"its prose {path.with_suffix('.md').name} is missing beside it")
+    top = doc.mapping(doc.data, "", required=("id", "created_at", "reason", "before_outcomes", "adds"))
+    amend_id = str(top["id"])
+    if amend_id != match.group(1):
+        doc.fail("id", f"{top['id']!r} does not match the file name's number {match.group(1)!r} (quote it)")
+    source = f"amendment {amend_id}"
+    adds = doc.mapping(top["adds"], "adds", optional=("arms", "retrievers", "families", "tests"))
+    new_arms = doc.names(adds.get("arms", []), "adds.arms")
+    new_retrievers = doc.names(adds.get("retrievers", []), "adds.retrievers")
+    for kind, new, known in (("arm", new_arms, state.arms), ("retriever", new_retrievers, state.retrievers)):
+        for i, name in enumerate(new):
+            if name in known:
+                doc.fail(f"adds.{kind}s[{i}]", f"{kind} {name!r} is already registered")
+        known.extend(new)
+    before = set(state.tests)
+    for i, raw in enumerate(doc.sequence(adds.get("families", []), "adds.families", non_empty=False)):
+        _add_family(doc, f"adds.families[{i}]", raw, source, state)
+    added_tests = [t.id for f in state.tests if f not in before for t in state.tests[f]]
+    for i, raw in enumerate(doc.sequence(adds.get("tests", []), "adds.tests", non_empty=False)):
+        key = f"adds.tests[{i}]"
+        if not isinstance(raw, dict) or "family" not in raw:
+            doc.fail(f"{key}.family", "required: the family the test joins")
+        fam_id = raw["family"]
+        if fam_id not in state.tests:
+            doc.fail(f"{key}.family", f"no family {fam_id!r}")
+        if fam_id in plan_family_ids:
+            doc.fail(f"{key}.family", f"{fam_id!r} is registered in plan.yaml; adding tests would change its "
+                     "multiplicity after registration (add a new family instead)")
+        _add_test(doc, key, raw, fam_id, source, state)
+        added_tests.append(raw["id"])
+    if not (new_arms or new_retrievers or added_tests):
+        doc.fail("adds", "an amendment must add at least one arm, retriever, family or test")
+    return Amendment(
+        id=amend_id,
+        path=path,
+        created_at=doc.timestamp(top["created_at"], "created_at"),
+        reason=doc.text(top["reason"], "reason"),
+        before_outcomes=doc.boolean(top["before_outcomes"], "before_outcomes"),
+        arms=tuple(new_arms),
+        retrievers=tuple(new_retrievers),
+        families=tuple(f for f in state.tests if f not in before),
+        tests=tuple(added_tests),
+    )

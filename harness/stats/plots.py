@@ -1,0 +1,48 @@
+"""Forest plot per family (PNG) from the family's JSON: estimates, intervals, margins, verdicts."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless and deterministic; never a GUI backend
+import matplotlib.pyplot as plt  # noqa: E402
+
+from harness.stats.tables import SMALL_MARK  # noqa: E402
+
+_VERDICT_COLOURS = {"equiv.": "#1b7837", "diff.": "#b2182b", "incon.": "#7f7f7f", "n.d.": "#4d4d4d"}
+
+
+def forest_png(fam: dict) -> bytes:
+    """PNG bytes of the family's forest plot; the same JSON gives the same bytes."""
+    if fam["status"] != "ran":
+        raise ValueError(f"family {fam['family']!r} was not run; there is nothing to plot")
+    rows = fam["rows"]
+    any_tost = any(r["rule"] == "tost" for r in rows)
+    fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.45 * len(rows)), dpi=120)
+    for y, row in enumerate(reversed(rows)):
+        colour = _VERDICT_COLOURS.get(row["verdict"], "black")
+        lo95, hi95 = row["ci95_bca"]
+        ax.plot([lo95, hi95], [y, y], color=colour, linewidth=1.0)
+        if row["rule"] == "tost":
+            lo90, hi90 = row["ci90_bca"]
+            ax.plot([lo90, hi90], [y, y], color=colour, linewidth=3.5, solid_capstyle="butt")
+            m = row["margin"]
+            ax.plot([-m, m], [y, y], linestyle="none", marker="|", markersize=14, color="#2166ac")
+        ax.plot([row["estimate"]], [y], marker="o", color=colour, markersize=5)
+        label = row["verdict"] + (SMALL_MARK if row["small_difference_within_margin"] else "")
+        ax.annotate(label, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", color=colour)
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"{r['test']}: {r['a']} - {r['b']} ({r['dataset']}, {r['retriever']}, {r['metric']})"
+                        for r in reversed(rows)], fontsize=8)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    shown = "thick: 90% BCa CI (TOST rows), thin: 95%, blue ticks: ±margin" if any_tost else "95% BCa CI"
+    ax.set_xlabel(f"A - B (points); {shown}")
+    ax.set_title(f"{fam['family']} ({fam['tier']}, {fam['multiplicity']})", fontsize=10)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,128 @@
+"""Markdown, CSV and LaTeX tables generated from a family's JSON (never restated by hand)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+# CSV columns: the row fields, intervals split into lo/hi
+CSV_COLUMNS = (
+    "test", "rule", "a", "b", "dataset", "retriever", "metric", "n_questions", "n_clusters", "n_strata", "estimate",
+    "ci90_bca_lo", "ci90_bca_hi", "ci95_bca_lo", "ci95_bca_hi", "ci90_percentile_lo", "ci90_percentile_hi",
+    "ci95_percentile_lo", "ci95_percentile_hi", "z0", "acceleration", "resamples", "seed", "margin", "p_tost",
+    "p_tost_holm", "p_signflip", "p_signflip_holm", "signflip_exact", "signflip_flips", "verdict",
+    "small_difference_within_margin", "ci_shown", "tier", "source",
+)
+SMALL_MARK = "†"
+
+
+def caption(fam: dict) -> str:
+    rules = {"tost": "TOST rows show the 90% BCa CI against the margin; equiv. needs p_tost < alpha",
+             "two-sided": "two-sided rows show the 95% BCa CI; diff. needs it to exclude 0"
+             + (" and the sign-flip p < alpha" if fam["signflip_required"] else "")}
+    kinds = sorted({r["rule"] for r in fam["rows"]}) if fam["rows"] else [fam["rule"]]
+    adjust = (f"Holm over {fam['n_tests']} (p Holm)" if fam["multiplicity"] == "holm"
+              else "unadjusted, no multiplicity correction")
+    return (f"Family {fam['family']} ({fam['tier']}, {fam['source']}): {fam['description']} "
+            f"A - B in points (x100); {'; '.join(rules[k] for k in kinds)}; p-values {adjust}; "
+            f"alpha {fam['alpha']}; BCa cluster bootstrap, {fam['resamples']} resamples, family seed {fam['seed']}.")
+
+
+_HEADER = ("test", "A - B", "dataset", "retriever", "metric", "questions (clusters)", "estimate", "CI",
+           "level", "margin", "p TOST", "p sign-flip", "p Holm", "verdict")
+
+
+def _cells(row: dict) -> list[str]:
+    holm_p = row["p_tost_holm"] if row["rule"] == "tost" else row["p_signflip_holm"]
+    return [row["test"], f"{row['a']} - {row['b']}", row["dataset"], row["retriever"], row["metric"],
+            f"{row['n_questions']} ({row['n_clusters']})", _num(row["estimate"]), _ci(_shown(row)),
+            f"{row['ci_shown']}%", "-" if row["margin"] is None else f"±{_num(row['margin'])}",
+            _p(row["p_tost"]), _p(row["p_signflip"]), _p(holm_p), _verdict(row)]
+
+
+def to_markdown(fam: dict) -> str:
+    lines = [f"## {fam['family']}", "", caption(fam), ""]
+    if fam["status"] != "ran":
+        lines += ["**Not run.** Missing:", ""] + [f"- {m}" for m in fam["missing"]]
+        return "\n".join(lines) + "\n"
+    lines += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
+    lines += ["| " + " | ".join(_cells(row)) + " |" for row in fam["rows"]]
+    if any(r["small_difference_within_margin"] for r in fam["rows"]):
+        lines += ["", f"{SMALL_MARK} equivalent within the margin, but the 95% CI excludes 0: a small difference."]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(fam: dict) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in fam["rows"]:
+        flat = dict(row)
+        for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile"):
+            flat[f"{key}_lo"], flat[f"{key}_hi"] = row[key]
+        writer.writerow(["" if flat.get(c) is None else repr(flat[c]) if isinstance(flat[c], float) else flat[c]
+                         for c in CSV_COLUMNS])
+    return out.getvalue()
+
+
+def to_latex(fam: dict) -> str:
+    lines = ["\\begin{table}[t]", "\\centering", "\\small",
+             f"\\caption{{{_tex(caption(fam))}}}", f"\\label{{tab:stats-{_tex(fam['family'])}}}"]
+    if fam["status"] != "ran":
+        lines += [f"Not run; missing: {_tex('; '.join(fam['missing']))}.", "\\end{table}"]
+        return "\n".join(lines) + "\n"
+    lines += ["\\begin{tabular}{" + "l" * 5 + "r" * 8 + "l}", "\\toprule",
+              " & ".join(_tex(h) for h in _HEADER) + " \\\\", "\\midrule"]
+    for row in fam["rows"]:
+        lines.append(" & ".join(_tex(c) for c in _cells(row)) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def summary_markdown(families: list[dict]) -> str:
+    lines = ["# Statistics: every registered family", "",
+             "| family | tier | source | tests | rule | multiplicity | status | verdicts / missing |",
+             "|---|---|---|---|---|---|---|---|"]
+    for fam in families:
+        if fam["status"] == "ran":
+            counts: dict[str, int] = {}
+            for row in fam["rows"]:
+                counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+            detail = ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
+        else:
+            detail = "missing: " + "; ".join(fam["missing"])
+        lines.append(f"| [{fam['family']}]({fam['family']}.md) | {fam['tier']} | {fam['source']} | "
+                     f"{fam['n_tests']} | {fam['rule']} | {fam['multiplicity']} | {fam['status']} | {detail} |")
+    return "\n".join(lines) + "\n"
+
+
+def _shown(row: dict) -> list[float]:
+    return row["ci90_bca"] if row["ci_shown"] == "90" else row["ci95_bca"]
+
+
+def _verdict(row: dict) -> str:
+    return row["verdict"] + (SMALL_MARK if row["small_difference_within_margin"] else "")
+
+
+def _num(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _ci(ci) -> str:
+    return f"[{_num(ci[0])}, {_num(ci[1])}]"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+
+_TEX_ESCAPES = {"&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{", "}": "\\}",
+                "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "\\": "\\textbackslash{}", "<": "$<$",
+                "±": "$\\pm$", "†": "$^\\dagger$"}
+
+
+def _tex(text: str) -> str:
+    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))

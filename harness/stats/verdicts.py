@@ -1,0 +1,42 @@
+"""Verdict rules of DESIGN section 8, applied after the statistics (alpha comes from the plan)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EQUIVALENT = "equiv."
+DIFFERENT = "diff."
+INCONCLUSIVE = "incon."
+NO_DIFFERENCE = "n.d."
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str
+    # an equiv. row whose 95% CI excludes 0: a real but small difference inside the margin
+    small_difference_within_margin: bool = False
+
+
+def excludes_zero(ci: tuple[float, float]) -> bool:
+    lo, hi = ci
+    return lo > 0 or hi < 0
+
+
+def tost_verdict(*, p_tost: float, ci95: tuple[float, float], alpha: float) -> Verdict:
+    """`p_tost` is the Holm-adjusted p_tost in a Holm family, else the unadjusted one."""
+    if p_tost < alpha:
+        return Verdict(EQUIVALENT, small_difference_within_margin=excludes_zero(ci95))
+    if excludes_zero(ci95):
+        return Verdict(DIFFERENT)
+    return Verdict(INCONCLUSIVE)
+
+
+def two_sided_verdict(
+    *, ci95: tuple[float, float], alpha: float, p_signflip: float | None = None, signflip_required: bool = False
+) -> Verdict:
+    """diff. if the 95% CI excludes 0 (and, when required, the sign-flip p is below alpha), else n.d."""
+    if signflip_required and p_signflip is None:
+        raise ValueError("`p_signflip` is required when `signflip_required` is true")
+    if excludes_zero(ci95) and (not signflip_required or p_signflip < alpha):
+        return Verdict(DIFFERENT)
+    return Verdict(NO_DIFFERENCE)

@@ -1,0 +1,144 @@
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.cli.main import build_parser, main
+from harness.stats.families import run_plan
+from harness.stats.holm import holm
+from harness.stats.plan import load_plan
+from harness.stats.simulate import SyntheticDataset, long_table
+from harness.stats.tables import to_csv, to_latex, to_markdown
+from harness.study import Study
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "examples" / "demo"
+ARMS = {"S": 0.0, "S+T": 0.01, "E": 0.01, "E-K": 0.0, "CR": 0.02, "F512c": -0.12, "F256t": -0.10,
+        "P": 0.0, "FL": -0.02}
+
+
+def _table(arms=ARMS):
+    rng = np.random.default_rng(2027)
+    datasets = [SyntheticDataset("papers", 30, 3.0), SyntheticDataset("docs", 45, 1.0, ("angular", "laravel", "yolo"))]
+    return long_table(rng, datasets, arms, ["hybrid", "rerank"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
+
+
+@pytest.fixture(scope="module")
+def demo_plan():
+    return load_plan(DEMO / "plan" / "plan.yaml", DEMO / "amendments")
+
+
+@pytest.fixture(scope="module")
+def results(demo_plan):
+    return [r.to_json() for r in run_plan(demo_plan, _table())]
+
+
+def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
+    assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "H4"]
+    assert all(r["status"] == "ran" for r in results)
+    primary = results[0]
+    assert [row["test"] for row in primary["rows"]] == ["H1-papers", "H2-papers", "H1-docs", "H2-docs"]
+    p = [row["p_tost"] for row in primary["rows"]]
+    assert [row["p_tost_holm"] for row in primary["rows"]] == pytest.approx(list(holm(p)))
+    h3 = results[1]
+    assert all(row["verdict"] == "diff." for row in h3["rows"])  # F512c/F256t are 10-12 points worse
+    assert all(row["estimate"] > 5 for row in h3["rows"])
+    assert [row["p_signflip_holm"] for row in h3["rows"]] == pytest.approx(list(holm([r["p_signflip"] for r in h3["rows"]])))
+    for row in primary["rows"]:
+        inside = -row["margin"] < row["ci90_bca"][0] and row["ci90_bca"][1] < row["margin"]
+        assert (row["verdict"] == "equiv.") <= inside  # Holm can only make equivalence harder
+    explo = results[3]
+    assert all(row["p_signflip_holm"] is None and row["tier"] == "exploratory" for row in explo["rows"])
+    seeds = {row["seed"] for r in results for row in r["rows"]}
+    assert len(seeds) == sum(len(r["rows"]) for r in results)  # one derived seed per test
+
+
+def test_rerun_is_bit_identical(demo_plan, results):
+    again = [r.to_json() for r in run_plan(demo_plan, _table(), only=["primary", "H4"])]
+    assert json.dumps(again) == json.dumps([results[0], results[4]])
+
+
+def test_family_with_a_missing_arm_is_not_run(demo_plan):
+    arms = {k: v for k, v in ARMS.items() if k != "E-K"}
+    out = run_plan(demo_plan, _table(arms), only=["H4"])[0].to_json()
+    assert out["status"] == "not run" and out["rows"] == []
+    assert out["missing"] == ["arm E-K on docs under hybrid (prec@1024t)", "arm E-K on papers under hybrid (rec@512t)"]
+    assert "**Not run.**" in to_markdown(out) and "arm E-K on docs" in to_markdown(out)
+
+
+def test_tables_are_generated_from_the_json(results):
+    fam = results[0]
+    md = to_markdown(fam)
+    assert md.count("\n| H") == 4 and "Holm over 4" in md
+    rows = list(csv.DictReader(io.StringIO(to_csv(fam))))
+    assert [float(r["estimate"]) for r in rows] == [row["estimate"] for row in fam["rows"]]
+    assert [float(r["ci90_bca_hi"]) for r in rows] == [row["ci90_bca"][1] for row in fam["rows"]]
+    tex = to_latex(fam)
+    assert "S+T" in tex and "rec@512t" in tex and "\\toprule" in tex and " 90\\% " in tex
+    assert "_" not in tex.replace("\\_", "")  # every underscore escaped (key\_secondary style ids)
+
+
+def _make_study(tmp_path, table):
+    (tmp_path / "configs").mkdir()
+    shutil.copy(DEMO / "configs" / "study.yaml", tmp_path / "configs" / "study.yaml")
+    shutil.copytree(DEMO / "plan", tmp_path / "plan")
+    shutil.copytree(DEMO / "amendments", tmp_path / "amendments")
+    folder = tmp_path / "results" / "per_question"
+    folder.mkdir(parents=True)
+    table[table.dataset == "papers"].to_parquet(folder / "papers.parquet")
+    table[table.dataset == "docs"].to_csv(folder / "docs.csv", index=False)
+    return Study.at(tmp_path)
+
+
+def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, results):
+    study = _make_study(tmp_path, _table())
+    assert main(["stats", "--study", str(study.root)]) == 0
+    for fam in ("primary", "H3", "key_secondary", "exploratory", "H4"):
+        for suffix in (".json", ".md", ".csv", ".tex", ".png"):
+            assert (study.stats_dir / f"{fam}{suffix}").is_file()
+    assert (study.stats_dir / "H4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    released = json.loads((study.stats_dir / "primary.json").read_text())
+    assert released == json.loads(json.dumps(results[0]))  # csv and parquet inputs give the same numbers
+    assert "| [H4](H4.md) | secondary | amendment 0001 |" in (study.stats_dir / "summary.md").read_text()
+    png = (study.stats_dir / "H3.png").read_bytes()
+    assert main(["stats", "--study", str(study.root)]) == 0
+    assert (study.stats_dir / "H3.png").read_bytes() == png
+    capsys.readouterr()
+
+    assert main(["audit", "--study", str(study.root)]) == 0
+    out = capsys.readouterr().out
+    assert "PASS  primary/H1-papers" in out and "audit: 23 PASS, 0 FAIL" in out
+
+    released["rows"][1]["estimate"] += 0.01
+    (study.stats_dir / "primary.json").write_text(json.dumps(released))
+    (study.stats_dir / "stray.json").write_text("{}")
+    assert main(["audit", "--study", str(study.root)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  primary/H2-papers: differs in estimate" in out
+    assert "FAIL  stray/(family): stray.json is not a family of the plan" in out
+
+
+def test_compare_prints_one_json_contrast(tmp_path, capsys):
+    path = tmp_path / "pq.parquet"
+    _table().to_parquet(path)
+    args = ["compare", "--results", str(path), "--dataset", "docs", "--a", "E", "--b", "S+T", "--retriever",
+            "hybrid", "--metric", "prec@1024t", "--margin", "4", "--resamples", "2000", "--seed", "3"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["a"], out["b"], out["margin"], out["resamples"], out["seed"], out["n_clusters"]) == ("E", "S+T", 4.0, 2000, 3, 45)
+    assert out["ci95_bca"][0] < out["estimate"] < out["ci95_bca"][1] and 0 <= out["p_tost"] <= 1
+    assert main(args[:-2] + ["--seed", "-1"]) == 1
+    assert "`seed` must be a non-negative integer" in capsys.readouterr().err
+    assert main(args[:6] + ["Q"] + args[7:]) == 1
+    assert "no per-question results for arm Q on docs" in capsys.readouterr().err
+
+
+def test_help_texts_describe_the_commands():
+    sub = build_parser()._subparsers._group_actions[0].choices
+    assert "BCa" in sub["stats"].format_help() and "results/stats/<family>.json" in sub["stats"].format_help()
+    assert "--margin" in sub["compare"].format_help() and "A - B" in sub["compare"].format_help()
+    assert "PASS/FAIL" in sub["audit"].format_help()
