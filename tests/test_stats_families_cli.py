@@ -14,6 +14,7 @@ from harness.stats.plan import load_plan
 from harness.stats.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_csv, to_latex, to_markdown
 from harness.study import Study
+from harness.provenance.freeze import frozen_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo"
@@ -82,36 +83,45 @@ def test_tables_are_generated_from_the_json(results):
     assert "_" not in tex.replace("\\_", "")  # every underscore escaped (key\_secondary style ids)
 
 
+DEVIATION = ["--deviation", "synthetic results: no cell of this test study was scored"]
+
+
 def _make_study(tmp_path, table):
-    (tmp_path / "configs").mkdir()
-    shutil.copy(DEMO / "configs" / "study.yaml", tmp_path / "configs" / "study.yaml")
-    shutil.copytree(DEMO / "plan", tmp_path / "plan")
-    shutil.copytree(DEMO / "amendments", tmp_path / "amendments")
+    for part in ("configs", "plan", "amendments", "data", "prompts"):
+        shutil.copytree(DEMO / part, tmp_path / part)
+    assert main(["select", "--study", str(tmp_path)]) == 0
+    assert main(["freeze", "--study", str(tmp_path)]) == 0
+    study = Study.at(tmp_path)
     folder = tmp_path / "results" / "per_question"
     folder.mkdir(parents=True)
     table[table.dataset == "papers"].to_parquet(folder / "papers.parquet")
     table[table.dataset == "docs"].to_csv(folder / "docs.csv", index=False)
-    return Study.at(tmp_path)
+    for name in ("papers", "docs"):
+        (folder / f"{name}.manifest.json").write_text(json.dumps({"frozen_config_hash": frozen_hash(study)}))
+    return study
 
 
 def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, results):
     study = _make_study(tmp_path, _table())
-    assert main(["stats", "--study", str(study.root)]) == 0
+    assert main(["stats", "--study", str(study.root)] + DEVIATION) == 0
+    assert "synthetic results" in (study.root / "DEVIATIONS.md").read_text()
     for fam in ("primary", "H3", "key_secondary", "exploratory", "H4"):
         for suffix in (".json", ".md", ".csv", ".tex", ".png"):
             assert (study.stats_dir / f"{fam}{suffix}").is_file()
     assert (study.stats_dir / "H4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     released = json.loads((study.stats_dir / "primary.json").read_text())
+    assert released.pop("frozen_config_hash") == frozen_hash(study)
+    assert released.pop("deviation") == DEVIATION[1]
     assert released == json.loads(json.dumps(results[0]))  # csv and parquet inputs give the same numbers
     assert "| [H4](H4.md) | secondary | amendment 0001 |" in (study.stats_dir / "summary.md").read_text()
     png = (study.stats_dir / "H3.png").read_bytes()
-    assert main(["stats", "--study", str(study.root)]) == 0
+    assert main(["stats", "--study", str(study.root)] + DEVIATION) == 0
     assert (study.stats_dir / "H3.png").read_bytes() == png
     capsys.readouterr()
 
     assert main(["audit", "--study", str(study.root)]) == 0
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 23 PASS, 0 FAIL" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 25 PASS, 0 FAIL" in out
 
     released["rows"][1]["estimate"] += 0.01
     (study.stats_dir / "primary.json").write_text(json.dumps(released))
@@ -142,3 +152,34 @@ def test_help_texts_describe_the_commands():
     assert "BCa" in sub["stats"].format_help() and "results/stats/<family>.json" in sub["stats"].format_help()
     assert "--margin" in sub["compare"].format_help() and "A - B" in sub["compare"].format_help()
     assert "PASS/FAIL" in sub["audit"].format_help()
+
+
+def test_stats_withholds_outcomes_until_every_cell_is_scored(tmp_path, capsys):
+    study = _make_study(tmp_path, _table())
+    assert main(["stats", "--study", str(study.root)]) == 1
+    err = capsys.readouterr().err
+    assert "withheld until every configured cell is scored" in err and "papers/S/bm25" in err
+    assert not study.stats_dir.exists()
+    table_file = str(study.results / "per_question" / "papers.parquet")
+    args = ["compare", "--results", table_file, "--dataset", "papers", "--a", "E", "--b", "S+T",
+            "--retriever", "hybrid", "--metric", "rec@512t", "--resamples", "200"]
+    assert main(args) == 1
+    assert "withheld" in capsys.readouterr().err
+
+
+def test_stats_refuses_results_from_two_freezes(tmp_path, capsys):
+    study = _make_study(tmp_path, _table())
+    (study.results / "per_question" / "docs.manifest.json").write_text(json.dumps({"frozen_config_hash": "ab" * 32}))
+    assert main(["stats", "--study", str(study.root)] + DEVIATION) == 1
+    assert "2 different frozen configurations" in capsys.readouterr().err
+
+
+def test_audit_fails_when_the_plan_changed_after_freezing(tmp_path, capsys):
+    study = _make_study(tmp_path, _table())
+    assert main(["stats", "--study", str(study.root)] + DEVIATION) == 0
+    capsys.readouterr()
+    plan = study.root / "plan" / "PLAN.md"
+    plan.write_text(plan.read_text() + "\nA sentence added after freezing.\n")
+    assert main(["audit", "--study", str(study.root)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  (frozen)/plan: plan/PLAN.md: frozen as" in out

@@ -32,12 +32,24 @@ def run(args) -> int:
     study = Study.at(args.study)
     if not study.stats_dir.is_dir():
         raise HarnessError(f"{study.stats_dir}: no released statistics to audit; run `harness stats` first")
+    from harness.provenance.freeze import check_registered_hashes, frozen_hash
+    from harness.stats.io import results_frozen_hash
+
+    checks: list[RowCheck] = []
+    frozen = frozen_hash(study)
+    problems = check_registered_hashes(study)
+    checks += [RowCheck("(frozen)", "plan", False, p) for p in problems]
+    if not problems:
+        checks.append(RowCheck("(frozen)", "plan", True, "plan and amendments hash as frozen"))
+    scored_under = results_frozen_hash(study)
+    checks.append(RowCheck("(frozen)", "per-question results", scored_under == frozen,
+                           f"scored under frozen config {scored_under[:12]}"
+                           + ("" if scored_under == frozen else f", but {study.frozen_path.name} is {frozen[:12]}")))
     plan = load_study_plan(study)
     table = load_per_question(study)
-    checks: list[RowCheck] = []
     planned = set()
     for result in run_plan(plan, table):
-        fam = result.to_json()
+        fam = result.to_json() | {"frozen_config_hash": scored_under}
         planned.add(fam["family"])
         path = study.stats_dir / f"{fam['family']}.json"
         if not path.is_file():

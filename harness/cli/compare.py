@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from harness.errors import HarnessError
 
@@ -34,12 +35,30 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed, recorded in the output (default 0)")
     parser.add_argument("--no-strata", action="store_true",
                         help="ignore the stratum column (default: resample each stratum separately)")
+    parser.add_argument("--deviation", metavar="REASON",
+                        help="when FILE belongs to a study whose configured cells are not all scored yet: "
+                             "look anyway, appending the look and its reason to the study's DEVIATIONS.md")
+
+
+def owning_study(path: Path):
+    """The study whose results/ holds `path`, or None for a file outside any study."""
+    from harness.study import Study
+
+    for parent in path.resolve().parents:
+        if parent.name == "results" and (parent.parent / "configs" / "study.yaml").is_file():
+            return Study.at(parent.parent)
+    return None
 
 
 def run(args) -> int:
     from harness.stats.contrast import compare
     from harness.stats.io import read_per_question_file
 
+    study = owning_study(Path(args.results))
+    if study is not None:  # no interim looks at a registered study's outcomes
+        from harness.provenance.interim import require_outcomes_allowed
+
+        require_outcomes_allowed(study, command="compare", deviation_reason=args.deviation)
     table = read_per_question_file(args.results)
     try:
         result = compare(

@@ -21,17 +21,24 @@ def add_arguments(parser) -> None:
     parser.add_argument("--family", action="append", metavar="ID",
                         help="run only this family (repeatable; default: every family; summary.md then "
                              "lists only these)")
+    parser.add_argument("--deviation", metavar="REASON",
+                        help="look at outcomes before every configured cell is scored; the look and its "
+                             "reason are appended to DEVIATIONS.md and recorded in every output")
 
 
 def run(args) -> int:
     from harness.stats.families import run_plan
-    from harness.stats.io import load_per_question, write_outputs
+    from harness.provenance.interim import require_outcomes_allowed
+    from harness.stats.io import load_per_question, results_frozen_hash, write_outputs
     from harness.stats.plan import load_study_plan
 
     study = Study.at(args.study)
     plan = load_study_plan(study)
+    frozen = results_frozen_hash(study)
+    deviation = require_outcomes_allowed(study, command="stats", deviation_reason=args.deviation)
     table = load_per_question(study)
-    results = [r.to_json() for r in run_plan(plan, table, only=args.family)]
+    stamp = {"frozen_config_hash": frozen} | ({"deviation": args.deviation} if deviation else {})
+    results = [r.to_json() | stamp for r in run_plan(plan, table, only=args.family)]
     write_outputs(study.stats_dir, results)
     for fam in results:
         if fam["status"] == "ran":

@@ -322,6 +322,24 @@ def freeze(study: Study, *, force: bool = False) -> str:
     return frozen_hash(study)
 
 
+def check_registered_hashes(study: Study) -> list[str]:
+    """What an auditor checks before recomputing: the plan and amendments (YAML and prose) hash as
+    frozen. Unlike check_frozen this needs no model or server. Returns one problem per changed file."""
+    frozen = _read_frozen(study)
+    now = {e.id: e.sha256 for e in timeline(study)}
+    then = {k: v.get("sha256") for k, v in frozen.get("registration", {}).items()}
+    problems = [
+        f"{k}: registered as {str(then.get(k))[:12]}, now {str(now.get(k))[:12]}"
+        for k in sorted(set(now) | set(then)) if now.get(k) != then.get(k)
+    ]
+    prose_now, prose_then = _prose_hashes(study), frozen.get("plan_prose", {})
+    problems += [
+        f"{k}: frozen as {str(prose_then.get(k))[:12]}, now {str(prose_now.get(k))[:12]}"
+        for k in sorted(set(prose_now) | set(prose_then)) if prose_now.get(k) != prose_then.get(k)
+    ]
+    return problems
+
+
 def frozen_hash(study: Study) -> str:
     if not study.frozen_path.is_file():
         raise HarnessError(f"{study.frozen_path}: missing: run `harness freeze` first")

@@ -96,3 +96,20 @@ def write_outputs(stats_dir: str | Path, families: list[dict]) -> list[Path]:
                 base.with_suffix(suffix).unlink(missing_ok=True)
     atomic_write_text(stats_dir / "summary.md", tables.summary_markdown(families))
     return written + [stats_dir / "summary.md"]
+
+
+def results_frozen_hash(study) -> str:
+    """The one frozen-config hash every per-question table was scored under (from the sidecar
+    <dataset>.manifest.json that `score` writes); tables from two freezes, or a table without its
+    sidecar, are refused."""
+    from harness.provenance.freeze import assert_same_frozen_hash
+
+    folder = study.results / "per_question"
+    tables = {p.stem for p in folder.glob("*.parquet")} | {p.stem for p in folder.glob("*.csv")}
+    orphans = sorted(t for t in tables if not (folder / f"{t}.manifest.json").is_file())
+    if orphans:
+        raise HarnessError(
+            f"{folder}: no {orphans[0]}.manifest.json beside {orphans[0]}'s results, so the frozen config "
+            "they were scored under is unknown; re-run `harness score`"
+        )
+    return assert_same_frozen_hash(sorted(folder / f"{t}.manifest.json" for t in tables))
