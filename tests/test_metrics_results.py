@@ -70,24 +70,32 @@ def test_question_rows_carry_cluster_and_stratum():
 
 
 def test_repeated_result_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="repeated result for dataset 'd', arm 'S', retriever 'bm25', qid 'q1', metric 'rec@512t'"):
+    with pytest.raises(ValueError, match=r"x.parquet: row 1: repeated result for dataset 'd', arm 'S', retriever 'bm25', "
+                                         r"qid 'q1', metric 'rec@512t' \(first at row 0\)"):
         write_per_question([row(), row(value=0.25)], tmp_path / "x.parquet", None)
 
 
 @pytest.mark.parametrize("value", [1.5, -0.1, float("nan")])
 def test_value_outside_unit_interval_is_refused(tmp_path, value):
-    with pytest.raises(ValueError, match=r"metric values must lie in \[0, 1\]; rec@512t = .* for qid 'q1' \(S / bm25\)"):
+    with pytest.raises(ValueError, match=r"row 0: metric values must lie in \[0, 1\]; rec@512t = (1.5|-0.1|nan) for qid 'q1' \(S / bm25\)"):
         write_per_question([row(value=value)], tmp_path / "x.parquet", None)
 
 
 def test_qid_with_two_clusters_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="qid 'q1' of dataset 'd' has more than one cluster or stratum"):
+    with pytest.raises(ValueError, match=r"row 1: qid 'q1' of dataset 'd' has more than one cluster or stratum "
+                                         r"\('c2' / '', before 'c1' / ''\)"):
         write_per_question([row(), row(metric="hit@1", cluster="c2")], tmp_path / "x.parquet", None)
 
 
 def test_non_string_id_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="column 'qid' must hold strings, got 7"):
+    with pytest.raises(ValueError, match="row 0: column 'qid' must hold strings, got 7"):
         write_per_question([row(qid=7)], tmp_path / "x.parquet", None)
+
+
+@pytest.mark.parametrize("column", ["dataset", "arm", "retriever", "qid", "cluster", "metric"])
+def test_empty_id_is_refused(tmp_path, column):
+    with pytest.raises(ValueError, match=f"row 0: empty '{column}'"):
+        write_per_question([row(**{column: ""})], tmp_path / "x.parquet", None)
 
 
 def test_nothing_is_written_when_rows_are_refused(tmp_path):
@@ -100,13 +108,38 @@ def test_read_errors_name_the_file(tmp_path):
     with pytest.raises(InputError, match="missing.parquet: per-question results file not found"):
         read_per_question(tmp_path / "missing.parquet")
     bad = tmp_path / "bad.csv"
-    bad.write_text("dataset,arm,qid,value\nd,S,q1,0.5\n")
-    with pytest.raises(InputError, match=r"bad.csv: columns are \['dataset', 'arm', 'qid', 'value'\]"):
+    bad.write_text("dataset,arm,qid,value,note\nd,S,q1,0.5,x\n")
+    with pytest.raises(InputError, match=r"bad.csv: columns are \['dataset', 'arm', 'qid', 'value', 'note'\], expected "
+                                         r"\[.*\] \(missing: retriever, cluster, stratum, metric; unexpected: note\)"):
         read_per_question(bad)
     other = tmp_path / "x.json"
     other.write_text("{}")
     with pytest.raises(InputError, match="x.json: expected a .parquet or .csv"):
         read_per_question(other)
+
+
+HEADER = "dataset,arm,retriever,qid,cluster,stratum,metric,value\n"
+
+
+def test_csv_errors_name_the_line(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text(HEADER + "d,S,bm25,007,p7,,hit@1,1\nd,S,bm25,008,p8,,hit@1,1\nd,S,bm25,007,p7,,hit@1,0\n")
+    with pytest.raises(InputError, match=r"d\.csv: line 4: repeated result for .* qid '007', metric 'hit@1' \(first at line 2\)"):
+        read_per_question(path)
+    path.write_text(HEADER + "d,S,bm25,007,p7,,hit@1,1\nd,S,bm25,008,p8,,hit@1,n/a\n")
+    with pytest.raises(InputError, match=r"d\.csv: line 3: value 'n/a' is not a number"):
+        read_per_question(path)
+
+
+def test_parquet_null_reads_as_empty_and_errors_name_the_row(tmp_path):
+    frame = pd.DataFrame({"dataset": ["d", "d"], "arm": ["S", "S"], "retriever": ["r", "r"], "qid": ["1", "2"],
+                          "cluster": ["1", "2"], "stratum": [None, None], "metric": ["m", "m"], "value": [0.25, 1.0]})
+    frame.to_parquet(tmp_path / "d.parquet")
+    assert read_per_question(tmp_path / "d.parquet").stratum.tolist() == ["", ""]
+    frame.loc[1, "value"] = 2.0
+    frame.to_parquet(tmp_path / "d.parquet")
+    with pytest.raises(InputError, match=r"d\.parquet: row 1: metric values must lie in \[0, 1\]; m = 2\.0 for qid '2'"):
+        read_per_question(tmp_path / "d.parquet")
 
 
 # --- parts: a resumed score skips completed cells ---

@@ -2,9 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError
 from harness.stats.contrast import MissingResultsError, compare, paired_differences, sample_clusters
-from harness.stats.io import read_per_question_file
 from harness.stats.simulate import SyntheticDataset, long_table
 
 
@@ -61,31 +60,3 @@ def test_cluster_subset_is_a_seeded_sample_of_sorted_clusters(table):
     with pytest.raises(HarnessError, match="subset asks for 41 clusters but only 40 exist"):
         sample_clusters(table, dataset="docs", n_clusters=41, seed=7)
 
-
-# --- io ---
-
-def test_csv_keeps_ids_as_text_and_errors_name_file_and_line(tmp_path):
-    path = tmp_path / "docs.csv"
-    path.write_text("dataset,arm,retriever,qid,cluster,stratum,metric,value\n"
-                    "docs,S,bm25,007,007,,hit@1,1\n"
-                    "docs,S,bm25,008,008,,hit@1,1.5\n")
-    with pytest.raises(InputError, match=r"docs\.csv: line 3: `value` must be a number in \[0, 1\]; got 1\.5"):
-        read_per_question_file(path)
-    path.write_text("dataset,arm,retriever,qid,cluster,stratum,metric,value\ndocs,S,bm25,007,007,,hit@1,1\n")
-    t = read_per_question_file(path)
-    assert t.loc[0, "qid"] == "007" and t.loc[0, "stratum"] == ""
-
-
-def test_missing_columns_and_duplicates_are_reported(tmp_path):
-    path = tmp_path / "x.csv"
-    path.write_text("dataset,arm,qid,value\nd,S,1,0.5\n")
-    with pytest.raises(InputError, match=r"x\.csv: missing column\(s\) retriever, cluster, stratum, metric"):
-        read_per_question_file(path)
-    path.write_text("dataset,arm,retriever,qid,cluster,stratum,metric,value\n"
-                    "d,S,r,1,1,,m,0.5\nd,S,r,1,1,,m,0.6\n")
-    with pytest.raises(InputError, match=r"line 3: duplicate result for dataset=d, arm=S, retriever=r, metric=m, qid=1"):
-        read_per_question_file(path)
-    frame = pd.DataFrame({"dataset": ["d"], "arm": ["S"], "retriever": ["r"], "qid": ["1"], "cluster": ["1"],
-                          "stratum": [None], "metric": ["m"], "value": [0.25]})
-    frame.to_parquet(tmp_path / "d.parquet")
-    assert read_per_question_file(tmp_path / "d.parquet").loc[0, "value"] == 0.25

@@ -183,3 +183,19 @@ def test_audit_fails_when_the_plan_changed_after_freezing(tmp_path, capsys):
     assert main(["audit", "--study", str(study.root)]) == 1
     out = capsys.readouterr().out
     assert "FAIL  (frozen)/plan: plan/PLAN.md: frozen as" in out
+
+
+def test_load_per_question_refuses_a_result_repeated_across_files(tmp_path):
+    from types import SimpleNamespace
+
+    from harness.errors import InputError
+    from harness.stats.io import load_per_question
+
+    folder = tmp_path / "results" / "per_question"
+    folder.mkdir(parents=True)
+    text = "dataset,arm,retriever,qid,cluster,stratum,metric,value\nd,S,r,1,1,,m,0.5\n"
+    (folder / "a.csv").write_text(text)
+    (folder / "b.csv").write_text(text)
+    with pytest.raises(InputError, match=r"per_question: concatenated row 1: repeated result for "
+                                         r"dataset 'd', .* \(first at concatenated row 0\)"):
+        load_per_question(SimpleNamespace(results=tmp_path / "results"))

@@ -65,14 +65,8 @@ def contextualise_document(
         doc_text, cut = fit_document(template, document.text, chunk, limit)
         prompt = template.render({"document_text": doc_text, "chunk_text": chunk.text})
         result = session.call_json(prompt, schema=CONTEXT_SCHEMA, seeds=seeds, validate=validate)
-        out.retries += result.attempts - 1
-        out.truncated += int(cut or result.truncated)
         generated = empty_generated()
-        if result.value is None:
-            generated["llm_failed"] = True
-            out.failures += 1
-            out.failed_calls += 1
-        else:
+        if out.count_call(result, generated, truncated=cut):
             generated["context"] = result.value["context"]
-        out.generated.append(generated)
+        out.add_chunk(generated)
     return out

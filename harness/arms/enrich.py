@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 from harness.arms.keydict import NOT_PROVIDED, KeyDictionary, normalise_key
 from harness.data.model import GENERATED_FIELDS, Chunk
 from harness.llm.prompts import PromptTemplate
-from harness.llm.session import LlmSession
+from harness.llm.session import JsonResult, LlmSession
 
 FIRST_CHUNK = "(first chunk)"
 UNAVAILABLE = "(unavailable)"
@@ -144,6 +144,22 @@ class DocumentOutcome:
     truncated: int = 0
     evictions: int = 0
 
+    def count_call(self, result: JsonResult, generated: dict[str, Any], *, truncated: bool = False) -> bool:
+        """Count one call's retries and truncation (`truncated`: the prompt was cut before the call); a call
+        that never parsed marks the chunk's `generated` llm_failed. True when the call gave a value."""
+        self.retries += result.attempts - 1
+        self.truncated += int(truncated or result.truncated)
+        if result.value is None:
+            generated["llm_failed"] = True
+            self.failed_calls += 1
+            return False
+        return True
+
+    def add_chunk(self, generated: dict[str, Any]) -> None:
+        """Append one chunk's generated fields, counting it as a failure if any of its calls failed."""
+        self.failures += int(generated["llm_failed"])
+        self.generated.append(generated)
+
 
 def enrich_document(
     session: LlmSession,
@@ -164,20 +180,14 @@ def enrich_document(
             enrich_prompt_values(chunk, i, len(chunks), previous_summary_text(i, previous), dictionary)
         )
         result = session.call_json(prompt, schema=ENRICH_SCHEMA, seeds=seeds, validate=validate)
-        out.retries += result.attempts - 1
-        out.truncated += int(result.truncated)
         generated = empty_generated()
-        if result.value is None:
-            generated["llm_failed"] = True
-            out.failures += 1
-            out.failed_calls += 1
-        else:
+        if out.count_call(result, generated):
             generated.update(result.value)
             own = normalise_key(result.value["key"])
             # related keys count only if the model saw them in the dictionary (E-K saw none)
             generated["related_keys"] = keys.filter_related(result.value["related_keys"], own) if use_keys else []
             generated["key"] = keys.observe(own, i)
-        out.generated.append(generated)
+        out.add_chunk(generated)
         previous = generated
     out.evictions = keys.evictions
     return out
@@ -199,14 +209,8 @@ def pf_document(
         for name in PF_FIELDS:
             prompt = templates[name].render(values)
             result = session.call_json(prompt, schema=PF_SCHEMAS[name], seeds=seeds, validate=fields_validator([name]))
-            out.retries += result.attempts - 1
-            out.truncated += int(result.truncated)
-            if result.value is None:
-                generated["llm_failed"] = True
-                out.failed_calls += 1
-            else:
+            if out.count_call(result, generated):
                 generated[name] = result.value[name]
-        out.failures += int(generated["llm_failed"])
-        out.generated.append(generated)
+        out.add_chunk(generated)
         previous = generated
     return out

@@ -52,14 +52,14 @@ def owning_study(path: Path):
 
 def run(args) -> int:
     from harness.stats.contrast import compare
-    from harness.stats.io import read_per_question_file
+    from harness.metrics.results import read_per_question
 
     study = owning_study(Path(args.results))
     if study is not None:  # no interim looks at a registered study's outcomes
         from harness.provenance.interim import require_outcomes_allowed
 
         require_outcomes_allowed(study, command="compare", deviation_reason=args.deviation)
-    table = read_per_question_file(args.results)
+    table = read_per_question(args.results)
     try:
         result = compare(
             table, dataset=args.dataset, a=args.a, b=args.b, retriever=args.retriever, metric=args.metric,

@@ -67,10 +67,17 @@ class Backend(ABC):
 
     name: str = ""
     billed: bool = False  # True when calls cost money (the spend cap applies)
+    default_options: Mapping[str, Any] = {}  # the backend's DEFAULT_OPTIONS; `options` override them
 
     def __init__(self, model: str, options: Mapping[str, Any]):
         self.model = model
-        self.options = dict(options)  # only options that change the output (they key the cache)
+        # only options that change the output (they key the cache)
+        self.options = dict(self.default_options) | dict(options)
+
+    @classmethod
+    def config_options(cls, cfg: Mapping[str, Any], *extra: str) -> dict[str, Any]:
+        """The options a model config sets: the keys of default_options, plus `extra` ones without a default."""
+        return {k: cfg[k] for k in (*cls.default_options, *extra) if k in cfg}
 
     @property
     @abstractmethod

@@ -8,6 +8,7 @@ per process, behind a lock: llama.cpp contexts are not safe to share across thre
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 import time
 from pathlib import Path
@@ -63,22 +64,26 @@ def shared_llama(path: Path, n_ctx: int) -> tuple[Any, threading.Lock]:
                 from llama_cpp import Llama
             except ImportError:
                 raise HarnessError("the llama.cpp backend needs llama-cpp-python; pip install llama-cpp-python") from None
-            _models[key] = Llama(model_path=str(path), n_ctx=n_ctx, verbose=False, logits_all=False)
+            # every core: llama-cpp-python defaults to half of them, which halves decoding speed here
+            threads = os.cpu_count() or 1
+            _models[key] = Llama(model_path=str(path), n_ctx=n_ctx, verbose=False, logits_all=False,
+                                 n_threads=threads, n_threads_batch=threads)
             _model_locks[key] = threading.Lock()
         return _models[key], _model_locks[key]
 
 
 class LlamaCppBackend(Backend):
     name = "llama.cpp"
+    default_options = DEFAULT_OPTIONS
 
     def __init__(self, model: str, options: Mapping[str, Any], *, package: str | None = None, model_path: str | None = None):
-        super().__init__(model, DEFAULT_OPTIONS | dict(options))
+        super().__init__(model, options)
         self.package = package
         self.model_path = model_path
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "LlamaCppBackend":
-        options = {k: cfg[k] for k in ("temperature", "n_ctx", "max_tokens", "chat_format") if k in cfg}
+        options = cls.config_options(cfg)
         package, model_path = cfg.get("package"), cfg.get("model_path")
         model = str(cfg.get("name") or package or Path(str(model_path)).name)
         return cls(model, options, package=package, model_path=model_path)

@@ -27,9 +27,10 @@ def _full_name(model: str) -> str:
 
 class OllamaBackend(Backend):
     name = "ollama"
+    default_options = DEFAULT_OPTIONS
 
     def __init__(self, model: str, options: Mapping[str, Any], *, host: str | None = None, timeout_s: float = 600):
-        super().__init__(model, DEFAULT_OPTIONS | dict(options))
+        super().__init__(model, options)
         import ollama
 
         self._ollama = ollama
@@ -39,8 +40,9 @@ class OllamaBackend(Backend):
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "OllamaBackend":
-        options = {k: cfg[k] for k in ("temperature", "num_ctx", "num_predict") if k in cfg}
-        return cls(str(cfg["name"]), options, host=cfg.get("host"), timeout_s=float(cfg.get("timeout_s", 600)))
+        return cls(
+            str(cfg["name"]), cls.config_options(cfg), host=cfg.get("host"), timeout_s=float(cfg.get("timeout_s", 600))
+        )
 
     @property
     def prompt_token_limit(self) -> int | None:

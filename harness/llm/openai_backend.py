@@ -33,6 +33,7 @@ DEFAULT_PROVIDER = {"allow_fallbacks": False, "data_collection": "deny"}
 class OpenAICompatibleBackend(Backend):
     name = "openai-compatible"
     billed = True
+    default_options = DEFAULT_OPTIONS
 
     def __init__(
         self,
@@ -46,7 +47,7 @@ class OpenAICompatibleBackend(Backend):
         context_tokens: int | None = None,
         timeout_s: float = 600,
     ):
-        super().__init__(model, DEFAULT_OPTIONS | dict(options))
+        super().__init__(model, options)
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.price_in = price_in_per_mtok
@@ -59,7 +60,7 @@ class OpenAICompatibleBackend(Backend):
     def from_config(cls, cfg: Mapping[str, Any]) -> "OpenAICompatibleBackend":
         if not cfg.get("base_url"):
             raise HarnessError(f"model {cfg.get('name')!r}: openai-compatible backend needs `base_url`")
-        options = {k: cfg[k] for k in ("temperature", "max_tokens", "reasoning_effort") if k in cfg}
+        options = cls.config_options(cfg, "reasoning_effort")
         options["provider"] = DEFAULT_PROVIDER | dict(cfg.get("provider") or {})
         return cls(
             str(cfg["name"]),

@@ -12,7 +12,9 @@ from harness.metrics.registry import (
 )
 from harness.metrics.results import (
     COLUMNS,
+    KEY,
     ResultRow,
+    check_per_question,
     combine_parts,
     completed_cells,
     part_path,
@@ -24,6 +26,7 @@ from harness.metrics.results import (
 
 __all__ = [
     "COLUMNS",
+    "KEY",
     "METRIC_SETS",
     "GramCache",
     "MetricSet",
@@ -32,6 +35,7 @@ __all__ = [
     "TokenCache",
     "Unit",
     "budgets_from_config",
+    "check_per_question",
     "combine_parts",
     "completed_cells",
     "fill_budget",

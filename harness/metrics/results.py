@@ -15,8 +15,9 @@ import os
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -26,7 +27,9 @@ from harness.errors import HarnessError, InputError
 from harness.provenance.files import atomic_write_bytes, atomic_write_text
 
 COLUMNS = ("dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value")
-KEY = ("dataset", "arm", "retriever", "qid", "metric")
+KEY = ("dataset", "arm", "retriever", "qid", "metric")  # unique per file; files are sorted by it
+TEXT = COLUMNS[:-1]  # ids, held as strings
+NON_EMPTY = tuple(c for c in TEXT if c != "stratum")  # stratum is "" when unstratified
 SCHEMA = pa.schema([(c, pa.float64() if c == "value" else pa.string()) for c in COLUMNS])
 PART_SUFFIX = ".parquet"
 
@@ -64,32 +67,47 @@ def _frame(rows: Iterable[ResultRow]) -> pd.DataFrame:
     )
 
 
-def _check_and_sort(df: pd.DataFrame, where: str) -> pd.DataFrame:
-    """Refuse bad values, repeated keys and a qid with two clusters/strata; sort by KEY."""
-    for c in COLUMNS[:-1]:
-        if pd.api.types.infer_dtype(df[c], skipna=False) not in ("string", "empty"):
-            bad = next(v for v in df[c] if not isinstance(v, str))
-            raise InputError(f"{where}: column {c!r} must hold strings, got {bad!r}")
-    values = df["value"].to_numpy()
-    bad = ~((values >= 0.0) & (values <= 1.0))  # NaN fails both comparisons
-    if bad.any():
-        row = df[bad].iloc[0]
-        raise InputError(
-            f"{where}: metric values must lie in [0, 1]; {row['metric']} = {row['value']!r} for qid {row['qid']!r} "
-            f"({row['arm']} / {row['retriever']})"
-        )
-    dup = df.duplicated(subset=list(KEY), keep=False)
-    if dup.any():
-        row = df[dup].iloc[0]
-        raise InputError(
-            f"{where}: repeated result for dataset {row['dataset']!r}, arm {row['arm']!r}, retriever "
-            f"{row['retriever']!r}, qid {row['qid']!r}, metric {row['metric']!r}"
-        )
-    groups = df.groupby(["dataset", "qid"], sort=True)[["cluster", "stratum"]].nunique()
-    split = groups[(groups["cluster"] > 1) | (groups["stratum"] > 1)]
-    if len(split):
-        dataset, qid = split.index[0]
-        raise InputError(f"{where}: qid {qid!r} of dataset {dataset!r} has more than one cluster or stratum")
+def check_per_question(df: pd.DataFrame, where: str | os.PathLike, *, first: int = 0, unit: str = "row") -> None:
+    """Refuse what the format forbids: non-string or empty ids (stratum may be ""), values outside [0, 1],
+    a repeated KEY, and a qid of one dataset under two clusters or strata. Messages name `where` and the
+    offending record as f"{unit} {first + i}" (i the 0-based position in df)."""
+
+    def fail(mask: np.ndarray, describe: Callable[[pd.Series, int], str]) -> None:
+        i = int(np.argmax(mask))  # the first offending record
+        raise InputError(f"{unit} {first + i}: {describe(df.iloc[i], i)}", path=where)
+
+    for c in TEXT:
+        not_text = ~df[c].map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+        if not_text.any():
+            fail(not_text, lambda row, i: f"column {c!r} must hold strings, got {row[c]!r}")
+    for c in NON_EMPTY:
+        empty = (df[c] == "").to_numpy(dtype=bool)
+        if empty.any():
+            fail(empty, lambda row, i: f"empty {c!r}")
+    values = df["value"].to_numpy(dtype=float)
+    outside = ~((values >= 0.0) & (values <= 1.0))  # NaN fails both comparisons
+    if outside.any():
+        fail(outside, lambda row, i: f"metric values must lie in [0, 1]; {row['metric']} = {float(row['value'])!r} "
+                                     f"for qid {row['qid']!r} ({row['arm']} / {row['retriever']})")
+    repeated = df.duplicated(subset=list(KEY), keep="first").to_numpy()
+    if repeated.any():
+        def repeat(row, i):
+            earlier = int(np.argmax((df[list(KEY)] == row[list(KEY)]).all(axis=1).to_numpy()))
+            return (f"repeated result for dataset {row['dataset']!r}, arm {row['arm']!r}, retriever "
+                    f"{row['retriever']!r}, qid {row['qid']!r}, metric {row['metric']!r} (first at {unit} "
+                    f"{first + earlier})")
+        fail(repeated, repeat)
+    seen = df.groupby(["dataset", "qid"], sort=False)[["cluster", "stratum"]].transform("first")
+    moved = ((df["cluster"] != seen["cluster"]) | (df["stratum"] != seen["stratum"])).to_numpy()
+    if moved.any():
+        fail(moved, lambda row, i: f"qid {row['qid']!r} of dataset {row['dataset']!r} has more than one cluster or "
+                                   f"stratum ({row['cluster']!r} / {row['stratum']!r}, before "
+                                   f"{seen['cluster'].iloc[i]!r} / {seen['stratum'].iloc[i]!r})")
+
+
+def _check_and_sort(df: pd.DataFrame, where: str | os.PathLike) -> pd.DataFrame:
+    """check_per_question, then sort by KEY (the order every written file has)."""
+    check_per_question(df, where)
     return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
 
 
@@ -104,7 +122,7 @@ def _csv_text(df: pd.DataFrame) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
-    cols = [df[c].tolist() for c in COLUMNS[:-1]] + [[repr(float(v)) for v in df["value"].tolist()]]
+    cols = [df[c].tolist() for c in TEXT] + [[repr(float(v)) for v in df["value"].tolist()]]
     writer.writerows(zip(*cols))
     return buf.getvalue()
 
@@ -125,25 +143,46 @@ def write_per_question(
 
 
 def read_per_question(path: str | os.PathLike) -> pd.DataFrame:
-    """A per-question file (.parquet or .csv) as a DataFrame with exactly COLUMNS; ids stay strings."""
+    """A per-question file (.parquet or .csv) as a DataFrame with exactly COLUMNS, checked by check_per_question.
+
+    Ids stay strings (CSV qids like "1909.00694" or "007" never become numbers); an empty or null cell
+    reads as "". Errors name the file and the record: `line N` of a CSV (the header is line 1), `row N`
+    (from 0) of a Parquet file.
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError("per-question results file not found", path=path)
     try:
         if path.suffix == ".parquet":
             df = pq.read_table(path).to_pandas()
+            first, unit = 0, "row"
         elif path.suffix == ".csv":
-            # every id column as text: qids like "1909.00694" or "007" must not become numbers, "" not NaN
-            dtypes = {c: str for c in COLUMNS[:-1]} | {"value": "float64"}
-            df = pd.read_csv(path, dtype=dtypes, keep_default_na=False, na_filter=False)
+            df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+            first, unit = 2, "line"
         else:
             raise InputError("expected a .parquet or .csv per-question file", path=path)
     except (pa.ArrowInvalid, ValueError, pd.errors.ParserError) as e:
         if isinstance(e, InputError):
             raise
         raise InputError(f"cannot read per-question results: {e}", path=path) from None
-    if tuple(df.columns) != COLUMNS:
-        raise InputError(f"columns are {list(df.columns)}, expected {list(COLUMNS)}", path=path)
+    df = df.reset_index(drop=True)
+    missing = [c for c in COLUMNS if c not in df.columns]
+    extra = [c for c in df.columns if c not in COLUMNS]
+    if missing or extra:
+        raise InputError(
+            f"columns are {list(df.columns)}, expected {list(COLUMNS)} (missing: {', '.join(missing) or 'none'}; "
+            f"unexpected: {', '.join(map(str, extra)) or 'none'})", path=path,
+        )
+    values = []
+    for i, v in enumerate(df["value"]):
+        try:
+            values.append(float(v))  # Python's parser: the repr() written to CSV reads back bit-identical
+        except (TypeError, ValueError):
+            raise InputError(f"{unit} {first + i}: value {v!r} is not a number", path=path) from None
+    df = pd.DataFrame(
+        {c: df[c].astype(object).where(df[c].notna(), "") for c in TEXT} | {"value": pd.Series(values, dtype="float64")}
+    )
+    check_per_question(df, path, first=first, unit=unit)
     return df
 
 
@@ -220,7 +259,7 @@ def combine_parts(
         raise HarnessError(f"dataset {dataset!r}: {len(missing)} cell(s) not scored yet: {shown}")
     frames = [read_part(per_question_dir, dataset, a, r) for a, r in cells]
     df = pd.concat(frames, ignore_index=True)
-    df = df.astype({c: object for c in COLUMNS[:-1]} | {"value": "float64"})
+    df = df.astype({c: object for c in TEXT} | {"value": "float64"})
     df = _check_and_sort(df, str(parquet_path))
     _write_frame(df, parquet_path, csv_path)
     return len(df)

@@ -36,14 +36,11 @@ import harness
 from harness.errors import DriftError, HarnessError
 from harness.provenance.files import atomic_write_json, read_json, sha256_bytes, sha256_file
 from harness.provenance.timeline import first_outcome_time, timeline
+from harness.retrieval.registry import DEFAULT_RERANK_DEPTH, DEFAULT_RRF_K
 from harness.study import Study
 from harness.tokens import WORD_RE
 
 FORMAT = 1
-
-# DESIGN section 6 defaults, applied when a retriever entry omits them; frozen as effective values
-DEFAULT_RRF_K = 60
-DEFAULT_RERANK_DEPTH = 30
 
 # packages whose version can change a number the harness reports
 RESULT_PACKAGES = (
@@ -148,6 +145,7 @@ def _retrieval_record(study: Study) -> dict[str, Any]:
     rrf_k, depth, prefixes, models = {}, {}, {}, {}
     for name, cfg in sorted(study.retrievers.items()):
         kind = cfg.get("type")
+        # the registry's defaults (DESIGN section 6) where an entry omits them: frozen as effective values
         if kind == "rrf":
             rrf_k[name] = cfg.get("k", DEFAULT_RRF_K)
         if kind == "rerank":

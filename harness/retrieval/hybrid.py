@@ -9,8 +9,10 @@ import numpy as np
 from harness.data.model import Chunk
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
 
+DEFAULT_RRF_K = 60  # Cormack et al. 2009; a `type: rrf` retriever's `k` when the config gives none
 
-def reciprocal_rank_fusion(rankings: Sequence[Ranking], *, k: float = 60) -> Ranking:
+
+def reciprocal_rank_fusion(rankings: Sequence[Ranking], *, k: float = DEFAULT_RRF_K) -> Ranking:
     if len(rankings) < 2:
         raise ValueError(f"reciprocal rank fusion needs at least two rankings, got {len(rankings)}")
     if k <= 0:
@@ -45,7 +47,7 @@ class RRFIndex(ScopeIndex):
 
 
 class RRFRetriever(Retriever):
-    def __init__(self, name: str, members: Sequence[Retriever], *, k: float = 60):
+    def __init__(self, name: str, members: Sequence[Retriever], *, k: float = DEFAULT_RRF_K):
         super().__init__(name)
         if len(members) < 2:
             raise ValueError(f"retriever {name!r}: rrf needs at least two retrievers in `of`, got {len(members)}")

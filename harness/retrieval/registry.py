@@ -17,6 +17,8 @@ from typing import Any, Callable, Mapping
 
 from harness.errors import HarnessError
 from harness.retrieval.base import Retriever
+from harness.retrieval.hybrid import DEFAULT_RRF_K
+from harness.retrieval.rerank import DEFAULT_RERANK_DEPTH
 
 
 @dataclass
@@ -118,7 +120,7 @@ def _rrf(name: str, cfg: Mapping[str, Any], context: RetrieverContext) -> Retrie
         raise HarnessError(f"retriever {name!r}: `of` must list two or more retriever names, got {members!r}")
     if len(set(members)) != len(members):
         raise HarnessError(f"retriever {name!r}: `of` names a retriever twice: {members!r}")
-    return RRFRetriever(name, [context.get(m) for m in members], k=_number(name, cfg, "k", 60))
+    return RRFRetriever(name, [context.get(m) for m in members], k=_number(name, cfg, "k", DEFAULT_RRF_K))
 
 
 def _rerank(name: str, cfg: Mapping[str, Any], context: RetrieverContext) -> Retriever:
@@ -130,7 +132,7 @@ def _rerank(name: str, cfg: Mapping[str, Any], context: RetrieverContext) -> Ret
     first_stage = cfg.get("first_stage")
     if not isinstance(first_stage, str):
         raise HarnessError(f"retriever {name!r}: `first_stage` must name a configured retriever, got {first_stage!r}")
-    depth = _number(name, cfg, "depth", 30, integer=True)
+    depth = _number(name, cfg, "depth", DEFAULT_RERANK_DEPTH, integer=True)
     first = context.get(first_stage)  # before the scorer: a cycle or a typo is reported before any model loads
     scorer = RERANK_BACKENDS[backend](name, cfg, context)
     return RerankRetriever(name, first, scorer, depth=depth, cache_dir=context.cache_dir)

@@ -16,6 +16,8 @@ from harness.retrieval.base import Ranking, Retriever, ScopeIndex
 from harness.retrieval.cache import CacheNamespace, VectorCache
 from harness.retrieval.dense import _load_sentence_transformers, directory_digest, resolve_model_dir
 
+DEFAULT_RERANK_DEPTH = 30  # how many first-stage results are rescored when the config gives no `depth`
+
 
 @runtime_checkable
 class PairScorer(Protocol):
@@ -85,7 +87,7 @@ class RerankIndex(ScopeIndex):
 
 
 class RerankRetriever(Retriever):
-    def __init__(self, name: str, first_stage: Retriever, scorer: PairScorer, *, depth: int = 30, cache_dir: str | Path):
+    def __init__(self, name: str, first_stage: Retriever, scorer: PairScorer, *, depth: int = DEFAULT_RERANK_DEPTH, cache_dir: str | Path):
         super().__init__(name)
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise ValueError(f"retriever {name!r}: depth must be a positive integer, got {depth!r}")

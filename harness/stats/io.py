@@ -4,71 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from harness.errors import HarnessError, InputError
-
-COLUMNS = ("dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value")
-KEY = ("dataset", "arm", "retriever", "metric", "qid")
-_TEXT = ("dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric")
+from harness.errors import HarnessError
+from harness.metrics.results import check_per_question, read_per_question
 
 
 def load_per_question(study) -> pd.DataFrame:
-    """Every results/per_question/<name>.parquet (or <name>.csv when no Parquet twin exists), concatenated."""
+    """Every results/per_question/<name>.parquet (or <name>.csv when no Parquet twin exists), each read and
+    validated by harness.metrics.results.read_per_question, concatenated and validated again as a whole."""
     folder = study.results / "per_question"
     files = {p.stem: p for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
     files.update({p.stem: p for p in sorted(folder.glob("*.parquet"))} if folder.is_dir() else {})
     if not files:
         raise HarnessError(f"{folder}: no per-question results (*.parquet or *.csv); run `harness score` first")
-    tables = [read_per_question_file(files[name]) for name in sorted(files)]
-    table = pd.concat(tables, ignore_index=True)
-    _check_unique(table, folder)
+    table = pd.concat([read_per_question(files[name]) for name in sorted(files)], ignore_index=True)
+    check_per_question(table, folder, unit="concatenated row")
     return table
-
-
-def read_per_question_file(path: str | Path) -> pd.DataFrame:
-    """One long-format file (.parquet or .csv), validated: columns, text keys, values in [0, 1], unique keys."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("file not found", path=path)
-    if path.suffix == ".parquet":
-        table = pd.read_parquet(path)
-        row_offset, row_word = 0, "row"
-    elif path.suffix == ".csv":
-        table = pd.read_csv(path, dtype={c: str for c in _TEXT}, keep_default_na=False)
-        row_offset, row_word = 2, "line"  # header is line 1
-    else:
-        raise InputError("expected a .parquet or .csv file", path=path)
-    missing = [c for c in COLUMNS if c not in table.columns]
-    if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(COLUMNS)})", path=path)
-    table = table.loc[:, list(COLUMNS)].copy()
-    for col in _TEXT:
-        table[col] = table[col].map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
-    for col in ("dataset", "arm", "retriever", "qid", "cluster", "metric"):
-        empty = table[col] == ""
-        if empty.any():
-            i = int(np.argmax(empty.to_numpy()))
-            raise InputError(f"{row_word} {i + row_offset}: empty `{col}`", path=path)
-    values = pd.to_numeric(table["value"], errors="coerce").to_numpy(dtype=float)
-    bad = ~((values >= 0) & (values <= 1))
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise InputError(f"{row_word} {i + row_offset}: `value` must be a number in [0, 1]; got "
-                         f"{table['value'].iloc[i]}", path=path)
-    table["value"] = values
-    _check_unique(table, path, row_offset, row_word)
-    return table
-
-
-def _check_unique(table: pd.DataFrame, where, row_offset: int = 0, row_word: str = "row") -> None:
-    dup = table.duplicated(list(KEY))
-    if dup.any():
-        i = int(np.argmax(dup.to_numpy()))
-        row = table.iloc[i]
-        key = ", ".join(f"{k}={row[k]}" for k in KEY)
-        raise InputError(f"{row_word} {i + row_offset}: duplicate result for {key}", path=where)
 
 
 def write_outputs(stats_dir: str | Path, families: list[dict]) -> list[Path]:
