@@ -199,3 +199,33 @@ def test_killed_build_leaves_no_corrupt_line_and_rerun_repeats_no_cached_call(tm
     assert all(not c.generated["llm_failed"] for c in result.chunks)
     lines = cache_file.read_text().splitlines()
     assert len({json.loads(line)["key"] for line in lines}) == 24 == len(lines)
+
+
+class ScriptedBackend(CountingBackend):
+    """Answers from a script and records the (seed, temperature) each call was made with."""
+
+    billed = False
+
+    def __init__(self, answers):
+        super().__init__(cost=0.0)
+        self.answers, self.seen = list(answers), []
+
+    def complete(self, prompt, *, schema, seed, options=None) -> Completion:
+        self.seen.append((seed, (self.options | dict(options or {}))["temperature"]))
+        return Completion(self.answers.pop(0), 5, 2, 0.01, 0.0, "d1")
+
+
+def test_retries_sample_at_the_retry_temperature_and_are_cached_apart(tmp_path):
+    backend = ScriptedBackend(["not json", '{"a": 1}'])
+    with GenerationCache(tmp_path / "g.jsonl") as cache:
+        session = LlmSession(backend, cache, SpendLedger("E", None), retry_options={"temperature": 0.4})
+        result = session.call_json("p", schema={}, seeds=[0, 1, 2, 3], validate=lambda v: v)
+        assert (result.value, result.attempts) == ({"a": 1}, 2)
+        assert backend.seen == [(0, 0), (1, 0.4)]  # the first attempt keeps the configured temperature
+        again = LlmSession(backend, cache, SpendLedger("E", None), retry_options={"temperature": 0.4})
+        assert again.call_json("p", schema={}, seeds=[0, 1, 2, 3], validate=lambda v: v).value == {"a": 1}
+    assert len(backend.seen) == 2  # the rerun was answered from the cache, retry included
+    without = ScriptedBackend(["not json", '{"a": 1}'])
+    with GenerationCache(tmp_path / "h.jsonl") as cache:
+        LlmSession(without, cache, SpendLedger("E", None)).call_json("p", schema={}, seeds=[0, 1], validate=lambda v: v)
+    assert without.seen == [(0, 0), (1, 0)]

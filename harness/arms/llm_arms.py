@@ -134,7 +134,8 @@ def build_llm_arm(
     with GenerationCache(generations_path(study, model_name), fresh=fresh) as cache:
         backend = make_backend(model_cfg, replay_from=cache if replay else None)
         ledger = SpendLedger(arm_name, None if cap is None else float(cap))
-        session = LlmSession(backend, cache, ledger)
+        retry = {"temperature": float(model_cfg["retry_temperature"])} if "retry_temperature" in model_cfg else None
+        session = LlmSession(backend, cache, ledger, retry_options=retry)
         outcomes = _run_documents(session, kind, templates, selected, header_chunks, seeds, workers, progress)
         identity = session.identity
 

@@ -18,7 +18,9 @@ from harness.errors import HarnessError
 from harness.llm.base import Backend, Completion, Message, as_messages
 from harness.provenance.files import sha256_file
 
-DEFAULT_OPTIONS = {"temperature": 0.0, "n_ctx": 8192, "max_tokens": 512, "chat_format": "gemma"}
+DEFAULT_OPTIONS = {
+    "temperature": 0.0, "n_ctx": 8192, "max_tokens": 512, "chat_format": "gemma", "repeat_penalty": 1.0,
+}
 CHAT_OVERHEAD_TOKENS = 12  # BOS and the turn markers the chat format adds per message, with a margin
 
 _models: dict[tuple[str, int], Any] = {}
@@ -144,6 +146,7 @@ class LlamaCppBackend(Backend):
                 response_format=fmt,
                 temperature=float(opts["temperature"]),
                 max_tokens=int(opts["max_tokens"]),
+                repeat_penalty=float(opts["repeat_penalty"]),
                 seed=seed,
             )
             wall = time.perf_counter() - start

@@ -1,7 +1,9 @@
 """The one path every LLM call takes: cache lookup, spend check, backend call, cache append, ledger.
 
 `call_json` adds the retry rule of DESIGN section 5: unparseable or mis-shaped output is retried with
-the configured seeds (1, 2, 3), then given up on and reported as failed.
+the configured seeds (1, 2, 3), then given up on and reported as failed. At temperature 0 a new seed
+changes nothing, so a model config may set `retry_temperature`: attempts after the first then sample at
+that temperature, still seeded and cached, hence reproducible.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ class LlmSession:
         ledger: SpendLedger,
         *,
         stop: threading.Event | None = None,
+        retry_options: Mapping[str, Any] | None = None,
     ):
         self.backend = backend
         self.cache = cache
         self.ledger = ledger
         self.stop = stop or threading.Event()
+        self.retry_options = dict(retry_options or {})  # merged into the options of attempts 2, 3, ...
         self._identity: dict[str, Any] | None = None
         self._identity_lock = threading.Lock()
 
@@ -107,7 +111,8 @@ class LlmSession:
             raise ValueError("seeds must name at least one seed")
         truncated = False
         for attempt, seed in enumerate(seeds, start=1):
-            record = self.call(prompt, schema=schema, seed=seed, options=options)
+            opts = options if attempt == 1 or not self.retry_options else dict(options or {}) | self.retry_options
+            record = self.call(prompt, schema=schema, seed=seed, options=opts)
             truncated = truncated or record.truncated
             try:
                 parsed = json.loads(record.text)
