@@ -25,7 +25,7 @@ ARMS = {"S": 0.0, "S+T": 0.01, "E": 0.01, "E-K": 0.0, "CR": 0.02, "F512c": -0.12
 def _table(arms=ARMS):
     rng = np.random.default_rng(2027)
     datasets = [SyntheticDataset("papers", 30, 3.0), SyntheticDataset("docs", 45, 1.0, ("angular", "laravel", "yolo"))]
-    return long_table(rng, datasets, arms, ["hybrid", "rerank"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
+    return long_table(rng, datasets, arms, ["hybrid", "minilm"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
 
 
 @pytest.fixture(scope="module")
