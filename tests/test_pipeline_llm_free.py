@@ -129,3 +129,30 @@ def test_build_without_freeze_says_what_to_do(tmp_path, capsys):
     study.frozen_path.unlink()
     assert main(["build-arms", "--study", str(study.root)]) == 1
     assert "run `harness freeze` first" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda root: _edit_config(root, lambda c: c["chunking"].__setitem__("tau_max", 1400)), "chunking.tau_max"),
+    (lambda root: _edit_config(root, lambda c: c["datasets"]["papers"]["selection"].__setitem__("seed", 7)),
+     "selection.seed"),
+    (lambda root: (root / "prompts" / "enrich.txt").write_text(
+        (root / "prompts" / "enrich.txt").read_text(encoding="utf-8") + " ", encoding="utf-8"), "enrich.txt"),
+    (lambda root: (root / "selection" / "selection.json").write_text(
+        (root / "selection" / "selection.json").read_text(encoding="utf-8") + "\n", encoding="utf-8"), "selection.sha256"),
+])
+def test_build_and_score_refuse_drift_with_a_diff(tmp_path, capsys, edit, named):
+    study = make_llm_free_study(tmp_path / "s")
+    edit(study.root)
+    capsys.readouterr()
+    for command in ("build-arms", "score"):
+        assert main([command, "--study", str(study.root), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert f"{command}: refusing to run" in err and named in err
+    assert not (study.results / "chunks").exists()
+
+
+def _edit_config(root: Path, change) -> None:
+    path = root / "configs" / "study.yaml"
+    cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
+    change(cfg)
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
