@@ -26,8 +26,8 @@ venv: $(STAMP)  ## create the virtual environment and install pinned dependencie
 test: $(STAMP)  ## run the test suite (fails when no test ran)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
 
-demo: $(STAMP)  ## run the embedded demo study end to end (build-arms, score, stats, audit)
-	$(MAKE) --no-print-directory build-arms score stats audit STUDY=examples/demo
+demo: $(STAMP)  ## run the embedded demo study end to end (build-arms, score, stats, audit, report)
+	$(MAKE) --no-print-directory build-arms score stats audit report STUDY=examples/demo
 
 select: $(STAMP)  ## draw the seeded selection into selection/selection.json
 	$(RUN) select --study $(STUDY)
