@@ -7,7 +7,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 RUN    := $(VENV)/bin/python -m harness
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
 
-.PHONY: help venv test demo select freeze build-arms score stats audit report bench clean-demo
+.PHONY: help venv test demo select freeze build-arms score stats audit report bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/' | expand -t 14
