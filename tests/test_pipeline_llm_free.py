@@ -26,13 +26,13 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 LLM_FREE = ["S", "S+T", "F512c", "F256t", "P", "FL"]
 
 
-def make_llm_free_study(root: Path) -> Study:
+def make_llm_free_study(root: Path, retrievers: tuple[str, ...] = ("bm25",)) -> Study:
     for part in ("configs", "data", "plan", "amendments", "prompts"):
         shutil.copytree(DEMO / part, root / part)
     cfg_path = root / "configs" / "study.yaml"
     cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
     cfg["arms"] = {a: {"kind": a} for a in LLM_FREE}
-    cfg["retrievers"] = {"bm25": cfg["retrievers"]["bm25"]}
+    cfg["retrievers"] = {r: cfg["retrievers"][r] for r in retrievers}
     cfg.pop("models", None)
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     assert main(["select", "--study", str(root)]) == 0
@@ -156,3 +156,22 @@ def _edit_config(root: Path, change) -> None:
     cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
     change(cfg)
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+
+
+def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
+    """select, freeze, build-arms, score, stats, audit, report on real demo data: the families whose arms
+    exist run (no deviation needed, every configured cell is scored), the others say what is missing."""
+    study = make_llm_free_study(tmp_path / "s", ("bm25", "minilm", "hybrid"))
+    for command in ("build-arms", "score", "stats", "audit", "report"):
+        assert main([command, "--study", str(study.root), *(["--no-progress"] if command in ("build-arms", "score") else [])]) == 0, command
+    out = capsys.readouterr().out
+    assert "audit: " in out and " 0 FAIL" in out
+    h3 = read_json(study.stats_dir / "H3.json")
+    assert h3["status"] == "ran" and h3["frozen_config_hash"] == frozen_hash(study)
+    assert [r["test"] for r in h3["rows"]] == ["H3-F512c-papers", "H3-F256t-papers", "H3-F512c-docs", "H3-F256t-docs"]
+    assert all(r["n_questions"] == {"papers": 48, "docs": 47}[r["dataset"]] for r in h3["rows"])
+    primary = read_json(study.stats_dir / "primary.json")
+    assert primary["status"] == "not run" and any("arm E on papers" in m for m in primary["missing"])
+    assert (study.stats_dir / "H3.png").is_file() and "H3" in (study.stats_dir / "summary.md").read_text()
+    report = (study.results / "report" / "report.md").read_text(encoding="utf-8")
+    assert "### Chunk sets" in report and "| F256t |" in report
