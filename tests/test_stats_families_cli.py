@@ -42,7 +42,7 @@ def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
     assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "H4"]
     assert all(r["status"] == "ran" for r in results)
     primary = results[0]
-    assert [row["test"] for row in primary["rows"]] == ["H1-papers", "H2-papers", "H1-docs", "H2-docs"]
+    assert [row["test"] for row in primary["rows"]] == ["H1-papers", "H2-papers"]
     p = [row["p_tost"] for row in primary["rows"]]
     assert [row["p_tost_holm"] for row in primary["rows"]] == pytest.approx(list(holm(p)))
     h3 = results[1]
@@ -67,14 +67,14 @@ def test_family_with_a_missing_arm_is_not_run(demo_plan):
     arms = {k: v for k, v in ARMS.items() if k != "E-K"}
     out = run_plan(demo_plan, _table(arms), only=["H4"])[0].to_json()
     assert out["status"] == "not run" and out["rows"] == []
-    assert out["missing"] == ["arm E-K on docs under hybrid (prec@1024t)", "arm E-K on papers under hybrid (rec@512t)"]
-    assert "**Not run.**" in to_markdown(out) and "arm E-K on docs" in to_markdown(out)
+    assert out["missing"] == ["arm E-K on papers under hybrid (rec@512t)"]
+    assert "**Not run.**" in to_markdown(out) and "arm E-K on papers" in to_markdown(out)
 
 
 def test_tables_are_generated_from_the_json(results):
     fam = results[0]
     md = to_markdown(fam)
-    assert md.count("\n| H") == 4 and "Holm over 4" in md
+    assert md.count("\n| H") == 2 and "Holm over 2" in md
     rows = list(csv.DictReader(io.StringIO(to_csv(fam))))
     assert [float(r["estimate"]) for r in rows] == [row["estimate"] for row in fam["rows"]]
     assert [float(r["ci90_bca_hi"]) for r in rows] == [row["ci90_bca"][1] for row in fam["rows"]]
@@ -121,7 +121,7 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
 
     assert main(["audit", "--study", str(study.root)]) == 0
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 25 PASS, 0 FAIL" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 20 PASS, 0 FAIL" in out
 
     released["rows"][1]["estimate"] += 0.01
     (study.stats_dir / "primary.json").write_text(json.dumps(released))
