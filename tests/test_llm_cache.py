@@ -229,3 +229,11 @@ def test_retries_sample_at_the_retry_temperature_and_are_cached_apart(tmp_path):
     with GenerationCache(tmp_path / "h.jsonl") as cache:
         LlmSession(without, cache, SpendLedger("E", None)).call_json("p", schema={}, seeds=[0, 1], validate=lambda v: v)
     assert without.seen == [(0, 0), (1, 0)]
+
+
+def test_a_raw_newline_inside_a_string_is_not_a_parse_failure(tmp_path):
+    backend = ScriptedBackend(['{"a": "two\nlines"}'])
+    with GenerationCache(tmp_path / "g.jsonl") as cache:
+        result = LlmSession(backend, cache, SpendLedger("E", None)).call_json(
+            "p", schema={}, seeds=[0, 1], validate=lambda v: v)
+    assert (result.value, result.attempts) == ({"a": "two\nlines"}, 1)

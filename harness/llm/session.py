@@ -115,7 +115,9 @@ class LlmSession:
             record = self.call(prompt, schema=schema, seed=seed, options=opts)
             truncated = truncated or record.truncated
             try:
-                parsed = json.loads(record.text)
+                # strict=False: a raw newline inside a string (llama.cpp's JSON grammar allows it) is
+                # a formatting slip, not an unusable answer
+                parsed = json.loads(record.text, strict=False)
             except json.JSONDecodeError:
                 continue
             value = validate(parsed)
