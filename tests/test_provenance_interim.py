@@ -31,7 +31,13 @@ def score_cell(study: Study, cell: Cell, frozen_hash: str = "f" * 64) -> None:
     mark_cell_done(study, cell, frozen_hash=frozen_hash, n_questions=1)
 
 
+def _unrestricted(study) -> Study:
+    edit_yaml(study.config_path, lambda c: [a.pop("datasets", None) for a in c["arms"].values()])
+    return Study.at(study.root)
+
+
 def test_configured_cells_cover_the_grid(study):
+    study = _unrestricted(study)
     cells = configured_cells(study)
     assert len(cells) == len(study.datasets) * len(study.arms) * len(study.retrievers)
     assert len(set(cells)) == len(cells)
@@ -81,6 +87,7 @@ def test_cells_scored_under_another_freeze_do_not_count(study, monkeypatch):
 
 
 def test_arm_restricted_to_a_dataset(study):
+    study = _unrestricted(study)
     dataset = next(iter(study.datasets))
     arm = next(iter(study.arms))
     edit_yaml(study.config_path, lambda c: c["arms"][arm].update(datasets=[dataset]))
