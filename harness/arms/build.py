@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from harness.arms.llm_arms import LLM_KINDS, build_llm_arm
 from harness.arms.render import LLM_FREE_ARMS
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
@@ -24,7 +25,6 @@ from harness.provenance.files import atomic_write_json, atomic_write_jsonl, cano
 from harness.study import Study
 from harness.tokens import cl100k
 
-LLM_KINDS = ("E", "E-K", "CR", "PF")
 
 
 def arm_kind(study: Study, arm: str) -> str:
@@ -151,8 +151,6 @@ def build_dataset_arms(
                 log(f"{dataset.name}/{arm}: up to date ({old['chunk_set']['chunks']} chunks)")
                 continue
         if kind in LLM_KINDS:
-            from harness.arms.llm_arms import build_llm_arm
-
             result = build_llm_arm(study, arm, study.arms[arm], dataset.documents, header(), progress=progress)
             chunks, extra = result.chunks, {"llm": result.manifest}
         else:
