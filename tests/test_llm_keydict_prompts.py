@@ -71,7 +71,12 @@ def test_first_chunk_prompt_is_exact():
     assert "Section: (no section)\n- Chunk 1 of 2 in the document\n- What the chunk before it said: (first chunk)" in prompt
     assert "most recent first:\n(none yet — this is the first chunk)\n\nThe chunk:\n<<<\nOpening words.\n>>>" in prompt
     assert prompt == expected_prompt("(no section)", "1 of 2", "(first chunk)", EMPTY_RENDERING, "Opening words.")
-    assert "{" + "chunk_text}" not in prompt and '{"name": "...", "type": "..."}' in prompt
+    assert "{" + "chunk_text}" not in prompt and '"entities"' in prompt
+
+
+def test_literal_json_braces_in_a_template_survive_rendering(tmp_path):
+    (tmp_path / "t.txt").write_text('Reply like {"key": "x", "n": [1, 2]} for {name}.')
+    assert PromptTemplate.load(tmp_path, "t.txt").render({"name": "it"}) == 'Reply like {"key": "x", "n": [1, 2]} for it.'
 
 
 def test_missing_previous_summary_and_dictionary_lines():

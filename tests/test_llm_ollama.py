@@ -191,3 +191,17 @@ def test_unknown_model_and_bad_subset_are_user_errors(tmp_path):
         build(study, "PF", docs, chunks)
     with pytest.raises(HarnessError, match=r"unknown LLM backend 'vllm'"):
         make_backend({"backend": "vllm", "name": "x"})
+
+
+def test_a_serial_backend_runs_documents_one_after_another(tmp_path, monkeypatch):
+    # an in-process backend (llama.cpp) is serial: workers > 1 would only interleave prompts behind its lock
+    from harness.llm.ollama_backend import OllamaBackend
+
+    monkeypatch.setattr(OllamaBackend, "serial", True)
+    docs, chunks = small_corpus(n_docs=3, n_chunks=2)
+    with FakeOllama() as fake:
+        study = make_study(tmp_path, {"m": ollama_model(fake)}, {"E": {"kind": "E", "model": "m"}}, llm={"workers": 2})
+        build(study, "E", docs, chunks)
+    prompts = [r["messages"][-1]["content"] for r in fake.requests if r["path"] == "/api/chat"]
+    order = [next(d for d in range(3) if f"in document {d}," in p) for p in prompts]
+    assert order == [0, 0, 1, 1, 2, 2]

@@ -1,6 +1,7 @@
 """Entry point for the paid arms (E, E-K, CR, PF and their re-pointed twins such as Es, CRs).
 
-Documents run concurrently (llm.workers), each document's chunks in order. The first stopping error
+Documents run concurrently (llm.workers; one at a time for an in-process backend, Backend.serial), each
+document's chunks in order. The first stopping error
 (model missing, auth, server gone, spend cap, replay miss) stops every worker before its next fresh
 call; everything already answered is in the generation cache, so a rerun resumes there.
 """
@@ -136,6 +137,8 @@ def build_llm_arm(
         ledger = SpendLedger(arm_name, None if cap is None else float(cap))
         retry = {"temperature": float(model_cfg["retry_temperature"])} if "retry_temperature" in model_cfg else None
         session = LlmSession(backend, cache, ledger, retry_options=retry)
+        if backend.serial:
+            workers = 1
         outcomes = _run_documents(session, kind, templates, selected, header_chunks, seeds, workers, progress)
         identity = session.identity
 

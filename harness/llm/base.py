@@ -67,6 +67,9 @@ class Backend(ABC):
 
     name: str = ""
     billed: bool = False  # True when calls cost money (the spend cap applies)
+    # True for one in-process model behind a lock: concurrent documents would only interleave their prompts
+    # and defeat the prompt-prefix (KV) reuse, which also makes a fresh rebuild depend on thread timing
+    serial: bool = False
     default_options: Mapping[str, Any] = {}  # the backend's DEFAULT_OPTIONS; `options` override them
 
     def __init__(self, model: str, options: Mapping[str, Any]):

@@ -78,6 +78,7 @@ def shared_llama(path: Path, n_ctx: int) -> tuple[Any, threading.Lock]:
 
 class LlamaCppBackend(Backend):
     name = "llama.cpp"
+    serial = True
     default_options = DEFAULT_OPTIONS
 
     def __init__(self, model: str, options: Mapping[str, Any], *, package: str | None = None, model_path: str | None = None):
