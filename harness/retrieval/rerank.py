@@ -83,7 +83,13 @@ class RerankIndex(ScopeIndex):
         return self._rerank(query, self.first_stage.search(query))
 
     def search_many(self, queries: Sequence[str]) -> list[Ranking]:
-        return [self._rerank(q, r) for q, r in zip(queries, self.first_stage.search_many(queries))]
+        from tqdm import tqdm
+
+        firsts = self.first_stage.search_many(queries)
+        # a local model scores a pair in seconds: show progress per query (on a terminal only)
+        pairs = tqdm(zip(queries, firsts), total=len(queries), desc=f"rerank {self.scope_key}", unit="query",
+                     leave=False, disable=None)
+        return [self._rerank(q, r) for q, r in pairs]
 
 
 class RerankRetriever(Retriever):
