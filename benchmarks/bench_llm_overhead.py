@@ -101,15 +101,12 @@ def bench_overhead(n: int) -> None:
 
 
 def load_inputs(study_root: Path, dataset: str) -> tuple[list[Document], dict[str, list[Chunk]]]:
+    """The dataset's selected documents (through its adapter, as build-arms reads them) and its S chunks."""
+    from harness.data.load import load_dataset, read_selection
     from harness.study import Study
 
     study = Study.at(study_root)
-    cfg = study.datasets[dataset]
-    docs = []
-    with open(study.resolve(cfg["documents"]), encoding="utf-8") as f:
-        for line in f:
-            d = json.loads(line)
-            docs.append(Document(d["doc_id"], d.get("domain", ""), d["text"]))
+    docs = list(load_dataset(study, dataset, selection=read_selection(study)).documents)
     by_doc: dict[str, list[Chunk]] = {d.doc_id: [] for d in docs}
     with open(study.chunks_path(dataset, "S"), encoding="utf-8") as f:
         for line in f:
@@ -119,11 +116,12 @@ def load_inputs(study_root: Path, dataset: str) -> tuple[list[Document], dict[st
 
 
 def bench_warm_rebuild(study_root: Path, replay: bool) -> None:
-    from harness.arms.llm_arms import build_llm_arm, generations_path
+    from harness.arms.llm_arms import LLM_KINDS, build_llm_arm, generations_path
+    from harness.provenance.interim import applies_to
     from harness.study import Study
 
     study = Study.at(study_root)
-    llm_arms = {a: cfg for a, cfg in study.arms.items() if cfg.get("kind") in ("E", "E-K", "CR", "PF")}
+    llm_arms = {a: cfg for a, cfg in study.arms.items() if cfg.get("kind") in LLM_KINDS}
     missing = {generations_path(study, cfg["model"]) for cfg in llm_arms.values()}
     missing = [p for p in missing if not p.exists()]
     if missing:
@@ -136,6 +134,8 @@ def bench_warm_rebuild(study_root: Path, replay: bool) -> None:
             continue
         docs, by_doc = load_inputs(study_root, dataset)
         for arm, cfg in llm_arms.items():
+            if not applies_to(cfg, dataset):
+                continue
             start = time.perf_counter()
             result = build_llm_arm(study, arm, cfg, docs, by_doc, progress=False, fresh=False, replay=replay)
             run = result.manifest["run"]
