@@ -166,6 +166,15 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
         assert main([command, "--study", str(study.root), *(["--no-progress"] if command in ("build-arms", "score") else [])]) == 0, command
     out = capsys.readouterr().out
     assert "audit: " in out and " 0 FAIL" in out
+    # the embedding cache counters are per dataset (the retrievers are shared across datasets)
+    misses = {line.split(":")[0]: int(line.split("'cache_misses': ")[1].split("}")[0])
+              for line in out.splitlines() if "retriever counters" in line}
+    encoded = {}
+    for name in ("papers", "docs"):
+        dataset = load_dataset(study, name, selection=read_selection(study))
+        chunks = {c.indexed_text for arm in LLM_FREE for c in read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash(study))}
+        encoded[name] = len(chunks) + len({q.query for q in dataset.questions})
+    assert misses == encoded  # first run: each distinct chunk text and query of a dataset encoded once, for it
     h3 = read_json(study.stats_dir / "H3.json")
     assert h3["status"] == "ran" and h3["frozen_config_hash"] == frozen_hash(study)
     assert [r["test"] for r in h3["rows"]] == ["H3-F512c-papers", "H3-F256t-papers", "H3-F512c-docs", "H3-F256t-docs"]

@@ -32,7 +32,14 @@ def score_cell(study: Study, cell: Cell, frozen_hash: str = "f" * 64) -> None:
 
 
 def _unrestricted(study) -> Study:
-    edit_yaml(study.config_path, lambda c: [a.pop("datasets", None) for a in c["arms"].values()])
+    """The copied demo config with every `datasets:` / `arms:` restriction lifted (the full grid)."""
+
+    def lift(c):
+        for entry in [*c["arms"].values(), *c["retrievers"].values()]:
+            entry.pop("datasets", None)
+            entry.pop("arms", None)
+
+    edit_yaml(study.config_path, lift)
     return Study.at(study.root)
 
 

@@ -121,6 +121,7 @@ def score_study(
         parts = completed_cells(per_q, name)
         todo = [c for c in cells if not _cell_is_done(study, c, frozen_hash, parts)]
         log(f"{name}: {len(cells)} cells, {len(cells) - len(todo)} already scored, {len(todo)} to score")
+        counters_before = {r: context.get(r).stats() for r in retrievers}  # retrievers are shared across datasets
         cache = ScoringCache()
         cell_counts: dict[str, dict] = {}
         bar = tqdm(todo, desc=f"score {name}", unit="cell", disable=not progress)
@@ -156,7 +157,12 @@ def score_study(
             "rows": n,
         })
         combined[name] = n
-        stats = {r: context.get(r).stats() for r in retrievers if context.get(r).stats()}
+        stats = {r: _counter_delta(context.get(r).stats(), counters_before[r]) for r in retrievers}
+        stats = {r: s for r, s in stats.items() if any(s.values())}
         if stats:
             log(f"{name}: retriever counters {stats}")
     return combined
+
+
+def _counter_delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in after.items()}
