@@ -1,6 +1,6 @@
 """Harness overhead per LLM call, and the cache-warm rebuild time of the demo's LLM arms.
 
-    .venv/bin/python benchmarks/bench_llm_overhead.py [--calls 2000] [--study examples/demo] [--real-e 3]
+    .venv/bin/python benchmarks/bench_llm_overhead.py [--calls 2000] [--study examples/demo (default)] [--real-e 3]
 
 1. A no-op backend (answers instantly) isolates what the harness adds per call: cache key, cache
    lookup, JSON line append with fsync, ledger; then the same calls again as cache hits; then a whole
@@ -179,7 +179,9 @@ def bench_real_e(study_root: Path, n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--study", type=Path, help="study whose LLM arms to rebuild from a warm cache")
+    parser.add_argument("--study", type=Path, default=Path(__file__).resolve().parents[1] / "examples" / "demo",
+                        help="study whose LLM arms to rebuild from a warm cache (default: the demo; skipped "
+                             "until its S chunks are built, e.g. by `make demo`)")
     parser.add_argument("--replay", action="store_true", help="rebuild with the replay backend (no model file)")
     parser.add_argument("--real-e", type=int, default=0, help="time this many real E calls")
     args = parser.parse_args()
