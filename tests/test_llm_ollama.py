@@ -201,7 +201,16 @@ def test_a_serial_backend_runs_documents_one_after_another(tmp_path, monkeypatch
     docs, chunks = small_corpus(n_docs=3, n_chunks=2)
     with FakeOllama() as fake:
         study = make_study(tmp_path, {"m": ollama_model(fake)}, {"E": {"kind": "E", "model": "m"}}, llm={"workers": 2})
-        build(study, "E", docs, chunks)
+        result = build(study, "E", docs, chunks)
     prompts = [r["messages"][-1]["content"] for r in fake.requests if r["path"] == "/api/chat"]
     order = [next(d for d in range(3) if f"in document {d}," in p) for p in prompts]
     assert order == [0, 0, 1, 1, 2, 2]
+    assert result.manifest["run"]["workers"] == 1  # the override is reported, not silent
+
+
+def test_llama_cpp_is_a_serial_backend_and_servers_are_not():
+    from harness.llm.llamacpp_backend import LlamaCppBackend
+    from harness.llm.ollama_backend import OllamaBackend
+    from harness.llm.openai_backend import OpenAICompatibleBackend
+
+    assert LlamaCppBackend.serial and not OllamaBackend.serial and not OpenAICompatibleBackend.serial

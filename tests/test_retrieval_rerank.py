@@ -160,3 +160,14 @@ def test_missing_cross_encoder_names_it(tmp_path):
     configs = {"b": {"type": "bm25"}, "ce": {"type": "rerank", "first_stage": "b", "model": "no/such-cross-encoder"}}
     with pytest.raises(HarnessError, match=r"'no/such-cross-encoder' not found.*pip install.*local model directory"):
         RetrieverContext(tmp_path, configs).get("ce")
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_per_query_progress_follows_the_context_flag(tmp_path, capsys, monkeypatch, progress):
+    import harness.retrieval.registry as registry
+
+    monkeypatch.setitem(registry.RERANK_BACKENDS, "length", lambda name, cfg, context: LengthScorer())
+    configs = {"first": {"type": "bm25"}, "rr": {"type": "rerank", "first_stage": "first", "backend": "length", "depth": 2}}
+    context = RetrieverContext(tmp_path, configs, progress=progress)
+    context.get("rr").index("s", chunks_of(TEXTS)).search_many(["aaaa", "hhh"])
+    assert ("rerank s" in capsys.readouterr().err) is progress

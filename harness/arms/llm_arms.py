@@ -146,7 +146,8 @@ def build_llm_arm(
     for doc in selected:
         for chunk, generated in zip(header_chunks[doc.doc_id], outcomes[doc.doc_id].generated):
             chunks.append(render(kind, replace(chunk, generated=generated)))
-    manifest = _manifest(arm_name, kind, model_name, identity, templates, selected, documents, outcomes, ledger, cache)
+    manifest = _manifest(arm_name, kind, model_name, identity, templates, selected, documents, outcomes, ledger, cache,
+                         workers=workers)
     return LlmArmResult(chunks, manifest)
 
 
@@ -204,6 +205,8 @@ def _manifest(
     outcomes: Mapping[str, DocumentOutcome],
     ledger: SpendLedger,
     cache: GenerationCache,
+    *,
+    workers: int,
 ) -> dict[str, Any]:
     ordered = [outcomes[d.doc_id] for d in selected]
     totals = ledger.totals().as_dict()
@@ -225,7 +228,8 @@ def _manifest(
         "documents_in_corpus": len(documents),
         "chunks": sum(len(o.generated) for o in ordered),
         "cost": cost,
-        "run": run | {"cache_file": cache.path.name, "torn_bytes_dropped": cache.torn_bytes_dropped},
+        # workers actually used: a serial backend runs one document at a time whatever llm.workers says
+        "run": run | {"cache_file": cache.path.name, "torn_bytes_dropped": cache.torn_bytes_dropped, "workers": workers},
     }
     if len(selected) < len(documents):
         manifest["document_ids"] = [d.doc_id for d in selected]

@@ -107,7 +107,7 @@ def score_study(
     from tqdm import tqdm
 
     selection = read_selection(study)
-    context = RetrieverContext.for_study(study)
+    context = RetrieverContext.for_study(study, progress=progress)
     run_depth = int(study.config.get("run_depth", DEFAULT_RUN_DEPTH))
     per_q = study.results / "per_question"
     combined = {}

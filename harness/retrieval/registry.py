@@ -27,12 +27,13 @@ class RetrieverContext:
     configs: Mapping[str, Mapping[str, Any]]  # the study's `retrievers:` section, to resolve names
     models: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # `models:` (for llm-yes)
     root: Path | None = None  # relative model paths resolve against the study root
+    progress: bool = False  # progress bars inside slow retrievers (the reranker's per-query bar)
     _built: dict[str, Retriever] = field(default_factory=dict, repr=False)
     _building: list[str] = field(default_factory=list, repr=False)
 
     @classmethod
-    def for_study(cls, study) -> "RetrieverContext":
-        return cls(study.results / "embeddings", study.retrievers, study.models, study.root)
+    def for_study(cls, study, *, progress: bool = False) -> "RetrieverContext":
+        return cls(study.results / "embeddings", study.retrievers, study.models, study.root, progress=progress)
 
     def get(self, name: str) -> Retriever:
         """The retriever configured under `name`, built once."""
@@ -135,7 +136,7 @@ def _rerank(name: str, cfg: Mapping[str, Any], context: RetrieverContext) -> Ret
     depth = _number(name, cfg, "depth", DEFAULT_RERANK_DEPTH, integer=True)
     first = context.get(first_stage)  # before the scorer: a cycle or a typo is reported before any model loads
     scorer = RERANK_BACKENDS[backend](name, cfg, context)
-    return RerankRetriever(name, first, scorer, depth=depth, cache_dir=context.cache_dir)
+    return RerankRetriever(name, first, scorer, depth=depth, cache_dir=context.cache_dir, progress=context.progress)
 
 
 def _cross_encoder(name: str, cfg: Mapping[str, Any], context: RetrieverContext):

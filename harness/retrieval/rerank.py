@@ -86,20 +86,23 @@ class RerankIndex(ScopeIndex):
         from tqdm import tqdm
 
         firsts = self.first_stage.search_many(queries)
-        # a local model scores a pair in seconds: show progress per query (on a terminal only)
+        # a local model scores a pair in about a second: show progress per query
         pairs = tqdm(zip(queries, firsts), total=len(queries), desc=f"rerank {self.scope_key}", unit="query",
-                     leave=False, disable=None)
+                     leave=False, disable=not self.retriever.progress)
         return [self._rerank(q, r) for q, r in pairs]
 
 
 class RerankRetriever(Retriever):
-    def __init__(self, name: str, first_stage: Retriever, scorer: PairScorer, *, depth: int = DEFAULT_RERANK_DEPTH, cache_dir: str | Path):
+    def __init__(
+        self, name: str, first_stage: Retriever, scorer: PairScorer, *, depth: int = DEFAULT_RERANK_DEPTH,
+        cache_dir: str | Path, progress: bool = False,
+    ):
         super().__init__(name)
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise ValueError(f"retriever {name!r}: depth must be a positive integer, got {depth!r}")
         if not isinstance(scorer, PairScorer):
             raise TypeError(f"retriever {name!r}: {type(scorer).__name__} does not implement PairScorer (name, digest, score)")
-        self.first_stage, self.scorer, self.depth = first_stage, scorer, depth
+        self.first_stage, self.scorer, self.depth, self.progress = first_stage, scorer, depth, progress
         self.cache = VectorCache(cache_dir, CacheNamespace("pair-score", scorer.name, scorer.digest, ""), dtype=np.float64)
 
     def pair_scores(self, query: str, passages: list[str]) -> np.ndarray:
