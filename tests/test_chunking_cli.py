@@ -30,7 +30,8 @@ def test_s_plus_t_prints_rendered_chunks_with_exact_crlf_spans(capsys, md):
     assert code == 0 and len(rows) == 2
     for row in rows:
         (s, e), = row["spans"]
-        assert TEXT[s:e] == row["text"]
+        # the reference's text normalises line endings; the span still locates the source exactly
+        assert TEXT[s:e].replace("\r\n", "\n") == row["text"]
         assert row["indexed_text"] == f"{row['section_path']}\n\n{row['text']}"
         assert row["doc_id"] == md.as_posix()
         Chunk.from_json(row)  # the output contract round-trips

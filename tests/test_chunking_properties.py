@@ -50,11 +50,11 @@ def test_blocks_tile_the_text(text):
 
 @SETTINGS
 @given(markdown(), st.integers(0, 300), st.integers(1, 400))
-def test_header_led_chunks_are_exact_slices_and_never_split_a_block(text, tau_min, tau_max):
+def test_header_led_chunks_cover_the_source_and_never_split_a_block(text, tau_min, tau_max):
     tau_min = min(tau_min, tau_max)
     d = doc(text)
     chunks = header_led_chunks(d, tau_min=tau_min, tau_max=tau_max)
-    check_chunk_records(d, chunks)
+    check_chunk_records(d, chunks, exact=False)
     check_covers_content(d, chunks)
     check_blocks_whole(d, chunks)
     blocks = parse_blocks(text)
@@ -62,7 +62,7 @@ def test_header_led_chunks_are_exact_slices_and_never_split_a_block(text, tau_mi
         (s, e), = c.spans
         inside = [b for b in blocks if s <= b.start and b.end <= e]
         assert c.block_types == tuple(dict.fromkeys(b.kind for b in inside))
-        if e - s > 2 * tau_max:  # only a single oversized body block (with its headers) can get this big
+        if sum(len(b.text) for b in inside) > 2 * tau_max:  # only a single oversized body block (with its headers) can get this big
             assert sum(b.kind != "header" for b in inside) <= 1
     assert chunks == header_led_chunks(d, tau_min=tau_min, tau_max=tau_max)
 
@@ -77,6 +77,7 @@ def test_paragraph_chunks_are_exact_slices_and_keep_code_whole(text, pack_chars)
     spans = [c.spans[0] for c in chunks]
     for b in parse_blocks(text):
         for start, end in ((b.start, b.end),) * (b.kind == "code") + b.fences:
+            end = start + len(text[start:end].rstrip())  # an unclosed fence's trailing blank lines
             assert any(s <= start and end <= e for s, e in spans)
 
 

@@ -1,18 +1,27 @@
 """Markdown block parser (DESIGN section 4): one linear pass over lines -> a list of Blocks.
 
-Block kinds: front_matter, code (fenced or indented), header (ATX or setext), table, list,
-blockquote, thematic_break, paragraph. Blank lines belong to no block, so every non-whitespace
-character of the text lies in exactly one block and the text between blocks is whitespace.
+The rules are those of the published reference chunker (mdkeychunker 0.4.2, `MarkdownChunker`),
+because the study's S chunks were counted with it; they are deliberately not CommonMark:
 
-Offsets are character offsets into the text exactly as given: lines end at "\\n", a "\\r" before it
-is part of the line ending (CRLF input is handled, not rewritten), and a block's `end` stops before
-the line ending of its last line. A block always starts and ends on a non-blank line.
+- Lines end at "\\r\\n", "\\r" or "\\n". A block's `text` is its lines joined by "\\n" (line endings
+  normalised); `start`/`end` are offsets into the text exactly as given, so the source slice and
+  `text` differ only in line endings.
+- Checked in this order at each non-blank line: front matter (line 1 is "---", closed by a later
+  "---"), a fence (up to 3 spaces, 3+ backticks or tildes; runs to its closer or to the end of the
+  document, trailing lines included), an ATX header ("#" x 1-6, whitespace, a title), a setext header
+  (any non-list, non-quote, non-rule line over a "===" or "---" underline), a table (a line with
+  "|" over a delimiter row of at least two cells; runs over non-blank lines holding "|"), a list, a
+  blockquote, a thematic break, a paragraph.
+- No indented code and no HTML block: indented lines are paragraph or list text.
+- A list starts where the stripped line looks like an item ("*", "+" or "-" then whitespace, or
+  digits then "." or ")" then whitespace), at any indent. It continues over list lines, lines
+  indented deeper than its first line, and blank lines followed by either; no lazy continuation.
+- A blockquote runs over lines whose stripped text starts with ">".
+- A paragraph ends at a blank line or at a later line that starts with "#" or ">" once stripped,
+  opens a fence, is a list line, or contains "|".
+- Section paths join every open header title with " > " (empty titles included, as the reference).
 
-Rules beyond the DESIGN text, all from CommonMark/GFM: lists and blockquotes take lazy continuation
-lines (a non-blank line right after them that starts no other block); a list tracks fences nested
-in its items so their blank lines and `#` lines stay inside the list; indented code (4+ columns,
-not interrupting a paragraph) is a code block; a table needs as many delimiter cells as header
-cells and a `|` in the delimiter row (so `a | b` over `---` stays a setext header).
+Blank lines belong to no block; every non-whitespace character lies in exactly one block.
 """
 
 from __future__ import annotations
@@ -33,136 +42,89 @@ class Block:
     start_line: int  # 1-based, inclusive
     end_line: int
     section_path: str  # header titles joined by " > "; a header's own path includes itself
+    text: str = ""  # the block's lines joined by "\n" (what the reference measures and emits)
     level: int = 0  # 1-6 for headers, else 0
     title: str = ""  # header text, else ""
     fences: tuple[tuple[int, int], ...] = ()  # char ranges of fenced code nested in a list
 
 
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
-_FENCE_OPEN = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)$")
-_FENCE_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*$")
-_THEMATIC = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
-_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
-_LIST_ITEM = re.compile(r" {0,3}(?:[-+*]|(\d{1,9})[.)])(?:[ \t]+(\S?)|$)")
-_BLOCKQUOTE = re.compile(r" {0,3}>")
-_DELIMITER = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-_CELL_SPLIT = re.compile(r"(?<!\\)\|")
-_NESTED_FENCE = re.compile(r"[ \t]*(?:[-+*]|\d{1,9}[.)])?[ \t]*(`{3,}|~{3,})(.*)$")
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_ATX = re.compile(r" {0,3}(#{1,6})\s+(.+?)(?:\s+#+)?\s*")
+_SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)\s*")
+_THEMATIC = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})")
+_DELIMITER_ROW = re.compile(r"\s*\|?[\s:-]+\|[\s|:-]+\|?\s*")
+_BULLET = re.compile(r"[*+-]\s+")
+_ORDERED = re.compile(r"\d+[.)]\s+")
+# a fence inside a list item (any indent, optionally after the item marker); metadata only
+_NESTED_FENCE = re.compile(r"\s*(?:[*+-]|\d+[.)])?\s*(`{3,}|~{3,})(.*)")
 
 
 def is_blank(line: str) -> bool:
-    return not line or line.isspace()
+    return not line.strip()
 
 
-def _indent_columns(line: str) -> int:
-    cols = 0
-    for ch in line:
-        if ch == " ":
-            cols += 1
-        elif ch == "\t":
-            cols += 4 - cols % 4
-        else:
-            break
-    return cols
+def is_list_line(line: str) -> bool:
+    stripped = line.strip()
+    return _BULLET.match(stripped) is not None or _ORDERED.match(stripped) is not None
 
 
-def _fence_opener(line: str) -> tuple[str, int] | None:
-    """(fence char, length) when `line` opens a CommonMark fence at indent <= 3."""
-    m = _FENCE_OPEN.match(line)
-    if not m:
+def fence_opener(line: str) -> tuple[str, int] | None:
+    """(fence char, run length) when `line` opens a fence; a backtick fence's info has no backtick."""
+    m = _FENCE_OPEN.fullmatch(line)
+    if m is None:
         return None
-    fence = m.group(2)
-    if fence[0] == "`" and "`" in m.group(3):
-        return None  # a backtick fence's info string may not contain backticks
-    return fence[0], len(fence)
-
-
-def _closes(fence: tuple[str, int], line: str, any_indent: bool = False) -> bool:
-    m = _FENCE_CLOSE.match(line)
-    if not m:
-        return False
     run = m.group(1)
-    if run[0] != fence[0] or len(run) < fence[1]:
+    if run[0] == "`" and "`" in m.group(2):
+        return None
+    return run[0], len(run)
+
+
+def closes_fence(fence: tuple[str, int], line: str, max_indent: int | None = 3) -> bool:
+    """Whether `line` is a run of at least the opener's length of its char, alone on the line."""
+    body = line.lstrip(" ")
+    if max_indent is not None and len(line) - len(body) > max_indent:
         return False
-    return any_indent or _indent_columns(line) <= 3
+    if max_indent is None:
+        body = body.lstrip()
+    run = len(body) - len(body.lstrip(fence[0]))
+    return run >= fence[1] and body[run:].strip(" \t") == ""
 
 
-def _cell_count(row: str) -> int:
-    row = row.strip()
-    if row.startswith("|"):
-        row = row[1:]
-    if row.endswith("|") and not row.endswith("\\|"):
-        row = row[:-1]
-    return len(_CELL_SPLIT.split(row))
-
-
-def _starts_table(line: str, next_line: str | None) -> bool:
-    return (
-        next_line is not None
-        and "|" in line
-        and "|" in next_line
-        and "-" in next_line
-        and _DELIMITER.match(next_line) is not None
-        and _cell_count(line) == _cell_count(next_line)
-    )
-
-
-def _header_title(raw: str | None) -> str:
-    if not raw:
-        return ""
-    return _ATX_CLOSING.sub("", raw).strip()
-
-
-def _list_item(line: str) -> re.Match | None:
-    return _LIST_ITEM.match(line) if _THEMATIC.match(line) is None else None
-
-
-def _interrupts_paragraph(line: str, next_line: str | None) -> bool:
-    """Whether `line` starts a block that may interrupt a paragraph (CommonMark + GFM tables)."""
-    first = line.lstrip(" ")[:1]
-    if first == "" or _indent_columns(line) > 3:
-        return False
-    if first == "#" and _ATX.match(line):
-        return True
-    if first in "`~" and _fence_opener(line):
-        return True
-    if first == ">":
-        return True
-    if first in "*-_" and _THEMATIC.match(line):
-        return True
-    if first in "-+*" or first.isdigit():
-        m = _LIST_ITEM.match(line)
-        # only non-empty items, and ordered ones only when they start at 1
-        if m and m.group(2) and (m.group(1) is None or int(m.group(1)) == 1):
-            return True
-    return "|" in line and _starts_table(line, next_line)
+def _is_thematic(line: str) -> bool:
+    return _THEMATIC.fullmatch(line) is not None
 
 
 class Lines:
-    """The text split at "\\n" with each line's start offset and content end (before "\\r\\n")."""
+    """The text split at "\\r\\n", "\\r" or "\\n", with each line's start offset.
+
+    A final line ending leaves an empty last line, as `str.split` does; the reference keeps it, and
+    it matters only to an unclosed fence, which runs to the end of the document.
+    """
 
     __slots__ = ("text", "lines", "starts", "n")
 
     def __init__(self, text: str):
         self.text = text
-        raw = text.split("\n")
-        if raw and raw[-1] == "":
-            raw.pop()  # a final newline does not open another line
-        self.lines = [ln[:-1] if ln.endswith("\r") else ln for ln in raw]
-        starts = []
+        lines: list[str] = []
+        starts: list[int] = []
         pos = 0
-        for ln in raw:
+        for m in _LINE_END.finditer(text):
             starts.append(pos)
-            pos += len(ln) + 1
-        self.starts = starts
-        self.n = len(raw)
+            lines.append(text[pos : m.start()])
+            pos = m.end()
+        starts.append(pos)
+        lines.append(text[pos:])
+        self.lines, self.starts, self.n = lines, starts, len(lines)
 
     def content_end(self, i: int) -> int:
         return self.starts[i] + len(self.lines[i])
 
     def get(self, i: int) -> str | None:
-        return self.lines[i] if i < self.n else None
+        return self.lines[i] if 0 <= i < self.n else None
+
+    def joined(self, first: int, last: int) -> str:
+        return "\n".join(self.lines[first : last + 1])
 
 
 def parse_blocks(text: str) -> list[Block]:
@@ -174,19 +136,20 @@ class _Parser:
     def __init__(self, src: Lines):
         self.src = src
         self.blocks: list[Block] = []
-        self.stack: list[tuple[int, str]] = []  # (level, title) of open headers
+        self.headers: list[tuple[int, str]] = []  # (level, title) of open headers
         self.path = ""
 
-    def emit(self, kind: str, first: int, last: int, level: int = 0, title: str = "", fences=()) -> None:
+    def emit(self, kind: str, first: int, last: int, *, level: int = 0, title: str = "", fences=()) -> None:
         if kind == "header":
-            while self.stack and self.stack[-1][0] >= level:
-                self.stack.pop()
-            self.stack.append((level, title))
-            self.path = " > ".join(t for _, t in self.stack if t)
+            self.headers = [(lv, t) for lv, t in self.headers if lv < level] + [(level, title)]
+            self.path = " > ".join(t for _, t in self.headers)
         src = self.src
-        self.blocks.append(
-            Block(kind, src.starts[first], src.content_end(last), first + 1, last + 1, self.path, level, title, fences)
-        )
+        path = "" if kind == "front_matter" else self.path
+        block = Block(
+            kind, src.starts[first], src.content_end(last), first + 1, last + 1, path,
+            src.joined(first, last), level, title, fences,
+        )  # fmt: skip
+        self.blocks.append(block)
 
     def run(self) -> list[Block]:
         lines, n = self.src.lines, self.src.n
@@ -195,154 +158,124 @@ class _Parser:
             line = lines[i]
             if is_blank(line):
                 i += 1
-                continue
-            first = line.lstrip(" ")[:1]
-            if _indent_columns(line) >= 4:
-                i = self.indented_code(i)
-            elif first in "`~" and (fence := _fence_opener(line)):
+            elif fence := fence_opener(line):
                 i = self.fenced_code(i, fence)
-            elif first == "#" and (m := _ATX.match(line)):
-                self.emit("header", i, i, len(m.group(1)), _header_title(m.group(2)))
+            elif m := _ATX.fullmatch(line):
+                self.emit("header", i, i, level=len(m.group(1)), title=m.group(2).strip())
                 i += 1
-            elif first in "*-_" and _THEMATIC.match(line):
+            elif self.is_setext(i):
+                level = 1 if lines[i + 1].strip().startswith("=") else 2
+                self.emit("header", i, i + 1, level=level, title=line.strip())
+                i += 2
+            elif "|" in line and i + 1 < n and _DELIMITER_ROW.fullmatch(lines[i + 1]):
+                i = self.until(i, "table", lambda s: "|" in s and not is_blank(s))
+            elif is_list_line(line):
+                i = self.list_block(i)
+            elif line.strip().startswith(">"):
+                i = self.until(i, "blockquote", lambda s: s.strip().startswith(">"))
+            elif _is_thematic(line):
                 self.emit("thematic_break", i, i)
                 i += 1
-            elif first == ">":
-                i = self.blockquote(i)
-            elif (first in "-+*" or first.isdigit()) and _list_item(line):
-                i = self.list_block(i)
-            elif "|" in line and _starts_table(line, self.src.get(i + 1)):
-                i = self.table(i)
             else:
                 i = self.paragraph(i)
         return self.blocks
 
     def front_matter(self) -> int:
         lines = self.src.lines
-        if not lines or lines[0].rstrip() != "---":
+        if lines[0].lstrip("\ufeff").strip() != "---":
             return 0
         for j in range(1, self.src.n):
-            if lines[j].rstrip() in ("---", "..."):
+            if lines[j].strip() == "---":
                 self.emit("front_matter", 0, j)
                 return j + 1
-        return 0  # unclosed: not front matter; the first line parses as a thematic break
+        return 0  # unclosed: not front matter
 
-    def last_nonblank(self, first: int, stop: int) -> int:
-        """The last non-blank line in [first, stop); `first` must be non-blank."""
-        last = stop - 1
-        while last > first and is_blank(self.src.lines[last]):
-            last -= 1
-        return last
+    def is_setext(self, i: int) -> bool:
+        line, under = self.src.lines[i], self.src.get(i + 1)
+        return (
+            under is not None
+            and _SETEXT_UNDERLINE.fullmatch(under) is not None
+            and not _is_thematic(line)
+            and not is_list_line(line)
+            and not line.strip().startswith(">")
+        )
+
+    def until(self, i: int, kind: str, continues) -> int:
+        """A block from line i over the following lines for which `continues` holds."""
+        j = i + 1
+        while j < self.src.n and continues(self.src.lines[j]):
+            j += 1
+        self.emit(kind, i, j - 1)
+        return j
 
     def fenced_code(self, i: int, fence: tuple[str, int]) -> int:
         lines, n = self.src.lines, self.src.n
         j = i + 1
-        while j < n and not _closes(fence, lines[j]):
+        while j < n and not closes_fence(fence, lines[j]):
             j += 1
-        if j < n:
-            self.emit("code", i, j)
-            return j + 1
-        self.emit("code", i, self.last_nonblank(i, n))  # unclosed: runs to the end of the document
-        return n
-
-    def indented_code(self, i: int) -> int:
-        lines, n = self.src.lines, self.src.n
-        last = i
-        j = i + 1
-        while j < n:
-            line = lines[j]
-            if is_blank(line):
-                j += 1
-                continue
-            if _indent_columns(line) < 4:
-                break
-            last = j
-            j += 1
+        last = min(j, n - 1)  # unclosed: every remaining line, blank ones included
         self.emit("code", i, last)
         return last + 1
 
-    def blockquote(self, i: int) -> int:
-        lines, n = self.src.lines, self.src.n
-        j = i + 1
-        while j < n:
-            line = lines[j]
-            if is_blank(line):
-                break
-            if not _BLOCKQUOTE.match(line) and _interrupts_paragraph(line, self.src.get(j + 1)):
-                break  # anything else that starts no block is a lazy continuation line
-            j += 1
-        self.emit("blockquote", i, j - 1)
-        return j
-
-    def table(self, i: int) -> int:
-        lines, n = self.src.lines, self.src.n
-        j = i + 2
-        while j < n and "|" in lines[j] and not is_blank(lines[j]):
-            j += 1
-        self.emit("table", i, j - 1)
-        return j
-
     def list_block(self, i: int) -> int:
         lines, n = self.src.lines, self.src.n
-        starts = self.src.starts
-        last = i
-        fences: list[tuple[int, int]] = []
-        fence, fence_start = self.nested_fence(lines[i]), starts[i]
+        base = _indent(lines[i])
+
+        def belongs(line: str) -> bool:
+            return is_list_line(line) or _indent(line) > base
+
         j = i + 1
         while j < n:
-            line = lines[j]
-            if fence is not None:
-                last = j
-                if _closes(fence, line, any_indent=True):
-                    fences.append((fence_start, self.src.content_end(j)))
-                    fence = None
-                j += 1
-                continue
-            if is_blank(line):
-                j += 1
-                continue
-            after_blank = j > last + 1
-            first = line[:1]
-            if first in " \t":
-                pass  # indented continuation of an item
-            elif _THEMATIC.match(line):
+            if is_blank(lines[j]):
+                k = j + 1
+                while k < n and is_blank(lines[k]):
+                    k += 1
+                if k < n and belongs(lines[k]):
+                    j = k
+                    continue
                 break
-            elif _LIST_ITEM.match(line):
-                pass
-            elif after_blank or _interrupts_paragraph(line, self.src.get(j + 1)):
+            if not belongs(lines[j]):
                 break
-            # else: a lazy continuation line of the item's paragraph
-            last = j
-            fence = self.nested_fence(line)
-            if fence is not None:
-                fence_start = starts[j]
             j += 1
-        if fence is not None:  # unclosed nested fence: runs to the end, like a top-level one
-            last = self.last_nonblank(i, n)
-            fences.append((fence_start, self.src.content_end(last)))
-        self.emit("list", i, last, fences=tuple(fences))
-        return last + 1
+        self.emit("list", i, j - 1, fences=self.nested_fences(i, j - 1))
+        return j
 
-    @staticmethod
-    def nested_fence(line: str) -> tuple[str, int] | None:
-        m = _NESTED_FENCE.match(line)
-        if not m or (m.group(1)[0] == "`" and "`" in m.group(2)):
-            return None
-        return m.group(1)[0], len(m.group(1))
+    def nested_fences(self, first: int, last: int) -> tuple[tuple[int, int], ...]:
+        """Char ranges of fences inside a list, so the paragraph chunker keeps their blank lines."""
+        src = self.src
+        found: list[tuple[int, int]] = []
+        open_at, fence = -1, None
+        for k in range(first, last + 1):
+            line = src.lines[k]
+            if fence is None:
+                m = _NESTED_FENCE.fullmatch(line)
+                if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                    open_at, fence = k, (m.group(1)[0], len(m.group(1)))
+            elif closes_fence(fence, line, max_indent=None):
+                found.append((src.starts[open_at], src.content_end(k)))
+                fence = None
+        if fence is not None:
+            found.append((src.starts[open_at], src.content_end(last)))
+        return tuple(found)
 
     def paragraph(self, i: int) -> int:
         lines, n = self.src.lines, self.src.n
         j = i + 1
-        while j < n:
-            line = lines[j]
-            if is_blank(line):
-                break
-            if (m := _SETEXT.match(line)) is not None:
-                title = " ".join(lines[k].strip() for k in range(i, j))
-                self.emit("header", i, j, 1 if m.group(1)[0] == "=" else 2, title)
-                return j + 1
-            if _interrupts_paragraph(line, self.src.get(j + 1)):
-                break
+        while j < n and not is_blank(lines[j]) and not _ends_paragraph(lines[j]):
             j += 1
         self.emit("paragraph", i, j - 1)
         return j
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _ends_paragraph(line: str) -> bool:
+    stripped = line.strip()
+    return (
+        stripped.startswith(("#", ">"))
+        or fence_opener(line) is not None
+        or is_list_line(line)
+        or "|" in line
+    )

@@ -1,21 +1,32 @@
 """Header-led chunking (DESIGN section 4): the boundaries shared by S, S+T, E, E-K, CR, PF.
 
-A chunk is a run of consecutive whole blocks, so its text is the exact slice
-doc.text[first_block.start:last_block.end] (blank lines between its blocks included as they are
-in the source) and `spans` is that single [start, end). Sizes are lengths of these slices.
+The chunks are those of the published reference (mdkeychunker 0.4.2 `MarkdownChunker`, recorded as
+REFERENCE in the frozen config), byte for byte, so the study's S counts replicate.
 
-Pass 1 (grouping): a header closes the current chunk if it has body; a body block closes it if it
-has body and adding the block would exceed tau_max (a header-only chunk is never closed for size);
-a code block, table, front matter or blockquote that brings the chunk to tau_max closes it.
-Trailing header-only content joins the last chunk (keeping that chunk's section path).
-Pass 2 (small chunks): while the previous output chunk is under tau_min and the join stays within
-2 x tau_max, the next chunk joins it; a final short chunk joins its predecessor under the same cap.
-A joined chunk takes the section path of its longer part (the earlier one on a tie).
+What a chunk holds:
+- `text` is the reference's text: its blocks' texts (lines joined by "\\n") joined by one blank line.
+- `spans` is the single source range from the first block's first character to the last block's last
+  character. `doc.text[span]` holds the same blocks with the source's own blank lines and line
+  endings between and inside them, so it equals `text` up to whitespace between blocks and line
+  endings. Metrics match word n-grams, which are blind to that difference.
+
+Pass 1 (grouping); `size` is the sum of the chunk's block text lengths (separators not counted):
+- a header closes a chunk that has body, with no size condition;
+- any other block closes it when the chunk has body and size + block length > tau_max;
+- after a code block, table, front matter or blockquote is added, the chunk closes when size >= tau_max;
+- trailing header-only content joins the last chunk, with no cap.
+Pass 2 (small chunks), on text lengths (separators counted):
+- while the previous chunk's text is under tau_min and the two lengths sum to at most 2 x tau_max,
+  the next chunk joins it; a blank chunk is dropped;
+- afterwards a last chunk still under tau_min joins the one before it, under the same cap.
+A joined chunk takes the section of its longer part (the earlier on a tie), falling back to the
+other part's when that one is empty. A chunk's own section is its first body block's non-empty
+section path, else its first non-empty one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.chunking.blocks import BULKY_KINDS, Block, parse_blocks
 from harness.data.model import Chunk, Document, make_chunk_id
@@ -23,39 +34,29 @@ from harness.errors import InputError
 
 TAU_MIN = 100
 TAU_MAX = 1500
+REFERENCE = "mdkeychunker==0.4.2 MarkdownChunker"
+SEPARATOR = "\n\n"
 
 
 @dataclass
-class _Group:
-    start: int
-    end: int
-    start_line: int
-    end_line: int
-    section_path: str
-    kinds: list[str]
-    has_body: bool
+class _Piece:
+    """A chunk under construction: its blocks, in order, and its text and section."""
+
+    blocks: list[Block] = field(default_factory=list)
+    text: str = ""
+    section_path: str = ""
 
     @classmethod
-    def of(cls, block: Block) -> "_Group":
-        return cls(block.start, block.end, block.start_line, block.end_line, block.section_path, [block.kind], block.kind != "header")
+    def of(cls, blocks: list[Block]) -> "_Piece":
+        body_paths = [b.section_path for b in blocks if b.kind != "header" and b.section_path]
+        any_paths = [b.section_path for b in blocks if b.section_path]
+        path = (body_paths or any_paths or [""])[0]
+        return cls(list(blocks), SEPARATOR.join(b.text for b in blocks), path)
 
-    def add(self, block: Block) -> None:
-        self.end, self.end_line = block.end, block.end_line
-        self.kinds.append(block.kind)
-        self.has_body = self.has_body or block.kind != "header"
-        # headers come first in a pass-1 group, so its last block's path is the section of its body
-        self.section_path = block.section_path
-
-    def join(self, other: "_Group") -> None:
-        if other.end - other.start > self.end - self.start:
-            self.section_path = other.section_path
-        self.end, self.end_line = other.end, other.end_line
-        self.kinds.extend(other.kinds)
-        self.has_body = self.has_body or other.has_body
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
+    def joined(self, other: "_Piece") -> "_Piece":
+        major = self if len(self.text) >= len(other.text) else other
+        path = major.section_path or self.section_path or other.section_path
+        return _Piece(self.blocks + other.blocks, self.text + SEPARATOR + other.text, path)
 
 
 def check_taus(tau_min: int, tau_max: int) -> None:
@@ -65,52 +66,49 @@ def check_taus(tau_min: int, tau_max: int) -> None:
         raise InputError(f"tau_min must be an integer between 0 and tau_max={tau_max}, got {tau_min!r}")
 
 
-def group_blocks(blocks: list[Block], tau_min: int = TAU_MIN, tau_max: int = TAU_MAX) -> list[_Group]:
-    """Both grouping passes over parsed blocks (no text needed: sizes come from offsets)."""
+def group_blocks(blocks: list[Block], tau_min: int = TAU_MIN, tau_max: int = TAU_MAX) -> list[_Piece]:
+    """Both grouping passes over parsed blocks."""
     check_taus(tau_min, tau_max)
     return _join_small(_group(blocks, tau_max), tau_min, 2 * tau_max)
 
 
-def _group(blocks: list[Block], tau_max: int) -> list[_Group]:
-    groups: list[_Group] = []
-    cur: _Group | None = None
+def _group(blocks: list[Block], tau_max: int) -> list[_Piece]:
+    pieces: list[_Piece] = []
+    current: list[Block] = []
+    size = 0
+    has_body = False
     for block in blocks:
-        if cur is None:
-            cur = _Group.of(block)
-        elif block.kind == "header":
-            if cur.has_body:
-                groups.append(cur)
-                cur = _Group.of(block)
-            else:
-                cur.add(block)
-        elif cur.has_body and block.end - cur.start > tau_max:
-            groups.append(cur)
-            cur = _Group.of(block)
+        is_body = block.kind != "header"
+        if has_body and (not is_body or size + len(block.text) > tau_max):
+            pieces.append(_Piece.of(current))
+            current, size, has_body = [], 0, False
+        current.append(block)
+        size += len(block.text)
+        has_body = has_body or is_body
+        if block.kind in BULKY_KINDS and size >= tau_max:
+            pieces.append(_Piece.of(current))
+            current, size, has_body = [], 0, False
+    if current:
+        tail = _Piece.of(current)
+        if not has_body and pieces:
+            pieces[-1] = pieces[-1].joined(tail)  # an empty last section travels with the chunk before
         else:
-            cur.add(block)
-        if block.kind in BULKY_KINDS and cur.size >= tau_max:
-            groups.append(cur)
-            cur = None
-    if cur is not None:
-        if not cur.has_body and groups:
-            path = groups[-1].section_path
-            groups[-1].join(cur)
-            groups[-1].section_path = path  # header-only tail has no content of its own
-        else:
-            groups.append(cur)
-    return groups
+            pieces.append(tail)
+    return pieces
 
 
-def _join_small(groups: list[_Group], tau_min: int, cap: int) -> list[_Group]:
-    out: list[_Group] = []
-    for g in groups:
-        if out and out[-1].size < tau_min and g.end - out[-1].start <= cap:
-            out[-1].join(g)
+def _join_small(pieces: list[_Piece], tau_min: int, cap: int) -> list[_Piece]:
+    out: list[_Piece] = []
+    for p in pieces:
+        if not p.text.strip():
+            continue
+        if out and len(out[-1].text) < tau_min and len(out[-1].text) + len(p.text) <= cap:
+            out[-1] = out[-1].joined(p)
         else:
-            out.append(g)
-    if len(out) >= 2 and out[-1].size < tau_min and out[-1].end - out[-2].start <= cap:
+            out.append(p)
+    if len(out) >= 2 and len(out[-1].text) < tau_min and len(out[-2].text) + len(out[-1].text) <= cap:
         last = out.pop()
-        out[-1].join(last)
+        out[-1] = out[-1].joined(last)
     return out
 
 
@@ -120,20 +118,20 @@ def unique_kinds(kinds: list[str]) -> tuple[str, ...]:
 
 def header_led_chunks(doc: Document, *, tau_min: int = TAU_MIN, tau_max: int = TAU_MAX) -> list[Chunk]:
     """Header-led chunks of `doc`; empty or whitespace-only documents give no chunks."""
-    groups = group_blocks(parse_blocks(doc.text), tau_min, tau_max)
+    pieces = group_blocks(parse_blocks(doc.text), tau_min, tau_max)
     chunks = []
-    for pos, g in enumerate(groups):
-        text = doc.text[g.start : g.end]
+    for pos, p in enumerate(pieces):
+        first, last = p.blocks[0], p.blocks[-1]
         chunks.append(
             Chunk(
                 doc_id=doc.doc_id,
-                chunk_id=make_chunk_id(doc.doc_id, pos, text),
-                text=text,
-                spans=((g.start, g.end),),
-                section_path=g.section_path,
-                start_line=g.start_line,
-                end_line=g.end_line,
-                block_types=unique_kinds(g.kinds),
+                chunk_id=make_chunk_id(doc.doc_id, pos, p.text),
+                text=p.text,
+                spans=((first.start, last.end),),
+                section_path=p.section_path,
+                start_line=first.start_line,
+                end_line=last.end_line,
+                block_types=unique_kinds([b.kind for b in p.blocks]),
             )
         )
     return chunks
