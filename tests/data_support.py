@@ -14,6 +14,13 @@ SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 CHECKOUT = SHARED_DATA / "laravel-docs-724c31cc"
 
 
+def assert_counts_add_up(counts: dict, noun: str = "questions") -> None:
+    """What the input holds = what reaches the study + every drop, by reason."""
+    dropped = {k: v for k, v in counts.items() if k.startswith(f"{noun}_dropped_")}
+    assert dropped, f"no {noun}_dropped_* counts at all"
+    assert counts[f"{noun}_in_input"] == counts[noun] + sum(dropped.values()), (counts[f"{noun}_in_input"], counts[noun], dropped)
+
+
 def read(rel: str) -> str:
     return (CHECKOUT / rel).read_text(encoding="utf-8")
 

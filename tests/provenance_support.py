@@ -41,8 +41,8 @@ PLAN = {
 
 
 def make_study(root: Path) -> Path:
-    """configs/ and prompts/ copied from the demo when it has them, else synthetic; plan, one amendment
-    and a selection written here so every test starts from the same registered state."""
+    """configs/, prompts/, data/ and the selection copied from the demo when it has them, else synthetic;
+    plan and one amendment written here so every test starts from the same registered state."""
     (root / "configs").mkdir(parents=True)
     demo_config = DEMO / "configs" / "study.yaml"
     if demo_config.is_file():
@@ -63,9 +63,13 @@ def make_study(root: Path) -> Path:
         {"created_at": "2025-02-01T00:00:00Z", "before_outcomes": True, "reason": "adds a family"},
     )
     (root / "selection").mkdir()
-    (root / "selection" / "selection.json").write_text(
-        json.dumps({"papers": {"seed": 2027, "clusters": ["a", "b"]}}, indent=2) + "\n", encoding="utf-8"
-    )
+    if (DEMO / "data").is_dir():  # the freeze loads every dataset, so it needs the data and its selection
+        shutil.copytree(DEMO / "data", root / "data")
+        shutil.copy(DEMO / "selection" / "selection.json", root / "selection" / "selection.json")
+    else:
+        (root / "selection" / "selection.json").write_text(
+            json.dumps({"papers": {"seed": 2027, "clusters": ["a", "b"]}}, indent=2) + "\n", encoding="utf-8"
+        )
     return root
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from data_support import CHECKOUT, freshstack_study, read, span_after, write_jsonl
+from data_support import CHECKOUT, assert_counts_add_up, freshstack_study, read, span_after, write_jsonl
 
 from harness.data import freshstack
+from harness.data.common import InputReader
 from harness.data.load import load_dataset
 from harness.errors import HarnessError, InputError
 
@@ -40,7 +43,7 @@ def test_non_markdown_gold_dropped_and_mismatch_counted(tmp_path):
     loaded = load_dataset(freshstack_study(tmp_path), "fs", selection=None)
     c = loaded.counts
     assert c["gold_non_markdown"] == 1 and c["gold_text_mismatch"] == 1
-    assert c["questions_no_located_gold"] == 1 and c["gold_located"] == 3
+    assert c["questions_dropped_no_located_gold"] == 1 and c["gold_located"] == 3
     assert [q.qid for q in loaded.questions] == ["q1", "q3"]  # q2 had only non-Markdown and mismatched gold
 
 
@@ -102,6 +105,15 @@ def test_selection_restricts_questions_and_uses_recorded_distractors(tmp_path):
     loaded = load_dataset(study, "fs", selection={"datasets": {"fs": entry}})
     assert [q.qid for q in loaded.questions] == ["q3"]
     assert loaded.questions[0].scope == ("laravel/cache.md", "laravel/routing.md")
+    # q1 not selected, q2 without located gold: counted from the queries file, not from the selection
+    c = loaded.counts
+    assert (c["questions_in_input"], c["questions_dropped_not_selected"], c["questions_dropped_no_located_gold"]) \
+        == (3, 1, 1)
+    assert_counts_add_up(c)
+    # the checkout files read are the gold files sliced (all questions' gold) and the distractor drawn
+    checkout = CHECKOUT.resolve().as_posix()
+    assert [f.path for f in loaded.input_files] == [f"{checkout}/{p}" for p in (
+        "blade.md", "cache.md", "helpers.md", "routing.md")] + ["data/corpus.jsonl", "data/queries.jsonl"]
     entry["domains"]["laravel"]["distractors"] = ["no-such-page.md"]
     with pytest.raises(HarnessError, match=r"distractor no-such-page\.md is not in the checkout"):
         load_dataset(study, "fs", selection={"datasets": {"fs": entry}})
@@ -115,9 +127,25 @@ def test_malformed_query_record_names_file_and_line(tmp_path):
         load_dataset(study, "fs", selection=None)
 
 
+def test_counts_add_up_without_a_selection(tmp_path):
+    c = load_dataset(freshstack_study(tmp_path), "fs", selection=None).counts
+    assert (c["questions_in_input"], c["questions"], c["questions_dropped_no_located_gold"]) == (3, 2, 1)
+    assert_counts_add_up(c)
+
+
+@pytest.mark.parametrize("title, text", [("", ""), ("  ", "\t")])
+def test_empty_query_is_refused_with_file_and_line(tmp_path, title, text):
+    study = freshstack_study(tmp_path)
+    path = tmp_path / "data" / "queries.jsonl"
+    path.write_text('{"query_id": "q1", "query_text": "ok"}\n'
+                    + json.dumps({"query_id": "q2", "query_title": title, "query_text": text}) + "\n")
+    with pytest.raises(InputError, match=r"queries\.jsonl \(record line 2\): the query is empty"):
+        load_dataset(study, "fs", selection=None)
+
+
 def test_bad_distractor_ratio_and_missing_option(tmp_path):
     study = freshstack_study(tmp_path, ratio="some")
     with pytest.raises(HarnessError, match=r"domain `laravel`: distractor_ratio must be a number >= 0 or \"full\""):
         load_dataset(study, "fs", selection=None)
     with pytest.raises(HarnessError, match=r"domain `laravel`: option `queries` is missing"):
-        freshstack.convert_domain(study, "fs", "laravel", {"corpus": "x"})
+        freshstack.convert_domain(study, "fs", "laravel", {"corpus": "x"}, InputReader(study.root))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 import yaml
+from data_support import assert_counts_add_up
 
 from harness.data.common import TextLocator, read_markdown
 from harness.data.load import load_dataset
@@ -63,8 +65,8 @@ def test_documents_questions_clusters_and_strata(tmp_path):
     assert (b.cluster, b.scope, b.answers, b.nuggets) == ("p/tides", ("p/tides",), ("weaker",), ("n1",))
     assert TIDES[b.evidence[0].start:b.evidence[0].end] == "Neap tides are weaker."
     c = loaded.counts
-    assert c["evidence_unlocated"] == 1 and c["questions_no_located_evidence"] == 1 and c["questions"] == 2
-    assert c["documents_crlf_normalised"] == 1 and c["documents_unscoped"] == 1
+    assert c["evidence_unlocated"] == 1 and c["questions_dropped_no_located_evidence"] == 1 and c["questions"] == 2
+    assert c["documents_crlf_normalised"] == 1 and c["documents_dropped_unscoped"] == 1
     assert loaded.documents[0].text == "Line one.\nLine two.\n"
 
 
@@ -108,6 +110,11 @@ def test_text_and_span_together_must_agree(tmp_path):
      r"questions\.jsonl \(record line 2\): qid 'd' is empty or appears twice"),
     (DOCS, [{"qid": "z", "scope": {"doc": "p/tides"}, "cluster": "doc", "evidence": []}],
      r"questions\.jsonl \(record line 1\): missing field `query`"),
+    (DOCS, [q("a", [{"doc_id": "p/tides", "text": "Spring"}]), q("e", [{"doc_id": "p/tides", "text": "x"}],
+                                                                 query=" \t")],
+     r"questions\.jsonl \(record line 2\): field `query` is empty"),
+    (DOCS, [q("e", [{"doc_id": "p/tides", "text": "x"}], query="")],
+     r"questions\.jsonl \(record line 1\): field `query` is empty"),
 ])
 def test_malformed_records_name_file_and_line(tmp_path, documents, questions, message):
     study = make_study(tmp_path, documents, questions)
@@ -137,8 +144,34 @@ def test_selection_keeps_only_selected_clusters(tmp_path):
     loaded = load_dataset(study, "papers", selection={"datasets": {"papers": {"adapter": "jsonl",
                                                                               "selected": ["p/inline"]}}})
     assert [q.qid for q in loaded.questions] == ["b"] and [d.doc_id for d in loaded.documents] == ["p/inline"]
+    assert loaded.counts["questions_dropped_not_selected"] == 1
     with pytest.raises(HarnessError, match=r"no selection for dataset `papers`; rerun `harness select`"):
         load_dataset(study, "papers", selection={"datasets": {}})
+
+
+def test_counts_add_up_from_the_files(tmp_path):
+    """in the files = kept + dropped by reason, for questions and documents, with and without a selection."""
+    questions = [q("a", [{"doc_id": "p/tides", "text": "Spring"}]),
+                 q("b", [{"doc_id": "p/inline", "text": "Line two."}], scope={"doc": "p/inline"}),
+                 q("c", [{"doc_id": "p/tides", "text": "no such sentence"}]),
+                 q("d", [{"doc_id": "p/tides", "text": "Neap"}])]
+    study = make_study(tmp_path, DOCS, questions)
+    selection = {"datasets": {"papers": {"adapter": "jsonl", "selected": ["p/inline"]}}}
+    for chosen, kept, not_selected in ((None, 3, 0), (selection, 1, 2)):
+        c = load_dataset(study, "papers", selection=chosen).counts
+        assert c["questions_in_input"] == 4 and c["documents_in_input"] == 3
+        assert (c["questions"], c["questions_dropped_no_located_evidence"],
+                c["questions_dropped_not_selected"]) == (kept, 1, not_selected)
+        assert_counts_add_up(c)
+        assert c["documents_in_input"] == c["documents"] + c["documents_dropped_unscoped"]
+
+
+def test_input_files_are_every_file_read(tmp_path):
+    study = make_study(tmp_path, DOCS, [q("a", [{"doc_id": "p/tides", "text": "Spring"}])])
+    loaded = load_dataset(study, "papers", selection=None)
+    assert [f.path for f in loaded.input_files] == ["data/docs/tides.md", "data/documents.jsonl",
+                                                    "data/questions.jsonl"]
+    assert loaded.input_files[0].sha256 == hashlib.sha256(TIDES.encode()).hexdigest()
 
 
 # --- shared helpers ----------------------------------------------------------------------------------

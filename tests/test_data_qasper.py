@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from data_support import SHARED_DATA
+from data_support import SHARED_DATA, assert_counts_add_up
 
 from harness.data import qasper
 from harness.data.load import load_dataset
@@ -71,6 +71,7 @@ def test_evidence_filters_union_annotators_and_answers():
                  annotation(["Second paragraph."], unanswerable=True)),
         question("q2", annotation(["FLOAT SELECTED: Figure 2"], yes_no=True)),
         question("q3", annotation([], yes_no=False)),
+        question("q4", annotation([], unanswerable=True), annotation(["Deep text."], unanswerable=True)),
     ]
     conv = qasper.convert_paper("p1", paper(qas), dataset="qasper")
     assert [q.qid for q in conv.questions] == ["q1"]
@@ -82,8 +83,9 @@ def test_evidence_filters_union_annotators_and_answers():
         assert conv.document.text[e.start:e.end] == e.text
     c = conv.counts
     assert (c["evidence_strings_total"], c["evidence_float_selected"], c["evidence_section_names"]) == (6, 2, 1)
-    assert (c["questions_total"], c["questions_no_evidence"], c["annotations_unanswerable"]) == (3, 2, 1)
-    assert c["evidence_in_unanswerable"] == 1
+    assert (c["questions_in_input"], c["questions_dropped_no_evidence"], c["questions_dropped_unanswerable"],
+            c["annotations_unanswerable"]) == (4, 2, 1, 3)
+    assert c["evidence_in_unanswerable"] == 2
 
 
 def test_evidence_prefers_whole_paragraph_over_earlier_partial_repeat():
@@ -100,6 +102,16 @@ def test_evidence_located_after_whitespace_normalisation_maps_to_original_offset
     assert conv.document.text[located.start:located.end] == "First   paragraph\nof intro."
     assert missing.start is None and not missing.located
     assert conv.counts["evidence_located_normalised"] == 1 and conv.counts["evidence_unlocated"] == 1
+
+
+def test_empty_question_is_refused_with_file_and_record(tmp_path):
+    f = tmp_path / "empty.json"
+    f.write_text(json.dumps({"p1": paper([question("q1", annotation(["Deep text."]))]),
+                             "p2": paper([{"question": "  ", "question_id": "q2",
+                                           "answers": [annotation(["Deep text."])]}])}))
+    study = _study(tmp_path, [str(f)])
+    with pytest.raises(InputError, match=r"empty\.json \(record p2 question q2\): field `question` is empty"):
+        load_dataset(study, "qasper", selection={"datasets": {"qasper": {"adapter": "qasper", "selected": ["p1"]}}})
 
 
 # --- malformed records -----------------------------------------------------------------------------------
@@ -175,12 +187,15 @@ def test_sample_counts_and_first_and_last_records(tmp_path, source):
     loaded = load_dataset(_study(tmp_path, [str(source)]), "qasper", selection=None)
     c = loaded.counts
     # the data README: 10 papers, 51 questions, 68 answers, 89 evidence strings, 11 FLOAT SELECTED
-    assert (c["papers"], c["questions_total"], c["annotations_total"]) == (10, 51, 68)
+    assert (c["papers"], c["questions_in_input"], c["annotations_total"]) == (10, 51, 68)
     assert (c["evidence_strings_total"], c["evidence_float_selected"], c["evidence_section_names"]) == (89, 11, 1)
     assert (c["sections"], c["paragraphs"], c["sections_untitled"]) == (138, 1115, 3)
-    assert (c["questions_no_evidence"], c["questions"], c["documents"]) == (8, 43, 10)
+    assert (c["questions_dropped_unanswerable"] + c["questions_dropped_no_evidence"], c["questions"],
+            c["documents"]) == (8, 43, 10)
     assert (c["evidence_unique"], c["evidence_located_verbatim"], c["evidence_unlocated"]) == (67, 67, 0)
     assert c["annotations_unanswerable"] == 11
+    assert_counts_add_up(c)
+    assert_counts_add_up(c, "documents")
     first, last = loaded.questions[0], loaded.questions[-1]
     assert first.qid == "003f884d3893532f8c302431c9f70be6f64d9be8" and first.cluster == "qasper/1705.09665"
     assert last.qid == "eea089baedc0ce80731c8fdcb064b82f584f483a" and last.cluster == "qasper/1705.09665"
@@ -210,6 +225,36 @@ def test_selection_restricts_papers(tmp_path):
     # 1909.00694 has 9 questions; c029de... cites only a FLOAT SELECTED table and is dropped
     assert Counter(q.cluster for q in loaded.questions) == {"qasper/1909.00694": 8, "qasper/2003.07723": 3}
     assert not any(q.qid.startswith("c029de") for q in loaded.questions)
+    c = loaded.counts  # counted from the file, not from the two selected papers
+    assert (c["questions_in_input"], c["questions"], c["documents_in_input"], c["documents_dropped_not_selected"]) \
+        == (51, 11, 10, 8)
+    assert c["questions_dropped_not_selected"] == 43 - 11
+    assert_counts_add_up(c)
+    assert_counts_add_up(c, "documents")
     bad = copy.deepcopy(entry) | {"selected": ["0000.00000"]}
     with pytest.raises(HarnessError, match=r"selected papers not in the input files: \['0000.00000'\]"):
         load_dataset(study, "qasper", selection={"datasets": {"qasper": bad}})
+
+
+def test_drops_are_counted_from_the_file_after_selecting_every_eligible_paper(tmp_path):
+    """The reported hole: papers whose only question is dropped are not eligible, so a load restricted to the
+    selection used to start counting from the selected papers (questions_total = kept, 0 dropped)."""
+    from harness.data.selection import select_clusters
+
+    papers = {
+        "p1": paper([question("q1", annotation(["Deep text."]))]),
+        "p2": paper([question("q2", annotation(["Scoped text."]))]),
+        "p3": paper([question("q3", annotation([], unanswerable=True))]),
+        "p4": paper([question("q4", annotation(["FLOAT SELECTED: Table 1"]))]),
+    }
+    f = tmp_path / "four.json"
+    f.write_text(json.dumps(papers))
+    study = _study(tmp_path, [str(f)])
+    entry = select_clusters(study, "qasper", study.datasets["qasper"])
+    assert sorted(entry["selected"]) == ["p1", "p2"]
+    c = load_dataset(study, "qasper", selection={"datasets": {"qasper": entry}}).counts
+    assert (c["questions_in_input"], c["questions"], c["questions_dropped_unanswerable"],
+            c["questions_dropped_no_evidence"], c["questions_dropped_not_selected"]) == (4, 2, 1, 1, 0)
+    assert (c["documents_in_input"], c["documents"], c["documents_dropped_not_selected"]) == (4, 2, 2)
+    assert_counts_add_up(c)
+    assert_counts_add_up(c, "documents")

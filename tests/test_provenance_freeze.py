@@ -76,14 +76,19 @@ def test_round_trip_same_hash_no_drift(study):
 
 def test_record_holds_every_listed_input(study):
     record = current_record(study)
-    assert set(record["prompts"]) == {p.name for p in study.prompts_dir.iterdir()}
-    assert record["prompts"]["enrich.txt"] == hashlib.sha256((study.prompts_dir / "enrich.txt").read_bytes()).hexdigest()
+    files = record["input_files"]
+    assert {p for p in files if p.startswith("prompts/")} == {f"prompts/{p.name}" for p in study.prompts_dir.iterdir()}
+    assert files["prompts/enrich.txt"] == hashlib.sha256((study.prompts_dir / "enrich.txt").read_bytes()).hexdigest()
     assert record["tokenizer"]["sha256"] == hashlib.sha256(tokenizer_file().read_bytes()).hexdigest()
     assert record["retrieval"]["bm25_token_pattern"] == "[a-z0-9]+"
     assert all(k == 60 for k in record["retrieval"]["rrf_k"].values()) and record["retrieval"]["rrf_k"]
     assert set(record["registration"]) == {"plan", "0001-first"}
     assert record["registration"]["0001-first"]["registered_at"] == "2025-02-01T00:00:00Z"
-    assert set(record["plan_prose"]) == {"plan/PLAN.md"}
+    assert {p for p in files if p.startswith(("plan/", "amendments/"))} == {
+        "plan/PLAN.md", "plan/plan.yaml", "amendments/0001-first.yaml"}
+    assert {"configs/study.yaml", "selection/selection.json", "data/docs/docs/ledger/accounts.md",
+            "data/docs/documents.jsonl", "data/papers/questions.jsonl"} <= set(files)
+    assert set(record["dataset_content"]) == set(study.datasets)
     assert record["selection"]["sha256"] == hashlib.sha256(study.selection_path.read_bytes()).hexdigest()
     assert record["packages"]["numpy"] is not None
     assert set(record["model_digests"]) == set(study.models)
@@ -94,13 +99,13 @@ def test_prompt_byte_change_is_refused(study):
     path = study.prompts_dir / "enrich.txt"
     err = frozen_then(study, lambda: path.write_bytes(path.read_bytes() + b" "))
     assert err.exit_code == 2
-    assert 'prompts["enrich.txt"]: ' in str(err)
+    assert 'input_files["prompts/enrich.txt"]: ' in str(err)
     assert "build-arms: refusing to run: 1 input(s) differ" in str(err)
 
 
 def test_new_prompt_file_is_refused(study):
     err = frozen_then(study, lambda: (study.prompts_dir / "extra.txt").write_text("x", encoding="utf-8"))
-    assert re.search(r'prompts\["extra.txt"\]: \(absent\) -> [0-9a-f]{12}…$', str(err), re.M)
+    assert re.search(r'input_files\["prompts/extra.txt"\]: \(absent\) -> [0-9a-f]{12}…$', str(err), re.M)
 
 
 def test_seed_change_is_refused(study):
@@ -156,7 +161,9 @@ def test_empty_digest_is_an_error(study, digests):
 
 def test_selection_change_is_refused(study):
     err = frozen_then(study, lambda: study.selection_path.write_text('{"papers": {"seed": 2027, "clusters": ["a"]}}\n'))
-    assert "selection.sha256: " in str(err)
+    # the new selection cannot be loaded, so the check compares bytes and still names the file
+    assert 'input_files["selection/selection.json"]: ' in str(err)
+    assert "(the changed inputs no longer load: " in str(err) and "no selection for dataset" in str(err)
 
 
 def test_plan_and_amendment_changes_are_refused(study):
@@ -168,7 +175,7 @@ def test_plan_and_amendment_changes_are_refused(study):
     text = str(frozen_then(study, change))
     assert "registration.plan.sha256: " in text
     assert "registration.0002-late: (absent) -> {" in text
-    assert 'plan_prose["plan/PLAN.md"]: ' in text
+    assert 'input_files["plan/PLAN.md"]: ' in text
 
 
 def test_hashed_tokenizer_file_is_the_one_the_encoding_loads():
@@ -194,6 +201,12 @@ def test_reported_fields_are_noted_not_refused_unless_strict(study, monkeypatch)
     assert 'harness.commit: ' in notes[0]
     with pytest.raises(DriftError, match=r"packages\.numpy"):
         check_frozen(fresh(study), stage="score", strict=True)
+
+
+def test_config_comment_edit_is_refused_naming_the_file(study):
+    err = frozen_then(study, lambda: study.config_path.write_text(
+        study.config_path.read_text(encoding="utf-8") + "# a late comment\n", encoding="utf-8"))
+    assert 'input_files["configs/study.yaml"]: ' in str(err) and "1 input(s) differ" in str(err)
 
 
 def test_workers_and_spend_cap_are_reported_only(study):
@@ -236,7 +249,7 @@ def test_refreeze_after_outcomes_needs_force(study):
     record_first_outcome(study, frozen_hash=old)
     assert freeze(fresh(study)) == old  # nothing changed: re-freezing is harmless
     edit_yaml(study.config_path, lambda c: c["chunking"].update(tau_min=50))
-    with pytest.raises(HarnessError, match=r"re-freezing with 1 changed input\(s\) would orphan them:\n  chunking.tau_min: 100 -> 50"):
+    with pytest.raises(HarnessError, match=r"re-freezing with 2 changed input\(s\) would orphan them:\n  chunking.tau_min: 100 -> 50\n  input_files\[\"configs/study.yaml\"\]"):
         freeze(fresh(study))
     assert frozen_hash(study) == old
     assert freeze(fresh(study), force=True) != old
@@ -282,27 +295,35 @@ def test_default_dense_model_is_identified(study):
     assert record["retrieval"]["prefixes"]["plain"] == ["", ""]
 
 
-def test_data_files_and_exclusion_lists_are_hashed(study):
-    data = study.root / "data" / "extra.jsonl"
-    data.parent.mkdir(parents=True, exist_ok=True)
-    data.write_text('{"doc_id": "a"}\n', encoding="utf-8")
-    (study.root / "selection" / "pilot.txt").write_text("p1\n", encoding="utf-8")
+def test_markdown_body_named_by_documents_jsonl_is_hashed(study):
+    """The hole this closes: a page named through `path:` changed and `freeze --check` said "no drift"."""
+    page = study.root / "data" / "docs" / "docs" / "ledger" / "accounts.md"
+    err = frozen_then(study, lambda: page.write_bytes(page.read_bytes() + b"One more line.\n"))
+    assert 'input_files["data/docs/docs/ledger/accounts.md"]: ' in str(err)
+    assert "dataset_content.docs.sha256: " in str(err)  # the loaded text changed too
+
+
+def test_exclusion_list_named_by_a_dataset_is_hashed(study):
+    pilot = study.root / "data" / "pilot.txt"
+    pilot.write_text("nobody\n", encoding="utf-8")
     dataset = next(iter(study.datasets))
+    edit_yaml(study.config_path, lambda c: c["datasets"][dataset]["selection"].update(exclude="data/pilot.txt"))
+    err = frozen_then(fresh(study), lambda: pilot.write_text("nobody\nsomebody\n", encoding="utf-8"))
+    assert 'input_files["data/pilot.txt"]: ' in str(err)
 
-    def point(cfg):
-        cfg["datasets"][dataset]["documents"] = "data/extra.jsonl"
-        cfg["datasets"][dataset]["selection"]["exclude"] = "selection/pilot.txt"
 
-    edit_yaml(study.config_path, point)
-    record = current_record(fresh(study))
-    assert set(record["data"][dataset]) >= {"documents", "selection.exclude"}
+def test_unreadable_change_is_still_drift_naming_the_file(study):
+    questions = study.root / "data" / "papers" / "questions.jsonl"
+    err = frozen_then(study, lambda: questions.write_bytes(b"{" + questions.read_bytes()))
+    assert err.exit_code == 2
+    assert 'input_files["data/papers/questions.jsonl"]: ' in str(err)
+    assert "questions.jsonl (record line 1): not valid JSON" in str(err)
 
-    def change():
-        data.write_text('{"doc_id": "b"}\n', encoding="utf-8")
-        (study.root / "selection" / "pilot.txt").write_text("p1\np2\n", encoding="utf-8")
 
-    text = str(frozen_then(fresh(study), change))
-    assert f"data.{dataset}.documents: " in text and f'data.{dataset}["selection.exclude"]: ' in text
+def test_deleted_input_file_is_drift(study):
+    page = study.root / "data" / "papers" / "docs" / "tide-gauge-drift.md"
+    err = frozen_then(study, page.unlink)
+    assert re.search(r'input_files\["data/papers/docs/tide-gauge-drift.md"\]: [0-9a-f]{12}… -> \(absent\)', str(err))
 
 
 def test_embedding_prefixes_are_recorded(study, monkeypatch):
@@ -408,7 +429,7 @@ def test_cli_freeze_check_and_timeline(study, capsys):
     assert "no drift" in capsys.readouterr().out
     (study.prompts_dir / "enrich.txt").write_text("changed", encoding="utf-8")
     assert main(["freeze", "--check", "--study", str(study.root)]) == 2
-    assert 'prompts["enrich.txt"]' in capsys.readouterr().err
+    assert 'input_files["prompts/enrich.txt"]' in capsys.readouterr().err
     assert main(["freeze", "--show-timeline", "--study", str(study.root)]) == 0
     out = capsys.readouterr().out
     assert "0001-first" in out and "pre-outcome" in out

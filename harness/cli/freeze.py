@@ -42,10 +42,12 @@ def run(args) -> int:
 def _summary(record: dict, study: Study, digest: str) -> str:
     config = record["config"]
     selection = record["selection"]["sha256"]
+    files = record["input_files"]
     lines = [
         f"froze {study.frozen_path}",
         f"  datasets {len(config['datasets'])}, arms {len(config['arms'])}, retrievers {len(config['retrievers'])}, "
-        f"models {len(record['model_digests'])}, prompts {len(record['prompts'])}",
+        f"models {len(record['model_digests'])}, prompts {sum(p.startswith('prompts/') for p in files)}, "
+        f"input files {len(files)}",
         f"  plan and amendments {len(record['registration'])}, selection {selection[:12]}, "
         f"tokenizer {record['tokenizer']['sha256'][:12]}",
         f"  harness {record['harness']['commit'] or '(no git)'}"

@@ -1,4 +1,9 @@
-"""Pieces every dataset adapter shares: the loaded-dataset record, Markdown file reading and evidence location.
+"""Pieces every dataset adapter shares: the loaded-dataset record, the input reader, evidence location.
+
+Every file an adapter opens goes through one InputReader, which records the path and the SHA-256 of the
+bytes it returned; the dataset carries that list (`input_files`), so the freeze hashes exactly what the
+study was built from and a later adapter cannot leave a file out (load_dataset refuses a dataset without
+one, and tests/test_data_contract.py watches every file an adapter opens).
 
 Markdown files are read as UTF-8; bytes that are not UTF-8 raise InputError naming the file, because decoding
 with replacement characters would silently shift the character offsets that gold spans depend on. CRLF and
@@ -9,6 +14,7 @@ documents where that happened.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +22,7 @@ from typing import Iterator
 
 from harness.data.model import Document, Question
 from harness.errors import InputError
+from harness.provenance.files import sha256_bytes
 
 METRIC_SETS = ("qasper", "freshstack")
 
@@ -27,6 +34,69 @@ class LoadedDataset:
     documents: tuple[Document, ...]  # sorted by doc_id
     questions: tuple[Question, ...]  # sorted by qid
     counts: dict[str, int]  # every drop, miss and normalisation, by name
+    input_files: tuple["InputFile", ...]  # every file read, sorted by path (InputReader.files)
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: str  # relative to the study root when inside it, else as configured (relative or absolute)
+    sha256: str  # of the bytes the adapter read
+
+
+class InputReader:
+    """The one way adapters read files: each read is recorded with the SHA-256 of the bytes returned.
+
+    A file read twice must give the same bytes both times (else it changed while loading)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self._files: dict[str, str] = {}
+
+    @property
+    def files(self) -> tuple[InputFile, ...]:
+        return tuple(InputFile(p, h) for p, h in sorted(self._files.items()))
+
+    def display_path(self, path: str | Path) -> str:
+        return display_path(self.root, path)
+
+    def record(self, label: str, digest: str) -> None:
+        """A non-file input (e.g. a hub download) identified by a digest of its content."""
+        self._remember(label, digest, label)
+
+    def read_bytes(self, path: str | Path, *, what: str = "file") -> bytes:
+        try:
+            data = Path(path).read_bytes()
+        except FileNotFoundError:
+            raise InputError(f"{what} not found", path=path) from None
+        except IsADirectoryError:
+            raise InputError(f"expected a {what}, found a directory", path=path) from None
+        self._remember(self.display_path(path), sha256_bytes(data), path)
+        return data
+
+    def read_text(self, path: str | Path, *, what: str = "file") -> str:
+        return decode_utf8(self.read_bytes(path, what=what), path)
+
+    def read_markdown(self, path: str | Path) -> tuple[str, bool]:
+        """A Markdown file's text with LF line endings, and whether line endings were normalised."""
+        return normalise_newlines(self.read_text(path, what="Markdown file"))
+
+    def iter_jsonl(self, path: str | Path) -> Iterator[tuple[int, dict]]:
+        """(line number, object) for every non-blank line; errors name the file and the line."""
+        return jsonl_objects(self.read_text(path), path)
+
+    def _remember(self, key: str, digest: str, path) -> None:
+        if self._files.setdefault(key, digest) != digest:
+            raise InputError("changed while it was being loaded; load again", path=path)
+
+
+def display_path(root: str | Path, path: str | Path) -> str:
+    """`path` relative to `root` when inside it; a path configured relative to the root keeps that form
+    (e.g. ../shared/data/x.md); an absolute path outside the root stays absolute. POSIX separators."""
+    root_text = os.path.normpath(str(root))
+    text = os.path.normpath(str(path))
+    if text == root_text or text.startswith(root_text + os.sep) or str(path).startswith(root_text + os.sep):
+        return Path(os.path.relpath(text, root_text)).as_posix()
+    return Path(text).as_posix()
 
 
 def normalise_newlines(text: str) -> tuple[str, bool]:
@@ -36,22 +106,19 @@ def normalise_newlines(text: str) -> tuple[str, bool]:
     return text.replace("\r\n", "\n").replace("\r", "\n"), True
 
 
-def read_markdown(path: str | Path) -> tuple[str, bool]:
-    """A Markdown file's text with LF line endings, and whether line endings were normalised."""
+def decode_utf8(data: bytes, path) -> str:
     try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError("Markdown file not found", path=path) from None
-    except IsADirectoryError:
-        raise InputError("expected a Markdown file, found a directory", path=path) from None
-    try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(
             f"not valid UTF-8 (byte {e.start}: {data[e.start:e.start + 1]!r}); re-encode the file as UTF-8",
             path=path,
         ) from None
-    return normalise_newlines(text)
+
+
+def read_markdown(path: str | Path) -> tuple[str, bool]:
+    """An unrecorded one-off read (tools and tests); adapters use InputReader.read_markdown."""
+    return InputReader(Path(path).parent).read_markdown(path)
 
 
 _WHITESPACE_RUN = re.compile(r"\s+")
@@ -114,16 +181,13 @@ class TextLocator:
 
 
 def iter_jsonl_numbered(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for every non-blank line; errors name the file and the line."""
-    try:
-        f = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    with f:
-        try:
-            lines = f.read().split("\n")  # not splitlines(): U+2028 may sit inside a JSON string
-        except UnicodeDecodeError as e:
-            raise InputError(f"not valid UTF-8: {e}", path=path) from None
+    """An unrecorded one-off read (tools and tests); adapters use InputReader.iter_jsonl."""
+    return InputReader(Path(path).parent).iter_jsonl(path)
+
+
+def jsonl_objects(text: str, path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every non-blank line of JSONL text; errors name the file and the line."""
+    lines = text.split("\n")  # not splitlines(): U+2028 may sit inside a JSON string
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

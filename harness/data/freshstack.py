@@ -42,6 +42,10 @@ question left with no located gold is dropped and counted. Documents are "<domai
 is its domain's pooled corpus: every gold file of the domain's questions plus distractors, non-gold Markdown
 files drawn with random.Random(seed).sample over the sorted candidates (count = ratio x gold files, rounded
 half up; "full" = every candidate).
+
+Counts start from the queries files: `questions_in_input` = kept + `questions_dropped_no_located_gold` +
+`questions_dropped_not_selected`. A query whose title and text are both empty is refused (file and line).
+Every file read (queries, corpus, qrels, each checkout file sliced or drawn) is recorded by the InputReader.
 """
 
 from __future__ import annotations
@@ -52,13 +56,14 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.data.common import LoadedDataset, iter_jsonl_numbered, read_markdown
+from harness.data.common import InputReader, LoadedDataset
 from harness.data.model import Document, Evidence, Question
 from harness.errors import HarnessError, InputError
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 COUNT_KEYS = ("gold_non_markdown", "gold_text_mismatch", "gold_not_in_corpus", "gold_file_missing",
-              "gold_out_of_range", "gold_id_malformed", "questions_no_located_gold", "documents_crlf_normalised")
+              "gold_out_of_range", "gold_id_malformed", "questions_dropped_no_located_gold",
+              "questions_dropped_not_selected", "documents_crlf_normalised")
 
 
 @dataclass(frozen=True)
@@ -114,10 +119,11 @@ def _string(obj: dict, key: str, path, record, *, required: bool = True) -> str:
     return value
 
 
-def read_queries(path: Path) -> list[dict]:
+def read_queries(path: Path, reader: InputReader | None = None) -> list[dict]:
     """Validated query rows: qid, query, nuggets [(text, relevant ids)], answer."""
+    reader = reader or InputReader(path.parent)  # without one the read is not recorded (tools, tests)
     rows, seen = [], set()
-    for line, row in iter_jsonl_numbered(path):
+    for line, row in reader.iter_jsonl(path):
         where = f"line {line}"
         qid = row.get("query_id")
         if isinstance(qid, int) and not isinstance(qid, bool):
@@ -129,6 +135,8 @@ def read_queries(path: Path) -> list[dict]:
         seen.add(qid)
         title = _string(row, "query_title", path, where, required=False)
         text = _string(row, "query_text", path, where)
+        if not (title.strip() or text.strip()):
+            raise InputError("the query is empty (`query_title` and `query_text`)", path=path, record=where)
         nuggets = row.get("nuggets") or []
         if not isinstance(nuggets, list):
             raise InputError("field `nuggets` must be a list", path=path, record=where)
@@ -149,9 +157,9 @@ def read_queries(path: Path) -> list[dict]:
     return rows
 
 
-def read_corpus(path: Path) -> dict[str, str]:
+def read_corpus(path: Path, reader: InputReader) -> dict[str, str]:
     corpus: dict[str, str] = {}
-    for line, row in iter_jsonl_numbered(path):
+    for line, row in reader.iter_jsonl(path):
         where = f"line {line}"
         cid = _string(row, "_id", path, where)
         if cid in corpus:
@@ -160,12 +168,9 @@ def read_corpus(path: Path) -> dict[str, str]:
     return corpus
 
 
-def read_qrels(path: Path) -> dict[str, list[str]]:
+def read_qrels(path: Path, reader: InputReader) -> dict[str, list[str]]:
     """qid -> gold corpus ids (relevance > 0), in file order."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError("qrels file not found", path=path) from None
+    lines = reader.read_text(path, what="qrels file").splitlines()
     gold: dict[str, list[str]] = {}
     for number, line in enumerate(lines, start=1):
         fields = line.split()
@@ -207,12 +212,12 @@ def _domain_option(options: dict, key: str, name: str, domain: str, *, required:
     return options[key]
 
 
-def convert_domain(study, name: str, domain: str, options: dict) -> DomainData:
+def convert_domain(study, name: str, domain: str, options: dict, reader: InputReader) -> DomainData:
     resolve = study.resolve
-    queries = read_queries(resolve(_domain_option(options, "queries", name, domain)))
-    corpus = read_corpus(resolve(_domain_option(options, "corpus", name, domain)))
+    queries = read_queries(resolve(_domain_option(options, "queries", name, domain)), reader)
+    corpus = read_corpus(resolve(_domain_option(options, "corpus", name, domain)), reader)
     qrels_path = _domain_option(options, "qrels", name, domain, required=False)
-    qrels = read_qrels(resolve(qrels_path)) if qrels_path else None
+    qrels = read_qrels(resolve(qrels_path), reader) if qrels_path else None
     checkout = resolve(_domain_option(options, "checkout", name, domain))
     if not checkout.is_dir():
         raise HarnessError(f"dataset `{name}`, domain `{domain}`: checkout {checkout} is not a directory")
@@ -225,13 +230,13 @@ def convert_domain(study, name: str, domain: str, options: dict) -> DomainData:
             p = checkout / rel
             if not p.is_file():
                 return None
-            texts[rel], changed = read_markdown(p)
+            texts[rel], changed = reader.read_markdown(p)
             counts["documents_crlf_normalised"] += changed
         return texts[rel]
 
     questions = []
     for q in queries:
-        counts["questions_total"] += 1
+        counts["questions_in_input"] += 1
         gold_ids = qrels.get(q["qid"], []) if qrels is not None else _nugget_gold(q["nuggets"])
         evidence = []
         for cid in gold_ids:
@@ -240,7 +245,7 @@ def convert_domain(study, name: str, domain: str, options: dict) -> DomainData:
                 evidence.append(item)
         evidence.sort(key=lambda e: (e.doc_id, e.start if e.start is not None else -1, e.text))
         if not any(e.located for e in evidence):
-            counts["questions_no_located_gold"] += 1
+            counts["questions_dropped_no_located_gold"] += 1
             continue
         questions.append(Question(
             qid=q["qid"], dataset=name, query=q["query"], cluster=q["qid"], stratum=domain, scope=(),
@@ -309,11 +314,11 @@ def distractor_ratio(name: str, domain: str, options: dict):
                        f"\"full\", got {ratio!r}")
 
 
-def load(study, name: str, options: dict, selection: dict | None) -> LoadedDataset:
+def load(study, name: str, options: dict, selection: dict | None, reader: InputReader) -> LoadedDataset:
     counts: Counter = Counter(dict.fromkeys(COUNT_KEYS, 0))
     documents, questions = [], []
     for domain, domain_options in sorted(domains_of(name, options).items()):
-        data = convert_domain(study, name, domain, domain_options)
+        data = convert_domain(study, name, domain, domain_options, reader)
         counts.update(data.counts)
         kept = list(data.questions)
         if selection is None:
@@ -333,6 +338,7 @@ def load(study, name: str, options: dict, selection: dict | None) -> LoadedDatas
             if missing:
                 raise HarnessError(f"dataset `{name}`, domain `{domain}`: selected questions not in the "
                                    f"input: {missing[:5]}; rerun `harness select`")
+            counts["questions_dropped_not_selected"] += sum(q.qid not in chosen for q in kept)
             kept = [q for q in kept if q.qid in chosen]
             gold = gold_files(kept)
             distractors = list(entry["distractors"])
@@ -343,7 +349,7 @@ def load(study, name: str, options: dict, selection: dict | None) -> LoadedDatas
                 if not (study.resolve(domain_options["checkout"]) / rel).is_file():
                     raise HarnessError(f"dataset `{name}`, domain `{domain}`: distractor {rel} is not in the "
                                        "checkout; rerun `harness select`")
-                text, changed = read_markdown(study.resolve(domain_options["checkout"]) / rel)
+                text, changed = reader.read_markdown(study.resolve(domain_options["checkout"]) / rel)
                 counts["documents_crlf_normalised"] += changed
             documents.append(Document(f"{domain}/{rel}", domain, text, dict(data.provenance, path=rel)))
         scope = tuple(f"{domain}/{rel}" for rel in pooled)
@@ -352,7 +358,8 @@ def load(study, name: str, options: dict, selection: dict | None) -> LoadedDatas
         questions.extend(Question(q.qid, q.dataset, q.query, q.cluster, q.stratum, scope, q.evidence,
                                   q.answers, q.nuggets) for q in kept)
     counts["questions"] = len(questions)
-    return LoadedDataset(name, options["metric_set"], tuple(documents), tuple(questions), dict(counts))
+    return LoadedDataset(name, options["metric_set"], tuple(documents), tuple(questions), dict(counts),
+                         reader.files)
 
 
 def _selection_seed(name: str, options: dict) -> int:

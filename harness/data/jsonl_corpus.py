@@ -5,6 +5,8 @@ provenance}; questions.jsonl holds {qid, query, scope, cluster, stratum, evidenc
 relative to the directory of documents.jsonl. Evidence offsets index the document text after CRLF -> LF.
 Malformed records raise InputError naming the file and line; evidence text that is not in its document is
 counted and kept unlocated, and a question with no located evidence is dropped and counted.
+Counts start from the files: `questions_in_input` = kept + `questions_dropped_no_located_evidence` +
+`questions_dropped_not_selected`, and `documents_in_input` = kept + `documents_dropped_unscoped` (load.py).
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from harness.data.common import LoadedDataset, iter_jsonl_numbered, normalise_newlines, read_markdown
+from harness.data.common import InputReader, LoadedDataset, normalise_newlines
 from harness.data.model import Document, Evidence, Question
 from harness.errors import HarnessError, InputError
 
-COUNT_KEYS = ("evidence_unlocated", "evidence_span_text_mismatch", "questions_no_located_evidence",
-              "documents_crlf_normalised", "documents_empty")
+COUNT_KEYS = ("evidence_unlocated", "evidence_span_text_mismatch", "questions_dropped_no_located_evidence",
+              "questions_dropped_not_selected", "documents_crlf_normalised", "documents_empty")
 
 
 def _text_field(obj: dict, key: str, path, line: int, *, required: bool = True, default: str = "") -> str:
@@ -39,9 +41,9 @@ def _string_list(obj: dict, key: str, path, line: int) -> tuple[str, ...]:
     return tuple(value)
 
 
-def read_documents(path: Path, counts: Counter) -> dict[str, Document]:
+def read_documents(path: Path, counts: Counter, reader: InputReader) -> dict[str, Document]:
     documents: dict[str, Document] = {}
-    for line, row in iter_jsonl_numbered(path):
+    for line, row in reader.iter_jsonl(path):
         where = f"line {line}"
         doc_id = _text_field(row, "doc_id", path, line)
         domain = _text_field(row, "domain", path, line)
@@ -55,9 +57,10 @@ def read_documents(path: Path, counts: Counter) -> dict[str, Document]:
             file = path.parent / _text_field(row, "path", path, line)
             if not file.is_file():
                 raise InputError(f"document {doc_id!r}: file {file} not found", path=path, record=where)
-            text, changed = read_markdown(file)
+            text, changed = reader.read_markdown(file)
         else:
             text, changed = normalise_newlines(_text_field(row, "text", path, line))
+        counts["documents_in_input"] += 1
         counts["documents_crlf_normalised"] += changed
         counts["documents_empty"] += not text.strip()
         provenance = row.get("provenance", {})
@@ -123,18 +126,21 @@ def _evidence(item, documents: dict[str, Document], scope: tuple[str, ...], path
     return Evidence(doc_id, needle, start, start + len(needle))
 
 
-def read_questions(path: Path, dataset: str, documents: dict[str, Document], counts: Counter) -> list[Question]:
+def read_questions(path: Path, dataset: str, documents: dict[str, Document], counts: Counter,
+                   reader: InputReader) -> list[Question]:
     by_domain: dict[str, list[str]] = {}
     for doc_id in sorted(documents):
         by_domain.setdefault(documents[doc_id].domain, []).append(doc_id)
     questions, seen = [], set()
-    for line, row in iter_jsonl_numbered(path):
+    for line, row in reader.iter_jsonl(path):
         where = f"line {line}"
         qid = _text_field(row, "qid", path, line)
         if not qid.strip() or qid in seen:
             raise InputError(f"qid {qid!r} is empty or appears twice", path=path, record=where)
         seen.add(qid)
         query = _text_field(row, "query", path, line)
+        if not query.strip():
+            raise InputError("field `query` is empty", path=path, record=where)
         scope, scope_domain, scope_doc = _scope(row, documents, by_domain, path, line)
         cluster = _text_field(row, "cluster", path, line)
         if cluster == "doc":
@@ -154,9 +160,9 @@ def read_questions(path: Path, dataset: str, documents: dict[str, Document], cou
         if not isinstance(items, list) or not items:
             raise InputError("`evidence` must be a non-empty list", path=path, record=where)
         evidence = tuple(_evidence(item, documents, scope, path, line, counts) for item in items)
-        counts["questions_total"] += 1
+        counts["questions_in_input"] += 1
         if not any(e.located for e in evidence):
-            counts["questions_no_located_evidence"] += 1
+            counts["questions_dropped_no_located_evidence"] += 1
             continue
         questions.append(Question(qid, dataset, query, cluster, stratum, scope, evidence,
                                   _string_list(row, "answers", path, line), _string_list(row, "nuggets", path, line)))
@@ -170,16 +176,18 @@ def _file_option(study, name: str, options: dict, key: str) -> Path:
     return study.resolve(value)
 
 
-def load(study, name: str, options: dict, selection: dict | None) -> LoadedDataset:
+def load(study, name: str, options: dict, selection: dict | None, reader: InputReader) -> LoadedDataset:
     counts: Counter = Counter(dict.fromkeys(COUNT_KEYS, 0))
-    documents = read_documents(_file_option(study, name, options, "documents"), counts)
-    questions = read_questions(_file_option(study, name, options, "questions"), name, documents, counts)
+    documents = read_documents(_file_option(study, name, options, "documents"), counts, reader)
+    questions = read_questions(_file_option(study, name, options, "questions"), name, documents, counts, reader)
     if selection is not None:
         chosen = set(selection["selected"])
         missing = sorted(chosen - {q.cluster for q in questions})
         if missing:
             raise HarnessError(f"dataset `{name}`: selected clusters not in the questions: {missing[:5]}; "
                                "rerun `harness select`")
+        counts["questions_dropped_not_selected"] += sum(q.cluster not in chosen for q in questions)
         questions = [q for q in questions if q.cluster in chosen]
     counts["questions"] = len(questions)
-    return LoadedDataset(name, options["metric_set"], tuple(documents.values()), tuple(questions), dict(counts))
+    return LoadedDataset(name, options["metric_set"], tuple(documents.values()), tuple(questions), dict(counts),
+                         reader.files)

@@ -2,11 +2,13 @@
 
     load_dataset(study, "qasper", selection=read_selection(study)) -> LoadedDataset
 
-Adapters read their options from study.datasets[name]; each returns documents, questions and counts, and this
-module applies the rules shared by all: documents no kept question searches are dropped and counted
-("documents_unscoped"), ids are checked unique, scopes and located evidence must name loaded documents (unlocated
-evidence may name a file that could not be read), and the output
-is sorted (documents by doc_id, questions by qid).
+Adapters read their options from study.datasets[name] and every file through the InputReader they are given;
+each returns documents, questions, counts and the files it read, and this module applies the rules shared by
+all: a dataset must name its input files, documents no kept question searches are dropped and counted
+("documents_dropped_unscoped"), ids are checked unique, scopes and located evidence must name loaded documents
+(unlocated evidence may name a file that could not be read), the counts must add up (`<x>_in_input` = kept +
+every `<x>_dropped_<reason>`, for questions always and for documents when the adapter counts them), and the
+output is sorted (documents by doc_id, questions by qid).
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from collections import Counter
 from typing import Callable
 
 from harness.data import freshstack, jsonl_corpus, qasper
-from harness.data.common import METRIC_SETS, LoadedDataset
+from harness.data.common import METRIC_SETS, InputReader, LoadedDataset
 from harness.errors import HarnessError
 from harness.provenance.files import read_json
 
-Adapter = Callable[..., LoadedDataset]  # (study, name, options, selection entry | None)
+Adapter = Callable[..., LoadedDataset]  # (study, name, options, selection entry | None, InputReader)
 
 ADAPTERS: dict[str, Adapter] = {
     "qasper": qasper.load,
@@ -66,11 +68,14 @@ def load_dataset(study, name: str, *, selection: dict | None) -> LoadedDataset:
             raise HarnessError(f"{study.selection_path}: dataset `{name}` was selected with adapter "
                                f"{entry.get('adapter')!r} but is configured with {options['adapter']!r}; "
                                "rerun `harness select`")
-    raw = ADAPTERS[options["adapter"]](study, name, options, entry)
+    raw = ADAPTERS[options["adapter"]](study, name, options, entry, InputReader(study.root))
     return finish(raw)
 
 
 def finish(raw: LoadedDataset) -> LoadedDataset:
+    if not raw.input_files:
+        raise HarnessError(f"dataset `{raw.name}`: the adapter recorded no input files; it must read every file "
+                           "through its InputReader and return `reader.files` (the freeze hashes them)")
     counts = Counter(raw.counts)
     doc_ids = [d.doc_id for d in raw.documents]
     if len(set(doc_ids)) != len(doc_ids):
@@ -87,12 +92,29 @@ def finish(raw: LoadedDataset) -> LoadedDataset:
                                "which was not loaded")
         scoped.update(q.scope)
     documents = sorted((d for d in raw.documents if d.doc_id in scoped), key=lambda d: d.doc_id)
-    counts["documents_unscoped"] += len(raw.documents) - len(documents)
+    counts["documents_dropped_unscoped"] += len(raw.documents) - len(documents)
     counts["documents"] = len(documents)
     counts["documents_empty"] = sum(1 for d in documents if not d.text.strip())
     counts["questions"] = len(raw.questions)
+    check_accounting(raw.name, counts, "questions", required=True)
+    check_accounting(raw.name, counts, "documents", required=False)
     questions = tuple(sorted(raw.questions, key=lambda q: q.qid))
-    return LoadedDataset(raw.name, raw.metric_set, tuple(documents), questions, dict(sorted(counts.items())))
+    return LoadedDataset(raw.name, raw.metric_set, tuple(documents), questions, dict(sorted(counts.items())),
+                         raw.input_files)
+
+
+def check_accounting(name: str, counts: Counter, noun: str, *, required: bool) -> None:
+    """`<noun>_in_input` must equal the kept `<noun>` plus every `<noun>_dropped_<reason>`: a record that
+    does not reach the study is counted with its reason, never lost."""
+    total = counts.get(f"{noun}_in_input")
+    if total is None:
+        if required:
+            raise HarnessError(f"dataset `{name}`: the adapter does not count `{noun}_in_input`")
+        return
+    dropped = {k: v for k, v in counts.items() if k.startswith(f"{noun}_dropped_") and v}
+    if total != counts[noun] + sum(dropped.values()):
+        raise HarnessError(f"dataset `{name}`: {noun} do not add up: {total} in the input, {counts[noun]} kept, "
+                           f"dropped {dict(sorted(dropped.items()))}; the adapter lost a record uncounted")
 
 
 def _first_duplicate(values: list[str]) -> str:

@@ -19,6 +19,12 @@ Both are converted to the original schema first, then by one function, so they g
 Markdown: "# title", "## Abstract", each section a header one level deeper per " ::: " in its name (top level
 "##"; the header text is the last non-empty part of the name), paragraphs verbatim and separated by blank lines.
 Whitespace-only paragraphs are skipped and sections whose name has no text get no header (both counted).
+
+Counts start from the input: every paper and question in the files is converted (so a malformed or empty
+question anywhere refuses the load), and `questions_in_input` = kept + the `questions_dropped_<reason>`
+counts (unanswerable: every annotation says so; no_evidence: no usable evidence string; not_selected:
+eligible, but its paper is not in the selection); `documents_in_input` likewise for papers. Evidence,
+paragraph and section counts describe the papers that reach the study.
 """
 
 from __future__ import annotations
@@ -29,9 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from harness.data.common import LoadedDataset, TextLocator
+from harness.data.common import InputReader, LoadedDataset, TextLocator
 from harness.data.model import Document, Evidence, Question
 from harness.errors import HarnessError, InputError
+from harness.provenance.files import canonical_json, sha256_text
 
 SOURCE = "Qasper v0.3 (Dasigi et al., 2021)"
 LICENCE = "CC BY 4.0"
@@ -39,7 +46,8 @@ SECTION_SEPARATOR = " ::: "
 FLOAT_PREFIX = "FLOAT SELECTED"
 
 # reported even when zero, so a reader sees that nothing was dropped rather than nothing was counted
-COUNT_KEYS = ("questions_no_evidence", "evidence_float_selected", "evidence_section_names", "evidence_unlocated",
+COUNT_KEYS = ("questions_dropped_unanswerable", "questions_dropped_no_evidence", "questions_dropped_not_selected",
+              "documents_dropped_not_selected", "evidence_float_selected", "evidence_section_names", "evidence_unlocated",
               "evidence_located_normalised", "evidence_in_unanswerable", "paragraphs_empty", "sections_untitled")
 
 
@@ -101,14 +109,9 @@ def hf_record_to_original(record: dict, path) -> tuple[str, dict]:
     return paper_id, original
 
 
-def _json_values(path: Path) -> Iterator[Any]:
+def _json_values(path: Path, reader: InputReader) -> Iterator[Any]:
     """Every top-level JSON value in a file: one object, a list, JSON lines, or concatenated objects."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("Qasper file not found", path=path) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not valid UTF-8: {e}", path=path) from None
+    text = reader.read_text(path, what="Qasper file")
     decoder = json.JSONDecoder()
     i, n = 0, len(text)
     while True:
@@ -123,9 +126,11 @@ def _json_values(path: Path) -> Iterator[Any]:
         yield value
 
 
-def read_qasper_file(path: str | Path) -> dict[str, dict]:
-    """paper id -> record in the original schema, from a file in either layout (insertion order kept)."""
+def read_qasper_file(path: str | Path, reader: InputReader | None = None) -> dict[str, dict]:
+    """paper id -> record in the original schema, from a file in either layout (insertion order kept).
+    Without a reader the read is not recorded (tools and tests; the adapter passes its own)."""
     path = Path(path)
+    reader = reader or InputReader(path.parent)
     papers: dict[str, dict] = {}
 
     def add(paper_id: str, record: dict) -> None:
@@ -133,7 +138,7 @@ def read_qasper_file(path: str | Path) -> dict[str, dict]:
             raise InputError("paper id appears twice", path=path, record=paper_id)
         papers[paper_id] = record
 
-    for value in _json_values(path):
+    for value in _json_values(path, reader):
         records = value if isinstance(value, list) else [value]
         for rec in records:
             if not isinstance(rec, dict):
@@ -148,7 +153,7 @@ def read_qasper_file(path: str | Path) -> dict[str, dict]:
     return papers
 
 
-def read_hub(name: str, splits: list[str]) -> dict[str, dict]:
+def read_hub(name: str, splits: list[str], reader: InputReader) -> dict[str, dict]:
     """Records from `datasets.load_dataset(name)` (network needed), converted like the export files."""
     try:
         import datasets
@@ -163,8 +168,10 @@ def read_hub(name: str, splits: list[str]) -> dict[str, dict]:
                 f"cannot load {name} split {split} from the hub ({type(e).__name__}: {e}); when offline, "
                 "download the original Qasper JSON files and list them under `files:` instead"
             ) from None
-        for row in rows:
-            paper_id, record = hf_record_to_original(dict(row), f"hub:{name}/{split}")
+        received = [dict(row) for row in rows]
+        reader.record(f"hub:{name}/{split}", sha256_text(canonical_json(received)))
+        for row in received:
+            paper_id, record = hf_record_to_original(row, f"hub:{name}/{split}")
             papers[paper_id] = record
     return papers
 
@@ -251,8 +258,10 @@ def _question(qa: dict, doc_id: str, dataset: str, locator: TextLocator, preferr
     qid = _field(qa, "question_id", str, path, paper_id)
     where = f"{paper_id} question {qid}"
     query = _field(qa, "question", str, path, where)
+    if not query.strip():
+        raise InputError("field `question` is empty", path=path, record=where)
     annotations = _field(qa, "answers", list, path, where)
-    counts["questions_total"] += 1
+    counts["questions_in_input"] += 1
     evidence_order: list[str] = []
     annotators: dict[str, list[int]] = {}
     answers: list[str] = []
@@ -288,7 +297,8 @@ def _question(qa: dict, doc_id: str, dataset: str, locator: TextLocator, preferr
             if index not in annotators[ev]:
                 annotators[ev].append(index)
     if not evidence_order:
-        counts["questions_no_evidence"] += 1
+        unanswerable = bool(annotations) and all_unanswerable(annotations)
+        counts["questions_dropped_unanswerable" if unanswerable else "questions_dropped_no_evidence"] += 1
         return None
     evidence = []
     for ev in evidence_order:
@@ -300,6 +310,11 @@ def _question(qa: dict, doc_id: str, dataset: str, locator: TextLocator, preferr
     counts["answers"] += len(answers)
     return Question(qid=qid, dataset=dataset, query=query, cluster=doc_id, stratum="", scope=(doc_id,),
                     evidence=tuple(evidence), answers=tuple(answers))
+
+
+def all_unanswerable(annotations: list) -> bool:
+    """Every annotation marks the question unanswerable."""
+    return all(a["answer"].get("unanswerable") for a in annotations)
 
 
 def convert_paper(paper_id: str, record: dict, *, dataset: str = "qasper", path=None) -> PaperConversion:
@@ -316,14 +331,13 @@ def convert_paper(paper_id: str, record: dict, *, dataset: str = "qasper", path=
         if q is not None:
             questions.append(q)
     counts["papers"] += 1
-    counts["questions"] += len(questions)
     return PaperConversion(document, spans, tuple(questions), counts)
 
 
 # --- the adapter -----------------------------------------------------------------------------------
 
 
-def read_papers(study, name: str, options: dict) -> tuple[dict[str, dict], dict[str, str]]:
+def read_papers(study, name: str, options: dict, reader: InputReader) -> tuple[dict[str, dict], dict[str, str]]:
     """paper id -> record, and paper id -> the file it came from (for error messages)."""
     files, hub = options.get("files"), options.get("hub")
     if bool(files) == bool(hub):
@@ -333,13 +347,13 @@ def read_papers(study, name: str, options: dict) -> tuple[dict[str, dict], dict[
     if hub:
         if not isinstance(hub, dict) or not isinstance(hub.get("name"), str):
             raise HarnessError(f"dataset `{name}`: `hub` must be {{name: allenai/qasper, splits: [...]}}")
-        papers = read_hub(hub["name"], list(hub.get("splits", ["validation", "test"])))
+        papers = read_hub(hub["name"], list(hub.get("splits", ["validation", "test"])), reader)
         return papers, {pid: f"hub:{hub['name']}" for pid in papers}
     if isinstance(files, str):
         files = [files]
     for f in files:
         path = study.resolve(f)
-        for paper_id, record in read_qasper_file(path).items():
+        for paper_id, record in read_qasper_file(path, reader).items():
             if paper_id in papers:
                 raise InputError(f"paper id also appears in {origin[paper_id]}", path=path, record=paper_id)
             papers[paper_id] = record
@@ -347,17 +361,29 @@ def read_papers(study, name: str, options: dict) -> tuple[dict[str, dict], dict[
     return papers, origin
 
 
-def load(study, name: str, options: dict, selection: dict | None) -> LoadedDataset:
-    papers, origin = read_papers(study, name, options)
+def load(study, name: str, options: dict, selection: dict | None, reader: InputReader) -> LoadedDataset:
+    papers, origin = read_papers(study, name, options, reader)
     chosen = set(papers) if selection is None else {s.removeprefix("qasper/") for s in selection["selected"]}
     missing = sorted(chosen - set(papers))
     if missing:
         raise HarnessError(f"dataset `{name}`: selected papers not in the input files: {missing[:5]}")
     counts: Counter = Counter(dict.fromkeys(COUNT_KEYS, 0))
     documents, questions = [], []
-    for paper_id in sorted(chosen):
+    # every paper is converted, so drops are counted from the files, not from the selection
+    for paper_id in sorted(papers):
         conversion = convert_paper(paper_id, papers[paper_id], dataset=name, path=origin[paper_id])
-        counts.update(conversion.counts)
-        documents.append(conversion.document)
-        questions.extend(conversion.questions)
-    return LoadedDataset(name, options["metric_set"], tuple(documents), tuple(questions), dict(counts))
+        counts["documents_in_input"] += 1
+        if paper_id in chosen:
+            counts.update(conversion.counts)
+            documents.append(conversion.document)
+            questions.extend(conversion.questions)
+        else:
+            counts["documents_dropped_not_selected"] += 1
+            for key in QUESTION_FATES:
+                counts[key] += conversion.counts[key]
+            counts["questions_dropped_not_selected"] += len(conversion.questions)
+    return LoadedDataset(name, options["metric_set"], tuple(documents), tuple(questions), dict(counts),
+                         reader.files)
+
+
+QUESTION_FATES = ("questions_in_input", "questions_dropped_unanswerable", "questions_dropped_no_evidence")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 
 from harness.data import freshstack
+from harness.data.common import InputReader
 from harness.data.load import dataset_options, load_dataset
 from harness.errors import HarnessError
 from harness.provenance.files import atomic_write_json, sha256_file
@@ -104,7 +105,7 @@ def select_freshstack(study, name: str, options: dict) -> dict:
     domains = {}
     for domain, domain_options in sorted(freshstack.domains_of(name, options).items()):
         n = n_setting.get(domain, "all") if isinstance(n_setting, dict) else n_setting
-        data = freshstack.convert_domain(study, name, domain, domain_options)
+        data = freshstack.convert_domain(study, name, domain, domain_options, InputReader(study.root))
         entry = draw(f"{name}/{domain}", [q.qid for q in data.questions], exclude["ids"], _n(name, "n_questions", n),
                      seed)
         chosen = set(entry["selected"])

