@@ -12,6 +12,7 @@ import yaml
 from data_support import SHARED_DATA, assert_counts_add_up
 
 from harness.data import qasper
+from harness.data.common import InputReader
 from harness.data.load import load_dataset
 from harness.errors import HarnessError, InputError
 from harness.study import Study
@@ -156,7 +157,7 @@ def test_hub_failure_is_a_clear_error(monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(HarnessError, match=r"cannot load allenai/qasper split validation .*list them under `files:`"):
-        qasper.read_hub("allenai/qasper", ["validation"])
+        qasper.read_hub("allenai/qasper", ["validation"], InputReader(Path(".")))
 
 
 # --- the real sample ------------------------------------------------------------------------------------
