@@ -192,3 +192,15 @@ def test_half_the_predictions_missing_on_qasper_train10(tmp_path, capsys):
     # 25 perfect answers, 26 missing ones scored 0 -> 25/51
     assert out["answer_f1"] == pytest.approx(25 / 51)
     assert out["missing_predictions"] == 26
+
+
+def test_bad_gold_files_are_errors_naming_the_record(tmp_path, capsys):
+    repeated = {"P1": paper(qa("q1", ann(yes_no=True))), "P2": paper(qa("q1", ann(yes_no=False)))}
+    gold_path, pred_path = write_inputs(tmp_path, gold=repeated, lines=[""])
+    assert main(["qasper-eval", "--gold", str(gold_path), "--predictions", str(pred_path)]) == 1
+    assert "gold.json (record P2): question id 'q1' appears twice" in capsys.readouterr().err
+    bad_spans = {"P1": paper(qa("q1", ann(yes_no=True)))}
+    bad_spans["P1"]["qas"][0]["answers"][0]["answer"]["extractive_spans"] = "BiLSTM"
+    gold_path, pred_path = write_inputs(tmp_path, gold=bad_spans, lines=[""])
+    assert main(["qasper-eval", "--gold", str(gold_path), "--predictions", str(pred_path)]) == 1
+    assert "(record P1 question q1): `extractive_spans` must be a list of strings" in capsys.readouterr().err
