@@ -22,6 +22,7 @@ COMMANDS = {
     "compare": "compare",
     "audit": "audit",
     "report": "report",
+    "qasper-eval": "qasper_eval",  # stand-alone scorer, outside the pipeline
 }
 
 
