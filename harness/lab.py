@@ -1,7 +1,8 @@
 """The chunking lab (issue 16): every lab chunker under flat BM25 and chunk-graph retrieval on one document.
 
 Pure library code behind `harness lab`: chunk sets, rankings, assembled contexts and per-split recall.
-QES chunkers get only the training split's evidence spans. Recall uses the harness's evidence rule
+QES chunkers get only the training split's evidence spans. Graph edges for resolved cross-references
+are on for every chunker except "provisions-noref": switching resolution off also drops those edges. Recall uses the harness's evidence rule
 (metrics/qasper.py retrieved_flags) on the assembled source text: partial = some evidence string
 retrieved, complete = every one.
 """
@@ -75,7 +76,9 @@ def indexed(chunks: list[Chunk]) -> list[Chunk]:
     return [c if c.indexed_text else replace(c, indexed_text=c.text) for c in chunks]
 
 
-def rankings(doc: Document, chunks: list[Chunk], queries: Sequence[str], settings: LabSettings) -> dict[str, list[np.ndarray]]:
+def rankings(
+    doc: Document, chunks: list[Chunk], queries: Sequence[str], settings: LabSettings, graph: GraphParams
+) -> dict[str, list[np.ndarray]]:
     """mode -> one order (chunk positions, best first) per query."""
     index = BM25Retriever("lab-bm25", k1=1.2, b=0.75, tokenize=lab_tokens, tokens_label="lab").index(doc.doc_id, chunks)
     spans = [c.spans[0] for c in chunks]
@@ -83,13 +86,13 @@ def rankings(doc: Document, chunks: list[Chunk], queries: Sequence[str], setting
         [c.section_path for c in chunks],
         reference_targets(doc.text, spans, settings.ref_pattern),
         [frozenset(lab_tokens(c.text)) for c in chunks],
-        settings.graph,
+        graph,
     )
     out: dict[str, list[np.ndarray]] = {m: [] for m in MODES}
     for q in queries:
         base = index.scores(q)
         out["flat"].append(rank_by_score(base).order)
-        out["graph"].append(graph_ranking(base, w, settings.graph).order)
+        out["graph"].append(graph_ranking(base, w, graph).order)
     return out
 
 
@@ -101,7 +104,8 @@ def run_lab(doc: Document, questions: Sequence[LabQuestion], settings: LabSettin
     for name, chunker in lab_chunkers(settings).items():
         chunks = indexed(chunker(doc, training))
         mean_chars = fmean(len(c.text) for c in chunks) if chunks else 0.0
-        for mode, orders in rankings(doc, chunks, [q.question.query for q in questions], settings).items():
+        graph = settings.graph.without("xref") if name == "provisions-noref" else settings.graph
+        for mode, orders in rankings(doc, chunks, [q.question.query for q in questions], settings, graph).items():
             per_split: dict[str, list[tuple[bool, bool, int]]] = {s: [] for s in SPLITS}
             for q, gold, order in zip(questions, golds, orders):
                 picked = assemble(
