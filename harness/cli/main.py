@@ -23,6 +23,7 @@ COMMANDS = {
     "audit": "audit",
     "report": "report",
     "qasper-eval": "qasper_eval",  # stand-alone scorer, outside the pipeline
+    "lab": "lab",  # chunking lab on one document, no study directory
 }
 
 

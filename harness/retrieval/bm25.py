@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,8 +20,18 @@ from harness.tokens import words
 
 
 class BM25Index(ScopeIndex):
-    def __init__(self, scope_key: str, token_lists: Sequence[Sequence[str]], *, k1: float, b: float, epsilon: float):
+    def __init__(
+        self,
+        scope_key: str,
+        token_lists: Sequence[Sequence[str]],
+        *,
+        k1: float,
+        b: float,
+        epsilon: float,
+        tokenize: Callable[[str], list[str]] = words,
+    ):
         super().__init__(scope_key, len(token_lists))
+        self._tokenize = tokenize  # queries must be tokenised like the chunks were
         # term -> column, in order of first occurrence (the order of rank_bm25's dict); C-speed iteration
         first_seen = dict.fromkeys(itertools.chain.from_iterable(token_lists))
         self.vocabulary: dict[str, int] = {t: i for i, t in enumerate(first_seen)}
@@ -45,7 +55,7 @@ class BM25Index(ScopeIndex):
 
     def scores(self, query: str) -> np.ndarray:
         scores = np.zeros(self.n_chunks, dtype=np.float64)
-        for token in words(query):
+        for token in self._tokenize(query):
             col = self.vocabulary.get(token)
             if col is None:
                 continue
@@ -69,18 +79,35 @@ def _okapi_idf(doc_freq: np.ndarray, n_docs: int, epsilon: float) -> np.ndarray:
 
 
 class BM25Retriever(Retriever):
-    def __init__(self, name: str, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
+    def __init__(
+        self,
+        name: str,
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        tokenize: Callable[[str], list[str]] = words,
+        tokens_label: str = "lowercase [a-z0-9]+",
+    ):
         super().__init__(name)
         self.k1, self.b, self.epsilon = float(k1), float(b), float(epsilon)
+        self.tokenize, self.tokens_label = tokenize, tokens_label
 
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> BM25Index:
-        return BM25Index(scope_key, [words(c.indexed_text) for c in chunks], k1=self.k1, b=self.b, epsilon=self.epsilon)
+        return BM25Index(
+            scope_key,
+            [self.tokenize(c.indexed_text) for c in chunks],
+            k1=self.k1,
+            b=self.b,
+            epsilon=self.epsilon,
+            tokenize=self.tokenize,
+        )
 
     def describe(self) -> dict[str, Any]:
         return {
             "type": "bm25",
             "implementation": "vectorised rank_bm25.BM25Okapi",
-            "tokens": "lowercase [a-z0-9]+",
+            "tokens": self.tokens_label,
             "k1": self.k1,
             "b": self.b,
             "epsilon": self.epsilon,
