@@ -138,5 +138,5 @@ def test_bad_inputs_are_refused_by_name():
         random_merges(chunks, {"d/doc.md": 1}, seed=None)
     with pytest.raises(InputError, match="distinct"):
         random_merges_over_seeds(chunks, {"d/doc.md": 1}, [1, 1])
-    with pytest.raises(InputError, match="target must be >= 0"):
+    with pytest.raises(InputError, match="target must be an integer >= 0"):
         random_merges(chunks, {"d/doc.md": -1}, seed=1)

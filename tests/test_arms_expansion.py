@@ -31,7 +31,12 @@ def ids(*positions):
 
 
 def positions(expansion):
-    return [int(cid.split("#")[1][:4]) if cid.startswith("d/doc.md") else f"other{cid.split('#')[1][:4]}" for cid in expansion.chunk_ids]
+    """DOC's chunks by position; the other document's as "other0000"."""
+    out = []
+    for cid in expansion.chunk_ids:
+        doc_id, rest = cid.split("#")
+        out.append(int(rest[:4]) if doc_id == "d/doc.md" else f"other{rest[:4]}")
+    return out
 
 
 def test_kx_inserts_shared_key_and_related_key_links_in_document_order():
@@ -79,7 +84,11 @@ def test_budget_cuts_the_expanded_list_as_it_cuts_any_ranking():
     tokens = TokenCache(WordEncoding())
     by_id = {c.chunk_id: c for c in DOC}
     e_units = fill_budget([by_id[i] for i in ids(2, 0, 4)], 10, tokens)
-    assert [(u.rank, u.text, u.truncated) for u in e_units] == [(1, "a2 b2 c2", False), (2, "a0 b0", False), (3, "a4", False)]
+    assert [(u.rank, u.text, u.truncated) for u in e_units] == [
+        (1, "a2 b2 c2", False),
+        (2, "a0 b0", False),
+        (3, "a4", False),
+    ]
     kx = expand_ranking(ids(2, 0, 4), CHUNK_SET, "KX")  # 2, 0, 1, 3, 4, 7: 3 + 2 + 4 + 3 tokens ...
     units = fill_budget([by_id[i] for i in kx.chunk_ids], 10, tokens)
     assert [(u.rank, u.text, u.n_tokens, u.truncated) for u in units] == [

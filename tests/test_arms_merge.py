@@ -183,7 +183,8 @@ def keyed_document(draw):
     document = Document("t/doc.md", "test", text)
     chunks = header_led_chunks(document, tau_min=draw(st.integers(0, 50)), tau_max=draw(st.integers(50, 1500)))
     keys = draw(st.lists(st.sampled_from(["", "a", "b", "c"]), min_size=len(chunks), max_size=len(chunks)))
-    return document, [replace(c, generated=e_chunk(i, c.text, k).generated) for i, (c, k) in enumerate(zip(chunks, keys))]
+    fake = [e_chunk(i, c.text, k).generated for i, (c, k) in enumerate(zip(chunks, keys))]
+    return document, [replace(c, generated=g) for c, g in zip(chunks, fake)]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -214,6 +215,7 @@ def answer(*pairs):
 
 
 KEYS = ["install steps", "installation", "config", "routing"]
+CONSOLIDATED = {"install steps": "installation", "installation": "installation", "config": "config", "routing": "routing"}
 
 
 def test_keys_are_listed_in_order_of_first_use_with_counts():
@@ -224,16 +226,21 @@ def test_keys_are_listed_in_order_of_first_use_with_counts():
 
 def test_valid_mapping_remaps_and_keeps():
     parsed = parse_mapping_answer(
-        answer(("install steps", "installation"), ("installation", "installation"), ("config", "config"), ("routing", "routing"))
+        answer(
+            ("install steps", "installation"),
+            ("installation", "installation"),
+            ("config", "config"),
+            ("routing", "routing"),
+        )
     )
     result = apply_mapping(KEYS, parsed)
-    assert result.mapping == {"install steps": "installation", "installation": "installation", "config": "config", "routing": "routing"}
+    assert result.mapping == CONSOLIDATED
     assert result.outcomes == MappingOutcomes(kept=3, remapped=1)
 
 
 def test_partial_mapping_leaves_missing_keys_unchanged():
     result = apply_mapping(KEYS, parse_mapping_answer(answer(("Install Steps ", "INSTALLATION"))))
-    assert result.mapping == {"install steps": "installation", "installation": "installation", "config": "config", "routing": "routing"}
+    assert result.mapping == CONSOLIDATED
     assert result.outcomes == MappingOutcomes(remapped=1, missing=3)
 
 
@@ -262,7 +269,8 @@ def test_consolidation_then_merges_as_m():
     assert merged[0].generated["key"] == "installation"
     unmerged, nothing = consolidate_and_merge(chunks, "garbled")
     assert unmerged == merge_document(chunks) and nothing.outcomes.unparseable == 3
-    assert mapping_outcomes([consolidation.outcomes, nothing.outcomes]) == MappingOutcomes(remapped=1, missing=2, unparseable=3)
+    total = mapping_outcomes([consolidation.outcomes, nothing.outcomes])
+    assert total == MappingOutcomes(remapped=1, missing=2, unparseable=3)
 
 
 def test_mapping_is_applied_in_one_step_not_chased():
@@ -285,3 +293,9 @@ def test_share_of_merged_chunks_over_512_tokens():
     short_pair = [e_chunk(2, "tiny", "j"), e_chunk(3, "bits", "j"), e_chunk(4, "alone " * 600, "z")]
     share = long_merged_share(merge_document(long_pair + short_pair))
     assert (share.merged_chunks, share.over_limit, share.share) == (2, 1, 0.5)
+
+
+@pytest.mark.parametrize("name, value", [("tau_merge", -1), ("tau_orphan", 2.5), ("tau_merge", True)])
+def test_bad_thresholds_are_refused_by_name(name, value):
+    with pytest.raises(InputError, match=f"{name} must be a non-negative integer"):
+        merge_document(doc_chunks(["k", "k"]), **{name: value})

@@ -114,7 +114,7 @@ def merge_fragments(fragments: Sequence[Chunk], position: int) -> Chunk:
 
 
 def orphan_lines(chunks: Sequence[Chunk], i: int) -> list[str]:
-    """The context lines of keyless chunks[i]: its section path and its neighbours' summaries (empty ones left out)."""
+    """Orphan lines of keyless chunks[i]: its section path, its neighbours' summaries (empty ones left out)."""
     lines = []
     if _one_line(chunks[i].section_path):
         lines.append(f"[Section: {_one_line(chunks[i].section_path)}]")
@@ -148,6 +148,8 @@ def merge_document(
 ) -> list[Chunk]:
     """M on one document's chunks, given in document order."""
     _check_one_document(chunks)
+    check_tau("tau_merge", tau_merge)
+    check_tau("tau_orphan", tau_orphan)
     groups: dict[str, list[int]] = {}  # insertion order = order of first chunk
     units: list[Chunk | list[Chunk]] = []
     for i, chunk in enumerate(chunks):
@@ -184,10 +186,17 @@ def by_document(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
     last = None
     for chunk in chunks:
         if chunk.doc_id != last and chunk.doc_id in docs:
-            raise InputError(f"chunks of document {chunk.doc_id!r} are not contiguous; give each document's chunks together")
+            raise InputError(
+                f"chunks of document {chunk.doc_id!r} are not contiguous; give each document's chunks together"
+            )
         docs.setdefault(chunk.doc_id, []).append(chunk)
         last = chunk.doc_id
     return docs
+
+
+def check_tau(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{name} must be a non-negative integer number of characters, got {value!r}")
 
 
 def _check_one_document(chunks: Sequence[Chunk]) -> None:

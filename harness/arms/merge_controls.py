@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from harness.arms.merge import SEPARATOR, TAU_MERGE, by_document, merge_fragments
+from harness.arms.merge import SEPARATOR, TAU_MERGE, by_document, check_tau, merge_fragments
 from harness.arms.render import render_enriched
 from harness.data.model import Chunk
 from harness.errors import InputError
@@ -52,8 +52,9 @@ def merge_adjacent(
 
     Returns the chunk set (document order) and the number of merges made.
     """
-    if target < 0:
-        raise InputError(f"merge target must be >= 0, got {target}")
+    check_tau("tau_merge", tau_merge)
+    if isinstance(target, bool) or not isinstance(target, int) or target < 0:
+        raise InputError(f"merge target must be an integer >= 0, got {target!r}")
     lengths = [len(c.text) for c in chunks]
     units: list[list[int]] = [[i] for i in range(len(chunks))]
     made = 0
@@ -140,7 +141,9 @@ def similarity_merges(
     """
     embeddings = np.asarray(embeddings, dtype=np.float64)
     if embeddings.ndim != 2 or embeddings.shape[0] != len(chunks):
-        raise InputError(f"embeddings must be a 2-d array with one row per chunk ({len(chunks)}), got {embeddings.shape}")
+        raise InputError(
+            f"embeddings must be a 2-d array with one row per chunk ({len(chunks)}), got shape {embeddings.shape}"
+        )
     docs = by_document(chunks)
     _check_targets(docs, targets)
     rows: dict[str, np.ndarray] = {}
@@ -162,7 +165,8 @@ def _run(
     merges: dict[str, int] = {}
     shortfall: dict[str, int] = {}
     for doc_id, doc_chunks in docs.items():
-        merged, made = merge_adjacent(doc_chunks, targets[doc_id], chooser_for(doc_id), tau_merge=tau_merge)
+        choose = chooser_for(doc_id)
+        merged, made = merge_adjacent(doc_chunks, targets[doc_id], choose, tau_merge=tau_merge)
         out.extend(merged)
         merges[doc_id] = made
         shortfall[doc_id] = targets[doc_id] - made
