@@ -299,3 +299,14 @@ def test_share_of_merged_chunks_over_512_tokens():
 def test_bad_thresholds_are_refused_by_name(name, value):
     with pytest.raises(InputError, match=f"{name} must be a non-negative integer"):
         merge_document(doc_chunks(["k", "k"]), **{name: value})
+
+
+def test_the_frozen_consolidation_prompt_takes_the_key_list():
+    from pathlib import Path
+
+    from harness.llm.prompts import PromptTemplate
+
+    template = PromptTemplate.load(Path(__file__).resolve().parents[1] / "prompts", "consolidate_keys.txt")
+    assert template.placeholders == ("key_list",)
+    prompt = template.render({"key_list": key_list_text([("install steps", 2), ("installation", 1)])})
+    assert "- install steps (2 chunks)\n- installation (1 chunk)" in prompt
