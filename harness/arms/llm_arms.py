@@ -17,11 +17,12 @@ from typing import Any, Mapping, Sequence
 
 from harness.arms.contextual import contextualise_document
 from harness.arms.enrich import PF_FIELDS, DocumentOutcome, enrich_document, pf_document
+from harness.arms.model_limits import effective_model_config
 from harness.arms.render import render
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.llm.cache import GenerationCache
-from harness.llm.ledger import SpendLedger
+from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import Cancelled, LlmSession
@@ -104,6 +105,7 @@ def build_llm_arm(
     progress: bool = True,
     fresh: bool | None = None,
     replay: bool | None = None,
+    dataset: str | None = None,
 ) -> LlmArmResult:
     """Build one LLM arm. `fresh` (default: env FRESH=1) ignores cached answers; `replay` (default:
     env REPLAY=1) answers only from the cache, for audits without the model."""
@@ -115,7 +117,8 @@ def build_llm_arm(
         raise HarnessError(
             f"arm {arm_name}: model {model_name!r} is not defined under `models:` in {study.config_path}"
         )
-    model_cfg = study.models[model_name]
+    # the arm's own limits for this dataset (model_options) on top of the model's options
+    model_cfg = effective_model_config(arm_name, arm_cfg, study.models[model_name], dataset, study.datasets)
     llm_cfg = study.config.get("llm") or {}
     workers = int(llm_cfg.get("workers", 1))
     if workers < 1:
@@ -134,7 +137,9 @@ def build_llm_arm(
 
     with GenerationCache(generations_path(study, model_name), fresh=fresh) as cache:
         backend = make_backend(model_cfg, replay_from=cache if replay else None)
-        ledger = SpendLedger(arm_name, None if cap is None else float(cap))
+        # the cap is study-wide: what every arm has paid so far counts against it
+        spent_before = study_spend_usd(generations_path(study, model_name).parent)
+        ledger = SpendLedger(arm_name, None if cap is None else float(cap), spent_before_usd=spent_before)
         retry = {"temperature": float(model_cfg["retry_temperature"])} if "retry_temperature" in model_cfg else None
         session = LlmSession(backend, cache, ledger, retry_options=retry)
         if backend.serial:
