@@ -83,7 +83,7 @@ def test_record_holds_every_listed_input(study):
     assert all(k == 60 for k in record["retrieval"]["rrf_k"].values()) and record["retrieval"]["rrf_k"]
     assert set(record["registration"]) == {"plan", "0001-first"}
     assert record["registration"]["0001-first"]["registered_at"] == "2025-02-01T00:00:00Z"
-    assert set(record["plan_prose"]) == {"plan/PLAN.md"}
+    assert set(record["plan_prose"]) == {"plan/PLAN.md", "amendments/0001-first.md"}
     assert record["selection"]["sha256"] == hashlib.sha256(study.selection_path.read_bytes()).hexdigest()
     assert record["packages"]["numpy"] is not None
     assert set(record["model_digests"]) == set(study.models)

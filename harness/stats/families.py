@@ -16,7 +16,7 @@ import pandas as pd
 from harness import __version__
 from harness.stats.contrast import ResultTable, as_results, compare, missing_for
 from harness.stats.holm import holm
-from harness.stats.plan import CI95_MARGIN, TOST, FamilyPlan, Plan, TestPlan, derive_seed
+from harness.stats.plan import CI95_MARGIN, TOST, Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
 from harness.stats.subsets import select_questions
 from harness.stats.verdicts import MISSING, ci_margin_verdict, tost_verdict, two_sided_verdict
 
@@ -56,12 +56,13 @@ def family_settings(plan: Plan, family: FamilyPlan) -> dict:
 
 def run_family(
     plan: Plan, family: FamilyPlan, table: pd.DataFrame | ResultTable, *,
-    judges_passed: Mapping[str, bool] | None = None,
+    judge_rates: Mapping[str, Mapping[str, float]] | None = None,
 ) -> FamilyResult:
     """Every test of the family that has results; a test without them is a row with verdict `missing`
     (Holm still counts it, as p = 1, so the registered family size holds). A family none of whose tests
-    has results is not run. `judges_passed` says, per judge name, whether it passed its acceptance
-    controls; a test that needs an unpassed (or unknown) judge is reported as exploratory."""
+    has results is not run. `judge_rates` gives, per judge name, its measured acceptance-control rates
+    (`positive`: on the accepted answer, `negative`: on another question's answer); a test whose judge
+    misses a registered threshold, or has no recorded rates, is reported as exploratory."""
     settings = family_settings(plan, family)
     table = as_results(table)
     contrasts, missing = [], []
@@ -83,15 +84,15 @@ def run_family(
     missing = sorted(set(missing))
     if all(c is None for _, c, _ in contrasts):
         return FamilyResult(family, settings, NOT_RUN, tuple(missing), ())
-    rows = _decide(plan, family, contrasts, judges_passed or {})
+    rows = _decide(plan, family, contrasts, judge_rates or {})
     return FamilyResult(family, settings, RAN, tuple(missing), tuple(rows))
 
 
 def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
-             judges_passed: Mapping[str, bool] | None = None) -> list[FamilyResult]:
+             judge_rates: Mapping[str, Mapping[str, float]] | None = None) -> list[FamilyResult]:
     families = plan.families if not only else [plan.family(f) for f in only]
     results = as_results(table)
-    return [run_family(plan, fam, results, judges_passed=judges_passed) for fam in families]
+    return [run_family(plan, fam, results, judge_rates=judge_rates) for fam in families]
 
 
 def _decisive_p(test: TestPlan, contrast: dict | None) -> float:
@@ -101,7 +102,7 @@ def _decisive_p(test: TestPlan, contrast: dict | None) -> float:
     return contrast["p_tost"] if test.rule == TOST else contrast["p_signflip"]
 
 
-def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judges_passed: Mapping[str, bool]) -> list[dict]:
+def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates: Mapping[str, Mapping[str, float]]) -> list[dict]:
     """Holm over each row's decisive p (p_tost for TOST rows, sign-flip p for two-sided rows), then verdicts.
 
     TOST rows also get the Holm-adjusted sign-flip p over the family's sign-flip p's: the verdict does not
@@ -115,7 +116,7 @@ def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judges_passe
     for i, (test, c, lacking) in enumerate(contrasts):
         base = {"test": test.id, "rule": test.rule, "dataset": test.dataset, "a": test.a, "b": test.b,
                 "retriever": test.retriever, "metric": test.metric, "margin": test.margin,
-                "tier": _tier(family, test, judges_passed), "source": test.source}
+                "tier": _tier(family, test, judge_rates), "source": test.source}
         if c is None:
             rows.append(base | {"verdict": MISSING, "missing": list(lacking),
                                 "subset": None if test.subset is None else test.subset.to_json()})
@@ -141,16 +142,27 @@ def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judges_passe
         row["verdict"] = verdict.label
         row["small_difference_within_margin"] = verdict.small_difference_within_margin
         if test.acceptance is not None:
+            rates = judge_rates.get(test.acceptance.judge)
             row["acceptance"] = {"judge": test.acceptance.judge, "positive_min": test.acceptance.positive_min,
                                  "negative_max": test.acceptance.negative_max,
-                                 "passed": judges_passed.get(test.acceptance.judge)}
+                                 "positive": None if rates is None else rates.get("positive"),
+                                 "negative": None if rates is None else rates.get("negative"),
+                                 "passed": judge_passed(test.acceptance, rates)}
         rows.append(row)
     return rows
 
 
-def _tier(family: FamilyPlan, test: TestPlan, judges_passed: Mapping[str, bool]) -> str:
+def judge_passed(acceptance: Acceptance, rates: Mapping[str, float] | None) -> bool:
+    """Both controls met: at least positive_min on the accepted answer, at most negative_max on another
+    question's answer. No recorded rates means not passed."""
+    if rates is None or rates.get("positive") is None or rates.get("negative") is None:
+        return False
+    return rates["positive"] >= acceptance.positive_min and rates["negative"] <= acceptance.negative_max
+
+
+def _tier(family: FamilyPlan, test: TestPlan, judge_rates: Mapping[str, Mapping[str, float]]) -> str:
     """A judged outcome keeps its family's tier only once its judge passed the acceptance controls."""
-    if test.acceptance is not None and judges_passed.get(test.acceptance.judge) is not True:
+    if test.acceptance is not None and not judge_passed(test.acceptance, judge_rates.get(test.acceptance.judge)):
         return "exploratory"
     return family.tier
 
