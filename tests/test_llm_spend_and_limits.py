@@ -119,3 +119,44 @@ def test_built_arm_uses_its_dataset_limits(tmp_path):
         on_papers = build_llm_arm(study, "CR", arm, docs, chunks, progress=False, dataset="papers")
     options = on_papers.manifest["backend"]["options"]
     assert (options["num_ctx"], options["num_predict"]) == (8192, 120)
+
+
+class Billed:
+    """Wrap a backend so every call costs `cost` (the fake Ollama server itself is free)."""
+
+    def __init__(self, inner, cost: float):
+        self._inner, self.cost = inner, cost
+        self.billed = True
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def estimate_cost_usd(self, messages, options) -> float:
+        return self.cost
+
+    def complete(self, *args, **kw):
+        from dataclasses import replace
+
+        return replace(self._inner.complete(*args, **kw), cost_usd=self.cost)
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_arm_allowed_to_fall_short_keeps_completed_documents(tmp_path, monkeypatch, allow):
+    import harness.arms.llm_arms as llm_arms
+
+    real = llm_arms.make_backend
+    monkeypatch.setattr(llm_arms, "make_backend", lambda cfg, replay_from=None: Billed(real(cfg), 0.25))
+    docs, chunks = small_corpus(n_docs=3, n_chunks=2)  # two calls per document; the cap pays for four
+    with FakeOllama() as fake:
+        model = {"backend": "ollama", "name": "fake", "host": fake.host, "seed": 0, "num_ctx": 4096, "num_predict": 256}
+        arm = {"kind": "E", "model": "m", "allow_shortfall": allow}
+        study = make_study(tmp_path, {"m": model}, {"E": arm}, llm={"workers": 1, "retry_seeds": [1], "spend_cap_usd": 1.0})
+        if not allow:
+            with pytest.raises(SpendCapReached):
+                build_llm_arm(study, "E", arm, docs, chunks, progress=False)
+            return
+        result = build_llm_arm(study, "E", arm, docs, chunks, progress=False)
+    short = result.manifest["shortfall"]
+    assert (short["planned_documents"], short["completed_documents"]) == (3, 2)
+    assert short["missing_document_ids"] == [docs[2].doc_id] and "spend cap" in short["stopped_by"]
+    assert {c.doc_id for c in result.chunks} == {docs[0].doc_id, docs[1].doc_id}

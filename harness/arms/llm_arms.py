@@ -1,5 +1,9 @@
 """Entry point for the paid arms (E, E-K, CR, PF and their re-pointed twins such as Es, CRs).
 
+An arm with `allow_shortfall: true` (the scaling arm on a seeded sample, run on a limited quota) that
+reaches the spend cap keeps the documents that completed and records the shortfall in its manifest;
+the plan's subset with `allow_shortfall` then restricts its contrasts to the completed clusters.
+
 Documents run concurrently (llm.workers; one at a time for an in-process backend, Backend.serial), each
 document's chunks in order. The first stopping error
 (model missing, auth, server gone, spend cap, replay miss) stops every worker before its next fresh
@@ -22,6 +26,7 @@ from harness.arms.render import render
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.llm.cache import GenerationCache
+from harness.llm.base import SpendCapReached
 from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
@@ -144,8 +149,16 @@ def build_llm_arm(
         session = LlmSession(backend, cache, ledger, retry_options=retry)
         if backend.serial:
             workers = 1
-        outcomes = _run_documents(session, kind, templates, selected, header_chunks, seeds, workers, progress)
+        outcomes, stopped_by = _run_documents(session, kind, templates, selected, header_chunks, seeds, workers,
+                                              progress, allow_shortfall=bool(arm_cfg.get("allow_shortfall")))
         identity = session.identity
+    shortfall = None
+    if stopped_by is not None:  # only with allow_shortfall: keep the documents that completed, name the rest
+        planned = selected
+        selected = [d for d in planned if d.doc_id in outcomes]
+        shortfall = {"planned_documents": len(planned), "completed_documents": len(selected),
+                     "missing_document_ids": [d.doc_id for d in planned if d.doc_id not in outcomes],
+                     "stopped_by": stopped_by}
 
     chunks: list[Chunk] = []
     for doc in selected:
@@ -153,6 +166,8 @@ def build_llm_arm(
             chunks.append(render(kind, replace(chunk, generated=generated)))
     manifest = _manifest(arm_name, kind, model_name, identity, templates, selected, documents, outcomes, ledger, cache,
                          workers=workers)
+    if shortfall is not None:
+        manifest["shortfall"] = shortfall
     return LlmArmResult(chunks, manifest)
 
 
@@ -165,7 +180,11 @@ def _run_documents(
     seeds: Sequence[int],
     workers: int,
     progress: bool,
-) -> dict[str, DocumentOutcome]:
+    *,
+    allow_shortfall: bool = False,
+) -> tuple[dict[str, DocumentOutcome], str | None]:
+    """Outcomes per document, and (only when `allow_shortfall`) the spend-cap message that stopped the run
+    early; the completed documents are then kept. Any other error, or a cap without allow_shortfall, raises."""
     def one(doc: Document) -> DocumentOutcome:
         chunks = header_chunks[doc.doc_id]
         if kind == "CR":
@@ -195,8 +214,10 @@ def _run_documents(
     if bar is not None:
         bar.close()
     if first_error is not None:
+        if allow_shortfall and isinstance(first_error, SpendCapReached):
+            return outcomes, str(first_error)
         raise first_error
-    return outcomes
+    return outcomes, None
 
 
 def _manifest(
