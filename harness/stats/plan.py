@@ -365,12 +365,12 @@ def _add_test(doc: _Doc, key: str, raw, fam_id: str, source: str, state: _State)
     margin = None
     if rule in MARGIN_RULES:
         if "margin" not in raw:
-            test.fail(f"{key}.margin", f"required for a {rule} test")
+            test.fail(f"{key}.margin", f"required for a {'TOST' if rule == TOST else rule} test")
         margin = doc.number(raw["margin"], f"{key}.margin")
         if margin <= 0:
             test.fail(f"{key}.margin", f"must be positive; got {margin}")
     elif "margin" in raw:
-        test.fail(f"{key}.margin", f"only TOST and {CI95_MARGIN} tests take a margin")
+        test.fail(f"{key}.margin", f"only TOST tests (and {CI95_MARGIN} tests) take a margin")
     subset = _subset(test, f"{key}.subset", raw["subset"], state.datasets[dataset]) if "subset" in raw else None
     acceptance = _acceptance(test, f"{key}.acceptance", raw["acceptance"]) if "acceptance" in raw else None
     state.test_ids.add(test_id)
