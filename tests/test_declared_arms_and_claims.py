@@ -45,3 +45,24 @@ def test_an_admitted_post_outcome_amendment_is_labelled_so_without_outcomes(stud
     assert entries["0001-first"].label == "pre-outcome"  # no outcomes here, and it claims none
     assert entries["0002-late"].label == "post-outcome"  # its authors had seen outcomes
     assert not entries["0002-late"].claim_contradicted
+
+
+def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
+    from types import SimpleNamespace
+
+    from harness.metrics.grid import Scope, score_cell
+    from harness.metrics.registry import ScoringCache
+    from metrics_support import question
+
+    outside = Scope("doc-b", [], [question("alpha beta gamma delta epsilon", qid="q2")])
+    dataset = SimpleNamespace(name="papers", metric_set="qasper")
+    context = SimpleNamespace(get=lambda name: None)  # no scope with chunks: the retriever is never asked
+
+    def score(arm_cfg):
+        study = SimpleNamespace(arms={"A": arm_cfg}, run_path=lambda *parts: tmp_path / "A.run")
+        return score_cell(study, dataset, "A", "bm25", [outside], context, ScoringCache(), (512,), run_depth=10)
+
+    rows, counts = score({"kind": "PF", "documents": 1, "seed": 1})
+    assert rows == [] and counts["questions_outside_arm"] == 1 and counts["questions"] == 0
+    rows, counts = score({"kind": "S"})  # an arm over every document: an empty scope is a scored zero
+    assert counts["questions_empty_scope"] == 1 and rows and all(r.value == 0 for r in rows if r.metric == "rec@512t")
