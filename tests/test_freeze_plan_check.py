@@ -49,7 +49,12 @@ def _unknown_stratum(plan):
     plan["families"][1]["tests"][2]["subset"] = {"strata": ["symfony"]}
 
 
+def _arm_not_built_for_the_dataset(plan):
+    plan["families"][1]["tests"][2].update(a="E", b="S+T")  # H3-F512c-docs; the demo builds E on papers only
+
+
 CASES = [
+    (_arm_not_built_for_the_dataset, r"test 'H3-F512c-docs' \(family H3\): a: arm 'E' is built for datasets papers only, not 'docs'"),
     (_unknown_arm, r"plan\.yaml: test 'H1-papers' \(family primary\): b: unknown arm 'Z' .*configs/study\.yaml defines it nowhere"),
     (_unknown_retriever, r"plan\.yaml: test 'H1-papers' \(family primary\): unknown retriever 'splade'"),
     (_unknown_metric, r"plan\.yaml: test 'H1-papers' \(family primary\): unknown metric 'rec@2048t' for dataset 'papers'"),
