@@ -7,10 +7,12 @@ configs/study.yaml sections (each stage reads its own):
     tokenizer: cl100k_base
     chunking:            # tau_min, tau_max, f512c_chars, f256t_tokens, f256t_stride, p_pack_chars
     models:              # name -> {backend, name, ...options}
-    arms:                # arm name -> {kind: <registered arm>, model: <model name>, ...}
+    arms:                # arm name -> {kind: <registered or declared-only arm kind>, model: <model name>,
+                         #   model_options (per-arm, per-dataset model limits), datasets, documents + seed
+                         #   (a seeded sample), allow_shortfall, ...}
     retrievers:          # name -> {type: bm25|dense|rrf|rerank, ...}
     budgets:             # metric_set -> [token budgets]
-    llm:                 # workers, retry_seeds, spend_cap_usd
+    llm:                 # workers, retry_seeds, spend_cap_usd (a study-wide total over every arm)
 """
 
 from __future__ import annotations

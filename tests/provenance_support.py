@@ -33,11 +33,21 @@ SYNTHETIC_CONFIG = {
     "llm": {"workers": 2, "retry_seeds": [1, 2, 3], "spend_cap_usd": 0.0},
 }
 
-PLAN = {
-    "registered_at": "2025-01-10T09:00:00Z",  # plan.yaml names its time so; amendments say created_at
+PLAN_TIME = "2025-01-10T09:00:00Z"  # plan.yaml names its time so; amendments say created_at
+AMENDMENT = {  # a valid amendment the demo config can satisfy (freeze validates the plan against it)
+    "id": "0001",
+    "created_at": "2025-02-01T00:00:00Z",
     "before_outcomes": True,
-    "families": {"primary": {"tests": []}},
+    "reason": "adds an arm",
+    "adds": {"arms": ["E-K"]},
 }
+
+
+def registered_plan() -> dict:
+    """The demo's plan (valid against the demo config) with this fixture's registration time."""
+    plan = yaml.safe_load((DEMO / "plan" / "plan.yaml").read_text(encoding="utf-8"))
+    plan["registered_at"] = PLAN_TIME
+    return plan
 
 
 def make_study(root: Path) -> Path:
@@ -56,12 +66,10 @@ def make_study(root: Path) -> Path:
         (root / "prompts").mkdir()
         (root / "prompts" / "enrich.txt").write_text("Describe this chunk as JSON.\n{chunk}\n", encoding="utf-8")
         (root / "prompts" / "contextual.txt").write_text("Situate the chunk.\n{document}\n{chunk}\n", encoding="utf-8")
-    write_yaml(root / "plan" / "plan.yaml", PLAN)
+    write_yaml(root / "plan" / "plan.yaml", registered_plan())
     (root / "plan" / "PLAN.md").write_text("# Plan\n\nWhat we test and why.\n", encoding="utf-8")
-    write_yaml(
-        root / "amendments" / "0001-first.yaml",
-        {"created_at": "2025-02-01T00:00:00Z", "before_outcomes": True, "reason": "adds a family"},
-    )
+    write_yaml(root / "amendments" / "0001-first.yaml", AMENDMENT)
+    (root / "amendments" / "0001-first.md").write_text("# Amendment 0001\n\nAdds E-K.\n", encoding="utf-8")
     (root / "selection").mkdir()
     if (DEMO / "data").is_dir():  # the freeze loads every dataset, so it needs the data and its selection
         shutil.copytree(DEMO / "data", root / "data")

@@ -84,8 +84,9 @@ def test_record_holds_every_listed_input(study):
     assert all(k == 60 for k in record["retrieval"]["rrf_k"].values()) and record["retrieval"]["rrf_k"]
     assert set(record["registration"]) == {"plan", "0001-first"}
     assert record["registration"]["0001-first"]["registered_at"] == "2025-02-01T00:00:00Z"
-    assert {p for p in files if p.startswith(("plan/", "amendments/"))} == {
-        "plan/PLAN.md", "plan/plan.yaml", "amendments/0001-first.yaml"}
+    plan_files = {p for p in files if p.startswith(("plan/", "amendments/"))}
+    assert plan_files == {str(p.relative_to(study.root)) for p in [*study.root.glob("plan/*"), *study.root.glob("amendments/*")]}
+    assert {"plan/PLAN.md", "plan/plan.yaml", "amendments/0001-first.yaml"} <= plan_files
     assert {"configs/study.yaml", "selection/selection.json", "data/docs/docs/ledger/accounts.md",
             "data/docs/documents.jsonl", "data/papers/questions.jsonl"} <= set(files)
     assert set(record["dataset_content"]) == set(study.datasets)

@@ -12,7 +12,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from harness.arms.kinds import DECLARED_ONLY_KINDS, is_declared_only
 from harness.arms.llm_arms import LLM_KINDS, build_llm_arm
+from harness.arms.model_limits import effective_model_config
 from harness.arms.render import LLM_FREE_ARMS
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
@@ -32,6 +34,11 @@ def arm_kind(study: Study, arm: str) -> str:
     if not isinstance(cfg, dict) or "kind" not in cfg:
         raise HarnessError(f"{study.config_path}: arm `{arm}` needs a mapping with `kind:`")
     kind = cfg["kind"]
+    if kind in DECLARED_ONLY_KINDS:
+        raise HarnessError(
+            f"{study.config_path}: arm `{arm}` has kind {kind!r} ({DECLARED_ONLY_KINDS[kind]}), which is declared "
+            "for the plan but cannot be built by this harness yet"
+        )
     if kind not in LLM_FREE_ARMS and kind not in LLM_KINDS:
         known = ", ".join(list(LLM_FREE_ARMS) + list(LLM_KINDS))
         raise HarnessError(
@@ -49,10 +56,18 @@ def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
         "arm_config": cfg,
         "chunking": study.chunking,
         "tokenizer": study.config.get("tokenizer", "cl100k_base"),
-        "model": study.models.get(cfg.get("model")) if cfg.get("model") else None,
+        "model": _model_record(study, dataset.name, arm, cfg),
         "documents": [[d.doc_id, sha256_text(d.text)] for d in dataset.documents],
     }
     return sha256_text(canonical_json(record))
+
+
+def _model_record(study: Study, dataset: str, arm: str, cfg: dict) -> dict | None:
+    """The model options an arm is built with on this dataset (its model_options applied)."""
+    model = study.models.get(cfg.get("model")) if cfg.get("model") else None
+    if model is None:
+        return None
+    return effective_model_config(arm, cfg, model, dataset, study.datasets)
 
 
 def _token_lengths(chunks: Sequence[Chunk]) -> list[int]:
@@ -151,7 +166,8 @@ def build_dataset_arms(
                 log(f"{dataset.name}/{arm}: up to date ({old['chunk_set']['chunks']} chunks)")
                 continue
         if kind in LLM_KINDS:
-            result = build_llm_arm(study, arm, study.arms[arm], dataset.documents, header(), progress=progress)
+            result = build_llm_arm(study, arm, study.arms[arm], dataset.documents, header(), progress=progress,
+                                   dataset=dataset.name)
             chunks, extra = result.chunks, {"llm": result.manifest}
         else:
             chunks, extra = _llm_free(study, kind, dataset.documents, header)
@@ -180,7 +196,13 @@ def build_arms(
     frozen_hash: str | None, progress: bool = True, log: Callable[[str], None] = print,
 ) -> list[ArmBuild]:
     names = list(datasets or study.datasets)
-    arm_names = list(arms or study.arms)
+    if arms:
+        arm_names = list(arms)
+    else:  # every buildable arm; declared-only arms wait for their builders
+        arm_names = [a for a, cfg in study.arms.items() if not is_declared_only(cfg)]
+        skipped = [a for a in study.arms if a not in arm_names]
+        if skipped:
+            log(f"not built (declared for the plan, no builder yet): {', '.join(skipped)}")
     for a in arm_names:
         arm_kind(study, a)  # fail on an unknown arm before any work
     selection = read_selection(study)

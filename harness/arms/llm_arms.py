@@ -1,5 +1,9 @@
 """Entry point for the paid arms (E, E-K, CR, PF and their re-pointed twins such as Es, CRs).
 
+An arm with `allow_shortfall: true` (the scaling arm on a seeded sample, run on a limited quota) that
+reaches the spend cap keeps the documents that completed and records the shortfall in its manifest;
+the plan's subset with `allow_shortfall` then restricts its contrasts to the completed clusters.
+
 Documents run concurrently (llm.workers; one at a time for an in-process backend, Backend.serial), each
 document's chunks in order. The first stopping error
 (model missing, auth, server gone, spend cap, replay miss) stops every worker before its next fresh
@@ -17,11 +21,13 @@ from typing import Any, Mapping, Sequence
 
 from harness.arms.contextual import contextualise_document
 from harness.arms.enrich import PF_FIELDS, DocumentOutcome, enrich_document, pf_document
+from harness.arms.model_limits import effective_model_config
 from harness.arms.render import render
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.llm.cache import GenerationCache
-from harness.llm.ledger import SpendLedger
+from harness.llm.base import SpendCapReached
+from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import Cancelled, LlmSession
@@ -104,6 +110,7 @@ def build_llm_arm(
     progress: bool = True,
     fresh: bool | None = None,
     replay: bool | None = None,
+    dataset: str | None = None,
 ) -> LlmArmResult:
     """Build one LLM arm. `fresh` (default: env FRESH=1) ignores cached answers; `replay` (default:
     env REPLAY=1) answers only from the cache, for audits without the model."""
@@ -115,7 +122,8 @@ def build_llm_arm(
         raise HarnessError(
             f"arm {arm_name}: model {model_name!r} is not defined under `models:` in {study.config_path}"
         )
-    model_cfg = study.models[model_name]
+    # the arm's own limits for this dataset (model_options) on top of the model's options
+    model_cfg = effective_model_config(arm_name, arm_cfg, study.models[model_name], dataset, study.datasets)
     llm_cfg = study.config.get("llm") or {}
     workers = int(llm_cfg.get("workers", 1))
     if workers < 1:
@@ -134,13 +142,23 @@ def build_llm_arm(
 
     with GenerationCache(generations_path(study, model_name), fresh=fresh) as cache:
         backend = make_backend(model_cfg, replay_from=cache if replay else None)
-        ledger = SpendLedger(arm_name, None if cap is None else float(cap))
+        # the cap is study-wide: what every arm has paid so far counts against it
+        spent_before = study_spend_usd(generations_path(study, model_name).parent)
+        ledger = SpendLedger(arm_name, None if cap is None else float(cap), spent_before_usd=spent_before)
         retry = {"temperature": float(model_cfg["retry_temperature"])} if "retry_temperature" in model_cfg else None
         session = LlmSession(backend, cache, ledger, retry_options=retry)
         if backend.serial:
             workers = 1
-        outcomes = _run_documents(session, kind, templates, selected, header_chunks, seeds, workers, progress)
+        outcomes, stopped_by = _run_documents(session, kind, templates, selected, header_chunks, seeds, workers,
+                                              progress, allow_shortfall=bool(arm_cfg.get("allow_shortfall")))
         identity = session.identity
+    shortfall = None
+    if stopped_by is not None:  # only with allow_shortfall: keep the documents that completed, name the rest
+        planned = selected
+        selected = [d for d in planned if d.doc_id in outcomes]
+        shortfall = {"planned_documents": len(planned), "completed_documents": len(selected),
+                     "missing_document_ids": [d.doc_id for d in planned if d.doc_id not in outcomes],
+                     "stopped_by": stopped_by}
 
     chunks: list[Chunk] = []
     for doc in selected:
@@ -148,6 +166,8 @@ def build_llm_arm(
             chunks.append(render(kind, replace(chunk, generated=generated)))
     manifest = _manifest(arm_name, kind, model_name, identity, templates, selected, documents, outcomes, ledger, cache,
                          workers=workers)
+    if shortfall is not None:
+        manifest["shortfall"] = shortfall
     return LlmArmResult(chunks, manifest)
 
 
@@ -160,7 +180,11 @@ def _run_documents(
     seeds: Sequence[int],
     workers: int,
     progress: bool,
-) -> dict[str, DocumentOutcome]:
+    *,
+    allow_shortfall: bool = False,
+) -> tuple[dict[str, DocumentOutcome], str | None]:
+    """Outcomes per document, and (only when `allow_shortfall`) the spend-cap message that stopped the run
+    early; the completed documents are then kept. Any other error, or a cap without allow_shortfall, raises."""
     def one(doc: Document) -> DocumentOutcome:
         chunks = header_chunks[doc.doc_id]
         if kind == "CR":
@@ -190,8 +214,10 @@ def _run_documents(
     if bar is not None:
         bar.close()
     if first_error is not None:
+        if allow_shortfall and isinstance(first_error, SpendCapReached):
+            return outcomes, str(first_error)
         raise first_error
-    return outcomes
+    return outcomes, None
 
 
 def _manifest(

@@ -26,7 +26,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from harness.stats.families import RowCheck, check_family, run_plan
-    from harness.stats.io import load_per_question
+    from harness.stats.io import load_judge_rates, load_per_question
     from harness.stats.plan import load_study_plan
 
     study = Study.at(args.study)
@@ -48,7 +48,7 @@ def run(args) -> int:
     plan = load_study_plan(study)
     table = load_per_question(study)
     planned = set()
-    for result in run_plan(plan, table):
+    for result in run_plan(plan, table, judge_rates=load_judge_rates(study)):
         fam = result.to_json() | {"frozen_config_hash": scored_under}
         planned.add(fam["family"])
         path = study.stats_dir / f"{fam['family']}.json"

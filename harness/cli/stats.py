@@ -29,7 +29,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from harness.stats.families import run_plan
     from harness.provenance.interim import require_outcomes_allowed
-    from harness.stats.io import load_per_question, results_frozen_hash, write_outputs
+    from harness.stats.io import load_judge_rates, load_per_question, results_frozen_hash, write_outputs
     from harness.stats.plan import load_study_plan
 
     study = Study.at(args.study)
@@ -38,7 +38,8 @@ def run(args) -> int:
     deviation = require_outcomes_allowed(study, command="stats", deviation_reason=args.deviation)
     table = load_per_question(study)
     stamp = {"frozen_config_hash": frozen} | ({"deviation": args.deviation} if deviation else {})
-    results = [r.to_json() | stamp for r in run_plan(plan, table, only=args.family)]
+    results = [r.to_json() | stamp
+               for r in run_plan(plan, table, only=args.family, judge_rates=load_judge_rates(study))]
     write_outputs(study.stats_dir, results)
     for fam in results:
         if fam["status"] == "ran":

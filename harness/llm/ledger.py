@@ -1,13 +1,20 @@
-"""Spend ledger per arm: what generating the arm cost, and a hard cap checked before every call.
+"""Spend ledger per arm: what generating the arm cost, and the study-wide hard cap checked before every call.
 
 Costs are counted from cache records, so a cache-warm rebuild reports the same generation cost as
 the run that paid for it; `fresh_calls` / `cache_hits` say what this run actually did.
+
+The cap (`llm.spend_cap_usd`) is a total for the whole study, not per arm: every paid call is a line in
+one of the study's generation caches, so what the study has spent before an arm starts is the sum over
+those lines (`study_spend_usd`), and the arm's ledger refuses a call that would take that sum plus its own
+fresh spend past the cap. A cache hit costs nothing new.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.llm.base import SpendCapReached
 from harness.llm.cache import CacheRecord
@@ -38,29 +45,53 @@ class LedgerTotals:
         }
 
 
-class SpendLedger:
-    """`cap_usd` None means no cap. Thread-safe: estimates are reserved so parallel calls cannot overshoot."""
+def study_spend_usd(generations_dir: str | Path) -> float:
+    """Everything the study has paid so far: the sum of `cost_usd` over every line of every generation
+    cache (*.jsonl) in the folder. A torn or unreadable line is skipped (it recorded no finished call)."""
+    total = 0.0
+    folder = Path(generations_dir)
+    if not folder.is_dir():
+        return total
+    for path in sorted(folder.glob("*.jsonl")):
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    total += float(json.loads(line).get("cost_usd") or 0.0)
+                except (ValueError, AttributeError):
+                    continue
+    return total
 
-    def __init__(self, arm: str, cap_usd: float | None):
+
+class SpendLedger:
+    """`cap_usd` None means no cap; it is the study-wide cap, and `spent_before_usd` what the study had
+    spent before this ledger started (study_spend_usd). Thread-safe: estimates are reserved so parallel
+    calls cannot overshoot."""
+
+    def __init__(self, arm: str, cap_usd: float | None, *, spent_before_usd: float = 0.0):
         if cap_usd is not None and cap_usd < 0:
             raise ValueError(f"spend cap for arm {arm!r} must be >= 0, got {cap_usd}")
+        if spent_before_usd < 0:
+            raise ValueError(f"spend before arm {arm!r} must be >= 0, got {spent_before_usd}")
         self.arm = arm
         self.cap_usd = cap_usd
+        self.spent_before_usd = spent_before_usd
         self._lock = threading.Lock()
         self._reserved = 0.0
         self._calls = self._fresh = self._hits = self._tok_in = self._tok_out = 0
-        self._wall = self._cost = 0.0
+        self._wall = self._cost = self._fresh_cost = 0.0
 
     def reserve(self, estimate_usd: float, *, billed: bool) -> float:
-        """Before a call: refuse it if it could take the spend past the cap; else hold its estimate."""
+        """Before a call: refuse it if it could take the study's spend past the cap; else hold its estimate."""
         with self._lock:
             if billed and self.cap_usd is not None:
-                committed = self._cost + self._reserved
+                spent = self.spent_before_usd + self._fresh_cost
+                committed = spent + self._reserved
                 if committed >= self.cap_usd or committed + estimate_usd > self.cap_usd:
                     raise SpendCapReached(
-                        f"arm {self.arm}: spend cap ${self.cap_usd:.4f} reached (spent ${self._cost:.4f}, "
-                        f"next call up to ${estimate_usd:.4f}); raise llm.spend_cap_usd in configs/study.yaml "
-                        "to continue; completed calls are cached and will not be paid again"
+                        f"arm {self.arm}: spend cap ${self.cap_usd:.4f} reached (spent ${spent:.4f} study-wide, "
+                        f"${self.spent_before_usd:.4f} of it before this arm; next call up to "
+                        f"${estimate_usd:.4f}); the cap is a total over all arms: raise llm.spend_cap_usd in "
+                        "configs/study.yaml to continue; completed calls are cached and will not be paid again"
                     )
             self._reserved += estimate_usd
             return estimate_usd
@@ -78,6 +109,8 @@ class SpendLedger:
             self._tok_out += record.completion_tokens
             self._wall += record.wall_s
             self._cost += record.cost_usd
+            if fresh:
+                self._fresh_cost += record.cost_usd
 
     @property
     def spent_usd(self) -> float:

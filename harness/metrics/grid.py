@@ -80,11 +80,17 @@ def score_cell(
     retriever = context.get(retriever_name)
     tag = f"{arm}__{retriever_name}"
     run_rows, rows = [], []
-    counts = {"questions": 0, "questions_empty_scope": 0}
+    counts = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
+    # an arm built on a sample of documents (`documents: N`) has no results, not zeros, for questions on
+    # the other documents; the plan's subset pairs it on its sample (and names any shortfall)
+    sampled_arm = study.arms.get(arm, {}).get("documents") not in (None, "all")
     for scope in scoped:
         ids = [c.chunk_id for c in scope.chunks]
         if scope.chunks:
             rankings = retriever.index(scope.key, scope.chunks).search_many([q.query for q in scope.questions])
+        elif sampled_arm:
+            counts["questions_outside_arm"] += len(scope.questions)
+            continue
         for i, q in enumerate(scope.questions):
             counts["questions"] += 1
             if not scope.chunks:

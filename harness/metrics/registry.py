@@ -60,6 +60,19 @@ METRIC_SETS: dict[str, MetricSet] = {
 }
 
 
+# answer-level outcomes per metric set (DESIGN section 7), one per token budget (`answer_f1@512t`); they are
+# computed by their own stages (reader, judge), not by score_question, but plans may register tests on them
+ANSWER_METRICS: dict[str, tuple[str, ...]] = {"qasper": ("answer_f1",), "freshstack": ("nugget_recall",)}
+
+
+def known_metric_names(metric_set: str, budgets: Sequence[int]) -> tuple[str, ...]:
+    """Every metric name a dataset of this set can have results for: retrieval metrics, then answer-level."""
+    ms = get_metric_set(metric_set)
+    budgets = check_budgets(budgets, ms.name)
+    answers = tuple(f"{m}@{b}t" for m in ANSWER_METRICS.get(ms.name, ()) for b in budgets)
+    return ms.metric_names(budgets) + answers
+
+
 @dataclass
 class ScoringCache:
     """Token ids and 5-gram sets per distinct source text; share one across a whole scoring run."""

@@ -39,6 +39,7 @@ import harness
 from harness.errors import DriftError, HarnessError
 from harness.provenance.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text
 from harness.provenance.inputs import NON_FILE_PREFIX, current_file_hashes, input_record
+from harness.provenance.plan_check import check_plan_against_config
 from harness.provenance.timeline import first_outcome_time, timeline
 from harness.retrieval.registry import DEFAULT_RERANK_DEPTH, DEFAULT_RRF_K
 from harness.study import Study
@@ -258,12 +259,16 @@ def _git_output(cwd: Path, *args: str) -> str | None:
 def freeze(study: Study, *, force: bool = False) -> str:
     """Write frozen_config.json from the current inputs and return its SHA-256.
 
+    The plan and amendments are validated against the config first (plan_check), so a test that names
+    an undefined arm, retriever, metric or stratum, or an unknown rule, stops the freeze.
+
     Re-freezing over a different record once outcomes exist would orphan them, so it needs `force`
     (the CLI then logs a deviation)."""
     if not study.plan_path.is_file():
         raise HarnessError(f"{study.plan_path}: missing: register the plan before freezing")
     if not study.selection_path.is_file():
         raise HarnessError(f"{study.selection_path}: missing: run `harness select` before freezing")
+    check_plan_against_config(study)  # a test naming an undefined arm, metric, ... fails now, not at stats
     record = current_record(study)
     if study.frozen_path.is_file() and not force and first_outcome_time(study) is not None:
         changed = [d for d in record_differences(_read_frozen(study), record) if d.refused]

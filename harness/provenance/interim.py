@@ -14,6 +14,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from harness.arms.kinds import is_declared_only
 from harness.errors import HarnessError
 from harness.provenance.files import atomic_write_json, atomic_write_text, read_json
 from harness.provenance.freeze import frozen_hash
@@ -59,12 +60,15 @@ def applies_to(entry: dict[str, Any], dataset: str, arm: str | None = None) -> b
 
 
 def configured_cells(study: Study) -> list[Cell]:
-    """Every cell the config names, in config order (datasets, then arms, then retrievers)."""
+    """Every cell the config names, in config order (datasets, then arms, then retrievers).
+
+    Arms of a kind that is only declared (harness.arms.kinds) have no builder yet, so they have no cells;
+    the amendments that register them say whether they came after outcomes."""
     return [
         Cell(dataset, arm, retriever)
         for dataset in study.datasets
         for arm, arm_cfg in study.arms.items()
-        if applies_to(arm_cfg or {}, dataset)
+        if applies_to(arm_cfg or {}, dataset) and not is_declared_only(arm_cfg)
         for retriever, retriever_cfg in study.retrievers.items()
         if applies_to(retriever_cfg or {}, dataset, arm)
     ]

@@ -7,6 +7,9 @@ Whether it came before any outcome is computed here, from the time the first per
 written (results/per_question/FIRST_OUTCOME.json, written once by the first `score`), and never taken
 from the file's own `before_outcomes` claim: an amendment registered after outcomes is post-outcome
 whatever it says. A file whose time cannot be established counts as post-outcome once outcomes exist.
+The claim can only make a label worse, never better: a file that says `before_outcomes: false` (its
+authors had seen outcomes, e.g. from an earlier run or another copy of the study) is post-outcome even
+when no outcome exists in this directory.
 """
 
 from __future__ import annotations
@@ -201,6 +204,8 @@ def _entry(study: Study, entry_id: str, path: Path, first_outcome: dt.datetime |
     before = registered is not None and (first_outcome is None or registered < first_outcome)
     if registered is None and first_outcome is None:
         before = True  # nothing has been computed yet, so nothing can have been seen
+    if claimed is False:
+        before = False  # its authors say they had seen outcomes: an admission is never overruled
     return TimelineEntry(
         id=entry_id,
         path=rel,

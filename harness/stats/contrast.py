@@ -88,8 +88,18 @@ class ResultTable:
     def positions(self, dataset: str, arm: str, retriever: str, metric: str) -> np.ndarray:
         return self._groups.get((dataset, arm, retriever, metric), np.empty(0, dtype=np.intp))
 
-    def clusters(self, dataset: str) -> list[str]:
-        return sorted({str(c) for (d, *_), pos in self._groups.items() if d == dataset for c in self.cluster[pos]})
+    def clusters(self, dataset: str, strata: set[str] | None = None) -> list[str]:
+        """Sorted clusters of a dataset over every arm (optionally only questions of these strata)."""
+        found = set()
+        for (d, *_), pos in self._groups.items():
+            if d == dataset:
+                if strata is not None:
+                    pos = pos[np.isin(self.stratum[pos].astype(str), list(strata))]
+                found.update(str(c) for c in self.cluster[pos])
+        return sorted(found)
+
+    def clusters_of(self, dataset: str, arm: str, retriever: str, metric: str) -> set[str]:
+        return {str(c) for c in self.cluster[self.positions(dataset, arm, retriever, metric)]}
 
 
 def as_results(table: pd.DataFrame | ResultTable) -> ResultTable:
@@ -109,8 +119,9 @@ def missing_for(table, *, dataset: str, a: str, b: str, retriever: str, metric: 
 def paired_differences(
     table, *, dataset: str, a: str, b: str, retriever: str, metric: str,
     subset_clusters: set[str] | None = None,
+    strata: set[str] | None = None,
 ) -> PairedDifferences:
-    """Pair A and B by qid; their qid sets (after the optional cluster subset) must match exactly."""
+    """Pair A and B by qid; their qid sets (after the optional cluster and stratum subsets) must match."""
     results = as_results(table)
     missing = missing_for(results, dataset=dataset, a=a, b=b, retriever=retriever, metric=metric)
     if missing:
@@ -120,7 +131,9 @@ def paired_differences(
     for arm in (a, b):
         pos = results.positions(dataset, arm, retriever, metric)
         if subset_clusters is not None:
-            pos = pos[np.isin(results.cluster[pos], list(subset_clusters))]
+            pos = pos[np.isin(results.cluster[pos].astype(str), list(subset_clusters))]
+        if strata is not None:
+            pos = pos[np.isin(results.stratum[pos].astype(str), list(strata))]
         pos = pos[np.argsort(results.qid[pos], kind="stable")]
         qids = results.qid[pos]
         repeated = qids[1:] == qids[:-1]
@@ -149,9 +162,9 @@ def paired_differences(
                              strata=results.stratum[pa].astype(str))
 
 
-def sample_clusters(table, *, dataset: str, n_clusters: int, seed: int) -> set[str]:
+def sample_clusters(table, *, dataset: str, n_clusters: int, seed: int, strata: set[str] | None = None) -> set[str]:
     """The registered subset rule: random.Random(seed).sample(sorted(clusters of the dataset), n)."""
-    clusters = as_results(table).clusters(dataset)
+    clusters = as_results(table).clusters(dataset, strata)
     if n_clusters > len(clusters):
         raise HarnessError(f"dataset {dataset}: subset asks for {n_clusters} clusters but only "
                            f"{len(clusters)} exist")
@@ -172,9 +185,10 @@ def compare(
     margin: float | None = None,
     stratified: bool = True,
     subset_clusters: set[str] | None = None,
+    strata: set[str] | None = None,
 ) -> ContrastResult:
     pairs = paired_differences(table, dataset=dataset, a=a, b=b, retriever=retriever, metric=metric,
-                               subset_clusters=subset_clusters)
+                               subset_clusters=subset_clusters, strata=strata)
     boot = cluster_bootstrap(pairs.diffs, pairs.clusters, pairs.strata if stratified else None,
                              resamples=resamples, seed=seed)
     flip = cluster_sign_flip(pairs.diffs, pairs.clusters, max_flips=max_flips, seed=seed)

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
 from harness import __version__
-from harness.stats.contrast import ResultTable, as_results, compare, missing_for, sample_clusters
+from harness.stats.contrast import ResultTable, as_results, compare, missing_for
 from harness.stats.holm import holm
-from harness.stats.plan import FamilyPlan, Plan, derive_seed
-from harness.stats.verdicts import tost_verdict, two_sided_verdict
+from harness.stats.plan import CI95_MARGIN, TOST, Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
+from harness.stats.subsets import select_questions
+from harness.stats.verdicts import MISSING, ci_margin_verdict, tost_verdict, two_sided_verdict
 
 RAN, NOT_RUN = "ran", "not run"
 
@@ -52,65 +54,117 @@ def family_settings(plan: Plan, family: FamilyPlan) -> dict:
     }
 
 
-def run_family(plan: Plan, family: FamilyPlan, table: pd.DataFrame | ResultTable) -> FamilyResult:
+def run_family(
+    plan: Plan, family: FamilyPlan, table: pd.DataFrame | ResultTable, *,
+    judge_rates: Mapping[str, Mapping[str, float]] | None = None,
+) -> FamilyResult:
+    """Every test of the family that has results; a test without them is a row with verdict `missing`
+    (Holm still counts it, as p = 1, so the registered family size holds). A family none of whose tests
+    has results is not run. `judge_rates` gives, per judge name, its measured acceptance-control rates
+    (`positive`: on the accepted answer, `negative`: on another question's answer); a test whose judge
+    misses a registered threshold, or has no recorded rates, is reported as exploratory."""
     settings = family_settings(plan, family)
     table = as_results(table)
-    missing = []
+    contrasts, missing = [], []
     for test in family.tests:
-        missing += missing_for(table, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
-                               metric=test.metric)
-    missing = sorted(set(missing))
-    if missing:
-        return FamilyResult(family, settings, NOT_RUN, tuple(missing), ())
-    contrasts = []
-    for test in family.tests:
-        subset = None
-        if test.subset is not None:
-            subset = sample_clusters(table, dataset=test.dataset, n_clusters=test.subset.n_clusters,
-                                     seed=test.subset.seed)
+        lacking = missing_for(table, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
+                              metric=test.metric)
+        if lacking:
+            missing += lacking
+            contrasts.append((test, None, lacking))
+            continue
+        selection = select_questions(table, test)
         result = compare(
             table, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever, metric=test.metric,
             seed=derive_seed(family.seed, test.id), resamples=plan.resamples, max_flips=plan.max_flips,
-            margin=test.margin, stratified=plan.datasets[test.dataset].stratified, subset_clusters=subset,
+            margin=test.margin if test.rule == "tost" else None, stratified=plan.datasets[test.dataset].stratified,
+            subset_clusters=selection.clusters, strata=selection.strata,
         )
-        contrasts.append((test, result.to_json()))
-    rows = _decide(plan, family, contrasts)
-    return FamilyResult(family, settings, RAN, (), tuple(rows))
+        contrasts.append((test, result.to_json() | {"subset": selection.to_json(test)}, ()))
+    missing = sorted(set(missing))
+    if all(c is None for _, c, _ in contrasts):
+        return FamilyResult(family, settings, NOT_RUN, tuple(missing), ())
+    rows = _decide(plan, family, contrasts, judge_rates or {})
+    return FamilyResult(family, settings, RAN, tuple(missing), tuple(rows))
 
 
-def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None) -> list[FamilyResult]:
+def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
+             judge_rates: Mapping[str, Mapping[str, float]] | None = None) -> list[FamilyResult]:
     families = plan.families if not only else [plan.family(f) for f in only]
     results = as_results(table)
-    return [run_family(plan, fam, results) for fam in families]
+    return [run_family(plan, fam, results, judge_rates=judge_rates) for fam in families]
 
 
-def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple]) -> list[dict]:
-    """Holm over each row's decisive p (p_tost for TOST rows, sign-flip p for two-sided rows), then verdicts."""
-    decisive = np.array([c["p_tost"] if t.rule == "tost" else c["p_signflip"] for t, c in contrasts])
-    adjusted = holm(decisive) if family.multiplicity == "holm" else None
+def _decisive_p(test: TestPlan, contrast: dict | None) -> float:
+    """The p Holm acts on: p_tost for TOST rows, the sign-flip p otherwise; a missing test counts as 1."""
+    if contrast is None:
+        return 1.0
+    return contrast["p_tost"] if test.rule == TOST else contrast["p_signflip"]
+
+
+def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates: Mapping[str, Mapping[str, float]]) -> list[dict]:
+    """Holm over each row's decisive p (p_tost for TOST rows, sign-flip p for two-sided rows), then verdicts.
+
+    TOST rows also get the Holm-adjusted sign-flip p over the family's sign-flip p's: the verdict does not
+    use it, but it is reported beside the TOST result."""
+    holm_family = family.multiplicity == "holm"
+    decisive = np.array([_decisive_p(t, c) for t, c, _ in contrasts])
+    adjusted = holm(decisive) if holm_family else None
+    flips = np.array([1.0 if c is None else c["p_signflip"] for _, c, _ in contrasts])
+    flips_adjusted = holm(flips) if holm_family else None
     rows = []
-    for i, (test, c) in enumerate(contrasts):
-        row = {"test": test.id, "rule": test.rule, **c, "margin": test.margin, "p_tost": c.get("p_tost"),
-               "p_tost_holm": None, "p_signflip_holm": None, "tier": family.tier, "source": test.source,
-               "subset": None if test.subset is None else {"n_clusters": test.subset.n_clusters,
-                                                          "seed": test.subset.seed}}
+    for i, (test, c, lacking) in enumerate(contrasts):
+        base = {"test": test.id, "rule": test.rule, "dataset": test.dataset, "a": test.a, "b": test.b,
+                "retriever": test.retriever, "metric": test.metric, "margin": test.margin,
+                "tier": _tier(family, test, judge_rates), "source": test.source}
+        if c is None:
+            rows.append(base | {"verdict": MISSING, "missing": list(lacking),
+                                "subset": None if test.subset is None else test.subset.to_json()})
+            continue
+        row = {**base, **c, "margin": test.margin, "p_tost": c.get("p_tost"),
+               "p_tost_holm": None, "p_signflip_holm": None}
         p = decisive[i] if adjusted is None else adjusted[i]
         ci95 = tuple(c["ci95_bca"])
-        if test.rule == "tost":
+        if flips_adjusted is not None:
+            row["p_signflip_holm"] = float(flips_adjusted[i]) if test.rule == TOST else float(adjusted[i])
+        if test.rule == TOST:
             if adjusted is not None:
                 row["p_tost_holm"] = float(adjusted[i])
             verdict = tost_verdict(p_tost=float(p), ci95=ci95, alpha=plan.alpha)
             row["ci_shown"] = "90"
+        elif test.rule == CI95_MARGIN:
+            verdict = ci_margin_verdict(ci95=ci95, margin=test.margin)
+            row["ci_shown"] = "95"
         else:
-            if adjusted is not None:
-                row["p_signflip_holm"] = float(adjusted[i])
             verdict = two_sided_verdict(ci95=ci95, alpha=plan.alpha, p_signflip=float(p),
                                         signflip_required=family.signflip_required)
             row["ci_shown"] = "95"
         row["verdict"] = verdict.label
         row["small_difference_within_margin"] = verdict.small_difference_within_margin
+        if test.acceptance is not None:
+            rates = judge_rates.get(test.acceptance.judge)
+            row["acceptance"] = {"judge": test.acceptance.judge, "positive_min": test.acceptance.positive_min,
+                                 "negative_max": test.acceptance.negative_max,
+                                 "positive": None if rates is None else rates.get("positive"),
+                                 "negative": None if rates is None else rates.get("negative"),
+                                 "passed": judge_passed(test.acceptance, rates)}
         rows.append(row)
     return rows
+
+
+def judge_passed(acceptance: Acceptance, rates: Mapping[str, float] | None) -> bool:
+    """Both controls met: at least positive_min on the accepted answer, at most negative_max on another
+    question's answer. No recorded rates means not passed."""
+    if rates is None or rates.get("positive") is None or rates.get("negative") is None:
+        return False
+    return rates["positive"] >= acceptance.positive_min and rates["negative"] <= acceptance.negative_max
+
+
+def _tier(family: FamilyPlan, test: TestPlan, judge_rates: Mapping[str, Mapping[str, float]]) -> str:
+    """A judged outcome keeps its family's tier only once its judge passed the acceptance controls."""
+    if test.acceptance is not None and not judge_passed(test.acceptance, judge_rates.get(test.acceptance.judge)):
+        return "exploratory"
+    return family.tier
 
 
 # --- audit: released JSON against a fresh recomputation ---

@@ -65,3 +65,18 @@ def results_frozen_hash(study) -> str:
             "they were scored under is unknown; re-run `harness score`"
         )
     return assert_same_frozen_hash(sorted(folder / f"{t}.manifest.json" for t in tables))
+
+
+def load_judge_rates(study) -> dict[str, dict[str, float]]:
+    """Measured acceptance-control rates per judge, from results/judges/acceptance.json
+    ({judge: {"positive": rate on the accepted answer, "negative": rate on another question's answer}}),
+    written by the judging stage. No file: no judge has passed, so judged outcomes stay exploratory."""
+    from harness.provenance.files import read_json
+
+    path = study.results / "judges" / "acceptance.json"
+    if not path.is_file():
+        return {}
+    record = read_json(path)
+    if not isinstance(record, dict) or not all(isinstance(v, dict) for v in record.values()):
+        raise HarnessError(f"{path}: expected {{judge: {{positive: rate, negative: rate}}}}")
+    return {str(k): dict(v) for k, v in record.items()}

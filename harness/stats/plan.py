@@ -21,7 +21,11 @@ from harness.study import load_yaml
 
 TIERS = ("confirmatory", "secondary", "exploratory")
 MULTIPLICITY = ("holm", "none")
-RULES = ("tost", "two-sided")
+TOST, TWO_SIDED, CI95_MARGIN = "tost", "two-sided", "ci95-within-margin"
+# ci95-within-margin: the rule the paper applies to its secondary retrievers (no TOST was registered there):
+# equiv. when the unadjusted 95% CI lies inside (-margin, +margin), else diff. when it excludes 0, else incon.
+RULES = (TOST, TWO_SIDED, CI95_MARGIN)
+MARGIN_RULES = (TOST, CI95_MARGIN)
 BOOTSTRAP_METHODS = ("bca-cluster",)
 PERMUTATION_METHODS = ("cluster-sign-flip",)
 _AMENDMENT_NAME = re.compile(r"^(\d{4})-[a-z0-9][a-z0-9-]*\.yaml$")
@@ -39,10 +43,39 @@ class DatasetPlan:
 
 @dataclass(frozen=True)
 class Subset:
-    """A pre-registered sample of clusters: random.Random(seed).sample(sorted(clusters), n_clusters)."""
+    """A registered subset of a test's questions; every part given must hold.
 
-    n_clusters: int
-    seed: int
+    - `strata`: only questions of these strata (FreshStack domains), e.g. per-domain H1;
+    - `n_clusters` + `seed`: random.Random(seed).sample(sorted(clusters), n_clusters), after `strata`;
+    - `allow_shortfall`: an arm built on the sample may have completed fewer clusters than planned
+      (a quota ran out); the contrast then uses the clusters both arms have and names the dropped ones.
+    """
+
+    n_clusters: int | None = None
+    seed: int | None = None
+    strata: tuple[str, ...] | None = None
+    allow_shortfall: bool = False
+
+    def to_json(self) -> dict:
+        out: dict = {}
+        if self.strata is not None:
+            out["strata"] = list(self.strata)
+        if self.n_clusters is not None:
+            out |= {"n_clusters": self.n_clusters, "seed": self.seed}
+        if self.allow_shortfall:
+            out["allow_shortfall"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """An outcome that counts only when its judge passed its acceptance controls (e.g. nugget recall):
+    the judge must reach `positive_min` on the accepted answer and stay at or below `negative_max` on
+    another question's answer; otherwise the test's rows are reported as exploratory."""
+
+    judge: str
+    positive_min: float
+    negative_max: float
 
 
 @dataclass(frozen=True)
@@ -54,10 +87,11 @@ class TestPlan:
     retriever: str
     dataset: str
     metric: str
-    rule: str  # "tost" or "two-sided"; defaults to the family's rule
+    rule: str  # one of RULES; defaults to the family's rule
     margin: float | None
     subset: Subset | None
     source: str  # "plan" or "amendment NNNN"
+    acceptance: Acceptance | None = None
 
 
 @dataclass(frozen=True)
@@ -278,6 +312,8 @@ def _add_family(doc: _Doc, key: str, raw, source: str, state: _State) -> None:
     decision = doc.mapping(raw["decision"], f"{key}.decision", required=("rule", "signflip_required"))
     rule = doc.choice(decision["rule"], f"{key}.decision.rule", RULES)
     signflip_required = doc.boolean(decision["signflip_required"], f"{key}.decision.signflip_required")
+    if rule == CI95_MARGIN and raw.get("multiplicity") != "none":
+        doc.fail(f"{key}.decision.rule", f"rule {CI95_MARGIN} judges unadjusted 95% CIs; use multiplicity: none")
     state.families.append(dict(
         id=fam_id,
         tier=doc.choice(raw["tier"], f"{key}.tier", TIERS),
@@ -294,50 +330,97 @@ def _add_family(doc: _Doc, key: str, raw, source: str, state: _State) -> None:
 
 
 def _add_test(doc: _Doc, key: str, raw, fam_id: str, source: str, state: _State) -> None:
-    optional = ("margin", "subset", "family", "rule")
+    optional = ("margin", "subset", "family", "rule", "acceptance")
     raw = doc.mapping(raw, key, required=("id", "a", "b", "retriever", "dataset", "metric"), optional=optional)
     test_id = doc.text(raw["id"], f"{key}.id")
+    test = _TestDoc(doc, test_id)
     if test_id in state.test_ids:
-        doc.fail(f"{key}.id", f"test {test_id!r} already exists; amendments never edit earlier entries")
+        test.fail(f"{key}.id", f"test {test_id!r} already exists; amendments never edit earlier entries")
     a, b = doc.text(raw["a"], f"{key}.a"), doc.text(raw["b"], f"{key}.b")
     for side, arm in (("a", a), ("b", b)):
         if arm not in state.arms:
-            doc.fail(f"{key}.{side}", f"arm {arm!r} is not registered (arms: {', '.join(state.arms)})")
+            test.fail(f"{key}.{side}", f"arm {arm!r} is not registered (arms: {', '.join(state.arms)})")
     if a == b:
-        doc.fail(f"{key}.b", f"compares arm {a!r} with itself")
+        test.fail(f"{key}.b", f"compares arm {a!r} with itself")
     retriever = doc.text(raw["retriever"], f"{key}.retriever")
     if retriever not in state.retrievers:
-        doc.fail(f"{key}.retriever", f"retriever {retriever!r} is not registered (retrievers: "
-                 f"{', '.join(state.retrievers)})")
+        test.fail(f"{key}.retriever", f"retriever {retriever!r} is not registered (retrievers: "
+                  f"{', '.join(state.retrievers)})")
     dataset = doc.text(raw["dataset"], f"{key}.dataset")
     if dataset not in state.datasets:
-        doc.fail(f"{key}.dataset", f"dataset {dataset!r} is not in the plan (datasets: {', '.join(state.datasets)})")
+        test.fail(f"{key}.dataset", f"dataset {dataset!r} is not in the plan (datasets: {', '.join(state.datasets)})")
     metric = doc.text(raw["metric"], f"{key}.metric")
     if metric not in state.datasets[dataset].metrics:
-        doc.fail(f"{key}.metric", f"metric {metric!r} is not registered for dataset {dataset!r}")
+        test.fail(f"{key}.metric", f"metric {metric!r} is not registered for dataset {dataset!r}")
     fam = next(f for f in state.families if f["id"] == fam_id)
-    rule = doc.choice(raw.get("rule", fam["rule"]), f"{key}.rule", RULES)
-    if rule == "two-sided" and fam["multiplicity"] == "holm" and not fam["signflip_required"]:
-        doc.fail(f"{key}.rule", f"a two-sided test in Holm family {fam_id!r} needs decision.signflip_required: "
-                 "true (the Holm-adjusted sign-flip p is what the adjustment acts on)")
+    if "rule" in raw and raw["rule"] not in RULES:
+        test.fail(f"{key}.rule", f"unknown decision rule {raw['rule']!r} (known: {', '.join(RULES)})")
+    rule = raw.get("rule", fam["rule"])
+    if rule == TWO_SIDED and fam["multiplicity"] == "holm" and not fam["signflip_required"]:
+        test.fail(f"{key}.rule", f"a two-sided test in Holm family {fam_id!r} needs decision.signflip_required: "
+                  "true (the Holm-adjusted sign-flip p is what the adjustment acts on)")
+    if rule == CI95_MARGIN and fam["multiplicity"] != "none":
+        test.fail(f"{key}.rule", f"rule {CI95_MARGIN} judges unadjusted 95% CIs, so its family {fam_id!r} needs "
+                  "multiplicity: none")
     margin = None
-    if rule == "tost":
+    if rule in MARGIN_RULES:
         if "margin" not in raw:
-            doc.fail(f"{key}.margin", "required for a TOST test")
+            test.fail(f"{key}.margin", f"required for a {'TOST' if rule == TOST else rule} test")
         margin = doc.number(raw["margin"], f"{key}.margin")
         if margin <= 0:
-            doc.fail(f"{key}.margin", f"must be positive; got {margin}")
+            test.fail(f"{key}.margin", f"must be positive; got {margin}")
     elif "margin" in raw:
-        doc.fail(f"{key}.margin", "only TOST tests take a margin")
-    subset = None
-    if "subset" in raw:
-        spec = doc.mapping(raw["subset"], f"{key}.subset", required=("n_clusters", "seed"))
-        subset = Subset(n_clusters=doc.integer(spec["n_clusters"], f"{key}.subset.n_clusters", minimum=1),
-                        seed=doc.integer(spec["seed"], f"{key}.subset.seed"))
+        test.fail(f"{key}.margin", f"only TOST tests (and {CI95_MARGIN} tests) take a margin")
+    subset = _subset(test, f"{key}.subset", raw["subset"], state.datasets[dataset]) if "subset" in raw else None
+    acceptance = _acceptance(test, f"{key}.acceptance", raw["acceptance"]) if "acceptance" in raw else None
     state.test_ids.add(test_id)
     state.tests[fam_id].append(TestPlan(id=test_id, family=fam_id, a=a, b=b, retriever=retriever,
                                         dataset=dataset, metric=metric, rule=rule, margin=margin, subset=subset,
-                                        source=source))
+                                        source=source, acceptance=acceptance))
+
+
+class _TestDoc:
+    """Errors inside one test name the test id too, so a message from freeze points at the test."""
+
+    def __init__(self, doc: _Doc, test_id: str):
+        self.doc, self.test_id = doc, test_id
+
+    def fail(self, key: str, message: str):
+        self.doc.fail(key, f"{message} [test {self.test_id}]")
+
+
+def _subset(test: _TestDoc, key: str, raw, dataset: DatasetPlan) -> Subset:
+    doc = test.doc
+    spec = doc.mapping(raw, key, optional=("n_clusters", "seed", "strata", "allow_shortfall"))
+    if not spec:
+        test.fail(key, "an empty subset selects nothing; name strata, or n_clusters and seed")
+    if ("n_clusters" in spec) != ("seed" in spec):
+        test.fail(key, "n_clusters and seed go together (the sample must be reproducible)")
+    strata = None
+    if "strata" in spec:
+        strata = tuple(doc.names(spec["strata"], f"{key}.strata"))
+        if not strata:
+            test.fail(f"{key}.strata", "expected a non-empty list of strata")
+        if not dataset.stratified:
+            test.fail(f"{key}.strata", f"dataset {dataset.name!r} is not stratified (stratified: false)")
+    n_clusters = seed = None
+    if "n_clusters" in spec:
+        n_clusters = doc.integer(spec["n_clusters"], f"{key}.n_clusters", minimum=1)
+        seed = doc.integer(spec["seed"], f"{key}.seed")
+    allow = doc.boolean(spec.get("allow_shortfall", False), f"{key}.allow_shortfall")
+    if allow and n_clusters is None:
+        test.fail(f"{key}.allow_shortfall", "only a sampled subset (n_clusters, seed) can fall short")
+    return Subset(n_clusters=n_clusters, seed=seed, strata=strata, allow_shortfall=allow)
+
+
+def _acceptance(test: _TestDoc, key: str, raw) -> Acceptance:
+    doc = test.doc
+    spec = doc.mapping(raw, key, required=("judge", "positive_min", "negative_max"))
+    positive = doc.number(spec["positive_min"], f"{key}.positive_min")
+    negative = doc.number(spec["negative_max"], f"{key}.negative_max")
+    if not 0 <= negative < positive <= 1:
+        test.fail(key, f"needs 0 <= negative_max < positive_min <= 1; got {negative} and {positive}")
+    return Acceptance(judge=doc.text(spec["judge"], f"{key}.judge"), positive_min=positive, negative_max=negative)
 
 
 def _amendment(path: Path, state: _State, plan_family_ids: set[str]) -> Amendment:

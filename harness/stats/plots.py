@@ -18,7 +18,7 @@ def forest_png(fam: dict) -> bytes:
     """PNG bytes of the family's forest plot; the same JSON gives the same bytes."""
     if fam["status"] != "ran":
         raise ValueError(f"family {fam['family']!r} was not run; there is nothing to plot")
-    rows = fam["rows"]
+    rows = [r for r in fam["rows"] if r["verdict"] != "missing"]  # missing tests are listed in the tables
     any_tost = any(r["rule"] == "tost" for r in rows)
     fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.45 * len(rows)), dpi=120)
     for y, row in enumerate(reversed(rows)):
@@ -28,6 +28,7 @@ def forest_png(fam: dict) -> bytes:
         if row["rule"] == "tost":
             lo90, hi90 = row["ci90_bca"]
             ax.plot([lo90, hi90], [y, y], color=colour, linewidth=3.5, solid_capstyle="butt")
+        if row["margin"] is not None:
             m = row["margin"]
             ax.plot([-m, m], [y, y], linestyle="none", marker="|", markersize=14, color="#2166ac")
         ax.plot([row["estimate"]], [y], marker="o", color=colour, markersize=5)

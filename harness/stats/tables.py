@@ -13,13 +13,16 @@ CSV_COLUMNS = (
     "p_tost_holm", "p_signflip", "p_signflip_holm", "signflip_exact", "signflip_flips", "verdict",
     "small_difference_within_margin", "ci_shown", "tier", "source",
 )
+MISSING = "missing"
 SMALL_MARK = "†"
 
 
 def caption(fam: dict) -> str:
     rules = {"tost": "TOST rows show the 90% BCa CI against the margin; equiv. needs p_tost < alpha",
              "two-sided": "two-sided rows show the 95% BCa CI; diff. needs it to exclude 0"
-             + (" and the sign-flip p < alpha" if fam["signflip_required"] else "")}
+             + (" and the sign-flip p < alpha" if fam["signflip_required"] else ""),
+             "ci95-within-margin": "margin rows show the unadjusted 95% BCa CI; equiv. needs it inside the "
+             "margin, else diff. needs it to exclude 0"}
     kinds = sorted({r["rule"] for r in fam["rows"]}) if fam["rows"] else [fam["rule"]]
     adjust = (f"Holm over {fam['n_tests']} (p Holm)" if fam["multiplicity"] == "holm"
               else "unadjusted, no multiplicity correction")
@@ -29,15 +32,19 @@ def caption(fam: dict) -> str:
 
 
 _HEADER = ("test", "A - B", "dataset", "retriever", "metric", "questions (clusters)", "estimate", "CI",
-           "level", "margin", "p TOST", "p sign-flip", "p Holm", "verdict")
+           "level", "margin", "p TOST", "p TOST Holm", "p sign-flip", "p sign-flip Holm", "verdict")
 
 
 def _cells(row: dict) -> list[str]:
-    holm_p = row["p_tost_holm"] if row["rule"] == "tost" else row["p_signflip_holm"]
-    return [row["test"], f"{row['a']} - {row['b']}", row["dataset"], row["retriever"], row["metric"],
-            f"{row['n_questions']} ({row['n_clusters']})", _num(row["estimate"]), _ci(_shown(row)),
-            f"{row['ci_shown']}%", "-" if row["margin"] is None else f"±{_num(row['margin'])}",
-            _p(row["p_tost"]), _p(row["p_signflip"]), _p(holm_p), _verdict(row)]
+    head = [row["test"], f"{row['a']} - {row['b']}", row["dataset"], row["retriever"], row["metric"]]
+    margin = "-" if row["margin"] is None else f"±{_num(row['margin'])}"
+    if row["verdict"] == MISSING:
+        return head + ["-", "-", "-", "-", margin, "-", "-", "-", "-", MISSING]
+    # the Holm-adjusted sign-flip p is shown for TOST rows too: it does not decide them, but readers
+    # compare it with the TOST result (e.g. a diff. by the CI rule that does not survive Holm)
+    return head + [f"{row['n_questions']} ({row['n_clusters']})", _num(row["estimate"]), _ci(_shown(row)),
+                   f"{row['ci_shown']}%", margin, _p(row["p_tost"]), _p(row["p_tost_holm"]),
+                   _p(row["p_signflip"]), _p(row["p_signflip_holm"]), _verdict(row)]
 
 
 def to_markdown(fam: dict) -> str:
@@ -47,8 +54,11 @@ def to_markdown(fam: dict) -> str:
         return "\n".join(lines) + "\n"
     lines += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in fam["rows"]]
-    if any(r["small_difference_within_margin"] for r in fam["rows"]):
+    if any(r.get("small_difference_within_margin") for r in fam["rows"]):
         lines += ["", f"{SMALL_MARK} equivalent within the margin, but the 95% CI excludes 0: a small difference."]
+    if fam.get("missing"):
+        lines += ["", "Tests without per-question results (counted in Holm as p = 1): "
+                  + "; ".join(fam["missing"]) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -59,7 +69,8 @@ def to_csv(fam: dict) -> str:
     for row in fam["rows"]:
         flat = dict(row)
         for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile"):
-            flat[f"{key}_lo"], flat[f"{key}_hi"] = row[key]
+            if key in row:
+                flat[f"{key}_lo"], flat[f"{key}_hi"] = row[key]
         writer.writerow(["" if flat.get(c) is None else repr(flat[c]) if isinstance(flat[c], float) else flat[c]
                          for c in CSV_COLUMNS])
     return out.getvalue()
@@ -71,7 +82,7 @@ def to_latex(fam: dict) -> str:
     if fam["status"] != "ran":
         lines += [f"Not run; missing: {_tex('; '.join(fam['missing']))}.", "\\end{table}"]
         return "\n".join(lines) + "\n"
-    lines += ["\\begin{tabular}{" + "l" * 5 + "r" * 8 + "l}", "\\toprule",
+    lines += ["\\begin{tabular}{" + "l" * 5 + "r" * 9 + "l}", "\\toprule",
               " & ".join(_tex(h) for h in _HEADER) + " \\\\", "\\midrule"]
     for row in fam["rows"]:
         lines.append(" & ".join(_tex(c) for c in _cells(row)) + " \\\\")

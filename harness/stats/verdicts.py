@@ -8,6 +8,7 @@ EQUIVALENT = "equiv."
 DIFFERENT = "diff."
 INCONCLUSIVE = "incon."
 NO_DIFFERENCE = "n.d."
+MISSING = "missing"  # a registered test without per-question results: reported, never decided
 
 
 @dataclass(frozen=True)
@@ -40,3 +41,16 @@ def two_sided_verdict(
     if excludes_zero(ci95) and (not signflip_required or p_signflip < alpha):
         return Verdict(DIFFERENT)
     return Verdict(NO_DIFFERENCE)
+
+
+def ci_margin_verdict(*, ci95: tuple[float, float], margin: float) -> Verdict:
+    """Rule ci95-within-margin (secondary retrievers): equiv. when the unadjusted 95% CI lies strictly
+    inside (-margin, +margin), else diff. when it excludes 0, else incon. No p-value is involved."""
+    if margin <= 0:
+        raise ValueError(f"`margin` must be positive; got {margin}")
+    lo, hi = ci95
+    if -margin < lo and hi < margin:
+        return Verdict(EQUIVALENT, small_difference_within_margin=excludes_zero(ci95))
+    if excludes_zero(ci95):
+        return Verdict(DIFFERENT)
+    return Verdict(INCONCLUSIVE)

@@ -1,0 +1,64 @@
+"""Freeze-time check that the registered plan only names what configs/study.yaml defines.
+
+A test naming an arm, retriever, dataset, metric or stratum the config does not define would otherwise
+pass `freeze` and `build-arms` and surface only when `stats` runs, after outcomes exist. The plan's own
+schema errors (an unknown decision rule, a malformed subset) are raised by the plan loader, which this
+check runs first. Every message names the plan file, the test id and the unknown name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from harness.errors import InputError
+from harness.metrics.registry import budgets_from_config, known_metric_names
+from harness.stats.plan import Plan, TestPlan, load_study_plan
+from harness.study import Study
+
+
+def check_plan_against_config(study: Study) -> Plan:
+    """Load the plan and amendments and refuse any test that names something the config lacks."""
+    plan = load_study_plan(study)
+    files = {"plan": plan.path} | {f"amendment {a.id}": a.path for a in plan.amendments}
+    for family in plan.families:
+        for test in family.tests:
+            problem = _unknown_name(study, test)
+            if problem:
+                raise InputError(f"test {test.id!r} (family {family.id}): {problem}; "
+                                 f"configs/study.yaml defines it nowhere", path=files[test.source])
+    return plan
+
+
+def _unknown_name(study: Study, test: TestPlan) -> str | None:
+    for side, arm in (("a", test.a), ("b", test.b)):
+        if arm not in study.arms:
+            return f"{side}: unknown arm {arm!r} (config arms: {', '.join(study.arms)})"
+    if test.retriever not in study.retrievers:
+        return f"unknown retriever {test.retriever!r} (config retrievers: {', '.join(study.retrievers)})"
+    if test.dataset not in study.datasets:
+        return f"unknown dataset {test.dataset!r} (config datasets: {', '.join(study.datasets)})"
+    for side, arm in (("a", test.a), ("b", test.b)):
+        only = (study.arms[arm] or {}).get("datasets")
+        if only is not None and test.dataset not in only:
+            return f"{side}: arm {arm!r} is built for datasets {', '.join(only)} only, not {test.dataset!r}"
+    dataset = study.datasets[test.dataset]
+    metric_set = dataset.get("metric_set")
+    metrics = known_metric_names(metric_set, budgets_from_config(study.config.get("budgets"), metric_set))
+    if test.metric not in metrics:
+        return f"unknown metric {test.metric!r} for dataset {test.dataset!r} (metric_set {metric_set})"
+    if test.subset is not None and test.subset.strata is not None:
+        strata = declared_strata(dataset)
+        for stratum in test.subset.strata:
+            if stratum not in strata:
+                return (f"unknown stratum {stratum!r} of dataset {test.dataset!r} "
+                        f"(declared strata: {', '.join(strata) or 'none'})")
+    return None
+
+
+def declared_strata(dataset_cfg: Mapping[str, Any]) -> tuple[str, ...]:
+    """The strata a dataset entry declares: FreshStack's `domains`, or an explicit `strata:` list."""
+    if isinstance(dataset_cfg.get("strata"), list):
+        return tuple(map(str, dataset_cfg["strata"]))
+    if dataset_cfg.get("adapter") == "freshstack" and isinstance(dataset_cfg.get("domains"), dict):
+        return tuple(map(str, dataset_cfg["domains"]))
+    return ()

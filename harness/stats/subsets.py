@@ -1,0 +1,48 @@
+"""Which questions a registered test uses: its plan `subset` resolved against the per-question table.
+
+Strata restrict first (e.g. one FreshStack domain), then a seeded sample of clusters is drawn. A sample
+that registers `allow_shortfall` (an arm built on that sample stopped early, e.g. its quota ran out) uses
+only the sampled clusters that both arms have, and the clusters it drops are named in the output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.stats.contrast import ResultTable, sample_clusters
+from harness.stats.plan import TestPlan
+
+
+@dataclass(frozen=True)
+class Selection:
+    clusters: set[str] | None  # None: every cluster
+    strata: set[str] | None  # None: every stratum
+    planned_clusters: int | None  # the registered sample size, when a sample was drawn
+    dropped_clusters: tuple[str, ...]  # sampled but missing from an arm (only with allow_shortfall)
+
+    def to_json(self, test: TestPlan) -> dict | None:
+        if test.subset is None:
+            return None
+        out = test.subset.to_json()
+        if self.planned_clusters is not None:
+            out["n_clusters_used"] = len(self.clusters or ())
+        if test.subset.allow_shortfall:
+            out["dropped_clusters"] = list(self.dropped_clusters)
+        return out
+
+
+def select_questions(table: ResultTable, test: TestPlan) -> Selection:
+    subset = test.subset
+    if subset is None:
+        return Selection(None, None, None, ())
+    strata = set(subset.strata) if subset.strata is not None else None
+    if subset.n_clusters is None:
+        return Selection(None, strata, None, ())
+    sampled = sample_clusters(table, dataset=test.dataset, n_clusters=subset.n_clusters, seed=subset.seed,
+                              strata=strata)
+    if not subset.allow_shortfall:
+        return Selection(sampled, strata, subset.n_clusters, ())
+    completed = sampled.copy()
+    for arm in (test.a, test.b):
+        completed &= table.clusters_of(test.dataset, arm, test.retriever, test.metric)
+    return Selection(completed, strata, subset.n_clusters, tuple(sorted(sampled - completed)))

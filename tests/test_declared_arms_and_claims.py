@@ -1,0 +1,68 @@
+"""Arms the plan registers before their builders exist, and amendments that admit seeing outcomes."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.arms.build import arm_kind, build_arms
+from harness.errors import HarnessError
+from harness.provenance.interim import configured_cells
+from harness.provenance.timeline import timeline
+from harness.study import Study
+from provenance_support import edit_yaml, make_study, write_yaml
+
+
+@pytest.fixture
+def study(tmp_path):
+    root = make_study(tmp_path / "study")
+    edit_yaml(root / "configs" / "study.yaml", lambda c: c["arms"].update({"M": {"kind": "M", "of": "E"}}))
+    return Study.at(root)
+
+
+def test_declared_kind_is_refused_by_name_with_its_reason(study):
+    with pytest.raises(HarnessError, match=r"arm `M` has kind 'M' \(key-based merge.*\), which is declared for the plan "
+                                           r"but cannot be built by this harness yet"):
+        arm_kind(study, "M")
+    with pytest.raises(HarnessError, match="cannot be built by this harness yet"):
+        build_arms(study, arms=["M"], frozen_hash=None, log=lambda _: None)
+
+
+def test_unknown_kind_is_still_an_error(study):
+    edit_yaml(study.config_path, lambda c: c["arms"].update({"Q": {"kind": "Q"}}))
+    with pytest.raises(HarnessError, match=r"arm `Q` has kind 'Q', which this harness cannot build yet"):
+        arm_kind(Study.at(study.root), "Q")
+
+
+def test_declared_arms_have_no_cells_to_wait_for(study):
+    arms = {cell.arm for cell in configured_cells(study)}
+    assert "M" not in arms and {"S", "E"} <= arms
+
+
+def test_an_admitted_post_outcome_amendment_is_labelled_so_without_outcomes(study):
+    write_yaml(study.amendments_dir / "0002-late.yaml",
+               {"created_at": "2025-02-02T00:00:00Z", "before_outcomes": False, "reason": "after H1-H3"})
+    entries = {e.id: e for e in timeline(study)}
+    assert entries["0001-first"].label == "pre-outcome"  # no outcomes here, and it claims none
+    assert entries["0002-late"].label == "post-outcome"  # its authors had seen outcomes
+    assert not entries["0002-late"].claim_contradicted
+
+
+def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
+    from types import SimpleNamespace
+
+    from harness.metrics.grid import Scope, score_cell
+    from harness.metrics.registry import ScoringCache
+    from metrics_support import question
+
+    outside = Scope("doc-b", [], [question("alpha beta gamma delta epsilon", qid="q2")])
+    dataset = SimpleNamespace(name="papers", metric_set="qasper")
+    context = SimpleNamespace(get=lambda name: None)  # no scope with chunks: the retriever is never asked
+
+    def score(arm_cfg):
+        study = SimpleNamespace(arms={"A": arm_cfg}, run_path=lambda *parts: tmp_path / "A.run")
+        return score_cell(study, dataset, "A", "bm25", [outside], context, ScoringCache(), (512,), run_depth=10)
+
+    rows, counts = score({"kind": "PF", "documents": 1, "seed": 1})
+    assert rows == [] and counts["questions_outside_arm"] == 1 and counts["questions"] == 0
+    rows, counts = score({"kind": "S"})  # an arm over every document: an empty scope is a scored zero
+    assert counts["questions_empty_scope"] == 1 and rows and all(r.value == 0 for r in rows if r.metric == "rec@512t")

@@ -1,0 +1,95 @@
+"""Freeze refuses a plan that names what the config does not define, before anything is built."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import InputError
+from harness.provenance.freeze import freeze
+from harness.provenance.plan_check import check_plan_against_config, declared_strata
+from harness.study import Study
+from provenance_support import edit_yaml, make_study, write_yaml
+
+
+@pytest.fixture
+def study(tmp_path):
+    return Study.at(make_study(tmp_path / "study"))
+
+
+def _edit_plan(study, change):
+    edit_yaml(study.plan_path, change)
+    return Study.at(study.root)
+
+
+def _first_test(plan):
+    return plan["families"][0]["tests"][0]
+
+
+def test_the_fixture_plan_passes(study):
+    plan = check_plan_against_config(study)
+    assert plan.family("primary").tests[0].id == "H1-papers"
+
+
+def _unknown_arm(plan):
+    plan["arms"].append("Z")
+    _first_test(plan)["b"] = "Z"
+
+
+def _unknown_retriever(plan):
+    plan["retrievers"].append("splade")
+    _first_test(plan)["retriever"] = "splade"
+
+
+def _unknown_metric(plan):
+    plan["datasets"]["papers"]["metrics"].append("rec@2048t")  # a budget the config does not register
+    _first_test(plan)["metric"] = "rec@2048t"
+
+
+def _unknown_stratum(plan):
+    plan["families"][1]["tests"][2]["subset"] = {"strata": ["symfony"]}
+
+
+def _arm_not_built_for_the_dataset(plan):
+    plan["families"][1]["tests"][2].update(a="E", b="S+T")  # H3-F512c-docs; the demo builds E on papers only
+
+
+CASES = [
+    (_arm_not_built_for_the_dataset, r"test 'H3-F512c-docs' \(family H3\): a: arm 'E' is built for datasets papers only, not 'docs'"),
+    (_unknown_arm, r"plan\.yaml: test 'H1-papers' \(family primary\): b: unknown arm 'Z' .*configs/study\.yaml defines it nowhere"),
+    (_unknown_retriever, r"plan\.yaml: test 'H1-papers' \(family primary\): unknown retriever 'splade'"),
+    (_unknown_metric, r"plan\.yaml: test 'H1-papers' \(family primary\): unknown metric 'rec@2048t' for dataset 'papers'"),
+    (_unknown_stratum, r"plan\.yaml: test 'H3-F512c-docs' \(family H3\): unknown stratum 'symfony' of dataset 'docs' \(declared strata: none\)"),
+    (lambda p: _first_test(p).update(rule="bayes"), r"plan\.yaml: families\[0\]\.tests\[0\]\.rule: unknown decision rule 'bayes' .*\[test H1-papers\]"),
+]
+
+
+@pytest.mark.parametrize("change, message", CASES)
+def test_freeze_names_the_file_the_test_and_the_unknown_name(study, change, message):
+    study = _edit_plan(study, change)
+    with pytest.raises(InputError, match=message):
+        freeze(study)
+    assert not study.frozen_path.exists()  # nothing was frozen
+
+
+def test_an_amendment_naming_an_unknown_arm_is_named(study):
+    write_yaml(study.amendments_dir / "0002-more.yaml", {
+        "id": "0002", "created_at": "2025-03-01T00:00:00Z", "before_outcomes": True, "reason": "r",
+        "adds": {"arms": ["M"], "families": [{
+            "id": "H4", "description": "d", "tier": "secondary", "multiplicity": "holm",
+            "decision": {"rule": "two-sided", "signflip_required": True}, "seed": 1,
+            "tests": [{"id": "H4-M", "a": "M", "b": "E", "retriever": "hybrid", "dataset": "papers",
+                       "metric": "rec@512t"}]}]}})
+    (study.amendments_dir / "0002-more.md").write_text("# 0002\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"0002-more\.yaml: test 'H4-M' \(family H4\): a: unknown arm 'M'"):
+        freeze(Study.at(study.root))
+
+
+def test_answer_level_metrics_are_known_to_validation(study):
+    study = _edit_plan(study, lambda p: _first_test(p).update(metric="answer_f1@512t"))
+    assert check_plan_against_config(study).family("primary").tests[0].metric == "answer_f1@512t"
+
+
+def test_declared_strata():
+    assert declared_strata({"adapter": "freshstack", "domains": {"laravel": {}, "yolo": {}}}) == ("laravel", "yolo")
+    assert declared_strata({"adapter": "jsonl", "strata": ["a", "b"]}) == ("a", "b")
+    assert declared_strata({"adapter": "jsonl"}) == ()
