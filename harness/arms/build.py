@@ -21,7 +21,7 @@ from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.provenance.interim import applies_to
-from harness.provenance.files import atomic_write_json, atomic_write_jsonl, canonical_json, read_json, sha256_text
+from harness.files import atomic_write_json, atomic_write_jsonl, canonical_json, iter_jsonl, read_json, sha256_text
 from harness.study import Study
 from harness.tokens import cl100k
 
@@ -194,7 +194,6 @@ def build_arms(
 
 def read_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, frozen_hash: str | None) -> list[Chunk]:
     """A built chunk set, refused when its manifest does not match the current inputs."""
-    from harness.provenance.files import iter_jsonl
 
     path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
     if not path.is_file() or not mpath.is_file():

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.errors import InputError
-from harness.provenance.files import canonical_json, sha256_text
+from harness.files import canonical_json, sha256_text
 
 
 def prompt_sha256(messages: Sequence[Mapping[str, str]]) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 from harness.data.model import Chunk
 from harness.errors import HarnessError
-from harness.provenance.files import canonical_json, sha256_file, sha256_text
+from harness.files import canonical_json, sha256_file, sha256_text
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
 from harness.retrieval.cache import CacheNamespace, VectorCache
 

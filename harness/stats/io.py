@@ -28,7 +28,7 @@ def write_outputs(stats_dir: str | Path, families: list[dict]) -> list[Path]:
 
     A family that did not run has its stale .csv/.tex/.png removed so no old numbers survive beside it.
     """
-    from harness.provenance.files import atomic_write_bytes, atomic_write_json, atomic_write_text
+    from harness.files import atomic_write_bytes, atomic_write_json, atomic_write_text
     from harness.stats import plots, tables
 
     stats_dir = Path(stats_dir)
