@@ -1,9 +1,12 @@
-"""A small stand-in for an Ollama server on loopback: /api/chat, /api/show and /api/tags.
+"""A small stand-in for an Ollama server on loopback: /api/chat, /api/embed, /api/show and /api/tags.
 
-Replies are computed from the prompt (so answers are deterministic and checkable); `mode` picks the
+One fake serves both paths of harness.llm.ollama_client (chat models and embedding models).
+Chat replies are computed from the prompt (so answers are deterministic and checkable); `mode` picks the
 behaviour: "valid", "invalid-until-seed-2" (garbage on seeds 0 and 1), "invalid" (always garbage).
 `delay_s` slows each chat answer; `go_down_after=N` closes the listening socket after N chat calls,
-so later calls are refused.
+so later calls are refused. `fail_status=500` answers every endpoint with that HTTP status.
+Embeddings are `fake_vector` of the (whitespace-word) text; an input longer than `embed_context` words
+is refused with HTTP 400 under truncate=false and cut to the window under truncate=true, like Ollama.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-DIGEST = "sha256:" + "ab" * 32
+BLOB = "ab" * 32  # the manifest digest /api/tags lists (bare hex, as Ollama lists it)
+DIGEST = "sha256:" + BLOB  # what the harness records
+WEIGHTS_BLOB = "cd" * 32  # the weights blob in the Modelfile's FROM line: not the model digest
 CHUNK_RE = re.compile(r"<<<\n(.*?)\n>>>", re.S)
 CONTEXT_RE = re.compile(r"One passage cut from that document:\n=====\n(.*?)\n=====", re.S)
 
@@ -57,11 +62,28 @@ def valid_reply(prompt: str) -> str:
     return json.dumps({"unexpected": True})
 
 
+def fake_vector(text: str) -> list[float]:
+    v = [0.0] * 8
+    for w in text.lower().split():
+        v[sum(map(ord, w)) % 8] += 1.0
+    v[7] += 0.25
+    return [2.0 * x for x in v]  # deliberately not unit length
+
+
 class FakeOllama:
     def __init__(
-        self, *, models=("fake",), mode: str = "valid", go_down_after: int | None = None, delay_s: float = 0.0
+        self,
+        *,
+        models=("fake",),
+        mode: str = "valid",
+        go_down_after: int | None = None,
+        delay_s: float = 0.0,
+        embed_context: int = 8,
+        fail_status: int | None = None,
     ):
         self.delay_s = delay_s
+        self.embed_context = embed_context
+        self.fail_status = fail_status
         self.models = {m if ":" in m else f"{m}:latest" for m in models}
         self.mode = mode
         self.go_down_after = go_down_after
@@ -123,8 +145,10 @@ class FakeOllama:
                 return json.loads(self.rfile.read(n) or b"{}")
 
             def do_GET(self):
-                if self.path == "/api/tags":
-                    models = [{"model": m, "name": m, "digest": DIGEST, "size": 1} for m in sorted(fake.models)]
+                if fake.fail_status is not None:
+                    self._send(fake.fail_status, {"error": "internal server error"})
+                elif self.path == "/api/tags":
+                    models = [{"model": m, "name": m, "digest": BLOB, "size": 1} for m in sorted(fake.models)]
                     self._send(200, {"models": models})
                 else:
                     self._send(404, {"error": "no such endpoint"})
@@ -136,11 +160,21 @@ class FakeOllama:
                     return
                 with fake._lock:
                     fake.requests.append({"path": self.path, **body})
+                if fake.fail_status is not None:
+                    self._send(fake.fail_status, {"error": "internal server error"})
+                    return
                 if self.path == "/api/show":
                     if not fake.known(body.get("model", "")):
                         self._send(404, {"error": f"model '{body.get('model')}' not found"})
                     else:
-                        self._send(200, {"modelfile": "", "parameters": "", "template": "", "details": {}, "model_info": {}})
+                        self._send(200, {
+                            "modelfile": f"# Modelfile\nFROM /root/.ollama/models/blobs/sha256-{WEIGHTS_BLOB}\n",
+                            "parameters": "", "template": "", "details": {"family": "fake"},
+                            "model_info": {"fake.context_length": fake.embed_context, "general.architecture": "fake"},
+                        })
+                    return
+                if self.path == "/api/embed":
+                    self._embed(body)
                     return
                 if self.path != "/api/chat":
                     self._send(404, {"error": "no such endpoint"})
@@ -171,5 +205,22 @@ class FakeOllama:
                 if fake.go_down_after is not None and n >= fake.go_down_after:
                     self.close_connection = True
                     threading.Thread(target=fake.go_down, daemon=True).start()
+
+            def _embed(self, body: dict) -> None:
+                if not fake.known(body.get("model", "")):
+                    self._send(404, {"error": f"model \"{body.get('model')}\" not found, try pulling it first"})
+                    return
+                inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                window = body.get("options", {}).get("num_ctx", fake.embed_context)
+                vectors = []
+                for text in inputs:
+                    words = text.split()
+                    if len(words) > window:
+                        if body.get("truncate") is False:
+                            self._send(400, {"error": "the input length exceeds the context length"})
+                            return
+                        words = words[:window]
+                    vectors.append(fake_vector(" ".join(words)))
+                self._send(200, {"model": body["model"], "embeddings": vectors, "prompt_eval_count": 1})
 
         return Handler

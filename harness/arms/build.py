@@ -3,7 +3,8 @@
 Each arm is written atomically as <arm>.jsonl plus <arm>.manifest.json. The manifest carries an
 `inputs_hash` over everything the chunk set depends on (arm config, chunking parameters, model config,
 the documents' text hashes); `score` recomputes it and refuses a chunk set built from other inputs.
-An arm whose chunk file exists with a matching inputs_hash is skipped, so an interrupted build resumes.
+An arm whose chunk file exists with a matching inputs_hash is skipped, so an interrupted build resumes;
+under `fresh` or `replay` (passed down from the CLI) LLM arms are rebuilt even when up to date.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.provenance.interim import applies_to
-from harness.provenance.files import atomic_write_json, atomic_write_jsonl, canonical_json, read_json, sha256_text
+from harness.files import atomic_write_json, atomic_write_jsonl, canonical_json, iter_jsonl, read_json, sha256_text
 from harness.study import Study
 from harness.tokens import cl100k
 
@@ -145,8 +146,9 @@ def _llm_free(study: Study, kind: str, documents: Sequence[Document], header: Ca
 
 def build_dataset_arms(
     study: Study, dataset: LoadedDataset, arms: Sequence[str], *, frozen_hash: str | None, progress: bool = True,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = print, fresh: bool = False, replay: bool = False,
 ) -> list[ArmBuild]:
+    """`fresh` / `replay`: the LLM arms' cache mode (see harness.arms.llm_arms.build_llm_arm)."""
     cache: dict[str, dict[str, list[Chunk]]] = {}
 
     def header() -> dict[str, list[Chunk]]:
@@ -159,15 +161,18 @@ def build_dataset_arms(
         kind = arm_kind(study, arm)
         path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
         h = inputs_hash(study, dataset, arm)
-        if path.is_file() and mpath.is_file():
+        # an explicit fresh or replay run re-derives the LLM arms: regenerate, or check the cache answers all
+        if path.is_file() and mpath.is_file() and not (kind in LLM_KINDS and (fresh or replay)):
             old = read_json(mpath)
             if old.get("inputs_hash") == h and old.get("frozen_config_hash") == frozen_hash:
                 built.append(ArmBuild(dataset.name, arm, int(old["chunk_set"]["chunks"]), True))
                 log(f"{dataset.name}/{arm}: up to date ({old['chunk_set']['chunks']} chunks)")
                 continue
         if kind in LLM_KINDS:
-            result = build_llm_arm(study, arm, study.arms[arm], dataset.documents, header(), progress=progress,
-                                   dataset=dataset.name)
+            result = build_llm_arm(
+                study, arm, study.arms[arm], dataset.documents, header(), progress=progress, fresh=fresh,
+                replay=replay, dataset=dataset.name,
+            )
             chunks, extra = result.chunks, {"llm": result.manifest}
         else:
             chunks, extra = _llm_free(study, kind, dataset.documents, header)
@@ -194,6 +199,7 @@ def build_dataset_arms(
 def build_arms(
     study: Study, *, datasets: Sequence[str] | None = None, arms: Sequence[str] | None = None,
     frozen_hash: str | None, progress: bool = True, log: Callable[[str], None] = print,
+    fresh: bool = False, replay: bool = False,
 ) -> list[ArmBuild]:
     names = list(datasets or study.datasets)
     if arms:
@@ -210,13 +216,14 @@ def build_arms(
     for name in names:
         dataset = load_dataset(study, name, selection=selection)
         applicable = [a for a in arm_names if applies_to(study.arms[a], name)]
-        out += build_dataset_arms(study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log)
+        out += build_dataset_arms(
+            study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log, fresh=fresh, replay=replay
+        )
     return out
 
 
 def read_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, frozen_hash: str | None) -> list[Chunk]:
     """A built chunk set, refused when its manifest does not match the current inputs."""
-    from harness.provenance.files import iter_jsonl
 
     path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
     if not path.is_file() or not mpath.is_file():

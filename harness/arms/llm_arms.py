@@ -8,11 +8,14 @@ Documents run concurrently (llm.workers; one at a time for an in-process backend
 document's chunks in order. The first stopping error
 (model missing, auth, server gone, spend cap, replay miss) stops every worker before its next fresh
 call; everything already answered is in the generation cache, so a rerun resumes there.
+
+The run mode is an argument, never read from the environment here: `fresh` ignores cached answers (new
+ones are appended), `replay` answers only from the cache and leaves it untouched. The CLI
+(harness/cli/build_arms.py) reads --fresh / --replay and FRESH=1 / REPLAY=1 and passes them down.
 """
 
 from __future__ import annotations
 
-import os
 import random
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
@@ -108,12 +111,12 @@ def build_llm_arm(
     header_chunks: Mapping[str, list[Chunk]],
     *,
     progress: bool = True,
-    fresh: bool | None = None,
-    replay: bool | None = None,
+    fresh: bool = False,
+    replay: bool = False,
     dataset: str | None = None,
 ) -> LlmArmResult:
-    """Build one LLM arm. `fresh` (default: env FRESH=1) ignores cached answers; `replay` (default:
-    env REPLAY=1) answers only from the cache, for audits without the model."""
+    """Build one LLM arm. `fresh` ignores cached answers (and appends new ones); `replay` answers only
+    from the cache, for audits without the model, and never writes to it."""
     kind = arm_cfg.get("kind")
     if kind not in LLM_KINDS:
         raise HarnessError(f"arm {arm_name}: kind {kind!r} is not an LLM arm ({', '.join(LLM_KINDS)})")
@@ -130,17 +133,15 @@ def build_llm_arm(
         raise HarnessError(f"{study.config_path}: llm.workers must be >= 1, got {workers}")
     seeds = [int(model_cfg.get("seed", 0))] + [int(s) for s in llm_cfg.get("retry_seeds", [1, 2, 3])]
     cap = llm_cfg.get("spend_cap_usd")
-    fresh = os.environ.get("FRESH") == "1" if fresh is None else fresh
-    replay = os.environ.get("REPLAY") == "1" if replay is None else replay
     if fresh and replay:
-        raise HarnessError(f"arm {arm_name}: FRESH=1 (regenerate) and REPLAY=1 (cache only) contradict each other")
+        raise HarnessError(f"arm {arm_name}: fresh (regenerate) and replay (cache only) contradict each other")
     templates = {role: PromptTemplate.load(study.prompts_dir, f) for role, f in TEMPLATES[kind].items()}
     missing = [d.doc_id for d in documents if d.doc_id not in header_chunks]
     if missing:
         raise HarnessError(f"arm {arm_name}: no header-led chunks for {len(missing)} document(s), e.g. {missing[0]}")
     selected = select_documents(arm_name, arm_cfg, documents)
 
-    with GenerationCache(generations_path(study, model_name), fresh=fresh) as cache:
+    with GenerationCache(generations_path(study, model_name), fresh=fresh, read_only=replay) as cache:
         backend = make_backend(model_cfg, replay_from=cache if replay else None)
         # the cap is study-wide: what every arm has paid so far counts against it
         spent_before = study_spend_usd(generations_path(study, model_name).parent)

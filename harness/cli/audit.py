@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.cli.main import add_study_argument
 from harness.errors import HarnessError
-from harness.provenance.files import read_json
+from harness.files import read_json
 from harness.study import Study
 
 HELP = 'recompute every family and check it row by row against the released results/stats/*.json'

@@ -11,7 +11,7 @@ from harness.chunking.header_led import TAU_MAX, TAU_MIN, header_led_chunks
 from harness.chunking.windows import median_token_length
 from harness.data.model import Document
 from harness.errors import HarnessError, InputError
-from harness.provenance.files import jsonl_lines
+from harness.files import jsonl_lines
 
 HELP = "chunk Markdown files for an LLM-free arm and print one JSON chunk per line"
 

@@ -8,7 +8,7 @@ from harness.cli.main import add_study_argument
 from harness.provenance.freeze import check_frozen, freeze
 from harness.provenance.interim import record_deviation
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
-from harness.provenance.files import read_json
+from harness.files import read_json
 from harness.study import Study
 
 HELP = "freeze the study's inputs into frozen_config.json (or --check them, or --show-timeline)"

@@ -22,7 +22,7 @@ from typing import Iterator
 
 from harness.data.model import Document, Question
 from harness.errors import InputError
-from harness.provenance.files import sha256_bytes
+from harness.files import sha256_bytes
 
 METRIC_SETS = ("qasper", "freshstack")
 

@@ -19,7 +19,7 @@ from typing import Callable
 from harness.data import freshstack, jsonl_corpus, qasper
 from harness.data.common import METRIC_SETS, InputReader, LoadedDataset
 from harness.errors import HarnessError
-from harness.provenance.files import read_json
+from harness.files import read_json
 
 Adapter = Callable[..., LoadedDataset]  # (study, name, options, selection entry | None, InputReader)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.files import sha256_text
+
 
 @dataclass(frozen=True)
 class Document:
@@ -132,6 +134,4 @@ class Chunk:
 
 def make_chunk_id(doc_id: str, position: int, text: str) -> str:
     """doc_id + zero-based position + 8 hex digits of the text's SHA-256."""
-    from harness.provenance.files import sha256_text
-
     return f"{doc_id}#{position:04d}-{sha256_text(text)[:8]}"

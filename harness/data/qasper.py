@@ -38,7 +38,7 @@ from typing import Any, Iterator
 from harness.data.common import InputReader, LoadedDataset, TextLocator
 from harness.data.model import Document, Evidence, Question
 from harness.errors import HarnessError, InputError
-from harness.provenance.files import canonical_json, sha256_text
+from harness.files import canonical_json, sha256_text
 
 SOURCE = "Qasper v0.3 (Dasigi et al., 2021)"
 LICENCE = "CC BY 4.0"

@@ -23,7 +23,7 @@ from harness.data import freshstack
 from harness.data.common import InputReader
 from harness.data.load import dataset_options, load_dataset
 from harness.errors import HarnessError
-from harness.provenance.files import atomic_write_json, sha256_file
+from harness.files import atomic_write_json, sha256_file
 
 FORMAT_VERSION = 1
 

@@ -1,8 +1,11 @@
 """Content-addressed generation cache: one append-only JSONL file, one line per call.
 
 Each line is written with a single append and fsynced, so a killed process leaves at most one torn
-last line (no trailing newline); it is cut off on the next open. A complete line that is not valid
-JSON is real corruption and raises instead of being skipped.
+last line (no trailing newline); it is cut off on the next writable open. A complete line that is not
+valid JSON is real corruption and raises instead of being skipped.
+
+Opened with `read_only=True` (replay), the cache never creates, truncates or writes anything: a torn
+last line is only skipped in memory (and counted), a missing file is an error, and `put` refuses.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.errors import InputError
-from harness.provenance.files import canonical_json, sha256_text
+from harness.files import canonical_json, sha256_text
 
 
 def prompt_sha256(messages: Sequence[Mapping[str, str]]) -> str:
@@ -61,18 +64,28 @@ _FIELDS = tuple(CacheRecord.__dataclass_fields__)
 
 
 class GenerationCache:
-    """Lookups by key; with `fresh=True` old lines are not read (new answers are still appended)."""
+    """Lookups by key; with `fresh=True` old lines are not read (new answers are still appended);
+    with `read_only=True` nothing on disk is created or changed (replay)."""
 
-    def __init__(self, path: str | os.PathLike, *, fresh: bool = False):
+    def __init__(self, path: str | os.PathLike, *, fresh: bool = False, read_only: bool = False):
+        if fresh and read_only:
+            raise ValueError("GenerationCache: fresh=True (ignore cached answers) and read_only=True contradict")
         self.path = Path(path)
         self.fresh = fresh
-        self.torn_bytes_dropped = 0
+        self.read_only = read_only
+        self.torn_bytes_dropped = 0  # read-only: skipped in memory, left on disk
         self._records: dict[str, CacheRecord] = {}
         self._by_prompt: dict[str, list[str]] = {}
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = -1
+        if read_only:
+            if not self.path.is_file():
+                raise InputError("replay: no generation cache here (nothing to replay)", path=self.path)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._repair_and_load()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if not read_only:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def _repair_and_load(self) -> None:
         if not self.path.exists():
@@ -82,7 +95,8 @@ class GenerationCache:
         if end < len(data):
             # a write cut short by a kill: drop the partial line so the next append starts clean
             self.torn_bytes_dropped = len(data) - end
-            os.truncate(self.path, end)
+            if not self.read_only:
+                os.truncate(self.path, end)
             data = data[:end]
         if self.fresh:
             return
@@ -119,6 +133,8 @@ class GenerationCache:
         return sorted({r.digest for r in self._records.values() if r.backend == backend and r.model == model})
 
     def put(self, record: CacheRecord) -> None:
+        if self.read_only:
+            raise RuntimeError(f"{self.path}: the generation cache is open read-only (replay); nothing is written")
         line = (json.dumps({f: getattr(record, f) for f in _FIELDS}, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
             view = memoryview(line)

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from harness.errors import HarnessError
 from harness.llm.base import Backend, Completion, Message, as_messages
 from harness.llm.fast_grammar import greedy_json, supported as fast_greedy_supported
-from harness.provenance.files import sha256_file
+from harness.files import sha256_file
 
 DEFAULT_OPTIONS = {
     "temperature": 0.0, "n_ctx": 8192, "max_tokens": 512, "chat_format": "gemma", "repeat_penalty": 1.0,

@@ -23,7 +23,7 @@ from harness.llm.base import (
     ModelNotFound,
     as_messages,
 )
-from harness.provenance.files import canonical_json, sha256_text
+from harness.files import canonical_json, sha256_text
 
 DEFAULT_OPTIONS = {"temperature": 0.0, "max_tokens": 1024}
 # no fallbacks and no training on our data unless the config says otherwise

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Mapping
 
 from harness.errors import HarnessError
-from harness.provenance.files import sha256_text
+from harness.files import sha256_text
 
 PLACEHOLDER_RE = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 

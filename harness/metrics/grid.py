@@ -18,7 +18,7 @@ from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
 from harness.metrics.results import ResultRow, combine_parts, completed_cells, write_part
-from harness.provenance.files import atomic_write_json, read_json, sha256_text
+from harness.files import atomic_write_json, read_json, sha256_text
 from harness.provenance.interim import Cell, configured_cells, done_marker_path, mark_cell_done
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from harness.data.model import Question
 from harness.errors import HarnessError, InputError
-from harness.provenance.files import atomic_write_bytes, atomic_write_text
+from harness.files import atomic_write_bytes, atomic_write_text
 
 COLUMNS = ("dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value")
 KEY = ("dataset", "arm", "retriever", "qid", "metric")  # unique per file; files are sorted by it

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable
 
 import harness
 from harness.errors import DriftError, HarnessError
-from harness.provenance.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text
+from harness.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text
 from harness.provenance.inputs import NON_FILE_PREFIX, current_file_hashes, input_record
 from harness.provenance.plan_check import check_plan_against_config
 from harness.provenance.timeline import first_outcome_time, timeline

@@ -22,7 +22,7 @@ from typing import Any
 from harness.data.common import LoadedDataset, display_path
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
-from harness.provenance.files import canonical_json, sha256_file, sha256_text
+from harness.files import canonical_json, sha256_file, sha256_text
 from harness.study import Study
 
 STUDY_INPUT_FOLDERS = ("configs", "plan", "amendments", "prompts", "selection")

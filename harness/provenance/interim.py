@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from harness.arms.kinds import is_declared_only
 from harness.errors import HarnessError
-from harness.provenance.files import atomic_write_json, atomic_write_text, read_json
+from harness.files import atomic_write_json, atomic_write_text, read_json
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 

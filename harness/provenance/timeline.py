@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.provenance.files import atomic_write_json, read_json, sha256_bytes
+from harness.files import atomic_write_json, read_json, sha256_bytes
 from harness.study import Study, load_yaml
 
 FIRST_OUTCOME_NAME = "FIRST_OUTCOME.json"

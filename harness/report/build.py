@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.provenance.files import atomic_write_text, read_json
+from harness.files import atomic_write_text, read_json
 from harness.provenance.interim import describe_missing, outcomes_allowed
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
 from harness.study import Study

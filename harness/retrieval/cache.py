@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.provenance.files import atomic_write_bytes, atomic_write_json, canonical_json, read_json, sha256_text
+from harness.files import atomic_write_bytes, atomic_write_json, canonical_json, read_json, sha256_text
 
 # encoder(texts) -> (vectors [len(texts), dim], truncated flags [len(texts)])
 Encoder = Callable[[list[str]], tuple[np.ndarray, np.ndarray]]

@@ -8,7 +8,6 @@ purpose and counted; the flag is cached with the vector so a cached rerun report
 from __future__ import annotations
 
 import importlib.util
-import os
 from abc import ABC, abstractmethod
 from functools import lru_cache
 from pathlib import Path
@@ -18,7 +17,8 @@ import numpy as np
 
 from harness.data.model import Chunk
 from harness.errors import HarnessError
-from harness.provenance.files import canonical_json, sha256_file, sha256_text
+from harness.files import canonical_json, sha256_file, sha256_text
+from harness.llm.ollama_client import InputTooLong, OllamaClient
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
 from harness.retrieval.cache import CacheNamespace, VectorCache
 
@@ -120,8 +120,8 @@ def directory_digest(directory: Path) -> str:
 
 
 def _load_sentence_transformers():
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub at run time
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    """The sentence-transformers module. It is never asked to reach a model hub: models load from a resolved
+    local directory with `local_files_only=True` (an option of the loader, not an environment variable)."""
     try:
         import sentence_transformers
     except ImportError:
@@ -177,78 +177,40 @@ class SentenceTransformerEmbedder(Embedder):
 
 
 class OllamaEmbedder(Embedder):
-    """Ollama's /api/embed. Batches go with truncate=false; a batch rejected for length is retried text by
-    text, and only the texts the server rejects are re-sent with truncate=true and counted as truncated."""
+    """Ollama's /api/embed through the shared OllamaClient (harness.llm.ollama_client: one digest, one
+    error mapping for chat and embeddings). Batches go with truncate=false; a batch rejected for length is
+    retried text by text, and only the texts the server rejects are re-sent with truncate=true and counted
+    as truncated."""
 
     backend = "ollama"
 
-    def __init__(self, model: str, *, host: str | None = None, num_ctx: int | None = None, batch_size: int = 16, client=None):
+    def __init__(
+        self, model: str, *, host: str | None = None, num_ctx: int | None = None, batch_size: int = 16, client=None
+    ):
         self.model = model
         self.batch_size = batch_size
-        if client is None:
-            try:
-                import ollama
-            except ImportError:
-                raise HarnessError("the `ollama` package is not installed (make .venv installs it)") from None
-            client = ollama.Client(host=host)
-        self.client = client
-        self.host = host or os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434")
+        self.client = client if client is not None else OllamaClient(host)
+        self.host = self.client.host
         self._num_ctx = num_ctx
-        self._show: dict[str, Any] | None = None
-
-    def _call(self, fn, *args, **kwargs):
-        import ollama
-
-        try:
-            return fn(*args, **kwargs)
-        except ollama.ResponseError as e:
-            message = str(e.error)
-            if e.status_code == 404 or "not found" in message.lower():
-                raise HarnessError(
-                    f"Ollama model {self.model!r} is not available at {self.host}: run `ollama pull {self.model}`"
-                ) from None
-            if e.status_code == 400 and "context length" in message.lower():
-                raise _InputTooLong(message) from None
-            raise HarnessError(f"Ollama model {self.model!r} at {self.host} failed: {message} (HTTP {e.status_code})") from None
-        except ConnectionError:
-            raise HarnessError(
-                f"cannot reach Ollama at {self.host} for model {self.model!r}: start it with `ollama serve` "
-                "(or set OLLAMA_HOST / the retriever's `host:`)"
-            ) from None
-
-    def _shown(self) -> dict[str, Any]:
-        if self._show is None:
-            response = self._call(self.client.show, self.model)
-            self._show = response.model_dump(mode="json", exclude={"modified_at"}, by_alias=True)
-        return self._show
 
     @property
     def digest(self) -> str:
-        """The weights blob named in the Modelfile's FROM line, else a hash of the whole /api/show answer."""
-        show = self._shown()
-        for line in (show.get("modelfile") or "").splitlines():
-            if line.startswith("FROM ") and "sha256" in line:
-                blob = line.rsplit("sha256", 1)[1].lstrip("-:")
-                if len(blob) == 64:
-                    return "sha256:" + blob
-        return "show:" + sha256_text(canonical_json(show))
+        """The server's digest for the model (harness.llm.ollama_client.model_digest), as for chat models."""
+        return self.client.digest(self.model)
 
     @property
     def max_tokens(self) -> int:
         if self._num_ctx is None:
-            info = self._shown().get("model_info") or {}
-            lengths = [v for k, v in sorted(info.items()) if k.endswith(".context_length")]
-            if not lengths:
+            length = self.client.context_length(self.model)
+            if length is None:
                 raise HarnessError(
-                    f"Ollama model {self.model!r}: /api/show reports no context length; set `num_ctx:` for this retriever"
+                    f"Ollama model {self.model!r}: /api/show reports no context length; set `max_tokens:` for this retriever"
                 )
-            self._num_ctx = int(lengths[0])
+            self._num_ctx = length
         return self._num_ctx
 
     def _embed(self, texts: list[str], truncate: bool) -> np.ndarray:
-        response = self._call(
-            self.client.embed, model=self.model, input=texts, truncate=truncate, options={"num_ctx": self.max_tokens}
-        )
+        response = self.client.embed(self.model, input=texts, truncate=truncate, options={"num_ctx": self.max_tokens})
         vectors = np.asarray(response.embeddings, dtype=np.float32)
         if vectors.shape[0] != len(texts):
             raise HarnessError(f"Ollama model {self.model!r} returned {vectors.shape[0]} embeddings for {len(texts)} inputs")
@@ -262,23 +224,19 @@ class OllamaEmbedder(Embedder):
                 vectors.append(self._embed(batch, truncate=False))
                 truncated.extend([False] * len(batch))
                 continue
-            except _InputTooLong:
+            except InputTooLong:
                 pass
             for text in batch:
                 try:
                     vectors.append(self._embed([text], truncate=False))
                     truncated.append(False)
-                except _InputTooLong:
+                except InputTooLong:
                     vectors.append(self._embed([text], truncate=True))
                     truncated.append(True)
         return np.concatenate(vectors), np.array(truncated, dtype=bool)
 
     def describe(self) -> dict[str, Any]:
         return super().describe() | {"host": self.host}
-
-
-class _InputTooLong(Exception):
-    """The server refused an input longer than num_ctx (only raised while truncate=false)."""
 
 
 # --- the retriever ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import numpy as np
 
 from harness.data.model import Chunk
 from harness.errors import HarnessError
-from harness.provenance.files import canonical_json
+from harness.files import canonical_json
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex
 from harness.retrieval.cache import CacheNamespace, VectorCache
 from harness.retrieval.dense import _load_sentence_transformers, directory_digest, resolve_model_dir

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 from harness.errors import HarnessError
 from harness.llm.llamacpp_backend import LlamaCppBackend
 from harness.llm.prompts import PromptTemplate
-from harness.provenance.files import canonical_json, sha256_text
+from harness.files import canonical_json, sha256_text
 
 # how each chat format opens a user turn and then the model's answer turn
 TURNS = {

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from harness.errors import InputError
-from harness.provenance.files import atomic_write_text
+from harness.files import atomic_write_text
 from harness.retrieval.base import Ranking
 
 

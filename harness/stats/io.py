@@ -28,7 +28,7 @@ def write_outputs(stats_dir: str | Path, families: list[dict]) -> list[Path]:
 
     A family that did not run has its stale .csv/.tex/.png removed so no old numbers survive beside it.
     """
-    from harness.provenance.files import atomic_write_bytes, atomic_write_json, atomic_write_text
+    from harness.files import atomic_write_bytes, atomic_write_json, atomic_write_text
     from harness.stats import plots, tables
 
     stats_dir = Path(stats_dir)
@@ -71,7 +71,7 @@ def load_judge_rates(study) -> dict[str, dict[str, float]]:
     """Measured acceptance-control rates per judge, from results/judges/acceptance.json
     ({judge: {"positive": rate on the accepted answer, "negative": rate on another question's answer}}),
     written by the judging stage. No file: no judge has passed, so judged outcomes stay exploratory."""
-    from harness.provenance.files import read_json
+    from harness.files import read_json
 
     path = study.results / "judges" / "acceptance.json"
     if not path.is_file():

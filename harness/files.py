@@ -1,0 +1,121 @@
+"""Hashes, canonical JSON and atomic writes: a file is either absent or complete, never half-written.
+
+The lowest layer of the package: it imports only the standard library and harness.errors (itself a leaf),
+so any module (data model, provenance, caches) can use it without an import cycle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from harness.errors import InputError
+
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_jsonl",
+    "atomic_write_text",
+    "canonical_json",
+    "iter_jsonl",
+    "jsonl_lines",
+    "read_json",
+    "sha256_bytes",
+    "sha256_file",
+    "sha256_text",
+]
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON (sorted keys, no extra whitespace) used for hashing."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Pretty, key-sorted JSON with a trailing newline: same object, same bytes."""
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def jsonl_lines(records: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
+
+
+def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> None:
+    atomic_write_text(path, jsonl_lines(records))
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"not valid JSON: {e}", path=path) from None
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """Yield one object per non-blank line; a bad line raises InputError naming file and line."""
+    try:
+        f = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    with f:
+        lineno = 0
+        while True:
+            try:
+                line = f.readline()
+            except UnicodeDecodeError as e:
+                raise InputError(f"not UTF-8 after line {lineno}: {e}", path=path) from None
+            if not line:
+                return
+            lineno += 1
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"line {lineno} is not valid JSON: {e.msg}", path=path, record=lineno) from None
+            if not isinstance(obj, dict):
+                raise InputError(f"line {lineno} is not a JSON object", path=path, record=lineno)
+            yield obj
