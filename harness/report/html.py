@@ -17,8 +17,8 @@ body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1180
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 nav ol{columns:3;font-size:.95em}code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto}
-table{border-collapse:collapse;font-size:.85em;margin:.4em 0}th,td{padding:.2em .6em;text-align:right;border-bottom:1px solid #e4e4e4}
-th{border-bottom:2px solid #888}td:first-child,th:first-child{text-align:left}
+table{border-collapse:collapse;font-size:.85em;margin:.4em 0}th,td{padding:.2em .6em;text-align:left;font-variant-numeric:tabular-nums;border-bottom:1px solid #e4e4e4}
+th{border-bottom:2px solid #888}
 figure{margin:1.2em 0;overflow-x:auto}figcaption{font-size:.9em;color:#444;margin-bottom:.3em}
 img{max-width:100%;height:auto;display:block}.file{color:#888}.note{font-size:.85em;color:#444}
 .missing{background:#fff4e5;border-left:4px solid #e69500;padding:.4em .8em;margin:.5em 0}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import matplotlib
 
@@ -32,13 +33,13 @@ def forest_svg(fam: dict) -> str:
 
 
 def svg_text(fig) -> str:
-    """SVG of `fig` without the DOCTYPE line (its DTD URL is never fetched, but a report must hold no URL)
-    and with fixed ids and no date, so reruns give identical files."""
+    """SVG of `fig` without the DOCTYPE line and the RDF metadata block (their URLs are never fetched, but a
+    report must hold no URL), with fixed ids and no date, so reruns give identical files."""
     buf = io.StringIO()
     with plt.rc_context({"svg.hashsalt": "harness", "svg.fonttype": "path"}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
-    text = buf.getvalue()
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", buf.getvalue(), flags=re.S)
     return "\n".join(line for line in text.splitlines() if not line.startswith("<!DOCTYPE")
                      and "DTD/svg11.dtd" not in line) + "\n"
 
