@@ -183,4 +183,5 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
     assert primary["status"] == "not run" and any("arm E on papers" in m for m in primary["missing"])
     assert (study.stats_dir / "H3.png").is_file() and "H3" in (study.stats_dir / "summary.md").read_text()
     report = (study.results / "report" / "report.md").read_text(encoding="utf-8")
-    assert "### Chunk sets" in report and "| F256t |" in report
+    assert "## Chunk sets" in report and "| F256t |" in report
+    assert (study.results / "report" / "index.html").is_file()
