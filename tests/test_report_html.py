@@ -257,3 +257,14 @@ def test_gold_evidence_spanning_chunks_is_counted():
     assert (s.evidence_located, s.evidence_spanning) == (4, 2)
     assert s.share_spanning == 0.5
     assert s.share_over == {15: 2 / 3, 25: 1 / 3}
+
+
+def test_sections_without_inputs_name_the_make_target(tmp_path):
+    study = _llm_free_bm25_study(tmp_path / "unbuilt")
+    assert main(["report", "--study", str(study.root)]) == 0
+    page = (study.results / "report" / "index.html").read_text(encoding="utf-8")
+    for section_id in ("chunk-sets", "costs"):
+        sec = _section(page, section_id)
+        assert "make build-arms" in sec and "<table" not in sec, section_id
+    assert "<table" in _section(page, "data")  # the questions load without any build
+    assert not (study.results / "report" / "tables" / "costs.csv").exists()

@@ -34,13 +34,15 @@ def sweep_metrics(means: list[ArmMean]) -> list[str]:
     return sorted(names, key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
 
 
-def budget_sweep_svg(means: list[ArmMean], *, dataset: str, retriever: str) -> str:
-    """One panel per swept metric; `means` may hold other cells, which are ignored."""
+def budget_sweep_svg(means: list[ArmMean], *, dataset: str, retriever: str, arm_order: list[str] = ()) -> str:
+    """One panel per swept metric; `means` may hold other cells, which are ignored. Arms follow
+    `arm_order` (the config's order), unknown ones after it."""
     cells = [m for m in means if m.dataset == dataset and m.retriever == retriever and budgeted(m.metric)]
     names = sweep_metrics(cells)
     if not names:
         raise ValueError(f"{dataset}/{retriever}: no metric is measured at two or more token budgets")
-    arms = list(dict.fromkeys(m.arm for m in cells))
+    order = list(arm_order)
+    arms = sorted(dict.fromkeys(m.arm for m in cells), key=lambda a: (order.index(a) if a in order else len(order), a))
     fig, axes = plt.subplots(1, len(names), figsize=(3.4 * len(names) + 1.6, 3.2), dpi=100, squeeze=False)
     colours = plt.get_cmap("tab10")
     for ax, name in zip(axes[0], names):

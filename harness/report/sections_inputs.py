@@ -25,7 +25,7 @@ def identity(ctx: ReportContext) -> Section:
                           "computed from registration times, never from a file's own claim.")
     entries = timeline(study)
     if not entries:
-        sec.missing.append(Missing("plan/plan.yaml", "harness stats (after writing the plan)"))
+        sec.missing.append(Missing("plan/plan.yaml (write the plan first)", "make freeze"))
         return sec
     rows = []
     for e in entries:

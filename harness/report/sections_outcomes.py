@@ -26,7 +26,7 @@ def withheld(ctx: ReportContext, sec: Section) -> bool:
 def families(ctx: ReportContext) -> tuple[list[dict], list[Missing]]:
     """Every family the plan registers, as its results/stats JSON; absent or stale ones become Missing."""
     if ctx.plan is None:
-        return [], [Missing("plan/plan.yaml", "make stats (after writing the plan)")]
+        return [], [Missing("plan/plan.yaml (write the plan first)", "make freeze stats")]
     found, missing = [], []
     for fam in ctx.plan.families:
         path = ctx.study.stats_dir / f"{fam.id}.json"
@@ -145,7 +145,8 @@ def budget_sweeps(ctx: ReportContext) -> Section:
             continue
         sec.figures.append(Figure(f"sweep-{dataset}-{retriever}", f"`{dataset}` under {retriever}: "
                                   f"{', '.join(names)} against the token budget, per arm, with 95% CI bands.",
-                                  budget_sweep_svg(cells, dataset=dataset, retriever=retriever)))
+                                  budget_sweep_svg(cells, dataset=dataset, retriever=retriever,
+                                                   arm_order=list(ctx.study.arms))))
     return sec
 
 

@@ -75,7 +75,7 @@ def forest_figure(fam: dict, *, margin_band: bool = False):
     ax.set_xlabel(f"A - B (points); {shown}")
     ax.set_title(f"{fam['family']} ({fam['tier']}, {fam['multiplicity']})", fontsize=10)
     if margin_band and any_tost:
-        ax.set_xlabel(f"A - B (points); {shown.replace('blue ticks', 'blue band and ticks')}; "
+        ax.set_xlabel(f"A - B (points); {shown.replace('blue ticks', 'blue band and ticks')}\n"
                       "marker: diamond equiv., square diff., circle incon./n.d.", fontsize=8)
     fig.tight_layout()
     return fig
