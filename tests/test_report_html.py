@@ -229,7 +229,7 @@ def test_a_broken_figure_is_caught_by_the_browser_check(tmp_path):
 def test_latex_tables_compile(reports, tmp_path):
     pdflatex = shutil.which("pdflatex")
     if pdflatex is None:
-        pytest.skip("pdflatex is not installed (e.g. apt-get install texlive-latex-extra)")
+        pytest.skip("pdflatex is not installed (apt-get install -y --no-install-recommends texlive-latex-recommended)")
     study, _ = reports
     tables = sorted((study.results / "report" / "tables").glob("*.tex"))
     assert tables
