@@ -1,4 +1,5 @@
-"""Forest plot per family (PNG) from the family's JSON: estimates, intervals, margins, verdicts."""
+"""Forest plot per family (PNG for results/stats, SVG for the report) from the family's JSON: estimates,
+intervals, margins, verdicts."""
 
 from __future__ import annotations
 
