@@ -47,7 +47,7 @@ stats: $(STAMP)  ## run the plan's families: verdict tables and forest plots
 audit: $(STAMP)  ## recompute every family and compare with the released statistics
 	$(RUN) audit --study $(STUDY)
 
-report: $(STAMP)  ## the study report (costs, diagnostics, verdicts)
+report: $(STAMP)  ## the study report: results/report/index.html (self-contained), report.md, tables/, figures/
 	$(RUN) report --study $(STUDY)
 
 bench: $(STAMP)  ## run every benchmark and print its figures

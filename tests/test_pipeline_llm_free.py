@@ -197,4 +197,5 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
     assert sorted(p.stem for p in study.stats_dir.glob("*.json")) == ["H3", "exploratory"]  # LLM-free families only
     assert (study.stats_dir / "H3.png").is_file() and "H3" in (study.stats_dir / "summary.md").read_text()
     report = (study.results / "report" / "report.md").read_text(encoding="utf-8")
-    assert "### Chunk sets" in report and "| F256t |" in report
+    assert "## Chunk sets" in report and "| F256t |" in report
+    assert (study.results / "report" / "index.html").is_file()

@@ -1,8 +1,10 @@
-"""Forest plot per family (PNG) from the family's JSON: estimates, intervals, margins, verdicts."""
+"""Forest plot per family (PNG for results/stats, SVG for the report) from the family's JSON: estimates,
+intervals, margins, verdicts."""
 
 from __future__ import annotations
 
 import io
+import re
 
 import matplotlib
 
@@ -11,11 +13,40 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from harness.stats.tables import SMALL_MARK  # noqa: E402
 
+_VERDICT_MARKERS = {"equiv.": "D", "diff.": "s", "incon.": "o", "n.d.": "o"}
 _VERDICT_COLOURS = {"equiv.": "#1b7837", "diff.": "#b2182b", "incon.": "#7f7f7f", "n.d.": "#4d4d4d"}
 
 
 def forest_png(fam: dict) -> bytes:
     """PNG bytes of the family's forest plot; the same JSON gives the same bytes."""
+    fig = forest_figure(fam)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def forest_svg(fam: dict) -> str:
+    """The forest plot as a standalone SVG document (text as paths, no fonts or links), with the margin
+    drawn as a shaded band; the same JSON gives the same text."""
+    fig = forest_figure(fam, margin_band=True)
+    return svg_text(fig)
+
+
+def svg_text(fig) -> str:
+    """SVG of `fig` without the DOCTYPE line and the RDF metadata block (their URLs are never fetched, but a
+    report must hold no URL), with fixed ids and no date, so reruns give identical files."""
+    buf = io.StringIO()
+    with plt.rc_context({"svg.hashsalt": "harness", "svg.fonttype": "path"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", buf.getvalue(), flags=re.S)
+    return "\n".join(line for line in text.splitlines() if not line.startswith("<!DOCTYPE")
+                     and "DTD/svg11.dtd" not in line) + "\n"
+
+
+def forest_figure(fam: dict, *, margin_band: bool = False):
+    """The family's forest plot as a matplotlib figure (the caller closes it)."""
     if fam["status"] != "ran":
         raise ValueError(f"family {fam['family']!r} was not run; there is nothing to plot")
     rows = [r for r in fam["rows"] if r["verdict"] != "missing"]  # missing tests are listed in the tables
@@ -30,8 +61,11 @@ def forest_png(fam: dict) -> bytes:
             ax.plot([lo90, hi90], [y, y], color=colour, linewidth=3.5, solid_capstyle="butt")
         if row["margin"] is not None:
             m = row["margin"]
+            if margin_band:
+                ax.fill_between([-m, m], y - 0.4, y + 0.4, color="#2166ac", alpha=0.12, linewidth=0)
             ax.plot([-m, m], [y, y], linestyle="none", marker="|", markersize=14, color="#2166ac")
-        ax.plot([row["estimate"]], [y], marker="o", color=colour, markersize=5)
+        ax.plot([row["estimate"]], [y], marker=_VERDICT_MARKERS.get(row["verdict"], "o") if margin_band else "o",
+                color=colour, markersize=6 if margin_band else 5)
         label = row["verdict"] + (SMALL_MARK if row["small_difference_within_margin"] else "")
         ax.annotate(label, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", color=colour)
     ax.axvline(0.0, color="black", linewidth=0.8)
@@ -42,8 +76,8 @@ def forest_png(fam: dict) -> bytes:
     shown = "thick: 90% BCa CI (TOST rows), thin: 95%, blue ticks: ±margin" if any_tost else "95% BCa CI"
     ax.set_xlabel(f"A - B (points); {shown}")
     ax.set_title(f"{fam['family']} ({fam['tier']}, {fam['multiplicity']})", fontsize=10)
+    if margin_band and any_tost:
+        ax.set_xlabel(f"A - B (points); {shown.replace('blue ticks', 'blue band and ticks')}\n"
+                      "marker: diamond equiv., square diff., circle incon./n.d.", fontsize=8)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return fig

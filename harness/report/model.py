@@ -1,0 +1,65 @@
+"""The report as data: sections of tables, figures and notes; renderers (Markdown, HTML, CSV, LaTeX) read it.
+
+A section whose inputs are missing carries `Missing` records (what, and the make target that produces it)
+instead of tables, so no table is ever left silently empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str  # file stem under tables/, e.g. "verdicts-primary"
+    caption: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # file stem under figures/, e.g. "forest-primary"
+    caption: str
+    svg: str  # the SVG document (inlined into the HTML page, written as <name>.svg)
+
+
+@dataclass(frozen=True)
+class Missing:
+    what: str
+    target: str  # the make target that produces it, e.g. "make score"
+
+    def sentence(self) -> str:
+        return f"Missing: {self.what}; run `{self.target}`."
+
+
+@dataclass
+class Section:
+    id: str  # HTML anchor
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    missing: list[Missing] = field(default_factory=list)
+    preformatted: list[str] = field(default_factory=list)
+
+
+def table(name: str, caption: str, header, rows, notes=()) -> Table:
+    """A Table with every cell rendered as text (None as an en dash)."""
+    return Table(name, caption, tuple(header), tuple(tuple("–" if v is None else str(v) for v in r) for r in rows),
+                 tuple(notes))
+
+
+def points(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def interval(ci, digits: int = 1) -> str:
+    return "–" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def p_value(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"

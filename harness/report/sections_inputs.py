@@ -1,0 +1,150 @@
+"""Report sections that show no outcome: study identity, data, chunk sets and costs."""
+
+from __future__ import annotations
+
+from harness.errors import HarnessError
+from harness.files import read_json
+from harness.provenance.timeline import first_outcome_time, timeline, utc_iso
+from harness.report.context import ReportContext
+from harness.report.model import Missing, Section, table
+
+QUESTION_INPUT, QUESTION_DROP = "questions_in_input", "questions_dropped_"
+# count names of losses other than dropped questions (documents, evidence, gold ids), across adapters
+OTHER_LOSS_MARKERS = ("dropped", "unlocated", "mismatch", "empty", "malformed", "out_of_range", "missing")
+
+
+def identity(ctx: ReportContext) -> Section:
+    sec = Section("identity", "Study identity")
+    study = ctx.study
+    if ctx.frozen_hash:
+        sec.paragraphs.append(f"Study `{study.name}`; frozen config hash `{ctx.frozen_hash}`.")
+    else:
+        sec.missing.append(Missing("frozen_config.json (the study is not frozen)", "make freeze"))
+    first = first_outcome_time(study)
+    sec.paragraphs.append(f"First outcome written: {utc_iso(first) if first else 'none yet'}. Labels are "
+                          "computed from registration times, never from a file's own claim.")
+    entries = timeline(study)
+    if not entries:
+        sec.missing.append(Missing("plan/plan.yaml (write the plan first)", "make freeze"))
+        return sec
+    rows = []
+    for e in entries:
+        flags = ["claims before_outcomes: true" if e.claim_contradicted else "",
+                 "edited since registration" if e.changed_since_registration else ""]
+        rows.append([e.id, e.path, e.registered_at or "(no time)", e.time_source, e.label, e.sha256,
+                     "; ".join(f for f in flags if f) or "–"])
+    sec.tables.append(table("identity-timeline", "Plan and amendments in registration order, with SHA-256 "
+                            "of each file and whether it was registered before any outcome.",
+                            ["id", "file", "registered", "time from", "label", "sha256", "flags"], rows))
+    return sec
+
+
+def data(ctx: ReportContext) -> Section:
+    sec = Section("data", "Data")
+    if not ctx.datasets:
+        sec.missing += list(ctx.problems.values()) or [Missing("loadable datasets", "make select")]
+        return sec
+    sec.missing += [m for k, m in ctx.problems.items() if k.startswith("dataset ")]
+    rows = []
+    for name, ds in ctx.datasets.items():
+        strata: dict[str, list] = {}
+        for q in ds.questions:
+            strata.setdefault(q.stratum or "(all)", []).append(q)
+        for stratum, qs in sorted(strata.items()):
+            rows.append([name, stratum, len(qs), len({q.cluster for q in qs}),
+                         sum(len([e for e in q.evidence if e.located]) for q in qs)])
+        rows.append([name, "total", len(ds.questions), len({q.cluster for q in ds.questions}),
+                     sum(len([e for e in q.evidence if e.located]) for q in ds.questions)])
+    sec.tables.append(table("data-questions", "Questions and clusters (resampling units) per dataset and "
+                            "stratum after selection, with located gold evidence items.",
+                            ["dataset", "stratum", "questions", "clusters", "located evidence"], rows))
+    drops = []
+    for name, ds in ctx.datasets.items():
+        counts = ds.counts
+        drops.append([name, "questions in input", counts.get(QUESTION_INPUT, "–"), "–"])
+        for key, value in counts.items():
+            if key.startswith(QUESTION_DROP):
+                drops.append([name, "question dropped", value, key[len(QUESTION_DROP):].replace("_", " ")])
+        for key, value in counts.items():
+            if not key.startswith(QUESTION_DROP) and any(m in key for m in OTHER_LOSS_MARKERS):
+                drops.append([name, "other loss", value, key.replace("_", " ")])
+        drops.append([name, "questions kept", counts.get("questions", len(ds.questions)), "–"])
+        excluded = (ctx.selection or {}).get("datasets", {}).get(name, {}).get("excluded", [])
+        if excluded:
+            drops.append([name, "clusters excluded before the draw", len(excluded), "selection exclude list"])
+    sec.tables.append(table("data-exclusions", "Every exclusion with its reason and count, from the loader's "
+                            "counts (questions in input = kept + every questions_dropped_<reason>).",
+                            ["dataset", "kind", "count", "reason"], drops))
+    return sec
+
+
+def _manifest(ctx: ReportContext, dataset: str, arm: str) -> dict | None:
+    path = ctx.study.manifest_path(dataset, arm)
+    return read_json(path) if path.is_file() else None
+
+
+def _arms_of(ctx: ReportContext, dataset: str) -> list[str]:
+    from harness.provenance.interim import applies_to
+
+    return [a for a, cfg in ctx.study.arms.items() if applies_to(cfg or {}, dataset)]
+
+
+def chunk_sets(ctx: ReportContext) -> Section:
+    from harness.arms.build import read_chunk_set
+    from harness.report.chunksets import chunk_set_stats
+
+    sec = Section("chunk-sets", "Chunk sets")
+    for name, ds in ctx.datasets.items():
+        budgets = ctx.budgets(name)
+        rows, unbuilt = [], []
+        for arm in _arms_of(ctx, name):
+            try:
+                chunks = read_chunk_set(ctx.study, ds, arm, frozen_hash=ctx.frozen_hash)
+            except HarnessError as e:
+                unbuilt.append(f"{arm} ({str(e).split(';')[0]})")
+                continue
+            s = chunk_set_stats(chunks, ds.questions, budgets)
+            rows.append([arm, s.chunks, f"{s.mean_tokens:.1f}", f"{s.p95_tokens:.0f}"]
+                        + [f"{100 * s.share_over[b]:.1f}%" for b in budgets]
+                        + [f"{100 * s.share_spanning:.1f}% ({s.evidence_spanning}/{s.evidence_located})"
+                           if s.share_spanning is not None else "–"])
+        if unbuilt:
+            sec.missing.append(Missing(f"{name}: chunk sets not built under the current freeze: "
+                                       + ", ".join(unbuilt), "make build-arms"))
+        if rows:
+            sec.tables.append(table(f"chunks-{name}", f"Chunk sets of `{name}`: chunks, tokens (cl100k) per chunk, "
+                                    "share of chunks longer than each token budget, and share of located gold "
+                                    "evidence that no single chunk holds whole.",
+                                    ["arm", "chunks", "mean tok", "p95 tok"] + [f"> {b} tok" for b in budgets]
+                                    + ["gold spanning chunks"], rows))
+    if not ctx.datasets:
+        sec.missing.append(Missing("loadable datasets", "make select"))
+    return sec
+
+
+def costs(ctx: ReportContext) -> Section:
+    sec = Section("costs", "Costs")
+    rows, unbuilt = [], []
+    for name in ctx.study.datasets:
+        for arm in _arms_of(ctx, name):
+            m = _manifest(ctx, name, arm)
+            if m is None:
+                unbuilt.append(f"{name}/{arm}")
+                continue
+            chunks = m["chunk_set"]["chunks"]
+            if "llm" not in m:
+                rows.append([name, arm, "(no LLM)", 0, 0, 0, "0.0000", "0.0000", 0, 0])
+                continue
+            c = m["llm"]["cost"]
+            spend = float(c.get("cost_usd", 0.0))
+            rows.append([name, arm, m["llm"].get("model", "–"), c.get("calls"), c.get("prompt_tokens"),
+                         c.get("completion_tokens"), f"{spend:.4f}", f"{1000 * spend / chunks:.4f}" if chunks else "–",
+                         c.get("failures"), c.get("truncated_prompts")])
+    if unbuilt:
+        sec.missing.append(Missing("manifests of " + ", ".join(unbuilt), "make build-arms"))
+    if rows:
+        sec.tables.append(table("costs", "LLM cost per arm from the build manifests' spend ledger (counted from "
+                                "cache records, so a cache-warm rebuild reports what the paying run cost).",
+                                ["dataset", "arm", "model", "calls", "input tok", "output tok", "spend USD",
+                                 "USD / 1,000 chunks", "failures", "truncations"], rows))
+    return sec

@@ -1,0 +1,270 @@
+"""The study report (issue 15, part 1): results/report/index.html and its tables and figures.
+
+One LLM-free copy of the demo under BM25 is built once: the report is taken before scoring (outcomes
+withheld) and after score + stats (every section filled). Families that need the paid arms are not run
+there, so the page must name them as missing with the make target, never leave them out.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.cli.main import main
+from harness.data.model import Chunk, Evidence, Question
+from harness.report.chunksets import chunk_set_stats
+from harness.stats.plan import load_study_plan
+from harness.study import Study
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
+LLM_FREE = ["S", "S+T", "F512c", "F256t", "P", "FL"]
+BROWSER, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,1600")
+
+
+def _llm_free_bm25_study(root: Path) -> Study:
+    for part in ("configs", "data", "plan", "amendments", "prompts"):
+        shutil.copytree(DEMO / part, root / part)
+    cfg_path = root / "configs" / "study.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
+    cfg["arms"] = {a: {"kind": a} for a in LLM_FREE}
+    cfg["retrievers"] = {"bm25": cfg["retrievers"]["bm25"]}
+    cfg.pop("models", None)
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    # the registered tests name the fused and dense retrievers; BM25 keeps this test fast
+    for path in [root / "plan" / "plan.yaml", *sorted((root / "amendments").glob("*.yaml"))]:
+        text = path.read_text(encoding="utf-8")
+        text = re.sub(r"retriever: (hybrid|minilm)", "retriever: bm25", text)
+        path.write_text(text.replace("retrievers: [bm25, minilm, hybrid]", "retrievers: [bm25]"), encoding="utf-8")
+    assert main(["select", "--study", str(root)]) == 0
+    assert main(["freeze", "--study", str(root)]) == 0
+    return Study.at(root)
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    study = _llm_free_bm25_study(tmp_path_factory.mktemp("report-study"))
+    root = str(study.root)
+    assert main(["build-arms", "--study", root, "--no-progress"]) == 0
+    assert main(["report", "--study", root]) == 0
+    before = (study.results / "report" / "index.html").read_text(encoding="utf-8")
+    assert main(["score", "--study", root, "--no-progress"]) == 0
+    assert main(["stats", "--study", root]) == 0
+    assert main(["report", "--study", root]) == 0
+    return study, before
+
+
+# --- self-containment ---
+
+_XMLNS = re.compile(r"""\sxmlns(:\w+)?=("[^"]*"|'[^']*')""")
+_FETCHING = [
+    (re.compile(r"https?://", re.I), "an http(s) URL"),
+    (re.compile(r"""(src|href)\s*=\s*["']?\s*//""", re.I), "a protocol-relative src/href"),
+    (re.compile(r"@import", re.I), "an @import"),
+    (re.compile(r"""url\(\s*["']?(?!data:|#)""", re.I), "a url() outside data: and #fragment"),
+    (re.compile(r"""(src|href)\s*=\s*["']?(?!data:|#)[a-z]""", re.I), "a src/href that is not data: or #"),
+    (re.compile(r"<script|<link\b|@font-face", re.I), "a script, link or web font"),
+]
+_DATA_URI = re.compile(r"""src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\"""")
+
+
+def external_references(page: str) -> list[str]:
+    """What in the page (or in an SVG inlined as a data URI) could make a browser fetch anything.
+    xmlns attributes are namespace names, never fetched, and are ignored."""
+    found = []
+    documents = [("page", page)] + [(f"figure {i}", base64.b64decode(m).decode("utf-8"))
+                                    for i, m in enumerate(_DATA_URI.findall(page))]
+    for where, text in documents:
+        text = _XMLNS.sub("", text)
+        found += [f"{where}: {what}" for pattern, what in _FETCHING if pattern.search(text)]
+    return found
+
+
+def test_the_url_check_can_fail():
+    svg = base64.b64encode(b'<svg xmlns="http://www.w3.org/2000/svg"><image href="https://x/y.png"/></svg>')
+    assert external_references('<img src="data:image/svg+xml;base64,' + svg.decode() + '">') == [
+        "figure 0: an http(s) URL", "figure 0: a src/href that is not data: or #"]
+    assert external_references('<p style="background:url(img.png)">') == ["page: a url() outside data: and #fragment"]
+    assert external_references('<img src="//cdn.example/x.svg">') == ["page: a protocol-relative src/href"]
+    assert external_references('<a href="#verdicts">') == []
+
+
+def test_page_has_no_external_reference(reports):
+    study, before = reports
+    page = (study.results / "report" / "index.html").read_text(encoding="utf-8")
+    assert external_references(page) == []
+    assert external_references(before) == []
+    assert len(_DATA_URI.findall(page)) >= 2
+
+
+# --- structure ---
+
+def _section(page: str, section_id: str) -> str:
+    start = page.index(f'<section id="{section_id}">')
+    return page[start:page.index("</section>", start)]
+
+
+def test_every_family_arm_and_figure_is_on_the_page(reports):
+    study, _ = reports
+    out = study.results / "report"
+    page = (out / "index.html").read_text(encoding="utf-8")
+    for section_id in ("identity", "data", "chunk-sets", "costs", "means", "verdicts", "forest", "sweeps",
+                       "spending"):
+        assert f'<section id="{section_id}">' in page, section_id
+    plan = load_study_plan(study)
+    ran, not_run = [], []
+    for fam in plan.families:
+        needs_paid_arm = any(a not in LLM_FREE for t in fam.tests for a in (t.a, t.b))
+        (not_run if needs_paid_arm else ran).append(fam.id)
+    assert ran == ["H3", "exploratory"] and not_run == ["primary", "key_secondary", "H4"]
+    for fam in ran:
+        assert f'id="table-verdicts-{fam}"' in _section(page, "verdicts")
+        assert f'id="figure-forest-{fam}"' in _section(page, "forest")
+        assert (out / "figures" / f"forest-{fam}.svg").is_file()
+        for test in plan.family(fam).tests:
+            assert f"<td>{test.id}</td>" in _section(page, "verdicts")
+            assert f"{test.id})</td>" in _section(page, "spending")
+    for fam in not_run:
+        assert f"family {fam} not run" in _section(page, "verdicts")
+        assert "make build-arms score stats" in _section(page, "verdicts")
+    for dataset in ("papers", "docs"):
+        for section_id in ("chunk-sets", "means"):
+            head = re.search(r"<thead>(.*?)</thead>", _section(page, section_id).split(f"`{dataset}`")[1]).group(1)
+            assert all(f"<th>{arm}</th>" in head or section_id == "chunk-sets" for arm in LLM_FREE)
+        for arm in LLM_FREE:
+            assert f"<td>{dataset}</td><td>{arm}</td>" in _section(page, "costs")
+            assert (f"<td>{arm}</td>" in _section(page, "chunk-sets"))
+        assert f'id="figure-sweep-{dataset}-bm25"' in page
+    figures = sorted(p.stem for p in (out / "figures").glob("*.svg"))
+    assert figures == sorted(re.findall(r'<figure class="figure" id="figure-([^"]+)"', page))
+    tables = sorted(re.findall(r'<figure class="table" id="table-([^"]+)"', page))
+    assert tables == sorted(p.stem for p in (out / "tables").glob("*.csv"))
+    assert tables == sorted(p.stem for p in (out / "tables").glob("*.tex"))
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert all(f"figures/{f}.svg" in md for f in figures)
+
+
+def test_exclusions_and_identity_come_from_the_inputs(reports):
+    study, _ = reports
+    page = (study.results / "report" / "index.html").read_text(encoding="utf-8")
+    data = _section(page, "data")
+    assert "<td>papers</td><td>questions in input</td><td>48</td>" in data
+    assert "<td>docs</td><td>questions kept</td><td>47</td>" in data
+    assert "<td>docs</td><td>question dropped</td><td>0</td><td>no located evidence</td>" in data
+    identity = _section(page, "identity")
+    from harness.provenance.freeze import frozen_hash
+    assert frozen_hash(study) in identity
+    assert "0001-key-ablation" in identity and "pre-outcome" in identity
+
+
+def test_outcomes_are_withheld_until_every_cell_is_scored(reports):
+    _, before = reports
+    for section_id in ("means", "verdicts", "forest", "sweeps", "spending"):
+        sec = _section(before, section_id)
+        assert "withheld, no interim looks" in sec and "make build-arms score" in sec
+        assert "<table" not in sec and "<img" not in sec
+    assert "<table" in _section(before, "chunk-sets")  # inputs are not outcomes
+
+
+# --- headless Chromium ---
+
+def _browser_or_skip():
+    if not (BROWSER.is_file() and DRIVER.is_file()):
+        pytest.skip("no system Chromium: `apt-get install -y chromium chromium-driver` (see README)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[test]'")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(BROWSER)
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+
+
+def test_page_renders_in_headless_chromium(reports):
+    study, _ = reports
+    driver = _browser_or_skip()
+    try:
+        driver.get((study.results / "report" / "index.html").as_uri())
+        images = driver.execute_script(
+            "return Array.from(document.querySelectorAll('img, svg')).map(e => {"
+            " const r = e.getBoundingClientRect();"
+            " return [e.alt || e.tagName, e.complete === undefined ? true : e.complete,"
+            "         e.naturalWidth === undefined ? r.width : e.naturalWidth, r.width, r.height]; })")
+        logs = [entry for entry in driver.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]
+        sections = driver.execute_script("return document.querySelectorAll('section').length")
+    finally:
+        driver.quit()
+    assert logs == []
+    assert sections == 9
+    figures = sorted(p.stem for p in (study.results / "report" / "figures").glob("*.svg"))
+    assert sorted(i[0] for i in images) == figures
+    for name, complete, natural, width, height in images:
+        assert complete and natural > 0 and width > 0 and height > 0, name
+
+
+def test_a_broken_figure_is_caught_by_the_browser_check(tmp_path):
+    driver = _browser_or_skip()
+    page = tmp_path / "broken.html"
+    page.write_text('<!DOCTYPE html><html><body><img alt="x" src="data:image/svg+xml;base64,bm90IGFuIHN2Zw==">'
+                    "</body></html>", encoding="utf-8")
+    try:
+        driver.get(page.as_uri())
+        natural = driver.execute_script("return document.images[0].naturalWidth")
+    finally:
+        driver.quit()
+    assert natural == 0
+
+
+# --- LaTeX ---
+
+def test_latex_tables_compile(reports, tmp_path):
+    pdflatex = shutil.which("pdflatex")
+    if pdflatex is None:
+        pytest.skip("pdflatex is not installed (apt-get install -y --no-install-recommends texlive-latex-recommended)")
+    study, _ = reports
+    tables = sorted((study.results / "report" / "tables").glob("*.tex"))
+    assert tables
+    body = "\n".join(f"\\input{{{t.as_posix()}}}\n\\clearpage" for t in tables)
+    (tmp_path / "doc.tex").write_text(
+        "\\documentclass{article}\n\\usepackage[landscape,margin=1cm]{geometry}\n\\usepackage{booktabs}\n"
+        "\\begin{document}\n" + body + "\n\\end{document}\n", encoding="utf-8")
+    proc = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+# --- chunk-set diagnostics, on inline records ---
+
+def _chunk(doc: str, i: int, *spans) -> Chunk:
+    return Chunk(doc, f"{doc}#{i}", "word " * (10 * i + 1), tuple(spans), "", 1, 1, ("paragraph",))
+
+
+def test_gold_evidence_spanning_chunks_is_counted():
+    chunks = [_chunk("d", 1, (0, 50)), _chunk("d", 2, (50, 80), (80, 120)), _chunk("e", 3, (0, 10), (20, 30))]
+    evidence = (Evidence("d", "x", 10, 40), Evidence("d", "x", 40, 60), Evidence("d", "x", 60, 110),
+                Evidence("e", "x", 5, 25), Evidence("d", "x"))  # the last one is unlocated: not counted
+    q = Question("q1", "t", "query", "c", "", ("d", "e"), evidence)
+    s = chunk_set_stats(chunks, (q,), budgets=[15, 25])
+    assert (s.evidence_located, s.evidence_spanning) == (4, 2)
+    assert s.share_spanning == 0.5
+    assert s.share_over == {15: 2 / 3, 25: 1 / 3}
+
+
+def test_sections_without_inputs_name_the_make_target(tmp_path):
+    study = _llm_free_bm25_study(tmp_path / "unbuilt")
+    assert main(["report", "--study", str(study.root)]) == 0
+    page = (study.results / "report" / "index.html").read_text(encoding="utf-8")
+    for section_id in ("chunk-sets", "costs"):
+        sec = _section(page, section_id)
+        assert "make build-arms" in sec and "<table" not in sec, section_id
+    assert "<table" in _section(page, "data")  # the questions load without any build
+    assert not (study.results / "report" / "tables" / "costs.csv").exists()
