@@ -17,7 +17,7 @@ from harness.arms.build import build_arms, read_chunk_set
 from harness.cli.main import main
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
-from harness.metrics.grid import score_study
+from harness.pipeline.score import score_study
 from harness.provenance.files import atomic_write_json, read_json
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study

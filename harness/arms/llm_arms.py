@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.arms.contextual import contextualise_document
-from harness.arms.enrich import PF_FIELDS, DocumentOutcome, enrich_document, pf_document
-from harness.arms.render import render
+from harness.arms.enrich import DocumentOutcome, enrich_document, pf_document
+from harness.arms.registry import get_kind
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.llm.cache import GenerationCache
@@ -26,15 +26,6 @@ from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import Cancelled, LlmSession
 from harness.study import Study
-
-LLM_KINDS = ("E", "E-K", "CR", "PF")
-TEMPLATES = {
-    "E": {"enrich": "enrich.txt"},
-    "E-K": {"enrich": "enrich.txt"},
-    "CR": {"contextual": "contextual.txt"},
-    "PF": {name: f"pf_{name}.txt" for name in PF_FIELDS},
-}
-
 
 @dataclass(frozen=True)
 class LlmArmResult:
@@ -108,8 +99,9 @@ def build_llm_arm(
     """Build one LLM arm. `fresh` (default: env FRESH=1) ignores cached answers; `replay` (default:
     env REPLAY=1) answers only from the cache, for audits without the model."""
     kind = arm_cfg.get("kind")
-    if kind not in LLM_KINDS:
-        raise HarnessError(f"arm {arm_name}: kind {kind!r} is not an LLM arm ({', '.join(LLM_KINDS)})")
+    spec = get_kind(kind)
+    if spec.builder is None or not spec.needs_model:
+        raise HarnessError(f"arm {arm_name}: kind {kind!r} is not a buildable LLM arm")
     model_name = arm_cfg.get("model")
     if model_name not in study.models:
         raise HarnessError(
@@ -126,7 +118,7 @@ def build_llm_arm(
     replay = os.environ.get("REPLAY") == "1" if replay is None else replay
     if fresh and replay:
         raise HarnessError(f"arm {arm_name}: FRESH=1 (regenerate) and REPLAY=1 (cache only) contradict each other")
-    templates = {role: PromptTemplate.load(study.prompts_dir, f) for role, f in TEMPLATES[kind].items()}
+    templates = {role: PromptTemplate.load(study.prompts_dir, f) for role, f in spec.prompts.items()}
     missing = [d.doc_id for d in documents if d.doc_id not in header_chunks]
     if missing:
         raise HarnessError(f"arm {arm_name}: no header-led chunks for {len(missing)} document(s), e.g. {missing[0]}")
@@ -145,7 +137,7 @@ def build_llm_arm(
     chunks: list[Chunk] = []
     for doc in selected:
         for chunk, generated in zip(header_chunks[doc.doc_id], outcomes[doc.doc_id].generated):
-            chunks.append(render(kind, replace(chunk, generated=generated)))
+            chunks.append(spec.render(replace(chunk, generated=generated)))
     manifest = _manifest(arm_name, kind, model_name, identity, templates, selected, documents, outcomes, ledger, cache,
                          workers=workers)
     return LlmArmResult(chunks, manifest)
