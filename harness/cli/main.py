@@ -22,6 +22,7 @@ COMMANDS = {
     "compare": "compare",
     "audit": "audit",
     "report": "report",
+    "status": "status",
 }
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.pipeline.grid import BUILT, MISSING, per_question_sidecar
+from harness.pipeline.status import ChunkSetStatus, grid_status
 from harness.provenance.files import atomic_write_text, read_json
 from harness.provenance.interim import describe_missing, outcomes_allowed
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
@@ -21,14 +23,16 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return out + [""]
 
 
-def _chunk_rows(study: Study, dataset: str) -> tuple[list[list[Any]], list[list[Any]]]:
+def _chunk_rows(study: Study, sets: list[ChunkSetStatus]) -> tuple[list[list[Any]], list[list[Any]]]:
+    """One row per chunk set of the grid; a set built under another freeze is shown as stale, not used."""
     chunk_rows, llm_rows = [], []
-    for arm in study.arms:
-        mpath = study.manifest_path(dataset, arm)
-        if not mpath.is_file():
-            chunk_rows.append([arm, "(not built)"] + [None] * 6)
+    for s in sets:
+        arm = s.chunk_set.arm
+        if s.state != BUILT:
+            shown = "(not built)" if s.state == MISSING else f"({s.state})"
+            chunk_rows.append([arm, shown] + [None] * 6)
             continue
-        m = read_json(mpath)
+        m = read_json(study.manifest_path(*s.chunk_set))
         cs = m["chunk_set"]
         chunk_rows.append([
             arm, cs["chunks"], cs["length_tokens"]["median"], cs["length_tokens"]["p90"], cs["length_tokens"]["max"],
@@ -50,11 +54,12 @@ def build_report(study: Study) -> Path:
         from harness.provenance.freeze import frozen_hash
 
         lines += [f"Frozen config: `{frozen_hash(study)}`", ""]
+    status = grid_status(study)
     first = first_outcome_time(study)
     lines += ["## Registration timeline", "", "```", format_timeline(timeline(study), first), "```", ""]
     for dataset in study.datasets:
         lines += [f"## Dataset `{dataset}`", ""]
-        sidecar = study.results / "per_question" / f"{dataset}.manifest.json"
+        sidecar = per_question_sidecar(study, dataset)
         counts = None
         if sidecar.is_file():
             side = read_json(sidecar)
@@ -64,7 +69,7 @@ def build_report(study: Study) -> Path:
         if counts:
             lines += ["Input counts (drops, misses, normalisations):", ""]
             lines += _table(["count", "value"], [[k, v] for k, v in counts.items()])
-        chunk_rows, llm_rows = _chunk_rows(study, dataset)
+        chunk_rows, llm_rows = _chunk_rows(study, [s for s in status.chunk_sets if s.chunk_set.dataset == dataset])
         lines += ["### Chunk sets", ""]
         lines += _table(["arm", "chunks", "median tok", "p90 tok", "max tok", ">512 tok", "span 2+ sections",
                          "docs w/o chunks"], chunk_rows)
