@@ -6,7 +6,6 @@ refusal of chunk sets built from other inputs, and the shape of the per-question
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -21,24 +20,7 @@ from harness.pipeline.score import score_study
 from harness.provenance.files import atomic_write_json, read_json
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
-
-DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
-LLM_FREE = ["S", "S+T", "F512c", "F256t", "P", "FL"]
-
-
-def make_llm_free_study(root: Path, retrievers: tuple[str, ...] = ("bm25",)) -> Study:
-    for part in ("configs", "data", "plan", "amendments", "prompts"):
-        shutil.copytree(DEMO / part, root / part)
-    cfg_path = root / "configs" / "study.yaml"
-    cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
-    cfg["arms"] = {a: {"kind": a} for a in LLM_FREE}
-    cfg["retrievers"] = {r: cfg["retrievers"][r] for r in retrievers}
-    cfg.pop("models", None)
-    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-    assert main(["select", "--study", str(root)]) == 0
-    assert main(["freeze", "--study", str(root)]) == 0
-    return Study.at(root)
-
+from pipeline_support import LLM_FREE, make_llm_free_study
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from harness.arms.contextual import contextualise_document
 from harness.arms.enrich import DocumentOutcome, enrich_document, pf_document
-from harness.arms.registry import get_kind
+from harness.arms.registry import CONTEXTUAL, ENRICH, ENRICH_WITHOUT_KEYS, PER_FIELD, ArmKind, get_kind
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.llm.cache import GenerationCache
@@ -131,21 +131,21 @@ def build_llm_arm(
         session = LlmSession(backend, cache, ledger, retry_options=retry)
         if backend.serial:
             workers = 1
-        outcomes = _run_documents(session, kind, templates, selected, header_chunks, seeds, workers, progress)
+        outcomes = _run_documents(session, spec, templates, selected, header_chunks, seeds, workers, progress)
         identity = session.identity
 
     chunks: list[Chunk] = []
     for doc in selected:
         for chunk, generated in zip(header_chunks[doc.doc_id], outcomes[doc.doc_id].generated):
             chunks.append(spec.render(replace(chunk, generated=generated)))
-    manifest = _manifest(arm_name, kind, model_name, identity, templates, selected, documents, outcomes, ledger, cache,
+    manifest = _manifest(arm_name, spec, model_name, identity, templates, selected, documents, outcomes, ledger, cache,
                          workers=workers)
     return LlmArmResult(chunks, manifest)
 
 
 def _run_documents(
     session: LlmSession,
-    kind: str,
+    kind: ArmKind,
     templates: Mapping[str, PromptTemplate],
     documents: Sequence[Document],
     header_chunks: Mapping[str, list[Chunk]],
@@ -155,17 +155,17 @@ def _run_documents(
 ) -> dict[str, DocumentOutcome]:
     def one(doc: Document) -> DocumentOutcome:
         chunks = header_chunks[doc.doc_id]
-        if kind == "CR":
+        if kind.annotation == CONTEXTUAL:
             return contextualise_document(session, templates["contextual"], doc, chunks, seeds=seeds)
-        if kind == "PF":
+        if kind.annotation == PER_FIELD:
             return pf_document(session, templates, chunks, seeds=seeds)
-        return enrich_document(session, templates["enrich"], chunks, seeds=seeds, use_keys=kind == "E")
+        return enrich_document(session, templates["enrich"], chunks, seeds=seeds, use_keys=kind.annotation == ENRICH)
 
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(documents), desc=f"{kind} documents", unit="doc", leave=False)
+        bar = tqdm(total=len(documents), desc=f"{kind.name} documents", unit="doc", leave=False)
     outcomes: dict[str, DocumentOutcome] = {}
     first_error: BaseException | None = None
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm-doc") as pool:
@@ -188,7 +188,7 @@ def _run_documents(
 
 def _manifest(
     arm_name: str,
-    kind: str,
+    kind: ArmKind,
     model_name: str,
     identity: Mapping[str, Any],
     templates: Mapping[str, PromptTemplate],
@@ -212,7 +212,7 @@ def _manifest(
     }
     manifest: dict[str, Any] = {
         "arm": arm_name,
-        "kind": kind,
+        "kind": kind.name,
         "model": model_name,
         "backend": dict(identity),
         "prompts": {t.path.name: t.sha256 for t in templates.values()},
@@ -225,6 +225,6 @@ def _manifest(
     }
     if len(selected) < len(documents):
         manifest["document_ids"] = [d.doc_id for d in selected]
-    if kind in ("E", "E-K"):
+    if kind.annotation in (ENRICH, ENRICH_WITHOUT_KEYS):
         manifest["keys"] = key_diagnostics([o.generated for o in ordered], sum(o.evictions for o in ordered))
     return manifest

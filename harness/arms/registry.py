@@ -18,6 +18,8 @@ from harness.data.model import Chunk, Document
 from harness.errors import HarnessError, InputError
 
 HEADER_LED = "header-led"
+# how an LLM kind annotates header-led chunks (harness.arms.llm_arms dispatches on it)
+ENRICH, ENRICH_WITHOUT_KEYS, CONTEXTUAL, PER_FIELD = "enrich", "enrich without keys", "contextual", "per field"
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class ArmKind:
     prompts: Mapping[str, str] = field(default_factory=dict)  # role -> template file under prompts/
     needs_model: bool = False
     needs_s_chunks: bool = False  # FL measures its window on the S chunks
+    annotation: str | None = None  # LLM kinds: ENRICH, ENRICH_WITHOUT_KEYS, CONTEXTUAL or PER_FIELD
     builder: Callable[["ArmKind", BuildInputs], ArmChunks] | None = None  # None: planned, not built yet
 
     @property
@@ -108,9 +111,9 @@ def _free(name: str, boundaries: str, rendering, **kw) -> ArmKind:
     return ArmKind(name, boundaries, rendering, builder=_build_llm_free, **kw)
 
 
-def _llm(name: str, rendering, prompts: Mapping[str, str], calls_per_chunk: int) -> ArmKind:
+def _llm(name: str, rendering, annotation: str, prompts: Mapping[str, str], calls_per_chunk: int) -> ArmKind:
     return ArmKind(name, HEADER_LED, rendering, calls_per_chunk=calls_per_chunk, prompts=prompts, needs_model=True,
-                   builder=_build_with_llm)
+                   annotation=annotation, builder=_build_with_llm)
 
 
 PF_PROMPTS = {name: f"pf_{name}.txt" for name in ("title", "summary", "keywords", "questions")}
@@ -122,10 +125,10 @@ KINDS: dict[str, ArmKind] = {k.name: k for k in (
     _free("F256t", "F256t", render_text),
     _free("P", "P", render_text),
     _free("FL", "FL", render_text, needs_s_chunks=True),
-    _llm("E", render_enriched, {"enrich": "enrich.txt"}, 1),
-    _llm("E-K", render_enriched, {"enrich": "enrich.txt"}, 1),
-    _llm("CR", render_context, {"contextual": "contextual.txt"}, 1),
-    _llm("PF", render_enriched, PF_PROMPTS, len(PF_PROMPTS)),
+    _llm("E", render_enriched, ENRICH, {"enrich": "enrich.txt"}, 1),
+    _llm("E-K", render_enriched, ENRICH_WITHOUT_KEYS, {"enrich": "enrich.txt"}, 1),
+    _llm("CR", render_context, CONTEXTUAL, {"contextual": "contextual.txt"}, 1),
+    _llm("PF", render_enriched, PER_FIELD, PF_PROMPTS, len(PF_PROMPTS)),
     # planned (no builder yet): merged and expanded arms index their chunks as E does
     ArmKind("M", HEADER_LED, render_enriched, needs_model=True),
     ArmKind("RM", HEADER_LED, render_enriched, needs_model=True),
