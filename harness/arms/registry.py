@@ -16,6 +16,7 @@ from harness.chunking import chunk_document, params_from_config
 from harness.chunking.windows import median_token_length
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError, InputError
+from harness.study import Study
 
 HEADER_LED = "header-led"
 # how an LLM kind annotates header-led chunks (harness.arms.llm_arms dispatches on it)
@@ -30,7 +31,7 @@ class BuildInputs:
     documents: Sequence[Document]
     chunking: Mapping[str, Any]  # the `chunking:` section (harness.study.Study.chunking)
     header_chunks: Callable[[], Mapping[str, list[Chunk]]]
-    study: Any = None  # harness.study.Study, for kinds that need a model and prompts
+    study: Study | None = None  # for kinds that need a model, prompts and the llm settings
     arm: str = ""
     arm_config: Mapping[str, Any] = field(default_factory=dict)
     progress: bool = True
@@ -157,7 +158,7 @@ def get_kind(name: str) -> ArmKind:
         raise InputError(f"unknown arm kind {name!r}; known: {', '.join(KINDS)}") from None
 
 
-def arm_kind(study, arm: str) -> ArmKind:
+def arm_kind(study: Study, arm: str) -> ArmKind:
     """The kind of a configured arm; an arm missing from the config or without `kind:` is an error."""
     cfg = study.arms.get(arm)
     if cfg is None:
@@ -170,7 +171,7 @@ def arm_kind(study, arm: str) -> ArmKind:
         raise HarnessError(f"{study.config_path}: arm `{arm}`: {e}") from None
 
 
-def buildable_arm_kind(study, arm: str) -> ArmKind:
+def buildable_arm_kind(study: Study, arm: str) -> ArmKind:
     """arm_kind, refusing a kind that is only planned (before any work starts)."""
     kind = arm_kind(study, arm)
     kind.require_implemented(arm)
