@@ -116,12 +116,14 @@ def load_inputs(study_root: Path, dataset: str) -> tuple[list[Document], dict[st
 
 
 def bench_warm_rebuild(study_root: Path, replay: bool) -> None:
-    from harness.arms.llm_arms import LLM_KINDS, build_llm_arm, generations_path
-    from harness.provenance.interim import applies_to
+    from harness.arms.llm_arms import build_llm_arm, generations_path
+    from harness.arms.registry import get_kind
+    from harness.pipeline.grid import applies_to
     from harness.study import Study
 
     study = Study.at(study_root)
-    llm_arms = {a: cfg for a, cfg in study.arms.items() if cfg.get("kind") in LLM_KINDS}
+    kinds = {a: get_kind(cfg.get("kind")) for a, cfg in study.arms.items()}
+    llm_arms = {a: cfg for a, cfg in study.arms.items() if kinds[a].needs_model and kinds[a].implemented}
     missing = {generations_path(study, cfg["model"]) for cfg in llm_arms.values()}
     missing = [p for p in missing if not p.exists()]
     if missing:

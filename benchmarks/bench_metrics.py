@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.data.model import Chunk, Evidence, Question  # noqa: E402
 from harness.metrics.registry import METRIC_SETS, ScoringCache, score_question  # noqa: E402
-from harness.metrics.results import question_rows  # noqa: E402
+from harness.pipeline.results import question_rows  # noqa: E402
 from harness.tokens import cl100k  # noqa: E402
 
 CHUNKS_PER_SET = 10_000

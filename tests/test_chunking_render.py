@@ -4,7 +4,8 @@ from dataclasses import replace
 
 import pytest
 
-from harness.arms.render import RENDERINGS, render, render_context, render_enriched, render_section_path, render_text
+from harness.arms.registry import KINDS, render
+from harness.arms.render import render_context, render_enriched, render_section_path, render_text
 from harness.data.model import Chunk
 from harness.errors import InputError
 
@@ -49,6 +50,6 @@ def test_paid_rendering_without_generated_fields_names_the_chunk():
 
 
 def test_unknown_arm_is_named():
-    with pytest.raises(InputError, match=r"no rendering for arm 'X'; known: S, S\+T"):
+    with pytest.raises(InputError, match=r"unknown arm kind 'X'; known: S, S\+T"):
         render("X", BASE)
-    assert set(RENDERINGS) >= {"S", "S+T", "E", "E-K", "CR", "PF", "F512c", "F256t", "P", "FL"}
+    assert set(KINDS) >= {"S", "S+T", "E", "E-K", "CR", "PF", "F512c", "F256t", "P", "FL"}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.arms.kinds import is_declared_only
+from harness.arms.registry import is_planned
 from harness.provenance.plan_check import check_plan_against_config
 from harness.stats.plan import load_plan
 from harness.study import Study
@@ -171,7 +171,7 @@ def test_flagship_plan_validates_against_its_config():
     plan = check_plan_against_config(study)
     named = {arm for f in plan.families for t in f.tests for arm in (t.a, t.b)}
     assert named <= set(study.arms)
-    declared_only = {a for a, cfg in study.arms.items() if is_declared_only(cfg)}
+    declared_only = {a for a, cfg in study.arms.items() if is_planned(cfg)}
     assert declared_only == {"M", "RM", "SM", "E-K+M", "E+KX", "E+AX", "E+SX", "M-TP", "E+keys", "E+entities"}
 
 

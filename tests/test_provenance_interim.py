@@ -5,16 +5,10 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import HarnessError
-from harness.provenance.interim import (
-    DEVIATIONS_HEADER,
-    Cell,
-    configured_cells,
-    done_marker_path,
-    mark_cell_done,
-    outcomes_allowed,
-    record_deviation,
-    require_outcomes_allowed,
-)
+from harness.pipeline.grid import Cell, configured_cells, done_marker_path, mark_cell_done, per_question_dir
+from harness.pipeline.parts import write_part
+from harness.pipeline.results import ResultRow
+from harness.provenance.interim import DEVIATIONS_HEADER, outcomes_allowed, record_deviation, require_outcomes_allowed
 from harness.study import Study
 from provenance_support import edit_yaml, make_study
 
@@ -28,6 +22,7 @@ def score_cell(study: Study, cell: Cell, frozen_hash: str = "f" * 64) -> None:
     run = study.run_path(*cell)
     run.parent.mkdir(parents=True, exist_ok=True)
     run.write_text(f"q1 Q0 c1 1 1.0 {cell.arm}\n")
+    write_part(per_question_dir(study), *cell, [ResultRow(*cell, "q1", "c1", "", "hit@1", 1.0)])
     mark_cell_done(study, cell, frozen_hash=frozen_hash, n_questions=1)
 
 
@@ -142,7 +137,7 @@ def test_malformed_marker_is_named(study):
 
 
 def test_retriever_limited_to_arms_and_datasets():
-    from harness.provenance.interim import applies_to
+    from harness.pipeline.grid import applies_to
 
     entry = {"datasets": ["papers"], "arms": ["E", "S+T"]}
     assert applies_to(entry, "papers", "E")

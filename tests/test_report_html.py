@@ -22,6 +22,8 @@ from harness.report.chunksets import chunk_set_stats
 from harness.stats.plan import load_study_plan
 from harness.study import Study
 
+from pipeline_support import make_llm_free_study  # noqa: E402
+
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 LLM_FREE = ["S", "S+T", "F512c", "F256t", "P", "FL"]
 BROWSER, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
@@ -30,22 +32,7 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 
 
 def _llm_free_bm25_study(root: Path) -> Study:
-    for part in ("configs", "data", "plan", "amendments", "prompts"):
-        shutil.copytree(DEMO / part, root / part)
-    cfg_path = root / "configs" / "study.yaml"
-    cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
-    cfg["arms"] = {a: {"kind": a} for a in LLM_FREE}
-    cfg["retrievers"] = {"bm25": cfg["retrievers"]["bm25"]}
-    cfg.pop("models", None)
-    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-    # the registered tests name the fused and dense retrievers; BM25 keeps this test fast
-    for path in [root / "plan" / "plan.yaml", *sorted((root / "amendments").glob("*.yaml"))]:
-        text = path.read_text(encoding="utf-8")
-        text = re.sub(r"retriever: (hybrid|minilm)", "retriever: bm25", text)
-        path.write_text(text.replace("retrievers: [bm25, minilm, hybrid]", "retrievers: [bm25]"), encoding="utf-8")
-    assert main(["select", "--study", str(root)]) == 0
-    assert main(["freeze", "--study", str(root)]) == 0
-    return Study.at(root)
+    return make_llm_free_study(root)  # LLM-free arms under BM25, the plan trimmed to them
 
 
 @pytest.fixture(scope="module")

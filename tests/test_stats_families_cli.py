@@ -121,7 +121,8 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
 
     assert main(["audit", "--study", str(study.root)]) == 0
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 20 PASS, 0 FAIL" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 21 PASS, 0 FAIL" in out
+    assert "PASS  (grid)/cells: 46 cell(s) not scored" in out and "released as a logged deviation" in out
 
     released["rows"][1]["estimate"] += 0.01
     (study.stats_dir / "primary.json").write_text(json.dumps(released))

@@ -1,4 +1,5 @@
-"""`build-arms`: every arm the study config names, for every dataset, into results/chunks/.
+"""`build-arms`: every chunk set of the grid (dataset x arm, harness.pipeline.grid) into results/chunks/,
+each with the builder its kind registers (harness.arms.registry).
 
 Each arm is written atomically as <arm>.jsonl plus <arm>.manifest.json. The manifest carries an
 `inputs_hash` over everything the chunk set depends on (arm config, chunking parameters, model config,
@@ -13,40 +14,17 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from harness.arms.kinds import DECLARED_ONLY_KINDS, is_declared_only
-from harness.arms.llm_arms import LLM_KINDS, build_llm_arm
 from harness.arms.model_limits import effective_model_config
-from harness.arms.render import LLM_FREE_ARMS
+from harness.arms.registry import BuildInputs, buildable_arm_kind, is_planned
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
-from harness.chunking.windows import median_token_length
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
-from harness.provenance.interim import applies_to
 from harness.files import atomic_write_json, atomic_write_jsonl, canonical_json, iter_jsonl, read_json, sha256_text
+from harness.pipeline.grid import chunk_sets
 from harness.study import Study
 from harness.tokens import cl100k
-
-
-
-def arm_kind(study: Study, arm: str) -> str:
-    cfg = study.arms.get(arm)
-    if not isinstance(cfg, dict) or "kind" not in cfg:
-        raise HarnessError(f"{study.config_path}: arm `{arm}` needs a mapping with `kind:`")
-    kind = cfg["kind"]
-    if kind in DECLARED_ONLY_KINDS:
-        raise HarnessError(
-            f"{study.config_path}: arm `{arm}` has kind {kind!r} ({DECLARED_ONLY_KINDS[kind]}), which is declared "
-            "for the plan but cannot be built by this harness yet"
-        )
-    if kind not in LLM_FREE_ARMS and kind not in LLM_KINDS:
-        known = ", ".join(list(LLM_FREE_ARMS) + list(LLM_KINDS))
-        raise HarnessError(
-            f"{study.config_path}: arm `{arm}` has kind {kind!r}, which this harness cannot build yet "
-            f"(buildable kinds: {known})"
-        )
-    return kind
 
 
 def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
@@ -127,23 +105,6 @@ def _header_led(study: Study, documents: Sequence[Document]) -> dict[str, list[C
     return {d.doc_id: chunk_document("header-led", d, **params) for d in documents}
 
 
-def _llm_free(study: Study, kind: str, documents: Sequence[Document], header: Callable[[], dict]) -> tuple[list[Chunk], dict]:
-    chunker, rendering = LLM_FREE_ARMS[kind]
-    extra: dict[str, Any] = {}
-    if chunker == "header-led":
-        by_doc = header()
-        raw = [c for d in documents for c in by_doc[d.doc_id]]
-    else:
-        params = params_from_config(chunker, study.chunking)
-        if chunker == "FL":
-            s_chunks = [c for d in documents for c in header()[d.doc_id]]
-            params = {"tokens": median_token_length(s_chunks)}
-            extra["fl_window_tokens"] = params["tokens"]
-        raw = [c for d in documents for c in chunk_document(chunker, d, **params)]
-    extra["chunker"] = chunker
-    return [rendering(c) for c in raw], extra
-
-
 def build_dataset_arms(
     study: Study, dataset: LoadedDataset, arms: Sequence[str], *, frozen_hash: str | None, progress: bool = True,
     log: Callable[[str], None] = print, fresh: bool = False, replay: bool = False,
@@ -158,31 +119,28 @@ def build_dataset_arms(
 
     built = []
     for arm in arms:
-        kind = arm_kind(study, arm)
+        kind = buildable_arm_kind(study, arm)
         path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
         h = inputs_hash(study, dataset, arm)
         # an explicit fresh or replay run re-derives the LLM arms: regenerate, or check the cache answers all
-        if path.is_file() and mpath.is_file() and not (kind in LLM_KINDS and (fresh or replay)):
+        if path.is_file() and mpath.is_file() and not (kind.needs_model and (fresh or replay)):
             old = read_json(mpath)
             if old.get("inputs_hash") == h and old.get("frozen_config_hash") == frozen_hash:
                 built.append(ArmBuild(dataset.name, arm, int(old["chunk_set"]["chunks"]), True))
                 log(f"{dataset.name}/{arm}: up to date ({old['chunk_set']['chunks']} chunks)")
                 continue
-        if kind in LLM_KINDS:
-            result = build_llm_arm(
-                study, arm, study.arms[arm], dataset.documents, header(), progress=progress, fresh=fresh,
-                replay=replay, dataset=dataset.name,
-            )
-            chunks, extra = result.chunks, {"llm": result.manifest}
-        else:
-            chunks, extra = _llm_free(study, kind, dataset.documents, header)
+        built_set = kind.build(BuildInputs(
+            dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=study.arms[arm],
+            progress=progress, dataset=dataset.name, fresh=fresh, replay=replay,
+        ))
+        chunks, extra = built_set.chunks, built_set.manifest
         ids = [c.chunk_id for c in chunks]
         if len(set(ids)) != len(ids):
             raise HarnessError(f"{dataset.name}/{arm}: duplicate chunk_id in the built chunk set")
         manifest = {
             "dataset": dataset.name,
             "arm": arm,
-            "kind": kind,
+            "kind": kind.name,
             "arm_config": study.arms[arm],
             "inputs_hash": h,
             "frozen_config_hash": frozen_hash,
@@ -205,17 +163,18 @@ def build_arms(
     if arms:
         arm_names = list(arms)
     else:  # every buildable arm; declared-only arms wait for their builders
-        arm_names = [a for a, cfg in study.arms.items() if not is_declared_only(cfg)]
+        arm_names = [a for a, cfg in study.arms.items() if not is_planned(cfg)]
         skipped = [a for a in study.arms if a not in arm_names]
         if skipped:
             log(f"not built (declared for the plan, no builder yet): {', '.join(skipped)}")
     for a in arm_names:
-        arm_kind(study, a)  # fail on an unknown arm before any work
+        buildable_arm_kind(study, a)  # fail on an unknown or unbuildable arm before any work
     selection = read_selection(study)
+    todo = [cs for cs in chunk_sets(study) if cs.arm in arm_names]
     out = []
     for name in names:
         dataset = load_dataset(study, name, selection=selection)
-        applicable = [a for a in arm_names if applies_to(study.arms[a], name)]
+        applicable = [cs.arm for cs in todo if cs.dataset == name]
         out += build_dataset_arms(
             study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log, fresh=fresh, replay=replay
         )

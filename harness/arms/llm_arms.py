@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.arms.contextual import contextualise_document
-from harness.arms.enrich import PF_FIELDS, DocumentOutcome, enrich_document, pf_document
+from harness.arms.enrich import DocumentOutcome, enrich_document, pf_document
 from harness.arms.model_limits import effective_model_config
-from harness.arms.render import render
+from harness.arms.registry import CONTEXTUAL, ENRICH, ENRICH_WITHOUT_KEYS, PER_FIELD, ArmKind, get_kind
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.llm.cache import GenerationCache
@@ -35,15 +35,6 @@ from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import Cancelled, LlmSession
 from harness.study import Study
-
-LLM_KINDS = ("E", "E-K", "CR", "PF")
-TEMPLATES = {
-    "E": {"enrich": "enrich.txt"},
-    "E-K": {"enrich": "enrich.txt"},
-    "CR": {"contextual": "contextual.txt"},
-    "PF": {name: f"pf_{name}.txt" for name in PF_FIELDS},
-}
-
 
 @dataclass(frozen=True)
 class LlmArmResult:
@@ -118,8 +109,9 @@ def build_llm_arm(
     """Build one LLM arm. `fresh` ignores cached answers (and appends new ones); `replay` answers only
     from the cache, for audits without the model, and never writes to it."""
     kind = arm_cfg.get("kind")
-    if kind not in LLM_KINDS:
-        raise HarnessError(f"arm {arm_name}: kind {kind!r} is not an LLM arm ({', '.join(LLM_KINDS)})")
+    spec = get_kind(kind)
+    if spec.builder is None or not spec.needs_model:
+        raise HarnessError(f"arm {arm_name}: kind {kind!r} is not a buildable LLM arm")
     model_name = arm_cfg.get("model")
     if model_name not in study.models:
         raise HarnessError(
@@ -135,7 +127,7 @@ def build_llm_arm(
     cap = llm_cfg.get("spend_cap_usd")
     if fresh and replay:
         raise HarnessError(f"arm {arm_name}: fresh (regenerate) and replay (cache only) contradict each other")
-    templates = {role: PromptTemplate.load(study.prompts_dir, f) for role, f in TEMPLATES[kind].items()}
+    templates = {role: PromptTemplate.load(study.prompts_dir, f) for role, f in spec.prompts.items()}
     missing = [d.doc_id for d in documents if d.doc_id not in header_chunks]
     if missing:
         raise HarnessError(f"arm {arm_name}: no header-led chunks for {len(missing)} document(s), e.g. {missing[0]}")
@@ -150,7 +142,7 @@ def build_llm_arm(
         session = LlmSession(backend, cache, ledger, retry_options=retry)
         if backend.serial:
             workers = 1
-        outcomes, stopped_by = _run_documents(session, kind, templates, selected, header_chunks, seeds, workers,
+        outcomes, stopped_by = _run_documents(session, spec, templates, selected, header_chunks, seeds, workers,
                                               progress, allow_shortfall=bool(arm_cfg.get("allow_shortfall")))
         identity = session.identity
     shortfall = None
@@ -164,8 +156,8 @@ def build_llm_arm(
     chunks: list[Chunk] = []
     for doc in selected:
         for chunk, generated in zip(header_chunks[doc.doc_id], outcomes[doc.doc_id].generated):
-            chunks.append(render(kind, replace(chunk, generated=generated)))
-    manifest = _manifest(arm_name, kind, model_name, identity, templates, selected, documents, outcomes, ledger, cache,
+            chunks.append(spec.render(replace(chunk, generated=generated)))
+    manifest = _manifest(arm_name, spec, model_name, identity, templates, selected, documents, outcomes, ledger, cache,
                          workers=workers)
     if shortfall is not None:
         manifest["shortfall"] = shortfall
@@ -174,7 +166,7 @@ def build_llm_arm(
 
 def _run_documents(
     session: LlmSession,
-    kind: str,
+    kind: ArmKind,
     templates: Mapping[str, PromptTemplate],
     documents: Sequence[Document],
     header_chunks: Mapping[str, list[Chunk]],
@@ -188,17 +180,17 @@ def _run_documents(
     early; the completed documents are then kept. Any other error, or a cap without allow_shortfall, raises."""
     def one(doc: Document) -> DocumentOutcome:
         chunks = header_chunks[doc.doc_id]
-        if kind == "CR":
+        if kind.annotation == CONTEXTUAL:
             return contextualise_document(session, templates["contextual"], doc, chunks, seeds=seeds)
-        if kind == "PF":
+        if kind.annotation == PER_FIELD:
             return pf_document(session, templates, chunks, seeds=seeds)
-        return enrich_document(session, templates["enrich"], chunks, seeds=seeds, use_keys=kind == "E")
+        return enrich_document(session, templates["enrich"], chunks, seeds=seeds, use_keys=kind.annotation == ENRICH)
 
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(documents), desc=f"{kind} documents", unit="doc", leave=False)
+        bar = tqdm(total=len(documents), desc=f"{kind.name} documents", unit="doc", leave=False)
     outcomes: dict[str, DocumentOutcome] = {}
     first_error: BaseException | None = None
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm-doc") as pool:
@@ -223,7 +215,7 @@ def _run_documents(
 
 def _manifest(
     arm_name: str,
-    kind: str,
+    kind: ArmKind,
     model_name: str,
     identity: Mapping[str, Any],
     templates: Mapping[str, PromptTemplate],
@@ -247,7 +239,7 @@ def _manifest(
     }
     manifest: dict[str, Any] = {
         "arm": arm_name,
-        "kind": kind,
+        "kind": kind.name,
         "model": model_name,
         "backend": dict(identity),
         "prompts": {t.path.name: t.sha256 for t in templates.values()},
@@ -260,6 +252,6 @@ def _manifest(
     }
     if len(selected) < len(documents):
         manifest["document_ids"] = [d.doc_id for d in selected]
-    if kind in ("E", "E-K"):
+    if kind.annotation in (ENRICH, ENRICH_WITHOUT_KEYS):
         manifest["keys"] = key_diagnostics([o.generated for o in ordered], sum(o.evictions for o in ordered))
     return manifest

@@ -1,4 +1,5 @@
 """Indexed-text renderings (DESIGN section 4): plain functions Chunk -> Chunk with indexed_text set.
+Which kind renders how is the arm registry's (harness.arms.registry).
 
 Source `text` is never changed. Prefix fields are made single-line (whitespace runs collapsed to one
 space) so "one field per line" holds; empty fields are omitted, and with no prefix at all the
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from harness.data.model import Chunk
 from harness.errors import InputError
@@ -69,43 +70,3 @@ def render_enriched(chunk: Chunk) -> Chunk:
 def render_context(chunk: Chunk) -> Chunk:
     """CR: situating context, blank line, text."""
     return _with_prefix(chunk, [_one_line(_generated(chunk).get("context") or "")])
-
-
-RENDERINGS: dict[str, Callable[[Chunk], Chunk]] = {
-    "S": render_text,
-    "S+T": render_section_path,
-    "E": render_enriched,
-    "E-K": render_enriched,
-    "PF": render_enriched,
-    "CR": render_context,
-    # merged and expanded arms index their (merged) chunks as E does
-    "M": render_enriched,
-    "RM": render_enriched,
-    "SM": render_enriched,
-    "M-TP": render_enriched,
-    "E+KX": render_enriched,
-    "E+AX": render_enriched,
-    "E+SX": render_enriched,
-    "F512c": render_text,
-    "F256t": render_text,
-    "P": render_text,
-    "FL": render_text,
-}
-
-# arms built without any LLM call: arm -> (chunker name in harness.chunking.CHUNKERS, rendering)
-LLM_FREE_ARMS: dict[str, tuple[str, Callable[[Chunk], Chunk]]] = {
-    "S": ("header-led", render_text),
-    "S+T": ("header-led", render_section_path),
-    "F512c": ("F512c", render_text),
-    "F256t": ("F256t", render_text),
-    "P": ("P", render_text),
-    "FL": ("FL", render_text),
-}
-
-
-def render(arm: str, chunk: Chunk) -> Chunk:
-    try:
-        fn = RENDERINGS[arm]
-    except KeyError:
-        raise InputError(f"no rendering for arm {arm!r}; known: {', '.join(RENDERINGS)}") from None
-    return fn(chunk)

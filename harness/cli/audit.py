@@ -24,6 +24,22 @@ def add_arguments(parser) -> None:
                              "platform are bit-identical)")
 
 
+def _grid_check(study: Study, frozen: str):
+    """Every configured cell scored under the frozen config, or statistics released as a logged deviation."""
+    from harness.pipeline.grid import unscored_cells
+    from harness.provenance.interim import describe_missing
+    from harness.stats.families import RowCheck
+
+    missing = unscored_cells(study, frozen)
+    if not missing:
+        return RowCheck("(grid)", "cells", True, "every configured cell is scored under the frozen config")
+    released = [read_json(p) for p in sorted(study.stats_dir.glob("*.json"))]
+    logged = bool(released) and all(isinstance(r, dict) and r.get("deviation") for r in released)
+    return RowCheck("(grid)", "cells", logged, describe_missing(missing)
+                    + ("; the statistics were released as a logged deviation" if logged
+                       else "; the released statistics record no deviation"))
+
+
 def run(args) -> int:
     from harness.stats.families import RowCheck, check_family, run_plan
     from harness.stats.io import load_judge_rates, load_per_question
@@ -45,6 +61,7 @@ def run(args) -> int:
     checks.append(RowCheck("(frozen)", "per-question results", scored_under == frozen,
                            f"scored under frozen config {scored_under[:12]}"
                            + ("" if scored_under == frozen else f", but {study.frozen_path.name} is {frozen[:12]}")))
+    checks.append(_grid_check(study, frozen))
     plan = load_study_plan(study)
     table = load_per_question(study)
     planned = set()

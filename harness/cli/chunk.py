@@ -5,10 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.arms.render import LLM_FREE_ARMS
+from harness.arms.registry import HEADER_LED, BuildInputs, get_kind, llm_free_kinds
 from harness.chunking import get_chunker
-from harness.chunking.header_led import TAU_MAX, TAU_MIN, header_led_chunks
-from harness.chunking.windows import median_token_length
+from harness.chunking.header_led import TAU_MAX, TAU_MIN
 from harness.data.model import Document
 from harness.errors import HarnessError, InputError
 from harness.files import jsonl_lines
@@ -17,7 +16,7 @@ HELP = "chunk Markdown files for an LLM-free arm and print one JSON chunk per li
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--arm", required=True, choices=list(LLM_FREE_ARMS), help="arm whose chunks to print")
+    parser.add_argument("--arm", required=True, choices=llm_free_kinds(), help="arm whose chunks to print")
     parser.add_argument("files", nargs="+", metavar="FILE.md", help="Markdown files (UTF-8); doc_id is the path as given")
     parser.add_argument("--tau-min", type=int, default=TAU_MIN, help=f"header-led tau_min in characters (default {TAU_MIN})")
     parser.add_argument("--tau-max", type=int, default=TAU_MAX, help=f"header-led tau_max in characters (default {TAU_MAX})")
@@ -45,20 +44,19 @@ def read_document(path: str) -> Document:
 
 def run(args) -> int:
     docs = [read_document(p) for p in args.files]
-    chunker_name, rendering = LLM_FREE_ARMS[args.arm]
-    if chunker_name == "header-led":
-        params = {"tau_min": args.tau_min, "tau_max": args.tau_max}
-    elif chunker_name == "FL":
-        tokens = args.fl_tokens
-        if tokens is None:
-            s_chunks = [c for d in docs for c in header_led_chunks(d, tau_min=args.tau_min, tau_max=args.tau_max)]
-            if not s_chunks:
-                raise HarnessError("FL needs --fl-tokens: the given files have no S chunks to take a median from")
-            tokens = median_token_length(s_chunks)
-        params = {"tokens": tokens}
-    else:
-        params = {}
-    chunker = get_chunker(chunker_name)
-    for doc in docs:
-        sys.stdout.write(jsonl_lines(rendering(c).to_json() for c in chunker(doc, **params)))
+    kind = get_kind(args.arm)
+    tau = {"tau_min": args.tau_min, "tau_max": args.tau_max}
+    header = get_chunker(HEADER_LED)
+    by_doc: dict[str, list] = {}
+
+    def header_chunks() -> dict[str, list]:
+        if not by_doc:
+            by_doc.update((d.doc_id, header(d, **tau)) for d in docs)
+        return by_doc
+
+    if kind.needs_s_chunks and args.fl_tokens is None and not any(header_chunks().values()):
+        raise HarnessError("FL needs --fl-tokens: the given files have no S chunks to take a median from")
+    # the chunking section holds only tau: the other chunkers run on their defaults, as documented above
+    built = kind.build(BuildInputs(docs, tau, header_chunks, arm=args.arm, fl_tokens=args.fl_tokens))
+    sys.stdout.write(jsonl_lines(c.to_json() for c in built.chunks))  # document order, as given
     return 0

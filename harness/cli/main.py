@@ -24,6 +24,7 @@ COMMANDS = {
     "report": "report",
     "qasper-eval": "qasper_eval",  # stand-alone scorer, outside the pipeline
     "lab": "lab",  # chunking lab on one document, no study directory
+    "status": "status",
 }
 
 

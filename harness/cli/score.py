@@ -1,7 +1,7 @@
 """`harness score`."""
 
 from harness.cli.main import add_study_argument
-from harness.metrics.grid import score_study
+from harness.pipeline.score import score_study
 from harness.provenance.freeze import check_frozen
 from harness.study import Study
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import harness
+from harness.arms.registry import arm_kind
 from harness.errors import DriftError, HarnessError
 from harness.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text
 from harness.provenance.inputs import NON_FILE_PREFIX, current_file_hashes, input_record
@@ -268,6 +269,8 @@ def freeze(study: Study, *, force: bool = False) -> str:
         raise HarnessError(f"{study.plan_path}: missing: register the plan before freezing")
     if not study.selection_path.is_file():
         raise HarnessError(f"{study.selection_path}: missing: run `harness select` before freezing")
+    for arm in study.arms:
+        arm_kind(study, arm)  # a kind the registry does not know is refused before it is registered
     check_plan_against_config(study)  # a test naming an undefined arm, metric, ... fails now, not at stats
     record = current_record(study)
     if study.frozen_path.is_file() and not force and first_outcome_time(study) is not None:

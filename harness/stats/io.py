@@ -7,12 +7,12 @@ from pathlib import Path
 import pandas as pd
 
 from harness.errors import HarnessError
-from harness.metrics.results import check_per_question, read_per_question
+from harness.pipeline.results import check_per_question, read_per_question
 
 
 def load_per_question(study) -> pd.DataFrame:
     """Every results/per_question/<name>.parquet (or <name>.csv when no Parquet twin exists), each read and
-    validated by harness.metrics.results.read_per_question, concatenated and validated again as a whole."""
+    validated by harness.pipeline.results.read_per_question, concatenated and validated again as a whole."""
     folder = study.results / "per_question"
     files = {p.stem: p for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
     files.update({p.stem: p for p in sorted(folder.glob("*.parquet"))} if folder.is_dir() else {})

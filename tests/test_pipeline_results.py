@@ -6,17 +6,8 @@ import pandas as pd
 import pytest
 
 from harness.errors import HarnessError, InputError
-from harness.metrics.results import (
-    COLUMNS,
-    ResultRow,
-    combine_parts,
-    completed_cells,
-    part_path,
-    question_rows,
-    read_per_question,
-    write_part,
-    write_per_question,
-)
+from harness.pipeline.parts import combine_parts, part_path, write_part
+from harness.pipeline.results import COLUMNS, ResultRow, question_rows, read_per_question, write_per_question
 from metrics_support import question
 
 
@@ -147,12 +138,13 @@ def test_parquet_null_reads_as_empty_and_errors_name_the_row(tmp_path):
 
 def test_parts_record_completed_cells_and_combine_in_order(tmp_path):
     root = tmp_path / "per_question"
-    assert completed_cells(root, "d") == set()
+    assert not part_path(root, "d", "S", "bm25").exists()
     write_part(root, "d", "S+T", "bm25", [row(arm="S+T", qid="q2"), row(arm="S+T", qid="q1")])
     write_part(root, "d", "S", "bm25", [row(arm="S", qid="q1")])
     write_part(root, "d", "F512c", "bm25", [row(arm="F512c", qid="q1")])  # no longer in the config
     assert part_path(root, "d", "S+T", "bm25") == root / "d" / "S+T__bm25.parquet"
-    assert completed_cells(root, "d") == {("S", "bm25"), ("S+T", "bm25"), ("F512c", "bm25")}
+    assert sorted(p.name for p in (root / "d").iterdir()) == ["F512c__bm25.parquet", "S+T__bm25.parquet",
+                                                               "S__bm25.parquet"]
     n = combine_parts(root, "d", [("S+T", "bm25"), ("S", "bm25")], tmp_path / "d.parquet", tmp_path / "d.csv")
     assert n == 3
     df = read_per_question(tmp_path / "d.csv")

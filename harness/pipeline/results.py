@@ -1,10 +1,8 @@
 """Per-question results (DESIGN section 10): long format, one row per (dataset, arm, retriever, qid, metric).
 
 Files: results/per_question/<dataset>.parquet and .csv, rows sorted by (dataset, arm, retriever, qid,
-metric), values in [0, 1], CSV floats written with repr() so they read back bit-identical. While scoring,
-each finished (dataset, arm, retriever) cell is written atomically as its own part file under
-results/per_question/<dataset>/, so a resumed `score` skips the cells whose part exists; combine_parts
-then joins exactly the cells the config names into the dataset's files.
+metric), values in [0, 1], CSV floats written with repr() so they read back bit-identical. The per-cell
+part files `score` writes on the way are harness.pipeline.parts.
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ KEY = ("dataset", "arm", "retriever", "qid", "metric")  # unique per file; files
 TEXT = COLUMNS[:-1]  # ids, held as strings
 NON_EMPTY = tuple(c for c in TEXT if c != "stratum")  # stratum is "" when unstratified
 SCHEMA = pa.schema([(c, pa.float64() if c == "value" else pa.string()) for c in COLUMNS])
-PART_SUFFIX = ".parquet"
 
 
 @dataclass(frozen=True)
@@ -56,7 +53,7 @@ def question_rows(
     ]
 
 
-def _frame(rows: Iterable[ResultRow]) -> pd.DataFrame:
+def to_frame(rows: Iterable[ResultRow]) -> pd.DataFrame:
     rows = list(rows)
     for row in rows:
         if not isinstance(row, ResultRow):
@@ -105,7 +102,7 @@ def check_per_question(df: pd.DataFrame, where: str | os.PathLike, *, first: int
                                    f"{seen['cluster'].iloc[i]!r} / {seen['stratum'].iloc[i]!r})")
 
 
-def _check_and_sort(df: pd.DataFrame, where: str | os.PathLike) -> pd.DataFrame:
+def check_and_sort(df: pd.DataFrame, where: str | os.PathLike) -> pd.DataFrame:
     """check_per_question, then sort by KEY (the order every written file has)."""
     check_per_question(df, where)
     return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
@@ -127,7 +124,7 @@ def _csv_text(df: pd.DataFrame) -> str:
     return buf.getvalue()
 
 
-def _write_frame(df: pd.DataFrame, parquet_path: str | os.PathLike, csv_path: str | os.PathLike | None) -> None:
+def write_frame(df: pd.DataFrame, parquet_path: str | os.PathLike, csv_path: str | os.PathLike | None) -> None:
     atomic_write_bytes(parquet_path, _parquet_bytes(df))
     if csv_path is not None:
         atomic_write_text(csv_path, _csv_text(df))
@@ -137,8 +134,8 @@ def write_per_question(
     rows: Iterable[ResultRow], parquet_path: str | os.PathLike, csv_path: str | os.PathLike | None
 ) -> int:
     """Validate, sort and atomically write rows to Parquet (and CSV unless csv_path is None); returns the count."""
-    df = _check_and_sort(_frame(rows), str(parquet_path))
-    _write_frame(df, parquet_path, csv_path)
+    df = check_and_sort(to_frame(rows), str(parquet_path))
+    write_frame(df, parquet_path, csv_path)
     return len(df)
 
 
@@ -184,82 +181,3 @@ def read_per_question(path: str | os.PathLike) -> pd.DataFrame:
     )
     check_per_question(df, path, first=first, unit=unit)
     return df
-
-
-# --- resumable scoring: one part file per (dataset, arm, retriever) cell ---
-
-
-def _check_name(kind: str, name: str) -> str:
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or "__" in name:
-        raise InputError(f"{kind} name {name!r} cannot name a part file (empty, '/', '\\', '__' or a leading '.')")
-    return name
-
-
-def part_path(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> Path:
-    """results/per_question/<dataset>/<arm>__<retriever>.parquet (mirrors the run file names)."""
-    return Path(per_question_dir) / _check_name("dataset", dataset) / (
-        f"{_check_name('arm', arm)}__{_check_name('retriever', retriever)}{PART_SUFFIX}"
-    )
-
-
-def write_part(
-    per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str, rows: Iterable[ResultRow]
-) -> Path:
-    """Atomically write one finished cell; a part file that exists is therefore complete."""
-    path = part_path(per_question_dir, dataset, arm, retriever)
-    df = _check_and_sort(_frame(rows), str(path))
-    cells = set(zip(df["dataset"], df["arm"], df["retriever"]))
-    if cells - {(dataset, arm, retriever)}:
-        foreign = sorted(cells - {(dataset, arm, retriever)})
-        raise InputError(f"{path}: rows of cells {foreign} do not belong to this part")
-    _write_frame(df, path, None)
-    return path
-
-
-def completed_cells(per_question_dir: str | os.PathLike, dataset: str) -> set[tuple[str, str]]:
-    """(arm, retriever) pairs whose part file exists for this dataset."""
-    folder = Path(per_question_dir) / _check_name("dataset", dataset)
-    if not folder.is_dir():
-        return set()
-    done = set()
-    for p in folder.glob(f"*{PART_SUFFIX}"):
-        arm, sep, retriever = p.name[: -len(PART_SUFFIX)].partition("__")
-        if sep and arm and retriever:
-            done.add((arm, retriever))
-    return done
-
-
-def read_part(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> pd.DataFrame:
-    path = part_path(per_question_dir, dataset, arm, retriever)
-    df = read_per_question(path)
-    foreign = df[(df["dataset"] != dataset) | (df["arm"] != arm) | (df["retriever"] != retriever)]
-    if len(foreign):
-        row = foreign.iloc[0]
-        raise InputError(f"holds a row of another cell ({row['dataset']}, {row['arm']}, {row['retriever']})", path=path)
-    return df
-
-
-def combine_parts(
-    per_question_dir: str | os.PathLike,
-    dataset: str,
-    cells: Sequence[tuple[str, str]],
-    parquet_path: str | os.PathLike,
-    csv_path: str | os.PathLike | None,
-) -> int:
-    """Join the parts of exactly these (arm, retriever) cells into the dataset's files; returns the row count.
-
-    Parts of cells not listed (e.g. an arm since removed from the config) are left out, never mixed in.
-    """
-    cells = sorted(set(cells))
-    if not cells:
-        raise InputError(f"no (arm, retriever) cells to combine for dataset {dataset!r}")
-    missing = sorted(set(cells) - completed_cells(per_question_dir, dataset))
-    if missing:
-        shown = ", ".join(f"{a} / {r}" for a, r in missing)
-        raise HarnessError(f"dataset {dataset!r}: {len(missing)} cell(s) not scored yet: {shown}")
-    frames = [read_part(per_question_dir, dataset, a, r) for a, r in cells]
-    df = pd.concat(frames, ignore_index=True)
-    df = df.astype({c: object for c in TEXT} | {"value": "float64"})
-    df = _check_and_sort(df, str(parquet_path))
-    _write_frame(df, parquet_path, csv_path)
-    return len(df)

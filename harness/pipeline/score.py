@@ -1,7 +1,7 @@
-"""`score`: every dataset x arm x retriever cell the config names -> run file + per-question rows.
+"""`score`: every dataset x arm x retriever cell of the grid -> run file + per-question rows.
 
-A cell is complete when its part file and done marker exist under the current frozen hash; a rerun
-skips complete cells, so an interrupted scoring run resumes. At the end the parts of exactly the
+A rerun skips the cells the grid (harness.pipeline.grid) counts as scored under the current frozen
+hash, so an interrupted scoring run resumes. At the end the parts of exactly the
 configured cells are combined into results/per_question/<dataset>.parquet and .csv, with a sidecar
 <dataset>.manifest.json recording the frozen hash, the cells, question counts and retriever provenance.
 """
@@ -17,9 +17,12 @@ from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
-from harness.metrics.results import ResultRow, combine_parts, completed_cells, write_part
+from harness.pipeline.grid import (
+    SCORED, cell_state, configured_cells, mark_cell_done, per_question_dir, per_question_sidecar,
+)
+from harness.pipeline.parts import combine_parts, write_part
+from harness.pipeline.results import ResultRow
 from harness.files import atomic_write_json, read_json, sha256_text
-from harness.provenance.interim import Cell, configured_cells, done_marker_path, mark_cell_done
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking
 from harness.retrieval.registry import RetrieverContext
@@ -66,13 +69,6 @@ def scopes(dataset: LoadedDataset, chunks: Sequence[Chunk]) -> list[Scope]:
     return out
 
 
-def _cell_is_done(study: Study, cell: Cell, frozen_hash: str | None, parts: set[tuple[str, str]]) -> bool:
-    marker = done_marker_path(study, cell)
-    if (cell.arm, cell.retriever) not in parts or not marker.is_file():
-        return False
-    return read_json(marker).get("frozen_hash") == frozen_hash
-
-
 def score_cell(
     study: Study, dataset: LoadedDataset, arm: str, retriever_name: str, scoped: list[Scope],
     context: RetrieverContext, cache: ScoringCache, budgets: tuple[int, ...], *, run_depth: int,
@@ -115,7 +111,7 @@ def score_study(
     selection = read_selection(study)
     context = RetrieverContext.for_study(study, progress=progress)
     run_depth = int(study.config.get("run_depth", DEFAULT_RUN_DEPTH))
-    per_q = study.results / "per_question"
+    per_q = per_question_dir(study)
     combined = {}
     for name in datasets or list(study.datasets):
         dataset = load_dataset(study, name, selection=selection)
@@ -124,8 +120,7 @@ def score_study(
         budgets = budgets_from_config(study.config.get("budgets"), dataset.metric_set)
         cells = [c for c in configured_cells(study) if c.dataset == name]
         retrievers = sorted({c.retriever for c in cells}, key=list(study.retrievers).index)
-        parts = completed_cells(per_q, name)
-        todo = [c for c in cells if not _cell_is_done(study, c, frozen_hash, parts)]
+        todo = [c for c in cells if cell_state(study, c, frozen_hash) != SCORED]
         log(f"{name}: {len(cells)} cells, {len(cells) - len(todo)} already scored, {len(todo)} to score")
         counters_before = {r: context.get(r).stats() for r in retrievers}  # retrievers are shared across datasets
         cache = ScoringCache()
@@ -146,7 +141,7 @@ def score_study(
             cell_counts[str(cell)] = counts
         n = combine_parts(per_q, name, [(c.arm, c.retriever) for c in cells],
                           study.per_question_path(name, "parquet"), study.per_question_path(name, "csv"))
-        sidecar = study.results / "per_question" / f"{name}.manifest.json"
+        sidecar = per_question_sidecar(study, name)
         previous = read_json(sidecar) if sidecar.is_file() else {}
         atomic_write_json(sidecar, {
             "dataset": name,

@@ -1,0 +1,193 @@
+"""The arm registry: one spec per arm kind (DESIGN section 4), the only place that names arm kinds.
+
+A config arm is `{kind: <name here>, ...}`. Each kind says how it is built (its builder), how its
+chunks are rendered into indexed text, how many LLM calls it makes and which inputs it needs. Kinds the
+plan names but no builder exists for yet are registered as planned: they resolve (the config may name
+them, freeze records them), and building one fails naming the arm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from harness.arms.render import render_context, render_enriched, render_section_path, render_text
+from harness.chunking import chunk_document, params_from_config
+from harness.chunking.windows import median_token_length
+from harness.data.model import Chunk, Document
+from harness.errors import HarnessError, InputError
+from harness.study import Study
+
+HEADER_LED = "header-led"
+# how an LLM kind annotates header-led chunks (harness.arms.llm_arms dispatches on it)
+ENRICH, ENRICH_WITHOUT_KEYS, CONTEXTUAL, PER_FIELD = "enrich", "enrich without keys", "contextual", "per field"
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    """What a builder may read. `header_chunks` gives the header-led chunks per doc_id, computed once per
+    dataset and shared (S, S+T, FL's window length, and every LLM arm chunk from them)."""
+
+    documents: Sequence[Document]
+    chunking: Mapping[str, Any]  # the `chunking:` section (harness.study.Study.chunking)
+    header_chunks: Callable[[], Mapping[str, list[Chunk]]]
+    study: Study | None = None  # for kinds that need a model, prompts and the llm settings
+    arm: str = ""
+    arm_config: Mapping[str, Any] = field(default_factory=dict)
+    progress: bool = True
+    fl_tokens: int | None = None  # FL window length; default: the median S chunk length
+    dataset: str | None = None  # per-dataset model limits (harness.arms.model_limits)
+    fresh: bool = False  # LLM kinds: regenerate instead of reading the cache
+    replay: bool = False  # LLM kinds: answer only from the cache, never call a model
+
+
+@dataclass(frozen=True)
+class ArmChunks:
+    chunks: list[Chunk]  # corpus order, indexed_text rendered
+    manifest: dict[str, Any]  # extra fields for the chunk set's manifest
+
+
+@dataclass(frozen=True)
+class ArmKind:
+    name: str
+    boundaries: str  # chunker in harness.chunking.CHUNKERS whose chunks the kind starts from
+    rendering: Callable[[Chunk], Chunk]
+    calls_per_chunk: int = 0
+    calls_per_document: int = 0
+    prompts: Mapping[str, str] = field(default_factory=dict)  # role -> template file under prompts/
+    needs_model: bool = False
+    needs_s_chunks: bool = False  # FL measures its window on the S chunks
+    annotation: str | None = None  # LLM kinds: ENRICH, ENRICH_WITHOUT_KEYS, CONTEXTUAL or PER_FIELD
+    builder: Callable[["ArmKind", BuildInputs], ArmChunks] | None = None  # None: planned, not built yet
+
+    @property
+    def implemented(self) -> bool:
+        return self.builder is not None
+
+    @property
+    def llm_free(self) -> bool:
+        return not self.needs_model
+
+    def render(self, chunk: Chunk) -> Chunk:
+        return self.rendering(chunk)
+
+    def require_implemented(self, arm: str) -> None:
+        if self.builder is None:
+            raise HarnessError(
+                f"arm `{arm}` has kind {self.name!r}, which the plan names but this harness does not implement "
+                f"yet (buildable kinds: {', '.join(buildable_kinds())})"
+            )
+
+    def build(self, inputs: BuildInputs) -> ArmChunks:
+        self.require_implemented(inputs.arm or self.name)
+        return self.builder(self, inputs)
+
+
+def _build_llm_free(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
+    extra: dict[str, Any] = {}
+    if kind.boundaries == HEADER_LED:
+        by_doc = inputs.header_chunks()
+        raw = [c for d in inputs.documents for c in by_doc[d.doc_id]]
+    else:
+        params = params_from_config(kind.boundaries, dict(inputs.chunking))
+        if kind.needs_s_chunks:
+            tokens = inputs.fl_tokens
+            if tokens is None:
+                by_doc = inputs.header_chunks()
+                tokens = median_token_length([c for d in inputs.documents for c in by_doc[d.doc_id]])
+            params = {"tokens": tokens}
+            extra["fl_window_tokens"] = tokens
+        raw = [c for d in inputs.documents for c in chunk_document(kind.boundaries, d, **params)]
+    extra["chunker"] = kind.boundaries
+    return ArmChunks([kind.render(c) for c in raw], extra)
+
+
+def _build_with_llm(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
+    # imported here: the LLM layer is needed only when an LLM arm is actually built
+    from harness.arms.llm_arms import build_llm_arm
+
+    result = build_llm_arm(inputs.study, inputs.arm, inputs.arm_config, inputs.documents, inputs.header_chunks(),
+                           progress=inputs.progress, dataset=inputs.dataset, fresh=inputs.fresh, replay=inputs.replay)
+    return ArmChunks(result.chunks, {"llm": result.manifest})
+
+
+def _free(name: str, boundaries: str, rendering, **kw) -> ArmKind:
+    return ArmKind(name, boundaries, rendering, builder=_build_llm_free, **kw)
+
+
+def _llm(name: str, rendering, annotation: str, prompts: Mapping[str, str], calls_per_chunk: int) -> ArmKind:
+    return ArmKind(name, HEADER_LED, rendering, calls_per_chunk=calls_per_chunk, prompts=prompts, needs_model=True,
+                   annotation=annotation, builder=_build_with_llm)
+
+
+PF_PROMPTS = {name: f"pf_{name}.txt" for name in ("title", "summary", "keywords", "questions")}
+
+KINDS: dict[str, ArmKind] = {k.name: k for k in (
+    _free("S", HEADER_LED, render_text),
+    _free("S+T", HEADER_LED, render_section_path),
+    _free("F512c", "F512c", render_text),
+    _free("F256t", "F256t", render_text),
+    _free("P", "P", render_text),
+    _free("FL", "FL", render_text, needs_s_chunks=True),
+    _llm("E", render_enriched, ENRICH, {"enrich": "enrich.txt"}, 1),
+    _llm("E-K", render_enriched, ENRICH_WITHOUT_KEYS, {"enrich": "enrich.txt"}, 1),
+    _llm("CR", render_context, CONTEXTUAL, {"contextual": "contextual.txt"}, 1),
+    _llm("PF", render_enriched, PER_FIELD, PF_PROMPTS, len(PF_PROMPTS)),
+    # planned (no builder yet): merged and expanded arms index their chunks as E does
+    ArmKind("M", HEADER_LED, render_enriched, needs_model=True),
+    ArmKind("RM", HEADER_LED, render_enriched, needs_model=True),
+    ArmKind("SM", HEADER_LED, render_enriched, needs_model=True),
+    ArmKind("M-TP", HEADER_LED, render_enriched, calls_per_document=1, needs_model=True,
+            prompts={"consolidate": "consolidate_keys.txt"}),
+    ArmKind("E+KX", HEADER_LED, render_enriched, needs_model=True),
+    ArmKind("E+AX", HEADER_LED, render_enriched, needs_model=True),
+    ArmKind("E+SX", HEADER_LED, render_enriched, needs_model=True),
+    ArmKind("E+keys", HEADER_LED, render_enriched, needs_model=True),  # E with its key indexed too
+    ArmKind("E+entities", HEADER_LED, render_enriched, needs_model=True),  # E with its entities indexed too
+)}
+
+
+def is_planned(arm_cfg: Mapping[str, Any] | None) -> bool:
+    """An arm whose kind the plan names but no builder exists for yet: declared, never built or scored."""
+    kind = arm_cfg.get("kind") if isinstance(arm_cfg, Mapping) else None
+    return isinstance(kind, str) and kind in KINDS and not KINDS[kind].implemented
+
+
+def buildable_kinds() -> list[str]:
+    return [name for name, k in KINDS.items() if k.implemented]
+
+
+def llm_free_kinds() -> list[str]:
+    """Kinds built without any LLM call (the choices of `harness chunk`)."""
+    return [name for name, k in KINDS.items() if k.implemented and k.llm_free]
+
+
+def get_kind(name: str) -> ArmKind:
+    try:
+        return KINDS[name]
+    except (KeyError, TypeError):
+        raise InputError(f"unknown arm kind {name!r}; known: {', '.join(KINDS)}") from None
+
+
+def arm_kind(study: Study, arm: str) -> ArmKind:
+    """The kind of a configured arm; an arm missing from the config or without `kind:` is an error."""
+    cfg = study.arms.get(arm)
+    if cfg is None:
+        raise HarnessError(f"{study.config_path}: no arm `{arm}` (configured: {', '.join(study.arms)})")
+    if not isinstance(cfg, dict) or "kind" not in cfg:
+        raise HarnessError(f"{study.config_path}: arm `{arm}` needs a mapping with `kind:`")
+    try:
+        return get_kind(cfg["kind"])
+    except InputError as e:
+        raise HarnessError(f"{study.config_path}: arm `{arm}`: {e}") from None
+
+
+def buildable_arm_kind(study: Study, arm: str) -> ArmKind:
+    """arm_kind, refusing a kind that is only planned (before any work starts)."""
+    kind = arm_kind(study, arm)
+    kind.require_implemented(arm)
+    return kind
+
+
+def render(kind: str, chunk: Chunk) -> Chunk:
+    return get_kind(kind).render(chunk)

@@ -1,0 +1,152 @@
+"""The study's grid: its chunk sets (dataset x arm) and cells (dataset x arm x retriever), their paths,
+and their state. Every stage that asks "is this built / scored?" asks here.
+
+The grid is what the config names: every dataset, every arm, every retriever, minus the restrictions an
+entry declares (`datasets: [...]` on arms and retrievers, `arms: [...]` on retrievers).
+
+A chunk set is built when its .jsonl and manifest exist and the manifest names the current frozen hash;
+built under another freeze it is stale. A cell is scored when its run file, part file and done marker
+exist and the marker names the current frozen hash; scored under another freeze it is stale. States are
+read from files only: nothing here loads a dataset or a model.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from harness.arms.registry import is_planned
+from harness.errors import HarnessError
+from harness.pipeline.parts import part_path
+from harness.files import atomic_write_json, read_json
+from harness.study import Study
+
+BUILT, SCORED, MISSING, STALE = "built", "scored", "missing", "stale"
+
+
+class ChunkSet(NamedTuple):
+    dataset: str
+    arm: str
+
+    def __str__(self) -> str:
+        return f"{self.dataset}/{self.arm}"
+
+
+class Cell(NamedTuple):
+    dataset: str
+    arm: str
+    retriever: str
+
+    def __str__(self) -> str:
+        return f"{self.dataset}/{self.arm}/{self.retriever}"
+
+
+def applies_to(entry: dict[str, Any], dataset: str, arm: str | None = None) -> bool:
+    """Arms and retrievers may name `datasets: [...]`, retrievers also `arms: [...]`; by default they
+    apply everywhere."""
+    only, arms = entry.get("datasets"), entry.get("arms")
+    return (only is None or dataset in only) and (arm is None or arms is None or arm in arms)
+
+
+def chunk_sets(study: Study) -> list[ChunkSet]:
+    """Every chunk set the config names, in config order (datasets, then arms)."""
+    return [
+        ChunkSet(dataset, arm)
+        for dataset in study.datasets
+        for arm, arm_cfg in study.arms.items()
+        if applies_to(arm_cfg or {}, dataset)
+    ]
+
+
+def configured_cells(study: Study) -> list[Cell]:
+    """Every cell the config names, in config order (datasets, then arms, then retrievers).
+
+    Arms of a planned kind (no builder yet, harness.arms.registry) have no cells: nothing waits for them."""
+    return [
+        Cell(dataset, arm, retriever)
+        for dataset, arm in chunk_sets(study)
+        if not is_planned(study.arms.get(arm))
+        for retriever, retriever_cfg in study.retrievers.items()
+        if applies_to(retriever_cfg or {}, dataset, arm)
+    ]
+
+
+# --- paths ---
+
+
+def per_question_dir(study: Study) -> Path:
+    return study.results / "per_question"
+
+
+def cell_part_path(study: Study, cell: Cell) -> Path:
+    return part_path(per_question_dir(study), *cell)
+
+
+def done_marker_path(study: Study, cell: Cell) -> Path:
+    return per_question_dir(study) / cell.dataset / f"{cell.arm}__{cell.retriever}.done.json"
+
+
+def per_question_sidecar(study: Study, dataset: str) -> Path:
+    return per_question_dir(study) / f"{dataset}.manifest.json"
+
+
+def mark_cell_done(study: Study, cell: Cell, *, frozen_hash: str, n_questions: int) -> Path:
+    """Written by `score` after a cell's run file and per-question part are safely on disk."""
+    path = done_marker_path(study, cell)
+    atomic_write_json(
+        path,
+        {**cell._asdict(), "frozen_hash": frozen_hash, "n_questions": n_questions, "completed_at": _now_iso()},
+    )
+    return path
+
+
+def _now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- states ---
+
+
+def current_frozen_hash(study: Study) -> str | None:
+    from harness.provenance.freeze import frozen_hash
+
+    return frozen_hash(study) if study.frozen_path.is_file() else None
+
+
+def _object(path: Path) -> dict[str, Any]:
+    record = read_json(path)
+    if not isinstance(record, dict):
+        raise HarnessError(f"{path}: expected a JSON object")
+    return record
+
+
+def _under(recorded: Any, current_hash: str | None) -> str:
+    # an unfrozen study has no freeze to be stale against (builds and scores refuse to run without one)
+    return BUILT if current_hash is None or recorded == current_hash else STALE
+
+
+def chunk_set_manifest(study: Study, chunk_set: ChunkSet) -> dict[str, Any] | None:
+    """The chunk set's manifest when both its files exist, else None."""
+    path, mpath = study.chunks_path(*chunk_set), study.manifest_path(*chunk_set)
+    return _object(mpath) if path.is_file() and mpath.is_file() else None
+
+
+def chunk_set_state(study: Study, chunk_set: ChunkSet, current_hash: str | None) -> str:
+    """BUILT, STALE (built under another freeze) or MISSING."""
+    manifest = chunk_set_manifest(study, chunk_set)
+    return MISSING if manifest is None else _under(manifest.get("frozen_config_hash"), current_hash)
+
+
+def cell_state(study: Study, cell: Cell, current_hash: str | None) -> str:
+    """SCORED, STALE (scored under another freeze) or MISSING."""
+    marker = done_marker_path(study, cell)
+    if not (marker.is_file() and study.run_path(*cell).is_file() and cell_part_path(study, cell).is_file()):
+        return MISSING
+    return SCORED if _under(_object(marker).get("frozen_hash"), current_hash) == BUILT else STALE
+
+
+def unscored_cells(study: Study, current_hash: str | None, cells: list[Cell] | None = None) -> list[Cell]:
+    """The cells (default: every configured one) not scored under `current_hash`."""
+    cells = configured_cells(study) if cells is None else cells
+    return [c for c in cells if cell_state(study, c, current_hash) != SCORED]

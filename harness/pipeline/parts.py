@@ -1,0 +1,80 @@
+"""Per-cell part files: `score` writes each finished (dataset, arm, retriever) cell atomically as
+results/per_question/<dataset>/<arm>__<retriever>.parquet; combine_parts joins exactly the configured
+cells into the dataset's per-question files. Whether a cell counts as scored is harness.pipeline.grid's.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from harness.errors import HarnessError, InputError
+from harness.pipeline.results import TEXT, ResultRow, check_and_sort, read_per_question, to_frame, write_frame
+
+PART_SUFFIX = ".parquet"
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or "__" in name:
+        raise InputError(f"{kind} name {name!r} cannot name a part file (empty, '/', '\\', '__' or a leading '.')")
+    return name
+
+
+def part_path(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> Path:
+    """results/per_question/<dataset>/<arm>__<retriever>.parquet (mirrors the run file names)."""
+    return Path(per_question_dir) / _check_name("dataset", dataset) / (
+        f"{_check_name('arm', arm)}__{_check_name('retriever', retriever)}{PART_SUFFIX}"
+    )
+
+
+def write_part(
+    per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str, rows: Iterable[ResultRow]
+) -> Path:
+    """Atomically write one finished cell; a part file that exists is therefore complete."""
+    path = part_path(per_question_dir, dataset, arm, retriever)
+    df = check_and_sort(to_frame(rows), str(path))
+    cells = set(zip(df["dataset"], df["arm"], df["retriever"]))
+    if cells - {(dataset, arm, retriever)}:
+        foreign = sorted(cells - {(dataset, arm, retriever)})
+        raise InputError(f"{path}: rows of cells {foreign} do not belong to this part")
+    write_frame(df, path, None)
+    return path
+
+
+def read_part(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> pd.DataFrame:
+    path = part_path(per_question_dir, dataset, arm, retriever)
+    df = read_per_question(path)
+    foreign = df[(df["dataset"] != dataset) | (df["arm"] != arm) | (df["retriever"] != retriever)]
+    if len(foreign):
+        row = foreign.iloc[0]
+        raise InputError(f"holds a row of another cell ({row['dataset']}, {row['arm']}, {row['retriever']})", path=path)
+    return df
+
+
+def combine_parts(
+    per_question_dir: str | os.PathLike,
+    dataset: str,
+    cells: Sequence[tuple[str, str]],
+    parquet_path: str | os.PathLike,
+    csv_path: str | os.PathLike | None,
+) -> int:
+    """Join the parts of exactly these (arm, retriever) cells into the dataset's files; returns the row count.
+
+    Parts of cells not listed (e.g. an arm since removed from the config) are left out, never mixed in.
+    """
+    cells = sorted(set(cells))
+    if not cells:
+        raise InputError(f"no (arm, retriever) cells to combine for dataset {dataset!r}")
+    missing = [c for c in cells if not part_path(per_question_dir, dataset, *c).is_file()]
+    if missing:
+        shown = ", ".join(f"{a} / {r}" for a, r in missing)
+        raise HarnessError(f"dataset {dataset!r}: {len(missing)} cell(s) not scored yet: {shown}")
+    frames = [read_part(per_question_dir, dataset, a, r) for a, r in cells]
+    df = pd.concat(frames, ignore_index=True)
+    df = df.astype({c: object for c in TEXT} | {"value": "float64"})
+    df = check_and_sort(df, str(parquet_path))
+    write_frame(df, parquet_path, csv_path)
+    return len(df)

@@ -1,0 +1,191 @@
+"""The grid's state as one record, and what the next `make` target would do. Read-only: status
+reads manifests and markers, never a dataset, a model or a results table."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from harness.arms.registry import HEADER_LED, ArmKind, arm_kind
+from harness.pipeline.grid import (
+    BUILT, MISSING, SCORED, STALE, Cell, ChunkSet, cell_state, chunk_set_manifest, chunk_set_state, chunk_sets,
+    configured_cells, current_frozen_hash,
+)
+from harness.files import read_json
+from harness.study import Study
+
+NOT_IMPLEMENTED = "not implemented"
+
+
+@dataclass(frozen=True)
+class ChunkSetStatus:
+    chunk_set: ChunkSet
+    kind: str
+    state: str  # BUILT, STALE, MISSING or NOT_IMPLEMENTED
+    chunks: int | None  # from the manifest of a built or stale set
+    uses_llm: bool
+    llm_calls_needed: int | None  # None: no LLM calls, or not known before the S chunks exist
+    llm_calls_cached: int | None  # None: not known until the arm is built
+    llm_failures: int | None
+
+
+@dataclass(frozen=True)
+class CellStatus:
+    cell: Cell
+    state: str  # SCORED, STALE or MISSING
+
+
+@dataclass(frozen=True)
+class GridStatus:
+    study: str
+    selected: bool
+    frozen_hash: str | None
+    chunk_sets: list[ChunkSetStatus]
+    cells: list[CellStatus]
+    stats_state: str  # "none", STALE (another freeze) or "released"
+    report_written: bool
+    generation_cache: dict[str, int]  # model -> cached answers in results/generations/<model>.jsonl
+
+    def chunk_set_counts(self) -> Counter:
+        return Counter(s.state for s in self.chunk_sets)
+
+    def cell_counts(self) -> Counter:
+        return Counter(s.state for s in self.cells)
+
+    def next_step(self) -> str:
+        sets, cells = self.chunk_set_counts(), self.cell_counts()
+        if not self.selected:
+            return "make select (no selection/selection.json yet)"
+        if self.frozen_hash is None:
+            return "make freeze (no frozen_config.json yet)"
+        if sets[NOT_IMPLEMENTED]:
+            arms = ", ".join(sorted({s.chunk_set.arm for s in self.chunk_sets if s.state == NOT_IMPLEMENTED}))
+            return f"make build-arms would fail: arm(s) {arms} have a kind that is not implemented yet"
+        if sets[MISSING] or sets[STALE]:
+            return f"make build-arms ({_counted(sets, 'chunk set')})"
+        if cells[MISSING] or cells[STALE]:
+            return f"make score ({_counted(cells, 'cell')})"
+        if self.stats_state != "released":
+            return "make stats (" + ("statistics from another freeze" if self.stats_state == STALE
+                                     else "no statistics yet") + ")"
+        if not self.report_written:
+            return "make report (no report yet)"
+        return "nothing to build: every cell is scored and the statistics are released (make audit re-checks them)"
+
+
+def _counted(counts: Counter, noun: str) -> str:
+    parts = [f"{counts[s]} {noun}s {s}" if counts[s] != 1 else f"1 {noun} {s}" for s in (MISSING, STALE) if counts[s]]
+    return ", ".join(parts)
+
+
+def _llm_figures(kind: ArmKind, manifest: dict[str, Any] | None, s_chunks: int | None, arm_cfg: dict) -> tuple:
+    """(calls needed, calls cached, failures). Before a build the cached share is unknown: cache keys hash
+    whole prompts, and an E prompt holds the previous chunk's generated summary."""
+    if kind.llm_free:
+        return None, None, None
+    if manifest is not None and "llm" in manifest:
+        cost = manifest["llm"]["cost"]
+        return cost.get("calls"), cost.get("calls"), cost.get("failures")  # every answered call is cached
+    subset = arm_cfg.get("documents") not in (None, "all")  # PF on a sample: its chunk count is unknown here
+    needed = None if s_chunks is None or subset else kind.calls_per_chunk * s_chunks
+    return needed, None, None
+
+
+def _header_led_chunk_count(study: Study, dataset: str, built: dict[ChunkSet, dict]) -> int | None:
+    """Chunks of any built LLM-free header-led set of the dataset (S, S+T): what an LLM arm annotates."""
+    for cs, manifest in built.items():
+        kind = arm_kind(study, cs.arm)
+        if cs.dataset == dataset and kind.llm_free and kind.boundaries == HEADER_LED:
+            return int(manifest["chunk_set"]["chunks"])
+    return None
+
+
+def _stats_state(study: Study, current: str | None) -> str:
+    released = sorted(study.stats_dir.glob("*.json")) if study.stats_dir.is_dir() else []
+    if not released:
+        return "none"
+    hashes = {(read_json(p) or {}).get("frozen_config_hash") for p in released}
+    return "released" if hashes == {current} else STALE
+
+
+def _cache_sizes(study: Study) -> dict[str, int]:
+    folder = study.results / "generations"
+    if not folder.is_dir():
+        return {}
+    sizes = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        with open(path, "rb") as f:
+            sizes[path.stem] = sum(1 for line in f if line.strip())
+    return sizes
+
+
+def grid_status(study: Study) -> GridStatus:
+    current = current_frozen_hash(study)
+    manifests = {cs: chunk_set_manifest(study, cs) for cs in chunk_sets(study)}
+    built = {cs: m for cs, m in manifests.items() if m is not None}
+    sets = []
+    for cs, manifest in manifests.items():
+        kind = arm_kind(study, cs.arm)
+        state = chunk_set_state(study, cs, current) if kind.implemented else NOT_IMPLEMENTED
+        needed, cached, failures = _llm_figures(
+            kind, manifest, _header_led_chunk_count(study, cs.dataset, built), study.arms[cs.arm] or {}
+        )
+        chunks = int(manifest["chunk_set"]["chunks"]) if manifest is not None else None
+        sets.append(ChunkSetStatus(cs, kind.name, state, chunks, not kind.llm_free, needed, cached, failures))
+    cells = [CellStatus(c, cell_state(study, c, current)) for c in configured_cells(study)]
+    return GridStatus(
+        study=study.name,
+        selected=study.selection_path.is_file(),
+        frozen_hash=current,
+        chunk_sets=sets,
+        cells=cells,
+        stats_state=_stats_state(study, current),
+        report_written=(study.results / "report" / "report.md").is_file(),
+        generation_cache=_cache_sizes(study),
+    )
+
+
+# --- text ---
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    cells = [header] + [["-" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]
+
+
+def format_status(status: GridStatus) -> str:
+    frozen = status.frozen_hash[:12] if status.frozen_hash else "(not frozen)"
+    lines = [f"study {status.study}, frozen config {frozen}", "", "chunk sets"]
+    rows = []
+    for s in status.chunk_sets:
+        llm = f"{_known(s.llm_calls_cached)}/{_known(s.llm_calls_needed)}" if s.uses_llm else None
+        rows.append([s.chunk_set.dataset, s.chunk_set.arm, s.kind, s.state, s.chunks, llm, s.llm_failures])
+    lines += _table(["dataset", "arm", "kind", "state", "chunks", "LLM calls cached/needed", "failures"], rows)
+    if status.generation_cache:
+        cached = ", ".join(f"{m} {n}" for m, n in status.generation_cache.items())
+        lines.append(f"generation cache (answers per model, shared by its arms): {cached}")
+    lines += ["", "cells (scored / missing / stale = scored under another freeze; '' = not in the grid)"]
+    retrievers = list(dict.fromkeys(c.cell.retriever for c in status.cells))
+    by_set: dict[ChunkSet, dict[str, str]] = {}
+    for c in status.cells:
+        by_set.setdefault(ChunkSet(c.cell.dataset, c.cell.arm), {})[c.cell.retriever] = c.state
+    lines += _table(["dataset", "arm", *retrievers],
+                    [[cs.dataset, cs.arm, *(states.get(r, "") for r in retrievers)] for cs, states in by_set.items()])
+    sets, cells = status.chunk_set_counts(), status.cell_counts()
+    lines += [
+        "",
+        f"chunk sets: {len(status.chunk_sets)} ({_summary(sets, (BUILT, STALE, MISSING, NOT_IMPLEMENTED))}); "
+        f"cells: {len(status.cells)} ({_summary(cells, (SCORED, STALE, MISSING))})",
+        f"next: {status.next_step()}",
+    ]
+    return "\n".join(lines)
+
+
+def _known(n: int | None) -> str:
+    return "?" if n is None else str(n)
+
+
+def _summary(counts: Counter, order: tuple[str, ...]) -> str:
+    return ", ".join(f"{counts[s]} {s}" for s in order if counts[s]) or "none"

@@ -1,0 +1,50 @@
+"""A copy of the demo study restricted to the LLM-free arms (and by default BM25), selected and frozen."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+
+from harness.cli.main import main
+from harness.study import Study
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
+LLM_FREE = ["S", "S+T", "F512c", "F256t", "P", "FL"]
+
+
+def make_llm_free_study(root: Path, retrievers: tuple[str, ...] = ("bm25",), *, freeze: bool = True) -> Study:
+    for part in ("configs", "data", "plan", "amendments", "prompts"):
+        shutil.copytree(DEMO / part, root / part)
+    edit_config(root, lambda cfg: (
+        cfg.__setitem__("arms", {a: {"kind": a} for a in LLM_FREE}),
+        cfg.__setitem__("retrievers", {r: cfg["retrievers"][r] for r in retrievers}),
+        cfg.pop("models", None),
+    ))
+    _keep_llm_free_tests(root, retrievers)  # freeze refuses a plan naming arms the config does not define
+    if freeze:
+        assert main(["select", "--study", str(root)]) == 0
+        assert main(["freeze", "--study", str(root)]) == 0
+    return Study.at(root)
+
+
+def edit_config(root: Path, change) -> None:
+    path = root / "configs" / "study.yaml"
+    cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
+    change(cfg)
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+
+
+def _keep_llm_free_tests(root: Path, retrievers: tuple[str, ...]) -> None:
+    plan_path = root / "plan" / "plan.yaml"
+    plan = yaml.safe_load(plan_path.read_text(encoding="utf-8"))
+    for family in plan["families"]:
+        family["tests"] = [t for t in family["tests"] if t["a"] in LLM_FREE and t["b"] in LLM_FREE]
+        for test in family["tests"]:  # a retriever this copy leaves out: its last one stands in
+            test["retriever"] = test["retriever"] if test["retriever"] in retrievers else retrievers[-1]
+    plan["families"] = [f for f in plan["families"] if f["tests"]]
+    plan["arms"] = [a for a in plan["arms"] if a in LLM_FREE]
+    plan["retrievers"] = list(retrievers)
+    plan_path.write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    shutil.rmtree(root / "amendments")  # the demo's only amendment tests E against E-K

@@ -1,0 +1,89 @@
+"""The arm registry is the one place naming arm kinds: every shipped arm resolves, planned kinds fail
+clearly, and no other module spells a kind."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.arms.enrich import PF_FIELDS
+from harness.arms.registry import KINDS, PF_PROMPTS, BuildInputs, buildable_kinds, get_kind, llm_free_kinds
+from harness.cli.main import main
+from harness.errors import HarnessError, InputError
+from pipeline_support import edit_config, make_llm_free_study
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = [REPO / "configs" / "study.yaml", REPO / "examples" / "demo" / "configs" / "study.yaml"]
+PLANNED = ["M", "RM", "SM", "M-TP", "E+KX", "E+AX", "E+SX"]
+
+
+@pytest.mark.parametrize("config", SHIPPED, ids=lambda p: p.parent.parent.name)
+def test_every_shipped_arm_resolves_to_a_buildable_kind(config):
+    arms = yaml.safe_load(config.read_text(encoding="utf-8"))["arms"]
+    for arm, cfg in arms.items():
+        kind = get_kind(cfg["kind"])
+        assert kind.implemented, arm
+        assert kind.needs_model == ("model" in cfg), arm
+        for template in kind.prompts.values():
+            assert (config.parent.parent / "prompts" / template).is_file(), (arm, template)
+
+
+def test_planned_kinds_are_registered_but_not_buildable():
+    assert [k for k in KINDS if not KINDS[k].implemented] == PLANNED
+    assert set(buildable_kinds()) == {"S", "S+T", "F512c", "F256t", "P", "FL", "E", "E-K", "CR", "PF"}
+    with pytest.raises(HarnessError, match=r"arm `Mx` has kind 'M', which the plan names but this harness does "
+                                           r"not implement yet \(buildable kinds: S, S\+T, "):
+        get_kind("M").build(BuildInputs((), {}, dict, arm="Mx"))
+
+
+def test_unknown_kind_names_the_choices():
+    with pytest.raises(InputError, match=r"unknown arm kind 'E2'; known: S, S\+T, .*E\+SX"):
+        get_kind("E2")
+
+
+def test_building_a_planned_arm_fails_before_any_work(tmp_path, capsys):
+    study = make_llm_free_study(tmp_path / "s", freeze=False)
+    edit_config(study.root, lambda c: c["arms"].__setitem__("M", {"kind": "M"}))
+    assert main(["select", "--study", str(study.root)]) == 0
+    assert main(["freeze", "--study", str(study.root)]) == 0  # the plan may register a kind before it is built
+    capsys.readouterr()
+    assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 1
+    assert "arm `M` has kind 'M', which the plan names but this harness does not implement yet" in capsys.readouterr().err
+    assert not (study.results / "chunks").exists()
+    assert main(["status", "--study", str(study.root)]) == 0
+    out = capsys.readouterr().out
+    assert "make build-arms would fail: arm(s) M have a kind that is not implemented yet" in out
+
+
+def test_freeze_refuses_an_unknown_kind(tmp_path, capsys):
+    study = make_llm_free_study(tmp_path / "s", freeze=False)
+    edit_config(study.root, lambda c: c["arms"].__setitem__("X", {"kind": "Sx"}))
+    assert main(["select", "--study", str(study.root)]) == 0
+    capsys.readouterr()
+    assert main(["freeze", "--study", str(study.root)]) == 1
+    assert "arm `X`: unknown arm kind 'Sx'" in capsys.readouterr().err
+    assert not study.frozen_path.exists()
+
+
+def test_registry_agrees_with_the_modules_it_points_to():
+    assert list(PF_PROMPTS) == list(PF_FIELDS)
+    assert KINDS["PF"].calls_per_chunk == len(PF_FIELDS)
+    assert llm_free_kinds() == ["S", "S+T", "F512c", "F256t", "P", "FL"]
+
+
+def test_no_other_module_spells_an_arm_kind():
+    """String constants equal to a multi-letter kind name appear only in the registry (the window chunkers
+    share their names with their arms, so harness/chunking is the one exception)."""
+    names = {k for k in KINDS if len(k) > 1}
+    found = []
+    for path in sorted((REPO / "harness").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel == "harness/arms/registry.py" or rel.startswith("harness/chunking/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in names:
+                found.append(f"{rel}:{node.lineno}: {node.value!r}")
+    assert found == []
