@@ -121,8 +121,8 @@ def bench_warm_rebuild(study_root: Path, replay: bool) -> None:
     from harness.study import Study
 
     study = Study.at(study_root)
-    llm_arms = {a: cfg for a, cfg in study.arms.items() if cfg.get("kind") in LLM_KINDS}
-    missing = {generations_path(study, cfg["model"]) for cfg in llm_arms.values()}
+    llm_arms = {a: cfg for a, cfg in study.arms.items() if cfg.kind in LLM_KINDS}
+    missing = {generations_path(study, cfg.model) for cfg in llm_arms.values()}
     missing = [p for p in missing if not p.exists()]
     if missing:
         print(f"warm rebuild: skipped, no generation cache at {', '.join(map(str, missing))}")
@@ -154,7 +154,7 @@ def bench_real_e(study_root: Path, n: int) -> None:
     from harness.study import Study
 
     study = Study.at(study_root)
-    model_cfg = study.models[study.arms["E"]["model"]]
+    model_cfg = study.models[study.arms["E"].model]
     backend = make_backend(model_cfg)
     template = PromptTemplate.load(study.prompts_dir, "enrich.txt")
     dataset = next(iter(study.datasets))

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from harness.cli.main import main
+from harness.config import to_plain
 from harness.errors import DriftError, HarnessError
 from harness.provenance import freeze as freeze_mod
 from harness.provenance.freeze import (
@@ -71,7 +72,8 @@ def test_round_trip_same_hash_no_drift(study):
     assert study.frozen_path.read_bytes() == first_bytes
     record = json.loads(first_bytes)
     assert list(record) == sorted(record)
-    assert record["chunking"]["tau_max"] == 1500
+    assert record["config"]["chunking"]["tau_max"] == 1500
+    assert record["config"] == json.loads(json.dumps(to_plain(study.config)))  # the effective config, as is
 
 
 def test_record_holds_every_listed_input(study):
@@ -80,7 +82,8 @@ def test_record_holds_every_listed_input(study):
     assert record["prompts"]["enrich.txt"] == hashlib.sha256((study.prompts_dir / "enrich.txt").read_bytes()).hexdigest()
     assert record["tokenizer"]["sha256"] == hashlib.sha256(tokenizer_file().read_bytes()).hexdigest()
     assert record["retrieval"]["bm25_token_pattern"] == "[a-z0-9]+"
-    assert all(k == 60 for k in record["retrieval"]["rrf_k"].values()) and record["retrieval"]["rrf_k"]
+    rrf = [r for r in record["config"]["retrievers"].values() if r["type"] == "rrf"]
+    assert rrf and all(r["k"] == 60 for r in rrf)
     assert set(record["registration"]) == {"plan", "0001-first"}
     assert record["registration"]["0001-first"]["registered_at"] == "2025-02-01T00:00:00Z"
     assert set(record["plan_prose"]) == {"plan/PLAN.md"}
@@ -121,8 +124,8 @@ def test_model_seed_change_is_refused(study):
 
 def test_chunking_change_is_refused(study):
     err = frozen_then(study, lambda: edit_yaml(study.config_path, lambda c: c["chunking"].update(tau_max=1200)))
-    assert "chunking.tau_max: 1500 -> 1200" in str(err)
-    assert "config.chunking" not in str(err)  # one line per change, not one per copy
+    assert "config.chunking.tau_max: 1500 -> 1200" in str(err)
+    assert str(err).count("tau_max") == 1  # one line per change, not one per copy
 
 
 def test_spelling_out_a_default_chunking_value_is_not_drift(study):
@@ -236,7 +239,7 @@ def test_refreeze_after_outcomes_needs_force(study):
     record_first_outcome(study, frozen_hash=old)
     assert freeze(fresh(study)) == old  # nothing changed: re-freezing is harmless
     edit_yaml(study.config_path, lambda c: c["chunking"].update(tau_min=50))
-    with pytest.raises(HarnessError, match=r"re-freezing with 1 changed input\(s\) would orphan them:\n  chunking.tau_min: 100 -> 50"):
+    with pytest.raises(HarnessError, match=r"re-freezing with 1 changed input\(s\) would orphan them:\n  config.chunking.tau_min: 100 -> 50"):
         freeze(fresh(study))
     assert frozen_hash(study) == old
     assert freeze(fresh(study), force=True) != old
@@ -279,7 +282,8 @@ def test_default_dense_model_is_identified(study):
     record = current_record(fresh(study))
     expected = dense.directory_digest(dense.resolve_model_dir(dense.DEFAULT_SENTENCE_TRANSFORMER))
     assert record["retrieval"]["model_identity"]["plain"] == expected
-    assert record["retrieval"]["prefixes"]["plain"] == ["", ""]
+    plain = record["config"]["retrievers"]["plain"]
+    assert (plain["model"], plain["query_prefix"], plain["document_prefix"]) == (dense.DEFAULT_SENTENCE_TRANSFORMER, "", "")
 
 
 def test_data_files_and_exclusion_lists_are_hashed(study):

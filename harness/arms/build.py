@@ -17,6 +17,7 @@ from harness.arms.render import LLM_FREE_ARMS
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
 from harness.chunking.windows import median_token_length
+from harness.config import to_plain
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
@@ -28,28 +29,22 @@ from harness.tokens import cl100k
 
 
 def arm_kind(study: Study, arm: str) -> str:
-    cfg = study.arms.get(arm)
-    if not isinstance(cfg, dict) or "kind" not in cfg:
-        raise HarnessError(f"{study.config_path}: arm `{arm}` needs a mapping with `kind:`")
-    kind = cfg["kind"]
-    if kind not in LLM_FREE_ARMS and kind not in LLM_KINDS:
-        known = ", ".join(list(LLM_FREE_ARMS) + list(LLM_KINDS))
-        raise HarnessError(
-            f"{study.config_path}: arm `{arm}` has kind {kind!r}, which this harness cannot build yet "
-            f"(buildable kinds: {known})"
-        )
-    return kind
+    """The arm's kind (the schema admits only buildable kinds)."""
+    if arm not in study.arms:
+        raise HarnessError(f"{study.config_path}: no arm `{arm}` (configured: {', '.join(study.arms)})")
+    return study.arms[arm].kind
 
 
 def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
     """What a chunk set depends on; identical inputs give an identical hash."""
     cfg = study.arms[arm]
+    model = getattr(cfg, "model", None)
     record = {
         "arm": arm,
-        "arm_config": cfg,
-        "chunking": study.chunking,
-        "tokenizer": study.config.get("tokenizer", "cl100k_base"),
-        "model": study.models.get(cfg.get("model")) if cfg.get("model") else None,
+        "arm_config": to_plain(cfg),
+        "chunking": to_plain(study.chunking),
+        "tokenizer": study.config.tokenizer,
+        "model": to_plain(study.models[model]) if model else None,
         "documents": [[d.doc_id, sha256_text(d.text)] for d in dataset.documents],
     }
     return sha256_text(canonical_json(record))
@@ -162,7 +157,7 @@ def build_dataset_arms(
             "dataset": dataset.name,
             "arm": arm,
             "kind": kind,
-            "arm_config": study.arms[arm],
+            "arm_config": to_plain(study.arms[arm]),
             "inputs_hash": h,
             "frozen_config_hash": frozen_hash,
             "chunk_set": chunk_set_manifest(dataset, chunks),

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from harness.arms.contextual import contextualise_document
 from harness.arms.enrich import PF_FIELDS, DocumentOutcome, enrich_document, pf_document
 from harness.arms.render import render
+from harness.config.arms import ALL_DOCUMENTS, LLM_KINDS, LlmArm
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.llm.cache import GenerationCache
@@ -27,7 +28,6 @@ from harness.llm.registry import make_backend
 from harness.llm.session import Cancelled, LlmSession
 from harness.study import Study
 
-LLM_KINDS = ("E", "E-K", "CR", "PF")
 TEMPLATES = {
     "E": {"enrich": "enrich.txt"},
     "E-K": {"enrich": "enrich.txt"},
@@ -46,17 +46,14 @@ def generations_path(study: Study, model_name: str) -> Path:
     return study.results / "generations" / f"{model_name}.jsonl"
 
 
-def select_documents(arm_name: str, arm_cfg: Mapping[str, Any], documents: Sequence[Document]) -> list[Document]:
-    """PF may run on a seeded subset (`documents: N`, `seed: S`); order stays the corpus order."""
-    n = arm_cfg.get("documents")
-    if n is None or n == "all":
+def select_documents(arm_name: str, arm_cfg: LlmArm, documents: Sequence[Document]) -> list[Document]:
+    """PF may run on a seeded subset (`documents: N`, `seed: S`, checked by the schema); order stays the
+    corpus order."""
+    n = arm_cfg.documents
+    if n == ALL_DOCUMENTS:
         return list(documents)
-    if not isinstance(n, int) or n < 1:
-        raise HarnessError(f"arm {arm_name}: `documents` must be a positive integer or `all`, got {n!r}")
-    if "seed" not in arm_cfg:
-        raise HarnessError(f"arm {arm_name}: `documents: {n}` needs a `seed:` so the subset is reproducible")
     ids = sorted(d.doc_id for d in documents)
-    chosen = set(random.Random(int(arm_cfg["seed"])).sample(ids, min(n, len(ids))))
+    chosen = set(random.Random(arm_cfg.seed).sample(ids, min(n, len(ids))))
     return [d for d in documents if d.doc_id in chosen]
 
 
@@ -97,7 +94,7 @@ def key_diagnostics(per_doc: Sequence[Sequence[Mapping[str, Any]]], evictions: i
 def build_llm_arm(
     study: Study,
     arm_name: str,
-    arm_cfg: Mapping[str, Any],
+    arm_cfg: LlmArm,
     documents: Sequence[Document],
     header_chunks: Mapping[str, list[Chunk]],
     *,
@@ -107,21 +104,19 @@ def build_llm_arm(
 ) -> LlmArmResult:
     """Build one LLM arm. `fresh` (default: env FRESH=1) ignores cached answers; `replay` (default:
     env REPLAY=1) answers only from the cache, for audits without the model."""
-    kind = arm_cfg.get("kind")
+    kind = arm_cfg.kind
     if kind not in LLM_KINDS:
         raise HarnessError(f"arm {arm_name}: kind {kind!r} is not an LLM arm ({', '.join(LLM_KINDS)})")
-    model_name = arm_cfg.get("model")
+    model_name = arm_cfg.model
     if model_name not in study.models:
         raise HarnessError(
             f"arm {arm_name}: model {model_name!r} is not defined under `models:` in {study.config_path}"
         )
     model_cfg = study.models[model_name]
-    llm_cfg = study.config.get("llm") or {}
-    workers = int(llm_cfg.get("workers", 1))
-    if workers < 1:
-        raise HarnessError(f"{study.config_path}: llm.workers must be >= 1, got {workers}")
-    seeds = [int(model_cfg.get("seed", 0))] + [int(s) for s in llm_cfg.get("retry_seeds", [1, 2, 3])]
-    cap = llm_cfg.get("spend_cap_usd")
+    llm = study.config.llm
+    workers = llm.workers
+    seeds = [model_cfg.seed, *llm.retry_seeds]
+    cap = llm.spend_cap_usd
     fresh = os.environ.get("FRESH") == "1" if fresh is None else fresh
     replay = os.environ.get("REPLAY") == "1" if replay is None else replay
     if fresh and replay:
@@ -135,7 +130,7 @@ def build_llm_arm(
     with GenerationCache(generations_path(study, model_name), fresh=fresh) as cache:
         backend = make_backend(model_cfg, replay_from=cache if replay else None)
         ledger = SpendLedger(arm_name, None if cap is None else float(cap))
-        retry = {"temperature": float(model_cfg["retry_temperature"])} if "retry_temperature" in model_cfg else None
+        retry = None if model_cfg.retry_temperature is None else {"temperature": float(model_cfg.retry_temperature)}
         session = LlmSession(backend, cache, ledger, retry_options=retry)
         if backend.serial:
             workers = 1

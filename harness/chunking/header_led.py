@@ -18,11 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.chunking.blocks import BULKY_KINDS, Block, parse_blocks
+from harness.config.chunking import TAU_MAX, TAU_MIN  # the defaults live in the config schema, once
 from harness.data.model import Chunk, Document, make_chunk_id
 from harness.errors import InputError
-
-TAU_MIN = 100
-TAU_MAX = 1500
 
 
 @dataclass

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from harness.arms.render import LLM_FREE_ARMS
 from harness.chunking import get_chunker
-from harness.chunking.header_led import TAU_MAX, TAU_MIN, header_led_chunks
+from harness.chunking.header_led import header_led_chunks
+from harness.config.chunking import TAU_MAX, TAU_MIN
 from harness.chunking.windows import median_token_length
 from harness.data.model import Document
 from harness.errors import HarnessError, InputError

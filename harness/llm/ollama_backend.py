@@ -6,6 +6,7 @@ import os
 import time
 from typing import Any, Mapping, Sequence
 
+from harness.config.models import OLLAMA_OPTIONS, TIMEOUT_S, model_settings
 from harness.errors import HarnessError
 from harness.llm.base import (
     AuthError,
@@ -18,7 +19,7 @@ from harness.llm.base import (
     as_messages,
 )
 
-DEFAULT_OPTIONS = {"temperature": 0.0, "num_ctx": 8192, "num_predict": 512}
+DEFAULT_OPTIONS = OLLAMA_OPTIONS  # written once, in the config schema
 
 
 def _full_name(model: str) -> str:
@@ -29,7 +30,7 @@ class OllamaBackend(Backend):
     name = "ollama"
     default_options = DEFAULT_OPTIONS
 
-    def __init__(self, model: str, options: Mapping[str, Any], *, host: str | None = None, timeout_s: float = 600):
+    def __init__(self, model: str, options: Mapping[str, Any], *, host: str | None = None, timeout_s: float = TIMEOUT_S):
         super().__init__(model, options)
         import ollama
 
@@ -40,9 +41,8 @@ class OllamaBackend(Backend):
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "OllamaBackend":
-        return cls(
-            str(cfg["name"]), cls.config_options(cfg), host=cfg.get("host"), timeout_s=float(cfg.get("timeout_s", 600))
-        )
+        cfg = model_settings(cfg)
+        return cls(cfg["name"], cls.config_options(cfg), host=cfg.get("host"), timeout_s=float(cfg["timeout_s"]))
 
     @property
     def prompt_token_limit(self) -> int | None:

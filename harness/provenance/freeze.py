@@ -5,13 +5,13 @@ inputs give the same bytes); `check_frozen` rebuilds it and refuses to run on dr
 with a diff naming each changed key; every output records `frozen_hash` and results under two hashes
 are never combined (`assert_same_frozen_hash`).
 
-What is compared. Refused on any difference: the parsed configs/study.yaml (every section, except the
-two keys below), the effective chunking parameters, model digests (read afresh from each backend; a
-digest that cannot be read is an error, never replaced by the frozen one), the digests of retriever
-models, the SHA-256 of every data file, checkout and exclusion list a dataset entry names, prompt
-template SHA-256s, the tokenizer file SHA-256, the BM25 token pattern, the effective embedding
-prefixes, RRF k and reranker depth, the selection file SHA-256, and the contents of plan/ and
-amendments/.
+What is compared. Refused on any difference: the effective typed config (harness.config: every
+section of configs/study.yaml with the schema's defaults filled in, exactly what `harness config`
+prints; the freeze derives no defaults of its own), except the two keys below; model digests (read
+afresh from each backend; a digest that cannot be read is an error, never replaced by the frozen one),
+the digests of retriever models, the SHA-256 of every data file, checkout and exclusion list a dataset
+entry names, prompt template SHA-256s, the tokenizer file SHA-256, the BM25 token pattern, the
+selection file SHA-256, and the contents of plan/ and amendments/.
 Reported only (printed as a note, not refused unless `strict=True`, which release and audit runs
 should use): the harness commit and whether its source tree is clean, package and Python versions (the
 pins live in pyproject.toml; refusing every upgrade would make the harness unusable while it is being
@@ -36,11 +36,11 @@ import harness
 from harness.errors import DriftError, HarnessError
 from harness.provenance.files import atomic_write_json, read_json, sha256_bytes, sha256_file
 from harness.provenance.timeline import first_outcome_time, timeline
-from harness.retrieval.registry import DEFAULT_RERANK_DEPTH, DEFAULT_RRF_K
+from harness.config import to_plain
 from harness.study import Study
 from harness.tokens import WORD_RE
 
-FORMAT = 1
+FORMAT = 2  # 2: `config` is the effective typed config (it absorbed `chunking` and the retriever defaults)
 
 # packages whose version can change a number the harness reports
 RESULT_PACKAGES = (
@@ -86,13 +86,10 @@ MAX_VALUE_CHARS = 72
 
 def current_record(study: Study) -> dict[str, Any]:
     """Everything that could move a result, as it is now (key-sorted JSON-ready dict)."""
-    config = _jsonable(study.config)
-    config.pop("chunking", None)  # recorded once, with defaults applied, under "chunking"
     return {
         "format": FORMAT,
         "study": study.name,
-        "config": config,
-        "chunking": _jsonable(study.chunking),
+        "config": _jsonable(to_plain(study.config)),
         "model_digests": {name: _model_digest(name, cfg) for name, cfg in sorted(study.models.items())},
         "retrieval": _retrieval_record(study),
         "data": _data_record(study),
@@ -122,14 +119,14 @@ def _without(d: dict, *keys: str) -> dict:
     return {k: v for k, v in d.items() if k not in keys}
 
 
-def _resolve_digest(model_cfg: dict[str, Any]) -> str:
+def _resolve_digest(model_cfg: Any) -> str:
     # imported here: the LLM layer pulls in backend clients that freezing the LLM-free arms never needs
     registry = importlib.import_module("harness.llm.registry")
-    return registry.resolve_digest(model_cfg)
+    return registry.resolve_digest(to_plain(model_cfg))
 
 
-def _model_digest(name: str, cfg: dict[str, Any]) -> str:
-    backend = cfg.get("backend", "?")
+def _model_digest(name: str, cfg: Any) -> str:
+    backend = cfg.backend
     try:
         digest = _resolve_digest(cfg)
     except ModuleNotFoundError as e:
@@ -142,30 +139,14 @@ def _model_digest(name: str, cfg: dict[str, Any]) -> str:
 
 
 def _retrieval_record(study: Study) -> dict[str, Any]:
-    rrf_k, depth, prefixes, models = {}, {}, {}, {}
+    """What the config cannot say: the code's token pattern and the identity of each retriever model
+    (k, depth, prefixes and the default model are in `config`, filled in by the schema)."""
+    models = {}
     for name, cfg in sorted(study.retrievers.items()):
-        kind = cfg.get("type")
-        # the registry's defaults (DESIGN section 6) where an entry omits them: frozen as effective values
-        if kind == "rrf":
-            rrf_k[name] = cfg.get("k", DEFAULT_RRF_K)
-        if kind == "rerank":
-            depth[name] = cfg.get("depth", DEFAULT_RERANK_DEPTH)
-        model = cfg.get("model")
-        if kind == "dense":
-            if model is None and cfg.get("backend", "sentence-transformers") == "sentence-transformers":
-                model = _dense_module().DEFAULT_SENTENCE_TRANSFORMER
-                cfg = {**cfg, "model": model}
-            if model is not None:
-                prefixes[name] = list(_dense_module().resolve_prefixes(str(model), cfg))
+        model = getattr(cfg, "model", None)
         if model is not None and model not in study.models:  # models-section entries have digests already
             models[name] = _retriever_model_identity(study, name, cfg)
-    return {
-        "bm25_token_pattern": WORD_RE.pattern,
-        "rrf_k": rrf_k,
-        "rerank_depth": depth,
-        "prefixes": prefixes,
-        "model_identity": models,
-    }
+    return {"bm25_token_pattern": WORD_RE.pattern, "model_identity": models}
 
 
 def _dense_module():
@@ -175,14 +156,14 @@ def _dense_module():
         raise HarnessError(f"cannot identify retriever models: the retrieval layer is not available ({e})") from None
 
 
-def _retriever_model_identity(study: Study, name: str, cfg: dict[str, Any]) -> str:
+def _retriever_model_identity(study: Study, name: str, cfg: Any) -> str:
     """The digest the retrieval layer keys its caches on: the Ollama weights blob, or the SHA-256 of the
     model directory (local path, installed package or local Hugging Face cache)."""
     dense = _dense_module()
-    model = str(cfg["model"])
+    model = cfg.model
     try:
-        if cfg.get("backend") == "ollama":
-            return dense.OllamaEmbedder(model, host=cfg.get("host")).digest
+        if cfg.backend == "ollama":
+            return dense.OllamaEmbedder(model, host=cfg.host).digest
         return dense.directory_digest(dense.resolve_model_dir(model, root=study.root))
     except Exception as e:  # an unreadable identity is an error, never replaced by the frozen one
         raise HarnessError(f"retriever `{name}`: cannot identify model {model!r}: {e}") from None
@@ -243,9 +224,7 @@ def tokenizer_file() -> Path:
 
 
 def _tokenizer_record(study: Study) -> dict[str, Any]:
-    encoding = study.config.get("tokenizer", "cl100k_base")
-    if encoding != "cl100k_base":
-        raise HarnessError(f"{study.config_path}: tokenizer {encoding!r} is not supported (only cl100k_base)")
+    encoding = study.config.tokenizer  # the schema admits only cl100k_base
     path = tokenizer_file()
     return {"encoding": encoding, "file": path.name, "sha256": sha256_file(path)}
 

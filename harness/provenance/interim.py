@@ -14,6 +14,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from harness.config.arms import ArmConfig
+from harness.config.retrievers import RetrieverConfig
 from harness.errors import HarnessError
 from harness.provenance.files import atomic_write_json, atomic_write_text, read_json
 from harness.provenance.freeze import frozen_hash
@@ -51,10 +53,10 @@ def mark_cell_done(study: Study, cell: Cell, *, frozen_hash: str, n_questions: i
     return path
 
 
-def applies_to(entry: dict[str, Any], dataset: str, arm: str | None = None) -> bool:
+def applies_to(entry: ArmConfig | RetrieverConfig, dataset: str, arm: str | None = None) -> bool:
     """Arms and retrievers may name `datasets: [...]`, retrievers also `arms: [...]`; by default they
     apply everywhere."""
-    only, arms = entry.get("datasets"), entry.get("arms")
+    only, arms = entry.datasets, getattr(entry, "arms", None)
     return (only is None or dataset in only) and (arm is None or arms is None or arm in arms)
 
 
@@ -64,9 +66,9 @@ def configured_cells(study: Study) -> list[Cell]:
         Cell(dataset, arm, retriever)
         for dataset in study.datasets
         for arm, arm_cfg in study.arms.items()
-        if applies_to(arm_cfg or {}, dataset)
+        if applies_to(arm_cfg, dataset)
         for retriever, retriever_cfg in study.retrievers.items()
-        if applies_to(retriever_cfg or {}, dataset, arm)
+        if applies_to(retriever_cfg, dataset, arm)
     ]
 
 
