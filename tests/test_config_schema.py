@@ -138,7 +138,7 @@ OUT_OF_RANGE = [
     ("chunking tau_min above tau_max", ("chunking", "tau_min"), 2000, "chunking.tau_min", "an integer <= tau_max (1500)"),
     ("chunking stride", ("chunking", "f256t_stride"), 300, "chunking.f256t_stride", "an integer <= f256t_tokens (256)"),
     ("llm workers", ("llm", "workers"), 0, "llm.workers", "an integer >= 1"),
-    ("llm spend cap", ("llm", "spend_cap_usd"), -1, "llm.spend_cap_usd", "a number >= 0 (or null)"),
+    ("llm spend cap", ("llm", "spend_cap_usd"), -1, "llm.spend_cap_usd", "a number >= 0"),
     ("budgets", ("budgets", "qasper"), [512, 0], "budgets.qasper[1]", "an integer >= 1"),
     ("tokenizer", ("tokenizer",), "o200k_base", "tokenizer", "one of 'cl100k_base'"),
     ("metric_set", ("datasets", "js", "metric_set"), "bleu", "datasets.js.metric_set", "one of 'qasper', 'freshstack'"),

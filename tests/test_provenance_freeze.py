@@ -137,7 +137,7 @@ def test_spelling_out_a_default_chunking_value_is_not_drift(study):
 
 def test_model_digest_change_is_refused(study, digests):
     name, cfg = next(iter(study.models.items()))
-    key = cfg.get("package") or cfg.get("name")
+    key = getattr(cfg, "package", None) or cfg.name
     err = frozen_then(study, lambda: digests.update({key: "sha256:" + "f" * 64}))
     assert f"model_digests.{name}: " in str(err)
 
@@ -221,7 +221,7 @@ def test_old_format_is_refused(study):
     record = json.loads(study.frozen_path.read_text())
     record["format"] = 0
     study.frozen_path.write_text(json.dumps(record))
-    with pytest.raises(DriftError, match="has format 0, this harness writes 1"):
+    with pytest.raises(DriftError, match="has format 0, this harness writes 2"):
         check_frozen(study, stage="score")
 
 
@@ -314,13 +314,14 @@ def test_embedding_prefixes_are_recorded(study, monkeypatch):
     edit_yaml(study.config_path, lambda c: c["retrievers"].update(nomic={"type": "dense", "backend": "ollama", "model": "nomic-embed-text"}))
     monkeypatch.setattr(freeze_mod, "_retriever_model_identity", lambda study, name, cfg: "sha256:test")
     record = current_record(fresh(study))
-    assert record["retrieval"]["prefixes"]["nomic"] == ["search_query: ", "search_document: "]
+    nomic = record["config"]["retrievers"]["nomic"]  # the schema fills in the model's preset prefixes
+    assert (nomic["query_prefix"], nomic["document_prefix"]) == ("search_query: ", "search_document: ")
     assert record["retrieval"]["model_identity"]["nomic"] == "sha256:test"
 
 
 def test_unsupported_tokenizer_is_named(study):
     edit_yaml(study.config_path, lambda c: c.update(tokenizer="o200k_base"))
-    with pytest.raises(HarnessError, match=r"tokenizer 'o200k_base' is not supported"):
+    with pytest.raises(HarnessError, match=r"`tokenizer` must be one of 'cl100k_base', got 'o200k_base'"):
         current_record(fresh(study))
 
 

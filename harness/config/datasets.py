@@ -55,6 +55,7 @@ class QasperDataset:
 class FreshStackDomain:
     queries: str | None = setting(None, Optional(_PATH))
     corpus: str | None = setting(None, Optional(_PATH))
+    qrels: str | None = setting(None, Optional(_PATH))  # without it, the nuggets' relevant_corpus_ids are gold
     checkout: str | None = setting(None, Optional(_PATH))  # the docs repository at `commit`
     commit: str | int = setting("", Either((Text(), Int())))  # YAML reads an all-digit hash as an int
     corpus_path_prefix: str = setting("", Text())

@@ -43,7 +43,7 @@ class Where:
 
     def unknown(self, valid: list[str]) -> HarnessError:
         """The last key is not one of `valid`: name the closest valid key."""
-        close = difflib.get_close_matches(self.keys[-1], valid, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(self.keys[-1], valid, n=1, cutoff=0.5)
         hint = f" (did you mean `{close[0]}`?)" if close else ""
         return self.fail(f"is not a known key{hint}; valid keys here: {', '.join(valid)}")
 

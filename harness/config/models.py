@@ -7,7 +7,7 @@ that change an answer are in them, because they key the generation cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from harness.config.fields import (
     Flag, Int, ListOf, Number, OneOf, Optional, Section, Text, Variants, Where, setting, to_plain,
@@ -100,6 +100,6 @@ ModelConfig = OllamaModel | LlamaCppModel | OpenAIModel
 
 def model_settings(cfg: Any, name: str = "model") -> dict[str, Any]:
     """A `models:` entry (typed, or a mapping checked here) as the plain mapping backends read."""
-    if isinstance(cfg, Mapping):
+    if not isinstance(cfg, _Model):
         cfg = MODEL(cfg, Where(None, (name,)))
     return to_plain(cfg)

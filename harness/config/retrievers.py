@@ -122,5 +122,5 @@ RetrieverConfig = Bm25 | Dense | Rrf | CrossEncoderRerank | LlmYesRerank
 
 
 def retriever_settings(name: str, cfg: Any) -> RetrieverConfig:
-    """A `retrievers:` entry as its typed section (a mapping is checked here first)."""
-    return RETRIEVER(cfg, Where(None, ("retrievers", name))) if isinstance(cfg, Mapping) else cfg
+    """A `retrievers:` entry as its typed section (anything else is checked here first)."""
+    return cfg if isinstance(cfg, _Retriever) else RETRIEVER(cfg, Where(None, ("retrievers", name)))

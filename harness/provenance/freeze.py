@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import harness
+from harness.config import to_plain
 from harness.errors import DriftError, HarnessError
 from harness.provenance.files import atomic_write_json, read_json, sha256_bytes, sha256_file
 from harness.provenance.timeline import first_outcome_time, timeline
-from harness.config import to_plain
 from harness.study import Study
 from harness.tokens import WORD_RE
 

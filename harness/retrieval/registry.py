@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 
 from harness.config.models import model_settings
 from harness.config.retrievers import (
+    DENSE_BACKENDS,  # noqa: F401 (re-exported: the registry names what it builds)
     Bm25, CrossEncoderRerank, Dense, LlmYesRerank, RetrieverConfig, Rrf, retriever_settings,
 )
 from harness.errors import HarnessError
