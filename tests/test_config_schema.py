@@ -297,3 +297,14 @@ def test_harness_config_reports_a_typo_without_traceback(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "study.yaml: `chunking.tau_maxx` is not a known key (did you mean `tau_max`?)" in err
     assert "Traceback" not in err
+
+
+def test_schema_depends_on_no_stage():
+    """Stages import the schema for their defaults, so the schema imports no stage (the graph stays acyclic)."""
+    import ast
+
+    allowed = {"harness.errors", "harness.data.common"}
+    for path in (REPO / "harness" / "config").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("harness"):
+                assert node.module.startswith("harness.config") or node.module in allowed, (path.name, node.module)

@@ -17,7 +17,8 @@ should use): the harness commit and whether its source tree is clean, package an
 pins live in pyproject.toml; refusing every upgrade would make the harness unusable while it is being
 developed), registration times and computed outcome flags (they change when a file is first
 committed, not when its content does), `llm.workers` (calls are cached and ordered within a document,
-so parallelism cannot move a result) and `llm.spend_cap_usd` (a cap stops a run, it cannot change one).
+so parallelism cannot move a result), `llm.spend_cap_usd` (a cap stops a run, it cannot change one) and
+a model's `timeout_s`.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ REPORTED = (
     ("python",),
     ("config", "llm", "workers"),
     ("config", "llm", "spend_cap_usd"),
+    ("config", "models", "*", "timeout_s"),  # how long to wait for a server, not what it answers
     ("registration", "*", "registered_at"),
     ("registration", "*", "time_source"),
     ("registration", "*", "before_outcomes"),
