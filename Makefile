@@ -7,7 +7,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 RUN    := $(VENV)/bin/python -m harness
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
 
-.PHONY: help venv test demo status select freeze build-arms score stats audit report bench
+.PHONY: help venv test demo status config select freeze build-arms score stats audit report bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/' | expand -t 14
@@ -31,6 +31,9 @@ demo: $(STAMP)  ## run the embedded demo study end to end (build-arms, score, st
 
 status: $(STAMP)  ## show the grid: chunk sets, cells scored / missing / stale, and the next target to run
 	$(RUN) status --study $(STUDY)
+
+config: $(STAMP)  ## check configs/study.yaml and print the effective config (defaults filled in)
+	$(RUN) config --study $(STUDY)
 
 select: $(STAMP)  ## draw the seeded selection into selection/selection.json
 	$(RUN) select --study $(STUDY)

@@ -122,9 +122,9 @@ def bench_warm_rebuild(study_root: Path, replay: bool) -> None:
     from harness.study import Study
 
     study = Study.at(study_root)
-    kinds = {a: get_kind(cfg.get("kind")) for a, cfg in study.arms.items()}
+    kinds = {a: get_kind(cfg.kind) for a, cfg in study.arms.items()}
     llm_arms = {a: cfg for a, cfg in study.arms.items() if kinds[a].needs_model and kinds[a].implemented}
-    missing = {generations_path(study, cfg["model"]) for cfg in llm_arms.values()}
+    missing = {generations_path(study, cfg.model) for cfg in llm_arms.values()}
     missing = [p for p in missing if not p.exists()]
     if missing:
         print(f"warm rebuild: skipped, no generation cache at {', '.join(map(str, missing))}")
@@ -156,7 +156,7 @@ def bench_real_e(study_root: Path, n: int) -> None:
     from harness.study import Study
 
     study = Study.at(study_root)
-    model_cfg = study.models[study.arms["E"]["model"]]
+    model_cfg = study.models[study.arms["E"].model]
     backend = make_backend(model_cfg)
     template = PromptTemplate.load(study.prompts_dir, "enrich.txt")
     dataset = next(iter(study.datasets))

@@ -1,18 +1,9 @@
 """A study is a directory (DESIGN section 2). `Study` knows its paths and loads configs/study.yaml.
 
-configs/study.yaml sections (each stage reads its own):
-
-    study: name
-    datasets:            # name -> {adapter, metric_set (qasper|freshstack), adapter options, selection}
-    tokenizer: cl100k_base
-    chunking:            # tau_min, tau_max, f512c_chars, f256t_tokens, f256t_stride, p_pack_chars
-    models:              # name -> {backend, name, ...options}
-    arms:                # arm name -> {kind: <registered or declared-only arm kind>, model: <model name>,
-                         #   model_options (per-arm, per-dataset model limits), datasets, documents + seed
-                         #   (a seeded sample), allow_shortfall, ...}
-    retrievers:          # name -> {type: bm25|dense|rrf|rerank, ...}
-    budgets:             # metric_set -> [token budgets]
-    llm:                 # workers, retry_seeds, spend_cap_usd (a study-wide total over every arm)
+`Study.config` is the typed config (harness.config): every section checked against its schema and
+every default filled in, so a typo or a bad value stops the run before any stage starts. Sections:
+study, datasets, tokenizer, chunking, models, arms, retrievers, budgets, llm, run_depth
+(`harness config --study DIR` prints them all, defaults included).
 """
 
 from __future__ import annotations
@@ -24,6 +15,11 @@ from typing import Any
 
 import yaml
 
+from harness.config import StudyConfig, load_study_config, to_plain
+from harness.config.arms import ArmConfig
+from harness.config.chunking import Chunking
+from harness.config.models import ModelConfig
+from harness.config.retrievers import RetrieverConfig
 from harness.errors import HarnessError
 
 
@@ -103,43 +99,39 @@ class Study:
 
     # --- config ---
     @cached_property
-    def config(self) -> dict[str, Any]:
+    def raw_config(self) -> dict[str, Any]:
+        """configs/study.yaml exactly as written (parsed YAML)."""
         cfg = load_yaml(self.config_path)
         if not isinstance(cfg, dict):
             raise HarnessError(f"{self.config_path}: expected a mapping at the top level")
-        for key in ("datasets", "arms", "retrievers"):
-            if not isinstance(cfg.get(key), dict) or not cfg[key]:
-                raise HarnessError(f"{self.config_path}: section `{key}` must be a non-empty mapping")
         return cfg
+
+    @cached_property
+    def config(self) -> StudyConfig:
+        """The typed, validated config with defaults filled in."""
+        return load_study_config(self.raw_config, path=self.config_path, default_name=self.root.name)
 
     @property
     def name(self) -> str:
-        return str(self.config.get("study", self.root.name))
+        return self.config.study
 
-    @property
+    @cached_property
     def datasets(self) -> dict[str, dict[str, Any]]:
-        return self.config["datasets"]
+        """Each dataset's settings as the plain mapping its adapter reads (harness.data), defaults filled."""
+        return {name: to_plain(cfg) for name, cfg in self.config.datasets.items()}
 
     @property
-    def arms(self) -> dict[str, dict[str, Any]]:
-        return self.config["arms"]
+    def arms(self) -> dict[str, ArmConfig]:
+        return self.config.arms
 
     @property
-    def retrievers(self) -> dict[str, dict[str, Any]]:
-        return self.config["retrievers"]
+    def retrievers(self) -> dict[str, RetrieverConfig]:
+        return self.config.retrievers
 
     @property
-    def models(self) -> dict[str, dict[str, Any]]:
-        return self.config.get("models", {})
+    def models(self) -> dict[str, ModelConfig]:
+        return self.config.models
 
     @property
-    def chunking(self) -> dict[str, Any]:
-        defaults = {
-            "tau_min": 100,
-            "tau_max": 1500,
-            "f512c_chars": 512,
-            "f256t_tokens": 256,
-            "f256t_stride": 224,
-            "p_pack_chars": 1500,
-        }
-        return defaults | dict(self.config.get("chunking", {}))
+    def chunking(self) -> Chunking:
+        return self.config.chunking

@@ -145,7 +145,7 @@ def test_empty_query_is_refused_with_file_and_line(tmp_path, title, text):
 
 def test_bad_distractor_ratio_and_missing_option(tmp_path):
     study = freshstack_study(tmp_path, ratio="some")
-    with pytest.raises(HarnessError, match=r"domain `laravel`: distractor_ratio must be a number >= 0 or \"full\""):
+    with pytest.raises(HarnessError, match=r"`datasets\.fs\.domains\.laravel\.distractor_ratio` must be one of 'full' or a number >= 0, got 'some'"):
         load_dataset(study, "fs", selection=None)
     with pytest.raises(HarnessError, match=r"domain `laravel`: option `queries` is missing"):
         freshstack.convert_domain(study, "fs", "laravel", {"corpus": "x"}, InputReader(study.root))

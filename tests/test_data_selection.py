@@ -66,10 +66,10 @@ def test_all_takes_the_sorted_population():
 
 @pytest.mark.parametrize("selection, message", [
     ({"seed": 1, "n_clusters": 11}, r"dataset `papers`: asked for 11 but only 10 eligible ids remain"),
-    ({"seed": "x", "n_clusters": 2}, r"dataset `papers`: selection.seed must be an integer, got 'x'"),
-    ({"seed": 1, "n_clusters": 0}, r"selection.n_clusters must be a positive integer or \"all\", got 0"),
+    ({"seed": "x", "n_clusters": 2}, r"`datasets\.papers\.selection\.seed` must be an integer, got 'x'"),
+    ({"seed": 1, "n_clusters": 0}, r"`datasets\.papers\.selection\.n_clusters` must be one of 'all' or an integer >= 1, got 0"),
     ({"seed": 1, "exclude": "missing.txt"}, r"dataset `papers`: exclusion file .*missing\.txt not found"),
-    ({"seed": 1, "exclude": {"a": 1}}, r"selection.exclude must be a list of ids or a file path"),
+    ({"seed": 1, "exclude": {"a": 1}}, r"`datasets\.papers\.selection\.exclude` must be a non-empty string or a list"),
 ])
 def test_bad_selection_settings(tmp_path, selection, message):
     study = jsonl_study(tmp_path, 10, selection)
@@ -83,8 +83,8 @@ def test_cli_select_writes_file_and_reports(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "papers: selected 3 of 6 (6 eligible, 0 excluded, seed 9)" in out
     assert study.selection_path.is_file()
-    study.datasets["papers"]["selection"]["n_clusters"] = 7
-    (study.root / "configs" / "study.yaml").write_text(yaml.safe_dump(study.config))
+    study.raw_config["datasets"]["papers"]["selection"]["n_clusters"] = 7
+    (study.root / "configs" / "study.yaml").write_text(yaml.safe_dump(study.raw_config))
     assert main(["select", "--study", str(study.root)]) == 1
     assert "asked for 7 but only 6" in capsys.readouterr().err
 

@@ -180,16 +180,15 @@ def test_pf_makes_four_calls_per_chunk_on_a_seeded_subset(tmp_path):
 
 def test_unknown_model_and_bad_subset_are_user_errors(tmp_path):
     docs, chunks = small_corpus(n_docs=2, n_chunks=1)
-    study = make_study(
-        tmp_path,
-        {"m": {"backend": "ollama", "name": "x"}},
-        {"E": {"kind": "E", "model": "nope"}, "PF": {"kind": "PF", "model": "m", "documents": 1}},
-    )
-    with pytest.raises(HarnessError, match=r"arm E: model 'nope' is not defined under `models:`"):
+    # the config schema refuses both when the study loads, before any model call
+    models = {"m": {"backend": "ollama", "name": "x"}}
+    study = make_study(tmp_path / "a", models, {"E": {"kind": "E", "model": "nope"}})
+    with pytest.raises(HarnessError, match=r"`arms\.E\.model` is 'nope', which is not an entry of `models:`"):
         build(study, "E", docs, chunks)
-    with pytest.raises(HarnessError, match=r"arm PF: `documents: 1` needs a `seed:`"):
+    study = make_study(tmp_path / "b", models, {"PF": {"kind": "PF", "model": "m", "documents": 1}})
+    with pytest.raises(HarnessError, match=r"`arms\.PF\.seed` is required with `documents: 1`"):
         build(study, "PF", docs, chunks)
-    with pytest.raises(HarnessError, match=r"unknown LLM backend 'vllm'"):
+    with pytest.raises(HarnessError, match=r"`model\.backend` is 'vllm', not a known value"):
         make_backend({"backend": "vllm", "name": "x"})
 
 

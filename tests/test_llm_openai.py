@@ -36,5 +36,5 @@ def test_identity_pins_provider_routing_without_fallbacks():
     # cost bound: prompt tokens (cl100k + 8 per message) at $1/M plus max_tokens at $2/M
     estimate = backend.estimate_cost_usd([{"role": "user", "content": "hello world"}], {})
     assert estimate == pytest.approx(((2 + 8) * 1.0 + 100 * 2.0) / 1e6)
-    with pytest.raises(HarnessError, match="openai-compatible backend needs `base_url`"):
+    with pytest.raises(HarnessError, match=r"`model\.base_url` is required"):
         make_backend({"backend": "openai-compatible", "name": "x"})

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from harness.cli.main import main
+from harness.config import to_plain
 from harness.errors import DriftError, HarnessError
 from harness.provenance import freeze as freeze_mod
 from harness.provenance.freeze import (
@@ -71,7 +72,8 @@ def test_round_trip_same_hash_no_drift(study):
     assert study.frozen_path.read_bytes() == first_bytes
     record = json.loads(first_bytes)
     assert list(record) == sorted(record)
-    assert record["chunking"]["tau_max"] == 1500
+    assert record["config"]["chunking"]["tau_max"] == 1500
+    assert record["config"] == json.loads(json.dumps(to_plain(study.config)))  # the effective config, as is
 
 
 def test_record_holds_every_listed_input(study):
@@ -81,7 +83,8 @@ def test_record_holds_every_listed_input(study):
     assert files["prompts/enrich.txt"] == hashlib.sha256((study.prompts_dir / "enrich.txt").read_bytes()).hexdigest()
     assert record["tokenizer"]["sha256"] == hashlib.sha256(tokenizer_file().read_bytes()).hexdigest()
     assert record["retrieval"]["bm25_token_pattern"] == "[a-z0-9]+"
-    assert all(k == 60 for k in record["retrieval"]["rrf_k"].values()) and record["retrieval"]["rrf_k"]
+    rrf = [r for r in record["config"]["retrievers"].values() if r["type"] == "rrf"]
+    assert rrf and all(r["k"] == 60 for r in rrf)
     assert set(record["registration"]) == {"plan", "0001-first"}
     assert record["registration"]["0001-first"]["registered_at"] == "2025-02-01T00:00:00Z"
     plan_files = {p for p in files if p.startswith(("plan/", "amendments/"))}
@@ -127,8 +130,8 @@ def test_model_seed_change_is_refused(study):
 
 def test_chunking_change_is_refused(study):
     err = frozen_then(study, lambda: edit_yaml(study.config_path, lambda c: c["chunking"].update(tau_max=1200)))
-    assert "chunking.tau_max: 1500 -> 1200" in str(err)
-    assert "config.chunking" not in str(err)  # one line per change, not one per copy
+    assert "config.chunking.tau_max: 1500 -> 1200" in str(err)
+    assert str(err).count("tau_max") == 1  # one line per change, not one per copy
 
 
 def test_spelling_out_a_default_chunking_value_is_not_drift(study):
@@ -140,7 +143,7 @@ def test_spelling_out_a_default_chunking_value_is_not_drift(study):
 
 def test_model_digest_change_is_refused(study, digests):
     name, cfg = next(iter(study.models.items()))
-    key = cfg.get("package") or cfg.get("name")
+    key = getattr(cfg, "package", None) or cfg.name
     err = frozen_then(study, lambda: digests.update({key: "sha256:" + "f" * 64}))
     assert f"model_digests.{name}: " in str(err)
 
@@ -232,7 +235,7 @@ def test_old_format_is_refused(study):
     record = json.loads(study.frozen_path.read_text())
     record["format"] = 0
     study.frozen_path.write_text(json.dumps(record))
-    with pytest.raises(DriftError, match="has format 0, this harness writes 1"):
+    with pytest.raises(DriftError, match="has format 0, this harness writes 2"):
         check_frozen(study, stage="score")
 
 
@@ -250,7 +253,7 @@ def test_refreeze_after_outcomes_needs_force(study):
     record_first_outcome(study, frozen_hash=old)
     assert freeze(fresh(study)) == old  # nothing changed: re-freezing is harmless
     edit_yaml(study.config_path, lambda c: c["chunking"].update(tau_min=50))
-    with pytest.raises(HarnessError, match=r"re-freezing with 2 changed input\(s\) would orphan them:\n  chunking.tau_min: 100 -> 50\n  input_files\[\"configs/study.yaml\"\]"):
+    with pytest.raises(HarnessError, match=r"re-freezing with 2 changed input\(s\) would orphan them:\n  config.chunking.tau_min: 100 -> 50\n  input_files\[\"configs/study.yaml\"\]"):
         freeze(fresh(study))
     assert frozen_hash(study) == old
     assert freeze(fresh(study), force=True) != old
@@ -293,7 +296,8 @@ def test_default_dense_model_is_identified(study):
     record = current_record(fresh(study))
     expected = dense.directory_digest(dense.resolve_model_dir(dense.DEFAULT_SENTENCE_TRANSFORMER))
     assert record["retrieval"]["model_identity"]["plain"] == expected
-    assert record["retrieval"]["prefixes"]["plain"] == ["", ""]
+    plain = record["config"]["retrievers"]["plain"]
+    assert (plain["model"], plain["query_prefix"], plain["document_prefix"]) == (dense.DEFAULT_SENTENCE_TRANSFORMER, "", "")
 
 
 def test_markdown_body_named_by_documents_jsonl_is_hashed(study):
@@ -332,13 +336,14 @@ def test_embedding_prefixes_are_recorded(study, monkeypatch):
     edit_yaml(study.config_path, lambda c: c["retrievers"].update(nomic={"type": "dense", "backend": "ollama", "model": "nomic-embed-text"}))
     monkeypatch.setattr(freeze_mod, "_retriever_model_identity", lambda study, name, cfg: "sha256:test")
     record = current_record(fresh(study))
-    assert record["retrieval"]["prefixes"]["nomic"] == ["search_query: ", "search_document: "]
+    nomic = record["config"]["retrievers"]["nomic"]  # the schema fills in the model's preset prefixes
+    assert (nomic["query_prefix"], nomic["document_prefix"]) == ("search_query: ", "search_document: ")
     assert record["retrieval"]["model_identity"]["nomic"] == "sha256:test"
 
 
 def test_unsupported_tokenizer_is_named(study):
     edit_yaml(study.config_path, lambda c: c.update(tokenizer="o200k_base"))
-    with pytest.raises(HarnessError, match=r"tokenizer 'o200k_base' is not supported"):
+    with pytest.raises(HarnessError, match=r"`tokenizer` must be one of 'cl100k_base', got 'o200k_base'"):
         current_record(fresh(study))
 
 

@@ -137,10 +137,11 @@ def test_malformed_marker_is_named(study):
 
 
 def test_retriever_limited_to_arms_and_datasets():
+    from harness.config.retrievers import retriever_settings
     from harness.pipeline.grid import applies_to
 
-    entry = {"datasets": ["papers"], "arms": ["E", "S+T"]}
+    entry = retriever_settings("r", {"type": "bm25", "datasets": ["papers"], "arms": ["E", "S+T"]})
     assert applies_to(entry, "papers", "E")
     assert not applies_to(entry, "papers", "S")
     assert not applies_to(entry, "docs", "E")
-    assert applies_to({}, "docs", "S")
+    assert applies_to(retriever_settings("r", {"type": "bm25"}), "docs", "S")

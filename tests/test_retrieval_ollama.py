@@ -98,5 +98,5 @@ def test_unreachable_server_is_a_clear_error(tmp_path):
 
 
 def test_ollama_model_is_required(tmp_path):
-    with pytest.raises(HarnessError, match=r"retriever 'nomic': an ollama dense retriever needs `model:`"):
+    with pytest.raises(HarnessError, match=r"`retrievers\.nomic\.model` is required for backend 'ollama'"):
         RetrieverContext(tmp_path, {"nomic": {"type": "dense", "backend": "ollama"}}).get("nomic")

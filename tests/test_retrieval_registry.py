@@ -25,10 +25,10 @@ def test_canonical_names():
 @pytest.mark.skipif(not (DEMO / "configs" / "study.yaml").exists(), reason="demo study config not present")
 def test_demo_retrievers_build_and_share_members(tmp_path):
     study = Study.at(DEMO)
-    configs = {k: v for k, v in study.retrievers.items() if v["type"] != "rerank"}
+    configs = {k: v for k, v in study.retrievers.items() if v.type != "rerank"}
     ctx = RetrieverContext(tmp_path, configs, study.models, study.root)
     built = ctx.all()
-    assert list(built) == [k for k in study.retrievers if study.retrievers[k]["type"] != "rerank"]
+    assert list(built) == [k for k in study.retrievers if study.retrievers[k].type != "rerank"]
     hybrid = built["hybrid"]
     assert isinstance(hybrid, RRFRetriever) and hybrid.members == [built["bm25"], built["minilm"]]
     assert RetrieverContext.for_study(study).cache_dir == study.results / "embeddings"
@@ -49,23 +49,23 @@ def test_rrf_of_two_bm25_variants_searches(tmp_path):
 @pytest.mark.parametrize(
     "configs, name, message",
     [
-        ({"x": {"type": "tfidf"}}, "x", r"retriever 'x': unknown type 'tfidf' \(choose from bm25, dense, rrf, rerank\)"),
-        ({"x": "bm25"}, "x", r"retriever 'x': expected a mapping with `type:`"),
-        ({"x": {"type": "bm25", "k2": 1}}, "x", r"retriever 'x': unknown option\(s\) k2"),
-        ({"x": {"type": "bm25", "b": 1.5}}, "x", r"`b` must be in \[0, 1\], got 1.5"),
-        ({"x": {"type": "bm25", "k1": "big"}}, "x", r"`k1` must be a non-negative number, got 'big'"),
-        ({"x": {"type": "dense", "backend": "faiss"}}, "x", r"unknown dense backend 'faiss' \(choose from sentence-transformers, ollama\)"),
-        ({"x": {"type": "dense", "max_tokens": 0}}, "x", r"`max_tokens` must be a positive integer, got 0"),
-        ({"a": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a"]}}, "x", r"`of` must list two or more retriever names"),
-        ({"a": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a", "a"]}}, "x", r"`of` names a retriever twice"),
+        ({"x": {"type": "tfidf"}}, "x", r"`retrievers\.x\.type` is 'tfidf', not a known value; known: bm25, dense, rrf, rerank"),
+        ({"x": "bm25"}, "x", r"`retrievers\.x` must be a mapping with `type:`"),
+        ({"x": {"type": "bm25", "k2": 1}}, "x", r"`retrievers\.x\.k2` is not a known key \(did you mean `k1`\?\)"),
+        ({"x": {"type": "bm25", "b": 1.5}}, "x", r"`retrievers\.x\.b` must be a number >= 0 and <= 1, got 1.5"),
+        ({"x": {"type": "bm25", "k1": "big"}}, "x", r"`retrievers\.x\.k1` must be a number >= 0, got 'big'"),
+        ({"x": {"type": "dense", "backend": "faiss"}}, "x", r"`retrievers\.x\.backend` must be one of 'sentence-transformers', 'ollama', got 'faiss'"),
+        ({"x": {"type": "dense", "max_tokens": 0}}, "x", r"`retrievers\.x\.max_tokens` must be an integer >= 1, got 0"),
+        ({"a": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a"]}}, "x", r"`retrievers\.x\.of` must be a list of 2 or more items"),
+        ({"a": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a", "a"]}}, "x", r"`retrievers\.x\.of` must be .*no repeats"),
         ({"a": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a", "nope"]}}, "x", r"retriever 'nope' is not configured"),
-        ({"a": {"type": "bm25"}, "b": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a", "b"], "k": 0}}, "x", r"`k` must be a positive number"),
+        ({"a": {"type": "bm25"}, "b": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a", "b"], "k": 0}}, "x", r"`retrievers\.x\.k` must be a number > 0"),
         ({"x": {"type": "rrf", "of": ["y", "x"]}, "y": {"type": "bm25"}}, "x", r"cycle: x -> x"),
         ({"x": {"type": "rerank", "first_stage": "y", "model": "m"}, "y": {"type": "rerank", "first_stage": "x", "model": "m"}}, "x", r"cycle: x -> y -> x"),
-        ({"x": {"type": "rerank", "backend": "colbert", "first_stage": "y"}}, "x", r"unknown rerank backend 'colbert' \(choose from cross-encoder, llm-yes\)"),
-        ({"x": {"type": "rerank", "model": "m"}}, "x", r"`first_stage` must name a configured retriever, got None"),
-        ({"y": {"type": "bm25"}, "x": {"type": "rerank", "first_stage": "y"}}, "x", r"a cross-encoder reranker needs `model:`"),
-        ({"y": {"type": "bm25"}, "x": {"type": "rerank", "first_stage": "y", "model": "m", "depth": 0}}, "x", r"`depth` must be a positive integer"),
+        ({"x": {"type": "rerank", "backend": "colbert", "first_stage": "y"}}, "x", r"`retrievers\.x\.backend` must be one of 'cross-encoder', 'llm-yes', got 'colbert'"),
+        ({"x": {"type": "rerank", "model": "m"}}, "x", r"`retrievers\.x\.first_stage` is required"),
+        ({"y": {"type": "bm25"}, "x": {"type": "rerank", "first_stage": "y"}}, "x", r"`retrievers\.x\.model` is required"),
+        ({"y": {"type": "bm25"}, "x": {"type": "rerank", "first_stage": "y", "model": "m", "depth": 0}}, "x", r"`retrievers\.x\.depth` must be an integer >= 1"),
         ({}, "ghost", r"retriever 'ghost' is not configured"),
     ],
 )
@@ -76,10 +76,10 @@ def test_config_errors_name_the_retriever_and_the_fix(tmp_path, configs, name, m
 
 def test_datasets_option_is_accepted_and_checked(tmp_path):
     assert isinstance(RetrieverContext(tmp_path, {"b": {"type": "bm25", "datasets": ["papers"]}}).get("b"), BM25Retriever)
-    with pytest.raises(HarnessError, match=r"retriever 'b': `datasets` must be a list of names, got 'papers'"):
+    with pytest.raises(HarnessError, match=r"`retrievers\.b\.datasets` must be a non-empty list .*got 'papers'"):
         RetrieverContext(tmp_path, {"b": {"type": "bm25", "datasets": "papers"}}).get("b")
     assert isinstance(RetrieverContext(tmp_path, {"b": {"type": "bm25", "arms": ["E"]}}).get("b"), BM25Retriever)
-    with pytest.raises(HarnessError, match=r"retriever 'b': `arms` must be a list of names, got 'E'"):
+    with pytest.raises(HarnessError, match=r"`retrievers\.b\.arms` must be a non-empty list .*got 'E'"):
         RetrieverContext(tmp_path, {"b": {"type": "bm25", "arms": "E"}}).get("b")
 
 

@@ -18,6 +18,7 @@ from harness.arms.model_limits import effective_model_config
 from harness.arms.registry import BuildInputs, buildable_arm_kind, is_planned
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
+from harness.config import to_plain
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
@@ -32,21 +33,21 @@ def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
     cfg = study.arms[arm]
     record = {
         "arm": arm,
-        "arm_config": cfg,
-        "chunking": study.chunking,
-        "tokenizer": study.config.get("tokenizer", "cl100k_base"),
+        "arm_config": to_plain(cfg),
+        "chunking": to_plain(study.chunking),
+        "tokenizer": study.config.tokenizer,
         "model": _model_record(study, dataset.name, arm, cfg),
         "documents": [[d.doc_id, sha256_text(d.text)] for d in dataset.documents],
     }
     return sha256_text(canonical_json(record))
 
 
-def _model_record(study: Study, dataset: str, arm: str, cfg: dict) -> dict | None:
-    """The model options an arm is built with on this dataset (its model_options applied)."""
-    model = study.models.get(cfg.get("model")) if cfg.get("model") else None
-    if model is None:
+def _model_record(study: Study, dataset: str, arm: str, cfg: Any) -> dict | None:
+    """The model an arm is built with on this dataset (its model_options applied)."""
+    model = getattr(cfg, "model", None)
+    if model is None or model not in study.models:
         return None
-    return effective_model_config(arm, cfg, model, dataset, study.datasets)
+    return to_plain(effective_model_config(arm, cfg, study.models[model], dataset, study.datasets))
 
 
 def _token_lengths(chunks: Sequence[Chunk]) -> list[int]:
@@ -141,7 +142,7 @@ def build_dataset_arms(
             "dataset": dataset.name,
             "arm": arm,
             "kind": kind.name,
-            "arm_config": study.arms[arm],
+            "arm_config": to_plain(study.arms[arm]),
             "inputs_hash": h,
             "frozen_config_hash": frozen_hash,
             "chunk_set": chunk_set_manifest(dataset, chunks),

@@ -26,6 +26,7 @@ from harness.arms.contextual import contextualise_document
 from harness.arms.enrich import DocumentOutcome, enrich_document, pf_document
 from harness.arms.model_limits import effective_model_config
 from harness.arms.registry import CONTEXTUAL, ENRICH, ENRICH_WITHOUT_KEYS, PER_FIELD, ArmKind, get_kind
+from harness.config.arms import ALL_DOCUMENTS, LlmArm
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.llm.cache import GenerationCache
@@ -46,17 +47,14 @@ def generations_path(study: Study, model_name: str) -> Path:
     return study.results / "generations" / f"{model_name}.jsonl"
 
 
-def select_documents(arm_name: str, arm_cfg: Mapping[str, Any], documents: Sequence[Document]) -> list[Document]:
-    """PF may run on a seeded subset (`documents: N`, `seed: S`); order stays the corpus order."""
-    n = arm_cfg.get("documents")
-    if n is None or n == "all":
+def select_documents(arm_name: str, arm_cfg: LlmArm, documents: Sequence[Document]) -> list[Document]:
+    """PF may run on a seeded subset (`documents: N`, `seed: S`, checked by the schema); order stays the
+    corpus order."""
+    n = arm_cfg.documents
+    if n == ALL_DOCUMENTS:
         return list(documents)
-    if not isinstance(n, int) or n < 1:
-        raise HarnessError(f"arm {arm_name}: `documents` must be a positive integer or `all`, got {n!r}")
-    if "seed" not in arm_cfg:
-        raise HarnessError(f"arm {arm_name}: `documents: {n}` needs a `seed:` so the subset is reproducible")
     ids = sorted(d.doc_id for d in documents)
-    chosen = set(random.Random(int(arm_cfg["seed"])).sample(ids, min(n, len(ids))))
+    chosen = set(random.Random(arm_cfg.seed).sample(ids, min(n, len(ids))))
     return [d for d in documents if d.doc_id in chosen]
 
 
@@ -97,7 +95,7 @@ def key_diagnostics(per_doc: Sequence[Sequence[Mapping[str, Any]]], evictions: i
 def build_llm_arm(
     study: Study,
     arm_name: str,
-    arm_cfg: Mapping[str, Any],
+    arm_cfg: LlmArm,
     documents: Sequence[Document],
     header_chunks: Mapping[str, list[Chunk]],
     *,
@@ -108,23 +106,20 @@ def build_llm_arm(
 ) -> LlmArmResult:
     """Build one LLM arm. `fresh` ignores cached answers (and appends new ones); `replay` answers only
     from the cache, for audits without the model, and never writes to it."""
-    kind = arm_cfg.get("kind")
-    spec = get_kind(kind)
+    spec = get_kind(arm_cfg.kind)
     if spec.builder is None or not spec.needs_model:
-        raise HarnessError(f"arm {arm_name}: kind {kind!r} is not a buildable LLM arm")
-    model_name = arm_cfg.get("model")
+        raise HarnessError(f"arm {arm_name}: kind {arm_cfg.kind!r} is not a buildable LLM arm")
+    model_name = arm_cfg.model
     if model_name not in study.models:
         raise HarnessError(
             f"arm {arm_name}: model {model_name!r} is not defined under `models:` in {study.config_path}"
         )
     # the arm's own limits for this dataset (model_options) on top of the model's options
     model_cfg = effective_model_config(arm_name, arm_cfg, study.models[model_name], dataset, study.datasets)
-    llm_cfg = study.config.get("llm") or {}
-    workers = int(llm_cfg.get("workers", 1))
-    if workers < 1:
-        raise HarnessError(f"{study.config_path}: llm.workers must be >= 1, got {workers}")
-    seeds = [int(model_cfg.get("seed", 0))] + [int(s) for s in llm_cfg.get("retry_seeds", [1, 2, 3])]
-    cap = llm_cfg.get("spend_cap_usd")
+    llm = study.config.llm
+    workers = llm.workers
+    seeds = [model_cfg.seed, *llm.retry_seeds]
+    cap = llm.spend_cap_usd
     if fresh and replay:
         raise HarnessError(f"arm {arm_name}: fresh (regenerate) and replay (cache only) contradict each other")
     templates = {role: PromptTemplate.load(study.prompts_dir, f) for role, f in spec.prompts.items()}
@@ -138,12 +133,12 @@ def build_llm_arm(
         # the cap is study-wide: what every arm has paid so far counts against it
         spent_before = study_spend_usd(generations_path(study, model_name).parent)
         ledger = SpendLedger(arm_name, None if cap is None else float(cap), spent_before_usd=spent_before)
-        retry = {"temperature": float(model_cfg["retry_temperature"])} if "retry_temperature" in model_cfg else None
+        retry = None if model_cfg.retry_temperature is None else {"temperature": float(model_cfg.retry_temperature)}
         session = LlmSession(backend, cache, ledger, retry_options=retry)
         if backend.serial:
             workers = 1
         outcomes, stopped_by = _run_documents(session, spec, templates, selected, header_chunks, seeds, workers,
-                                              progress, allow_shortfall=bool(arm_cfg.get("allow_shortfall")))
+                                              progress, allow_shortfall=arm_cfg.allow_shortfall)
         identity = session.identity
     shortfall = None
     if stopped_by is not None:  # only with allow_shortfall: keep the documents that completed, name the rest

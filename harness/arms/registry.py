@@ -147,9 +147,9 @@ KINDS: dict[str, ArmKind] = {k.name: k for k in (
 )}
 
 
-def is_planned(arm_cfg: Mapping[str, Any] | None) -> bool:
+def is_planned(arm_cfg: Any) -> bool:
     """An arm whose kind the plan names but no builder exists for yet: declared, never built or scored."""
-    kind = arm_cfg.get("kind") if isinstance(arm_cfg, Mapping) else None
+    kind = arm_cfg.get("kind") if isinstance(arm_cfg, Mapping) else getattr(arm_cfg, "kind", None)
     return isinstance(kind, str) and kind in KINDS and not KINDS[kind].implemented
 
 

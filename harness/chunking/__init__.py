@@ -1,7 +1,7 @@
 """Chunkers by canonical name. Each is `fn(doc: Document, **params) -> list[Chunk]`.
 
-`params_from_config` maps the study config's `chunking:` section (harness.study.Study.chunking) to a
-chunker's keyword parameters, so the CLI and build-arms pass the same values.
+`params_from_config` maps the study config's `chunking:` section (harness.config.chunking.Chunking, with
+its defaults filled in) to a chunker's keyword parameters, so the CLI and build-arms pass the same values.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any, Callable
 from harness.chunking.header_led import header_led_chunks
 from harness.chunking.paragraphs import paragraph_chunks
 from harness.chunking.windows import f256t_chunks, f512c_chunks, fl_chunks
+from harness.config.chunking import Chunking
 from harness.data.model import Chunk, Document
 from harness.errors import InputError
 
@@ -41,9 +42,9 @@ def get_chunker(name: str) -> Chunker:
         raise InputError(f"unknown chunker {name!r}; known: {', '.join(CHUNKERS)}") from None
 
 
-def params_from_config(name: str, chunking: dict[str, Any]) -> dict[str, Any]:
+def params_from_config(name: str, chunking: Chunking) -> dict[str, Any]:
     get_chunker(name)
-    return {param: chunking[key] for param, key in _CONFIG_KEYS[name].items() if key in chunking}
+    return {param: getattr(chunking, key) for param, key in _CONFIG_KEYS[name].items()}
 
 
 def chunk_document(name: str, doc: Document, **params: Any) -> list[Chunk]:

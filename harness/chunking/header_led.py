@@ -1,7 +1,7 @@
 """Header-led chunking (DESIGN section 4): the boundaries shared by S, S+T, E, E-K, CR, PF.
 
 The chunks are those of the published reference (mdkeychunker 0.4.2 `MarkdownChunker`, recorded as
-REFERENCE in the frozen config), byte for byte, so the study's S counts replicate.
+`chunking.header_led_reference` in the frozen config), byte for byte, so the study's S counts replicate.
 
 What a chunk holds:
 - `text` is the reference's text: its blocks' texts (lines joined by "\\n") joined by one blank line.
@@ -29,12 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.chunking.blocks import BULKY_KINDS, Block, parse_blocks
+from harness.config.chunking import TAU_MAX, TAU_MIN  # the defaults live in the config schema, once
 from harness.data.model import Chunk, Document, make_chunk_id
 from harness.errors import InputError
 
-TAU_MIN = 100
-TAU_MAX = 1500
-REFERENCE = "mdkeychunker==0.4.2 MarkdownChunker"
 SEPARATOR = "\n\n"
 
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from harness.chunking.blocks import Block, Lines, is_blank
 from harness.chunking.locate import Locator
+from harness.config.chunking import P_PACK_CHARS  # the default lives in the config schema
 from harness.data.model import Chunk, Document
 from harness.errors import InputError
-
-P_PACK_CHARS = 1500
 
 
 def _code_ranges(blocks: list[Block]) -> list[tuple[int, int]]:

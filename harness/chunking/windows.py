@@ -19,13 +19,10 @@ import statistics
 import numpy as np
 
 from harness.chunking.locate import chunks_from_slices
+from harness.config.chunking import F256T_STRIDE, F256T_TOKENS, F512C_CHARS  # defaults live in the schema
 from harness.data.model import Chunk, Document
 from harness.errors import InputError
 from harness.tokens import cl100k
-
-F512C_CHARS = 512
-F256T_TOKENS = 256
-F256T_STRIDE = 224
 
 
 def _positive(name: str, value) -> int:

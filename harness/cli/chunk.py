@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.arms.registry import HEADER_LED, BuildInputs, get_kind, llm_free_kinds
 from harness.chunking import get_chunker
-from harness.chunking.header_led import TAU_MAX, TAU_MIN
+from harness.config.chunking import TAU_MAX, TAU_MIN
 from harness.data.model import Document
 from harness.errors import HarnessError, InputError
 from harness.files import jsonl_lines

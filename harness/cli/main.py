@@ -13,6 +13,7 @@ from harness.errors import HarnessError
 
 # command name -> module name, in pipeline order
 COMMANDS = {
+    "config": "config",
     "select": "select",
     "chunk": "chunk",
     "freeze": "freeze",

@@ -15,14 +15,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from harness.config.models import LLAMACPP_OPTIONS, model_settings
 from harness.errors import HarnessError
 from harness.llm.base import Backend, Completion, Message, as_messages
 from harness.llm.fast_grammar import greedy_json, supported as fast_greedy_supported
 from harness.files import sha256_file
 
-DEFAULT_OPTIONS = {
-    "temperature": 0.0, "n_ctx": 8192, "max_tokens": 512, "chat_format": "gemma", "repeat_penalty": 1.0,
-}
+DEFAULT_OPTIONS = LLAMACPP_OPTIONS  # written once, in the config schema
 CHAT_OVERHEAD_TOKENS = 12  # BOS and the turn markers the chat format adds per message, with a margin
 
 _models: dict[tuple[str, int], Any] = {}
@@ -88,6 +87,7 @@ class LlamaCppBackend(Backend):
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "LlamaCppBackend":
+        cfg = model_settings(cfg)
         options = cls.config_options(cfg)
         package, model_path = cfg.get("package"), cfg.get("model_path")
         model = str(cfg.get("name") or package or Path(str(model_path)).name)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping, Sequence
 
+from harness.config.models import OLLAMA_OPTIONS, TIMEOUT_S, model_settings
 from harness.llm.base import Backend, Completion, Message, as_messages
 from harness.llm.ollama_client import OllamaClient
 
-DEFAULT_OPTIONS = {"temperature": 0.0, "num_ctx": 8192, "num_predict": 512}
+DEFAULT_OPTIONS = OLLAMA_OPTIONS  # written once, in the config schema
 
 
 class OllamaBackend(Backend):
@@ -25,7 +26,7 @@ class OllamaBackend(Backend):
         options: Mapping[str, Any],
         *,
         host: str | None = None,
-        timeout_s: float = 600,
+        timeout_s: float = TIMEOUT_S,
         client: OllamaClient | None = None,
     ):
         super().__init__(model, options)
@@ -34,11 +35,9 @@ class OllamaBackend(Backend):
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], *, client: OllamaClient | None = None) -> "OllamaBackend":
+        cfg = model_settings(cfg)
         return cls(
-            str(cfg["name"]),
-            cls.config_options(cfg),
-            host=cfg.get("host"),
-            timeout_s=float(cfg.get("timeout_s", 600)),
+            str(cfg["name"]), cls.config_options(cfg), host=cfg.get("host"), timeout_s=float(cfg["timeout_s"]),
             client=client,
         )
 

@@ -1,9 +1,9 @@
 """Hosted models behind an OpenAI-compatible chat API (e.g. OpenRouter), billed into the spend ledger.
 
-Config keys: name, base_url, api_key_env (default OPENAI_API_KEY), temperature, max_tokens,
-reasoning_effort, provider (routing: e.g. {order: [x], allow_fallbacks: false, data_collection: deny}),
-price_in_per_mtok / price_out_per_mtok (USD per million tokens, used when the response carries no
-cost and for the pre-call cap estimate), context_tokens (the model's window, when known).
+Config keys (schema and defaults: harness.config.models.OpenAIModel): name, base_url, api_key_env,
+temperature, max_tokens, reasoning_effort, provider (routing: e.g. {order: [x], allow_fallbacks: false,
+data_collection: deny}), price_in_per_mtok / price_out_per_mtok (USD per million tokens, used when the
+response carries no cost and for the pre-call cap estimate), context_tokens (the model's window, when known).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import time
 from typing import Any, Mapping, Sequence
 
-from harness.errors import HarnessError
+from harness.config.models import OPENAI_API_KEY_ENV, OPENAI_OPTIONS, TIMEOUT_S, model_settings
 from harness.llm.base import (
     AuthError,
     Backend,
@@ -25,9 +25,7 @@ from harness.llm.base import (
 )
 from harness.files import canonical_json, sha256_text
 
-DEFAULT_OPTIONS = {"temperature": 0.0, "max_tokens": 1024}
-# no fallbacks and no training on our data unless the config says otherwise
-DEFAULT_PROVIDER = {"allow_fallbacks": False, "data_collection": "deny"}
+DEFAULT_OPTIONS = OPENAI_OPTIONS  # written once, in the config schema
 
 
 class OpenAICompatibleBackend(Backend):
@@ -41,11 +39,11 @@ class OpenAICompatibleBackend(Backend):
         options: Mapping[str, Any],
         *,
         base_url: str,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str = OPENAI_API_KEY_ENV,
         price_in_per_mtok: float | None = None,
         price_out_per_mtok: float | None = None,
         context_tokens: int | None = None,
-        timeout_s: float = 600,
+        timeout_s: float = TIMEOUT_S,
     ):
         super().__init__(model, options)
         self.base_url = base_url
@@ -58,19 +56,17 @@ class OpenAICompatibleBackend(Backend):
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "OpenAICompatibleBackend":
-        if not cfg.get("base_url"):
-            raise HarnessError(f"model {cfg.get('name')!r}: openai-compatible backend needs `base_url`")
-        options = cls.config_options(cfg, "reasoning_effort")
-        options["provider"] = DEFAULT_PROVIDER | dict(cfg.get("provider") or {})
+        cfg = model_settings(cfg)  # the schema requires base_url and fills the provider defaults
+        options = cls.config_options(cfg, "reasoning_effort", "provider")
         return cls(
-            str(cfg["name"]),
+            cfg["name"],
             options,
-            base_url=str(cfg["base_url"]),
-            api_key_env=str(cfg.get("api_key_env", "OPENAI_API_KEY")),
+            base_url=cfg["base_url"],
+            api_key_env=cfg["api_key_env"],
             price_in_per_mtok=cfg.get("price_in_per_mtok"),
             price_out_per_mtok=cfg.get("price_out_per_mtok"),
             context_tokens=cfg.get("context_tokens"),
-            timeout_s=float(cfg.get("timeout_s", 600)),
+            timeout_s=float(cfg["timeout_s"]),
         )
 
     @property

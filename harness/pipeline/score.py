@@ -29,8 +29,6 @@ from harness.retrieval.registry import RetrieverContext
 from harness.retrieval.runfile import ranking_rows, write_run
 from harness.study import Study
 
-DEFAULT_RUN_DEPTH = 100  # rows per question in a run file; metrics read only the head they need
-
 
 class _Ranked(Sequence):
     """A ranking's chunks, best first, materialised only where the metrics look."""
@@ -110,14 +108,14 @@ def score_study(
 
     selection = read_selection(study)
     context = RetrieverContext.for_study(study, progress=progress)
-    run_depth = int(study.config.get("run_depth", DEFAULT_RUN_DEPTH))
+    run_depth = study.config.run_depth
     per_q = per_question_dir(study)
     combined = {}
     for name in datasets or list(study.datasets):
         dataset = load_dataset(study, name, selection=selection)
         if not dataset.questions:
             raise HarnessError(f"dataset {name}: no questions left to score (counts: {dataset.counts})")
-        budgets = budgets_from_config(study.config.get("budgets"), dataset.metric_set)
+        budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
         cells = [c for c in configured_cells(study) if c.dataset == name]
         retrievers = sorted({c.retriever for c in cells}, key=list(study.retrievers).index)
         todo = [c for c in cells if cell_state(study, c, frozen_hash) != SCORED]

@@ -5,14 +5,15 @@ inputs give the same bytes); `check_frozen` rebuilds it and refuses to run on dr
 with a diff naming each changed key; every output records `frozen_hash` and results under two hashes
 are never combined (`assert_same_frozen_hash`).
 
-What is compared. Refused on any difference: the parsed configs/study.yaml (every section, except the
-two keys below), the effective chunking parameters, model digests (read afresh from each backend; a
-digest that cannot be read is an error, never replaced by the frozen one), the digests of retriever
-models, the SHA-256 of every input file (`input_files`, harness/provenance/inputs.py: the study's
-configs/, plan/, amendments/, prompts/ and selection/, and every file a dataset adapter read, down to
-each Markdown body and checkout file), a content hash of every loaded dataset, the HEAD commit of git
-checkouts, the tokenizer file SHA-256, the BM25 token pattern, the effective embedding prefixes, RRF k
-and reranker depth, the selection file SHA-256, and the registered plan and amendments.
+What is compared. Refused on any difference: the effective typed config (harness.config: every
+section of configs/study.yaml with the schema's defaults filled in, exactly what `harness config`
+prints; the freeze derives no defaults of its own), except the keys reported below; model digests (read
+afresh from each backend; a digest that cannot be read is an error, never replaced by the frozen one),
+the digests of retriever models, the SHA-256 of every input file (`input_files`,
+harness/provenance/inputs.py: the study's configs/, plan/, amendments/, prompts/ and selection/, and
+every file a dataset adapter read, down to each Markdown body and checkout file), a content hash of
+every loaded dataset, the HEAD commit of git checkouts, the tokenizer file SHA-256, the BM25 token
+pattern, the selection file SHA-256, and the registered plan and amendments.
 A changed input that no longer loads (a flipped byte in a JSON line) is still drift: the check then
 falls back to comparing file bytes, so the message names the file.
 Reported only (printed as a note, not refused unless `strict=True`, which release and audit runs
@@ -20,7 +21,8 @@ should use): the harness commit and whether its source tree is clean, package an
 pins live in pyproject.toml; refusing every upgrade would make the harness unusable while it is being
 developed), registration times and computed outcome flags (they change when a file is first
 committed, not when its content does), `llm.workers` (calls are cached and ordered within a document,
-so parallelism cannot move a result) and `llm.spend_cap_usd` (a cap stops a run, it cannot change one).
+so parallelism cannot move a result), `llm.spend_cap_usd` (a cap stops a run, it cannot change one) and
+a model's `timeout_s`.
 """
 
 from __future__ import annotations
@@ -37,16 +39,16 @@ from typing import Any, Callable, Iterable
 
 import harness
 from harness.arms.registry import arm_kind
+from harness.config import to_plain
 from harness.errors import DriftError, HarnessError
 from harness.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text
 from harness.provenance.inputs import NON_FILE_PREFIX, current_file_hashes, input_record
 from harness.provenance.plan_check import check_plan_against_config
 from harness.provenance.timeline import first_outcome_time, timeline
-from harness.retrieval.registry import DEFAULT_RERANK_DEPTH, DEFAULT_RRF_K
 from harness.study import Study
 from harness.tokens import WORD_RE
 
-FORMAT = 1
+FORMAT = 2  # 2: `config` is the effective typed config (it absorbed `chunking` and the retriever defaults)
 
 # packages whose version can change a number the harness reports
 RESULT_PACKAGES = (
@@ -78,6 +80,7 @@ REPORTED = (
     ("config", "llm", "workers"),
     ("config", "llm", "spend_cap_usd"),
     ("config_file",),  # the parsed config's hash: only tells a value edit from a comment edit (below)
+    ("config", "models", "*", "timeout_s"),  # how long to wait for a server, not what it answers
     ("registration", "*", "registered_at"),
     ("registration", "*", "time_source"),
     ("registration", "*", "before_outcomes"),
@@ -93,17 +96,14 @@ MAX_VALUE_CHARS = 72
 
 def current_record(study: Study) -> dict[str, Any]:
     """Everything that could move a result, as it is now (key-sorted JSON-ready dict)."""
-    config = _jsonable(study.config)
-    config.pop("chunking", None)  # recorded once, with defaults applied, under "chunking"
     return {
         "format": FORMAT,
         "study": study.name,
-        "config": config,
-        "chunking": _jsonable(study.chunking),
+        "config": _jsonable(to_plain(study.config)),
         "model_digests": {name: _model_digest(name, cfg) for name, cfg in sorted(study.models.items())},
         "retrieval": _retrieval_record(study),
         **input_record(study),  # input_files, dataset_content, checkouts
-        "config_file": {"parsed_sha256": sha256_text(canonical_json(_jsonable(study.config)))},
+        "config_file": {"parsed_sha256": sha256_text(canonical_json(_jsonable(study.raw_config)))},
         "tokenizer": _tokenizer_record(study),
         "selection": _selection_record(study),
         "registration": {e.id: _without(e.to_json(), "id", "label") for e in timeline(study)},
@@ -128,14 +128,14 @@ def _without(d: dict, *keys: str) -> dict:
     return {k: v for k, v in d.items() if k not in keys}
 
 
-def _resolve_digest(model_cfg: dict[str, Any]) -> str:
+def _resolve_digest(model_cfg: Any) -> str:
     # imported here: the LLM layer pulls in backend clients that freezing the LLM-free arms never needs
     registry = importlib.import_module("harness.llm.registry")
-    return registry.resolve_digest(model_cfg)
+    return registry.resolve_digest(to_plain(model_cfg))
 
 
-def _model_digest(name: str, cfg: dict[str, Any]) -> str:
-    backend = cfg.get("backend", "?")
+def _model_digest(name: str, cfg: Any) -> str:
+    backend = cfg.backend
     try:
         digest = _resolve_digest(cfg)
     except ModuleNotFoundError as e:
@@ -148,30 +148,14 @@ def _model_digest(name: str, cfg: dict[str, Any]) -> str:
 
 
 def _retrieval_record(study: Study) -> dict[str, Any]:
-    rrf_k, depth, prefixes, models = {}, {}, {}, {}
+    """What the config cannot say: the code's token pattern and the identity of each retriever model
+    (k, depth, prefixes and the default model are in `config`, filled in by the schema)."""
+    models = {}
     for name, cfg in sorted(study.retrievers.items()):
-        kind = cfg.get("type")
-        # the registry's defaults (DESIGN section 6) where an entry omits them: frozen as effective values
-        if kind == "rrf":
-            rrf_k[name] = cfg.get("k", DEFAULT_RRF_K)
-        if kind == "rerank":
-            depth[name] = cfg.get("depth", DEFAULT_RERANK_DEPTH)
-        model = cfg.get("model")
-        if kind == "dense":
-            if model is None and cfg.get("backend", "sentence-transformers") == "sentence-transformers":
-                model = _dense_module().DEFAULT_SENTENCE_TRANSFORMER
-                cfg = {**cfg, "model": model}
-            if model is not None:
-                prefixes[name] = list(_dense_module().resolve_prefixes(str(model), cfg))
+        model = getattr(cfg, "model", None)
         if model is not None and model not in study.models:  # models-section entries have digests already
             models[name] = _retriever_model_identity(study, name, cfg)
-    return {
-        "bm25_token_pattern": WORD_RE.pattern,
-        "rrf_k": rrf_k,
-        "rerank_depth": depth,
-        "prefixes": prefixes,
-        "model_identity": models,
-    }
+    return {"bm25_token_pattern": WORD_RE.pattern, "model_identity": models}
 
 
 def _dense_module():
@@ -181,14 +165,14 @@ def _dense_module():
         raise HarnessError(f"cannot identify retriever models: the retrieval layer is not available ({e})") from None
 
 
-def _retriever_model_identity(study: Study, name: str, cfg: dict[str, Any]) -> str:
+def _retriever_model_identity(study: Study, name: str, cfg: Any) -> str:
     """The digest the retrieval layer keys its caches on: the Ollama weights blob, or the SHA-256 of the
     model directory (local path, installed package or local Hugging Face cache)."""
     dense = _dense_module()
-    model = str(cfg["model"])
+    model = cfg.model
     try:
-        if cfg.get("backend") == "ollama":
-            return dense.OllamaEmbedder(model, host=cfg.get("host")).digest
+        if cfg.backend == "ollama":
+            return dense.OllamaEmbedder(model, host=cfg.host).digest
         return dense.directory_digest(dense.resolve_model_dir(model, root=study.root))
     except Exception as e:  # an unreadable identity is an error, never replaced by the frozen one
         raise HarnessError(f"retriever `{name}`: cannot identify model {model!r}: {e}") from None
@@ -207,9 +191,7 @@ def tokenizer_file() -> Path:
 
 
 def _tokenizer_record(study: Study) -> dict[str, Any]:
-    encoding = study.config.get("tokenizer", "cl100k_base")
-    if encoding != "cl100k_base":
-        raise HarnessError(f"{study.config_path}: tokenizer {encoding!r} is not supported (only cl100k_base)")
+    encoding = study.config.tokenizer  # the schema admits only cl100k_base
     path = tokenizer_file()
     return {"encoding": encoding, "file": path.name, "sha256": sha256_file(path)}
 
@@ -373,7 +355,7 @@ def record_differences(frozen: dict[str, Any], current: dict[str, Any]) -> list[
     default). A comment or formatting edit changes no value and stays refused: nothing shows it harmless."""
     diffs = compare_records(frozen, current)
     values_changed = any(d.keys[:1] == ("config_file",) for d in diffs)
-    value_refused = any(d.refused and d.keys[0] in ("config", "chunking") for d in diffs)
+    value_refused = any(d.refused and d.keys[0] == "config" for d in diffs)
     if not values_changed or value_refused:
         return diffs
     file_keys = ("input_files", CONFIG_FILE)

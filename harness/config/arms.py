@@ -1,0 +1,99 @@
+"""`arms:` one entry per arm, its schema chosen by `kind:` (DESIGN section 4).
+
+Kind names live in one place, the arm registry (harness.arms.registry); this schema asks it which kinds
+exist, whether a kind needs a model, and whether it is only planned (declared for the plan, not built).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from harness.config.fields import (
+    Anything, Check, Either, Flag, Int, ListOf, MapOf, OneOf, Optional, Text, Variants, Where, setting,
+)
+
+ALL_DOCUMENTS = "all"
+_DATASETS = Optional(ListOf(Text(non_empty=True), min_len=1))  # None: every dataset
+
+
+def _registry() -> Mapping[str, Any]:
+    # imported on use: the registry imports the chunkers, which read this package's defaults
+    from harness.arms.registry import KINDS
+
+    return KINDS
+
+
+@dataclass(frozen=True)
+class LlmFreeArm:
+    kind: str = setting(check=Text(non_empty=True))
+    datasets: tuple[str, ...] | None = setting(None, _DATASETS)
+
+
+@dataclass(frozen=True)
+class ModelOption(Check):
+    """One model option for every dataset, or a mapping dataset -> value (harness.arms.model_limits)."""
+
+    expected = "a scalar, or a mapping of dataset names to scalars"
+
+    def __call__(self, value: Any, where: Where) -> Any:
+        if isinstance(value, Mapping):
+            return MapOf(Anything())(value, where)
+        if isinstance(value, (list, tuple)):
+            raise where.expected(self.expected, value)
+        return value
+
+
+@dataclass(frozen=True)
+class LlmArm:
+    kind: str = setting(check=Text(non_empty=True))
+    model: str = setting(check=Text(non_empty=True))  # a `models:` entry
+    datasets: tuple[str, ...] | None = setting(None, _DATASETS)
+    documents: int | str = setting(ALL_DOCUMENTS, Either((OneOf((ALL_DOCUMENTS,)), Int(1))))  # a seeded subset
+    seed: int | None = setting(None, Optional(Int()))  # draws the subset when `documents` is a number
+    # per-arm (and per-dataset) model limits on top of the model's own options
+    model_options: dict[str, Any] = setting(check=MapOf(ModelOption()), factory=dict)
+    # a seeded-subset arm may stop short at the spend cap; its contrasts then use the completed clusters
+    allow_shortfall: bool = setting(False, Flag())
+
+    def completed(self, where: Where) -> "LlmArm":
+        if self.documents != ALL_DOCUMENTS and self.seed is None:
+            raise where.child("seed").fail(f"is required with `documents: {self.documents}` (an integer seed)")
+        for option in self.model_options:
+            if option in ("backend", "name", "package", "path"):
+                raise where.child("model_options").child(option).fail(
+                    "would change the model itself; define another entry under `models:` instead")
+        return self
+
+
+@dataclass(frozen=True)
+class PlannedArm:
+    """An arm the plan registers whose builder comes later (add-on arms of the amendments)."""
+
+    kind: str = setting(check=Text(non_empty=True))
+    of: str = setting(check=Text(non_empty=True))  # the arm whose chunks it starts from (E or E-K)
+    model: str | None = setting(None, Optional(Text(non_empty=True)))
+    datasets: tuple[str, ...] | None = setting(None, _DATASETS)
+    seeds: int | None = setting(None, Optional(Int(1)))  # RM: count of random seeds
+    embedder: str | None = setting(None, Optional(Text(non_empty=True)))  # SM: a dense retriever's model
+
+
+def _arm_schema(raw: Mapping[str, Any]) -> type | None:
+    spec = _registry().get(raw.get("kind"))
+    if spec is None:
+        return None
+    if not spec.implemented:
+        return PlannedArm
+    return LlmArm if spec.needs_model else LlmFreeArm
+
+
+@dataclass(frozen=True)
+class ArmVariants(Variants):
+    """Variants whose names come from the registry when a config is checked, not at import."""
+
+    def __call__(self, value: Any, where: Where) -> Any:
+        return Variants(self.key, self.choose, tuple(_registry()))(value, where)
+
+
+ARM = ArmVariants("kind", _arm_schema, ())
+ArmConfig = LlmFreeArm | LlmArm | PlannedArm

@@ -1,0 +1,86 @@
+"""`datasets:` one entry per dataset, its schema chosen by `adapter:` (DESIGN section 3).
+
+Adapters (harness.data.*) read the entry as the plain mapping `Study.datasets` gives, defaults filled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.config.fields import (
+    Either, Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Variants, setting,
+)
+from harness.data.common import METRIC_SETS
+
+ALL = "all"
+_COUNT = Either((OneOf((ALL,)), Int(1)))
+_EXCLUDE = Either((Text(non_empty=True), ListOf(Either((Text(), Int())))))  # a file of ids, or the ids
+_PATH = Text(non_empty=True)
+
+
+@dataclass(frozen=True)
+class ClusterSelection:
+    """qasper / jsonl: a seeded sample of clusters (papers)."""
+
+    seed: int = setting(check=Int())
+    n_clusters: int | str = setting(ALL, _COUNT)
+    exclude: str | tuple = setting((), _EXCLUDE)
+
+
+@dataclass(frozen=True)
+class QuestionSelection:
+    """freshstack: a seeded sample of questions per domain (one count, or one per domain)."""
+
+    seed: int = setting(check=Int())
+    n_questions: int | str | dict = setting(ALL, Either((_COUNT, MapOf(_COUNT))))
+    exclude: str | tuple = setting((), _EXCLUDE)
+
+
+@dataclass(frozen=True)
+class QasperHub:
+    name: str = setting(check=Text(non_empty=True))
+    splits: tuple[str, ...] = setting(("validation", "test"), ListOf(Text(non_empty=True), min_len=1))
+
+
+@dataclass(frozen=True)
+class QasperDataset:
+    adapter: str = setting(check=OneOf(("qasper",)))
+    metric_set: str = setting(check=OneOf(METRIC_SETS))
+    files: str | tuple[str, ...] | None = setting(None, Optional(Either((_PATH, ListOf(_PATH, min_len=1)))))
+    hub: QasperHub | None = setting(None, Optional(Section(QasperHub)))  # instead of `files`, when online
+    selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
+
+
+@dataclass(frozen=True)
+class FreshStackDomain:
+    queries: str | None = setting(None, Optional(_PATH))
+    corpus: str | None = setting(None, Optional(_PATH))
+    qrels: str | None = setting(None, Optional(_PATH))  # without it, the nuggets' relevant_corpus_ids are gold
+    checkout: str | None = setting(None, Optional(_PATH))  # the docs repository at `commit`
+    commit: str | int = setting("", Either((Text(), Int())))  # YAML reads an all-digit hash as an int
+    corpus_path_prefix: str = setting("", Text())
+    distractor_ratio: float | str = setting(1, Either((OneOf(("full",)), Number(0))))  # distractors per gold file
+    licence: str = setting("", Text())
+
+
+@dataclass(frozen=True)
+class FreshStackDataset:
+    adapter: str = setting(check=OneOf(("freshstack",)))
+    metric_set: str = setting(check=OneOf(METRIC_SETS))
+    domains: dict[str, FreshStackDomain] = setting(check=MapOf(Section(FreshStackDomain), non_empty=True))
+    selection: QuestionSelection | None = setting(None, Optional(Section(QuestionSelection)))
+
+
+@dataclass(frozen=True)
+class JsonlDataset:
+    adapter: str = setting(check=OneOf(("jsonl",)))
+    metric_set: str = setting(check=OneOf(METRIC_SETS))
+    documents: str | None = setting(None, Optional(_PATH))  # documents.jsonl
+    questions: str | None = setting(None, Optional(_PATH))  # questions.jsonl
+    selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
+
+
+DATASET_SCHEMAS: dict[str, type] = {"qasper": QasperDataset, "freshstack": FreshStackDataset, "jsonl": JsonlDataset}
+DATASET = Variants("adapter", lambda raw: DATASET_SCHEMAS.get(raw.get("adapter")) if isinstance(raw.get("adapter"), str) else None,
+                   tuple(DATASET_SCHEMAS))
+DatasetConfig = QasperDataset | FreshStackDataset | JsonlDataset

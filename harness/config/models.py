@@ -1,0 +1,105 @@
+"""`models:` one entry per LLM, its schema chosen by `backend:` (DESIGN section 5).
+
+The backends' option defaults are the dicts below (harness.llm.*_backend import them); only options
+that change an answer are in them, because they key the generation cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.config.fields import (
+    Flag, Int, ListOf, Number, OneOf, Optional, Section, Text, Variants, Where, setting, to_plain,
+)
+
+OLLAMA_OPTIONS = {"temperature": 0.0, "num_ctx": 8192, "num_predict": 512}
+LLAMACPP_OPTIONS = {"temperature": 0.0, "n_ctx": 8192, "max_tokens": 512, "chat_format": "gemma", "repeat_penalty": 1.0}
+OPENAI_OPTIONS = {"temperature": 0.0, "max_tokens": 1024}
+TIMEOUT_S = 600.0  # per call, for server backends
+OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
+FIRST_SEED = 0  # the seed of a model's first attempt; retries take `llm.retry_seeds`
+
+_TEMPERATURE = Number(0)
+_POSITIVE = Int(1)
+_NAMES = Optional(ListOf(Text(non_empty=True)))
+
+
+@dataclass(frozen=True)
+class _Model:
+    """Settings every backend has."""
+
+    backend: str = setting(check=Text())
+    seed: int = setting(FIRST_SEED, Int())
+    retry_temperature: float | None = setting(None, Optional(_TEMPERATURE))  # retries sample at this temperature
+    digest: str | None = setting(None, Optional(Text(non_empty=True)))  # pins the weights for replay-only audits
+
+
+@dataclass(frozen=True)
+class OllamaModel(_Model):
+    name: str = setting(check=Text(non_empty=True))
+    host: str | None = setting(None, Optional(Text(non_empty=True)))  # default: $OLLAMA_HOST or localhost
+    timeout_s: float = setting(TIMEOUT_S, Number(0, above=True))
+    temperature: float = setting(OLLAMA_OPTIONS["temperature"], _TEMPERATURE)
+    num_ctx: int = setting(OLLAMA_OPTIONS["num_ctx"], _POSITIVE)
+    num_predict: int = setting(OLLAMA_OPTIONS["num_predict"], _POSITIVE)
+
+
+@dataclass(frozen=True)
+class LlamaCppModel(_Model):
+    package: str | None = setting(None, Optional(Text(non_empty=True)))  # a pip package shipping the GGUF
+    model_path: str | None = setting(None, Optional(Text(non_empty=True)))
+    name: str | None = setting(None, Optional(Text(non_empty=True)))  # default: the package or file name
+    chat_format: str = setting(LLAMACPP_OPTIONS["chat_format"], Text(non_empty=True))
+    temperature: float = setting(LLAMACPP_OPTIONS["temperature"], _TEMPERATURE)
+    n_ctx: int = setting(LLAMACPP_OPTIONS["n_ctx"], _POSITIVE)
+    max_tokens: int = setting(LLAMACPP_OPTIONS["max_tokens"], _POSITIVE)
+    repeat_penalty: float = setting(LLAMACPP_OPTIONS["repeat_penalty"], Number(0, above=True))
+
+    def completed(self, where: Where) -> "LlamaCppModel":
+        if (self.package is None) == (self.model_path is None):
+            raise where.fail("needs exactly one of `package:` (an installed GGUF package) or `model_path:`")
+        return self
+
+
+@dataclass(frozen=True)
+class Provider:
+    """OpenRouter routing: one pinned provider, no fallbacks, no training on our prompts by default."""
+
+    order: tuple[str, ...] | None = setting(None, _NAMES)
+    only: tuple[str, ...] | None = setting(None, _NAMES)
+    ignore: tuple[str, ...] | None = setting(None, _NAMES)
+    allow_fallbacks: bool = setting(False, Flag())
+    data_collection: str = setting("deny", OneOf(("deny", "allow")))
+    require_parameters: bool | None = setting(None, Optional(Flag()))
+    quantizations: tuple[str, ...] | None = setting(None, _NAMES)
+    sort: str | None = setting(None, Optional(OneOf(("price", "throughput", "latency"))))
+
+
+
+@dataclass(frozen=True)
+class OpenAIModel(_Model):
+    name: str = setting(check=Text(non_empty=True))
+    base_url: str = setting(check=Text(non_empty=True))
+    api_key_env: str = setting(OPENAI_API_KEY_ENV, Text(non_empty=True))
+    timeout_s: float = setting(TIMEOUT_S, Number(0, above=True))
+    temperature: float = setting(OPENAI_OPTIONS["temperature"], _TEMPERATURE)
+    max_tokens: int = setting(OPENAI_OPTIONS["max_tokens"], _POSITIVE)
+    reasoning_effort: str | None = setting(None, Optional(OneOf(("none", "minimal", "low", "medium", "high"))))
+    provider: Provider = setting(check=Section(Provider), factory=Provider)
+    price_in_per_mtok: float | None = setting(None, Optional(Number(0)))  # USD per million prompt tokens
+    price_out_per_mtok: float | None = setting(None, Optional(Number(0)))
+    context_tokens: int | None = setting(None, Optional(_POSITIVE))  # the model's window, when known
+
+
+MODEL_SCHEMAS: dict[str, type] = {"ollama": OllamaModel, "llama.cpp": LlamaCppModel, "openai-compatible": OpenAIModel}
+MODEL = Variants("backend", lambda raw: MODEL_SCHEMAS.get(raw.get("backend")) if isinstance(raw.get("backend"), str) else None,
+                 tuple(MODEL_SCHEMAS))
+ModelConfig = OllamaModel | LlamaCppModel | OpenAIModel
+
+
+def model_settings(cfg: Any, name: str = "model") -> dict[str, Any]:
+    """A `models:` entry (typed, or a mapping checked here) as the plain mapping backends read."""
+    if not isinstance(cfg, _Model):
+        cfg = MODEL(cfg, Where(None, (name,)))
+    return to_plain(cfg)

