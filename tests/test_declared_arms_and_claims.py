@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.arms.build import arm_kind, build_arms
+from harness.arms.build import build_arms
+from harness.arms.registry import buildable_arm_kind
 from harness.errors import HarnessError
-from harness.provenance.interim import configured_cells
+from harness.pipeline.grid import configured_cells
 from harness.provenance.timeline import timeline
 from harness.study import Study
 from provenance_support import edit_yaml, make_study, write_yaml
@@ -20,17 +21,17 @@ def study(tmp_path):
 
 
 def test_declared_kind_is_refused_by_name_with_its_reason(study):
-    with pytest.raises(HarnessError, match=r"arm `M` has kind 'M' \(key-based merge.*\), which is declared for the plan "
-                                           r"but cannot be built by this harness yet"):
-        arm_kind(study, "M")
-    with pytest.raises(HarnessError, match="cannot be built by this harness yet"):
+    with pytest.raises(HarnessError, match=r"arm `M` has kind 'M', which the plan names but this harness does not "
+                                           r"implement yet"):
+        buildable_arm_kind(study, "M")
+    with pytest.raises(HarnessError, match="does not implement yet"):
         build_arms(study, arms=["M"], frozen_hash=None, log=lambda _: None)
 
 
 def test_unknown_kind_is_still_an_error(study):
     edit_yaml(study.config_path, lambda c: c["arms"].update({"Q": {"kind": "Q"}}))
-    with pytest.raises(HarnessError, match=r"arm `Q` has kind 'Q', which this harness cannot build yet"):
-        arm_kind(Study.at(study.root), "Q")
+    with pytest.raises(HarnessError, match=r"`arms.Q.kind` is 'Q', not a known value"):
+        Study.at(study.root).arms
 
 
 def test_declared_arms_have_no_cells_to_wait_for(study):
@@ -50,7 +51,7 @@ def test_an_admitted_post_outcome_amendment_is_labelled_so_without_outcomes(stud
 def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
     from types import SimpleNamespace
 
-    from harness.metrics.grid import Scope, score_cell
+    from harness.pipeline.score import Scope, score_cell
     from harness.metrics.registry import ScoringCache
     from metrics_support import question
 
@@ -62,7 +63,7 @@ def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
         study = SimpleNamespace(arms={"A": arm_cfg}, run_path=lambda *parts: tmp_path / "A.run")
         return score_cell(study, dataset, "A", "bm25", [outside], context, ScoringCache(), (512,), run_depth=10)
 
-    rows, counts = score({"kind": "PF", "documents": 1, "seed": 1})
+    rows, counts = score(SimpleNamespace(kind="PF", documents=1, seed=1))
     assert rows == [] and counts["questions_outside_arm"] == 1 and counts["questions"] == 0
-    rows, counts = score({"kind": "S"})  # an arm over every document: an empty scope is a scored zero
+    rows, counts = score(SimpleNamespace(kind="S"))  # an arm over every document: an empty scope is a scored zero
     assert counts["questions_empty_scope"] == 1 and rows and all(r.value == 0 for r in rows if r.metric == "rec@512t")

@@ -177,16 +177,17 @@ def test_flagship_plan_validates_against_its_config():
 
 def test_flagship_config_model_limits_and_spend_cap():
     from harness.arms.model_limits import effective_model_config
+    from harness.config import to_plain
 
     study = Study.at(ROOT)
 
     def limits(arm, dataset):
         cfg = study.arms[arm]
-        return effective_model_config(arm, cfg, study.models[cfg["model"]], dataset, study.datasets)
+        return to_plain(effective_model_config(arm, cfg, study.models[cfg.model], dataset, study.datasets))
 
     assert (limits("E", "qasper")["num_ctx"], limits("E", "qasper")["num_predict"]) == (16384, 1000)
     assert (limits("CR", "qasper")["num_ctx"], limits("CR", "qasper")["num_predict"]) == (16384, 120)
     assert (limits("CR", "freshstack")["num_ctx"], limits("CR", "freshstack")["num_predict"]) == (32768, 120)
     assert limits("Es", "qasper")["max_tokens"] == 2000 and limits("CRs", "qasper")["max_tokens"] == 600
-    assert study.arms["CRs"]["datasets"] == ["qasper"]
-    assert study.config["llm"]["spend_cap_usd"] == 5.5
+    assert study.arms["CRs"].datasets == ("qasper",)
+    assert study.config.llm.spend_cap_usd == 5.5

@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 
 import pytest
+
+from harness.config.retrievers import retriever_settings
 from llm_fake_ollama import DIGEST, FakeOllama
 
 from harness.llm import ollama_client
@@ -60,7 +62,8 @@ def test_every_path_reads_the_digest_through_model_digest(monkeypatch):
         embed = OllamaEmbedder(MODEL, host=fake.host).digest
         frozen_model = resolve_digest({"backend": "ollama", "name": MODEL, "host": fake.host})
         frozen_retriever = freeze._retriever_model_identity(
-            None, "nomic", {"type": "dense", "backend": "ollama", "model": MODEL, "host": fake.host}
+            None, "nomic", retriever_settings("nomic", {"type": "dense", "backend": "ollama", "model": MODEL,
+                                                         "host": fake.host})
         )
     assert chat == embed == frozen_model == frozen_retriever == DIGEST
     assert calls == [MODEL] * 4

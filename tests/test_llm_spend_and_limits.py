@@ -10,6 +10,9 @@ from llm_study import make_study, small_corpus
 
 from harness.arms.llm_arms import build_llm_arm, generations_path
 from harness.arms.model_limits import effective_model_config
+from harness.config.arms import ARM
+from harness.config.fields import Where, to_plain
+from harness.config.models import MODEL as MODEL_SCHEMA
 from harness.errors import HarnessError
 from harness.llm.base import Backend, Completion, SpendCapReached
 from harness.llm.cache import GenerationCache
@@ -88,26 +91,37 @@ def test_build_counts_earlier_spend_against_the_cap(tmp_path, monkeypatch):
     assert seen == [("E", 5.5, pytest.approx(1.25))]
 
 
-MODEL = {"backend": "ollama", "name": "qwen2.5:7b", "num_ctx": 16384, "num_predict": 1000}
+RAW_MODEL = {"backend": "ollama", "name": "qwen2.5:7b", "num_ctx": 16384, "num_predict": 1000}
+MODEL = MODEL_SCHEMA(RAW_MODEL, Where(None, ("models", "m")))
 DATASETS = {"qasper": {}, "freshstack": {}}
 
 
+def typed_arm(raw):
+    return ARM(raw, Where(None, ("arms", raw["kind"])))
+
+
+def options(model) -> dict:
+    return {k: v for k, v in to_plain(model).items() if k in ("num_ctx", "num_predict")}
+
+
 def test_model_options_apply_per_arm_and_dataset():
-    cr = {"kind": "CR", "model": "m", "model_options": {"num_predict": 120, "num_ctx": {"freshstack": 32768}}}
-    assert effective_model_config("CR", cr, MODEL, "qasper", DATASETS) == MODEL | {"num_predict": 120}
-    assert effective_model_config("CR", cr, MODEL, "freshstack", DATASETS) == MODEL | {"num_predict": 120,
-                                                                                         "num_ctx": 32768}
-    assert effective_model_config("E", {"kind": "E", "model": "m"}, MODEL, "freshstack", DATASETS) == MODEL
+    cr = typed_arm({"kind": "CR", "model": "m", "model_options": {"num_predict": 120, "num_ctx": {"freshstack": 32768}}})
+    assert options(effective_model_config("CR", cr, MODEL, "qasper", DATASETS)) == {"num_ctx": 16384, "num_predict": 120}
+    assert options(effective_model_config("CR", cr, MODEL, "freshstack", DATASETS)) == {"num_ctx": 32768,
+                                                                                          "num_predict": 120}
+    assert effective_model_config("E", typed_arm({"kind": "E", "model": "m"}), MODEL, "freshstack", DATASETS) == MODEL
 
 
 @pytest.mark.parametrize("options, message", [
     ({"num_ctx": {"fresh": 1}}, r"arm CR: `model_options\.num_ctx` names dataset 'fresh'"),
-    ({"name": "other"}, r"arm CR: `model_options\.name` would change the model itself"),
-    ([1], r"arm CR: `model_options` must be a mapping"),
+    ({"name": "other"}, r"`arms\.CR\.model_options\.name` would change the model itself"),
+    ([1], r"`arms\.CR\.model_options` must be a mapping"),
+    ({"num_ctxx": 1}, r"arm CR: `model_options\.num_ctxx` is not an option of ollama models"),
 ])
 def test_model_options_errors(options, message):
     with pytest.raises(HarnessError, match=message):
-        effective_model_config("CR", {"kind": "CR", "model": "m", "model_options": options}, MODEL, "qasper", DATASETS)
+        arm = typed_arm({"kind": "CR", "model": "m", "model_options": options})
+        effective_model_config("CR", arm, MODEL, "qasper", DATASETS)
 
 
 def test_built_arm_uses_its_dataset_limits(tmp_path):
@@ -116,7 +130,7 @@ def test_built_arm_uses_its_dataset_limits(tmp_path):
         model = {"backend": "ollama", "name": "fake", "host": fake.host, "seed": 0, "num_ctx": 4096, "num_predict": 256}
         arm = {"kind": "CR", "model": "m", "model_options": {"num_predict": 120, "num_ctx": {"papers": 8192}}}
         study = make_study(tmp_path, {"m": model}, {"CR": arm})
-        on_papers = build_llm_arm(study, "CR", arm, docs, chunks, progress=False, dataset="papers")
+        on_papers = build_llm_arm(study, "CR", study.arms["CR"], docs, chunks, progress=False, dataset="papers")
     options = on_papers.manifest["backend"]["options"]
     assert (options["num_ctx"], options["num_predict"]) == (8192, 120)
 
@@ -153,9 +167,9 @@ def test_arm_allowed_to_fall_short_keeps_completed_documents(tmp_path, monkeypat
         study = make_study(tmp_path, {"m": model}, {"E": arm}, llm={"workers": 1, "retry_seeds": [1], "spend_cap_usd": 1.0})
         if not allow:
             with pytest.raises(SpendCapReached):
-                build_llm_arm(study, "E", arm, docs, chunks, progress=False)
+                build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
             return
-        result = build_llm_arm(study, "E", arm, docs, chunks, progress=False)
+        result = build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
     short = result.manifest["shortfall"]
     assert (short["planned_documents"], short["completed_documents"]) == (3, 2)
     assert short["missing_document_ids"] == [docs[2].doc_id] and "spend cap" in short["stopped_by"]

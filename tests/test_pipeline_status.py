@@ -71,7 +71,10 @@ def test_partly_built_study(tmp_path, capsys):
     study = make_llm_free_study(tmp_path / "s")
     assert main(["build-arms", "--study", str(study.root), "--arm", "S", "--arm", "P", "--no-progress"]) == 0
     # an LLM arm added to the config: its calls are known from the S chunks, its cached share is not
-    edit_config(study.root, lambda c: c["arms"].__setitem__("E", {"kind": "E", "model": "m", "datasets": ["papers"]}))
+    edit_config(study.root, lambda c: (
+        c["arms"].__setitem__("E", {"kind": "E", "model": "m", "datasets": ["papers"]}),
+        c.__setitem__("models", {"m": {"backend": "ollama", "name": "never-called"}}),
+    ))
     out = status_text(capsys, study)
     s_chunks = read_json(study.manifest_path("papers", "S"))["chunk_set"]["chunks"]
     assert row(out, "papers", "S", "S").split() == ["papers", "S", "S", "built", str(s_chunks), "-", "-"]

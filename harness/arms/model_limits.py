@@ -28,8 +28,8 @@ def effective_model_config(
     changes: dict[str, Any] = {}
     for option, value in overrides.items():
         if option not in known:
-            raise HarnessError(f"arm {arm_name}: `model_options.{option}` is not an option of a "
-                               f"{model_cfg.backend} model ({', '.join(sorted(known))})")
+            raise HarnessError(f"arm {arm_name}: `model_options.{option}` is not an option of "
+                               f"{model_cfg.backend} models ({', '.join(sorted(known))})")
         if isinstance(value, Mapping):
             unknown = sorted(set(map(str, value)) - set(datasets)) if datasets is not None else []
             if unknown:

@@ -29,7 +29,7 @@ class BuildInputs:
     dataset and shared (S, S+T, FL's window length, and every LLM arm chunk from them)."""
 
     documents: Sequence[Document]
-    chunking: Mapping[str, Any]  # the `chunking:` section (harness.study.Study.chunking)
+    chunking: Any  # the typed `chunking:` section (harness.config.chunking.Chunking)
     header_chunks: Callable[[], Mapping[str, list[Chunk]]]
     study: Study | None = None  # for kinds that need a model, prompts and the llm settings
     arm: str = ""
@@ -89,7 +89,7 @@ def _build_llm_free(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
         by_doc = inputs.header_chunks()
         raw = [c for d in inputs.documents for c in by_doc[d.doc_id]]
     else:
-        params = params_from_config(kind.boundaries, dict(inputs.chunking))
+        params = params_from_config(kind.boundaries, inputs.chunking)
         if kind.needs_s_chunks:
             tokens = inputs.fl_tokens
             if tokens is None:
@@ -174,10 +174,8 @@ def arm_kind(study: Study, arm: str) -> ArmKind:
     cfg = study.arms.get(arm)
     if cfg is None:
         raise HarnessError(f"{study.config_path}: no arm `{arm}` (configured: {', '.join(study.arms)})")
-    if not isinstance(cfg, dict) or "kind" not in cfg:
-        raise HarnessError(f"{study.config_path}: arm `{arm}` needs a mapping with `kind:`")
     try:
-        return get_kind(cfg["kind"])
+        return get_kind(cfg.kind)  # the config schema admits only registered kinds
     except InputError as e:
         raise HarnessError(f"{study.config_path}: arm `{arm}`: {e}") from None
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from harness.arms.registry import HEADER_LED, BuildInputs, get_kind, llm_free_kinds
 from harness.chunking import get_chunker
-from harness.config.chunking import TAU_MAX, TAU_MIN
+from harness.config.chunking import TAU_MAX, TAU_MIN, Chunking
+from harness.config.fields import replace
 from harness.data.model import Document
 from harness.errors import HarnessError, InputError
 from harness.files import jsonl_lines
@@ -56,7 +57,8 @@ def run(args) -> int:
 
     if kind.needs_s_chunks and args.fl_tokens is None and not any(header_chunks().values()):
         raise HarnessError("FL needs --fl-tokens: the given files have no S chunks to take a median from")
-    # the chunking section holds only tau: the other chunkers run on their defaults, as documented above
-    built = kind.build(BuildInputs(docs, tau, header_chunks, arm=args.arm, fl_tokens=args.fl_tokens))
+    # the schema's chunking defaults, with the taus given here
+    chunking = replace(Chunking(), **tau)
+    built = kind.build(BuildInputs(docs, chunking, header_chunks, arm=args.arm, fl_tokens=args.fl_tokens))
     sys.stdout.write(jsonl_lines(c.to_json() for c in built.chunks))  # document order, as given
     return 0

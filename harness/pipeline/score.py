@@ -77,7 +77,7 @@ def score_cell(
     counts = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
     # an arm built on a sample of documents (`documents: N`) has no results, not zeros, for questions on
     # the other documents; the plan's subset pairs it on its sample (and names any shortfall)
-    sampled_arm = study.arms.get(arm, {}).get("documents") not in (None, "all")
+    sampled_arm = getattr(study.arms.get(arm), "documents", None) not in (None, "all")
     for scope in scoped:
         ids = [c.chunk_id for c in scope.chunks]
         if scope.chunks:

@@ -59,11 +59,8 @@ class GridStatus:
             return "make select (no selection/selection.json yet)"
         if self.frozen_hash is None:
             return "make freeze (no frozen_config.json yet)"
-        if sets[NOT_IMPLEMENTED]:
-            arms = ", ".join(sorted({s.chunk_set.arm for s in self.chunk_sets if s.state == NOT_IMPLEMENTED}))
-            return f"make build-arms would fail: arm(s) {arms} have a kind that is not implemented yet"
         if sets[MISSING] or sets[STALE]:
-            return f"make build-arms ({_counted(sets, 'chunk set')})"
+            return f"make build-arms ({_counted(sets, 'chunk set')}){self.planned_note()}"
         if cells[MISSING] or cells[STALE]:
             return f"make score ({_counted(cells, 'cell')})"
         if self.stats_state != "released":
@@ -71,7 +68,13 @@ class GridStatus:
                                      else "no statistics yet") + ")"
         if not self.report_written:
             return "make report (no report yet)"
-        return "nothing to build: every cell is scored and the statistics are released (make audit re-checks them)"
+        return ("nothing to build: every cell is scored and the statistics are released (make audit re-checks them)"
+                + self.planned_note())
+
+    def planned_note(self) -> str:
+        """Planned arms are skipped by build-arms and waited for by nothing; say so wherever the next step is."""
+        arms = sorted({s.chunk_set.arm for s in self.chunk_sets if s.state == NOT_IMPLEMENTED})
+        return f"; not buildable yet, skipped: {', '.join(arms)}" if arms else ""
 
 
 def _counted(counts: Counter, noun: str) -> str:
@@ -87,7 +90,7 @@ def _llm_figures(kind: ArmKind, manifest: dict[str, Any] | None, s_chunks: int |
     if manifest is not None and "llm" in manifest:
         cost = manifest["llm"]["cost"]
         return cost.get("calls"), cost.get("calls"), cost.get("failures")  # every answered call is cached
-    subset = arm_cfg.get("documents") not in (None, "all")  # PF on a sample: its chunk count is unknown here
+    subset = getattr(arm_cfg, "documents", None) not in (None, "all")  # PF on a sample: its chunk count is unknown here
     needed = None if s_chunks is None or subset else kind.calls_per_chunk * s_chunks
     return needed, None, None
 

@@ -247,6 +247,7 @@ def freeze(study: Study, *, force: bool = False) -> str:
 
     Re-freezing over a different record once outcomes exist would orphan them, so it needs `force`
     (the CLI then logs a deviation)."""
+    study.config  # a config the schema refuses is the first thing to fix
     if not study.plan_path.is_file():
         raise HarnessError(f"{study.plan_path}: missing: register the plan before freezing")
     if not study.selection_path.is_file():

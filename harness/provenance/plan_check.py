@@ -38,12 +38,12 @@ def _unknown_name(study: Study, test: TestPlan) -> str | None:
     if test.dataset not in study.datasets:
         return f"unknown dataset {test.dataset!r} (config datasets: {', '.join(study.datasets)})"
     for side, arm in (("a", test.a), ("b", test.b)):
-        only = (study.arms[arm] or {}).get("datasets")
+        only = study.arms[arm].datasets
         if only is not None and test.dataset not in only:
             return f"{side}: arm {arm!r} is built for datasets {', '.join(only)} only, not {test.dataset!r}"
     dataset = study.datasets[test.dataset]
     metric_set = dataset.get("metric_set")
-    metrics = known_metric_names(metric_set, budgets_from_config(study.config.get("budgets"), metric_set))
+    metrics = known_metric_names(metric_set, budgets_from_config(study.config.budgets, metric_set))
     if test.metric not in metrics:
         return f"unknown metric {test.metric!r} for dataset {test.dataset!r} (metric_set {metric_set})"
     if test.subset is not None and test.subset.strata is not None:

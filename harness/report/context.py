@@ -74,4 +74,4 @@ class ReportContext:
     def budgets(self, dataset: str) -> list[int]:
         from harness.metrics.registry import budgets_from_config
 
-        return list(budgets_from_config(self.study.config.get("budgets"), self.study.datasets[dataset]["metric_set"]))
+        return list(budgets_from_config(self.study.config.budgets, self.study.datasets[dataset]["metric_set"]))
