@@ -39,6 +39,7 @@ PIECES = [
 ]
 
 
+@pytest.mark.llm
 def test_real_enrichment_of_three_chunks_gives_valid_objects(tmp_path):
     doc, chunks = chunks_for("demo/paper", PIECES)
     study = make_study(
@@ -68,6 +69,7 @@ def test_real_enrichment_of_three_chunks_gives_valid_objects(tmp_path):
     assert all(json.loads(line)["digest"] == digest for line in lines)
 
 
+@pytest.mark.llm
 def test_overlong_prompt_is_cut_and_counted():
     backend = make_backend(EMBEDDED | {"n_ctx": 512, "max_tokens": 32})
     long_text = "The quick brown fox jumps over the lazy dog. " * 200  # ~2,000 tokens
@@ -80,6 +82,7 @@ def test_overlong_prompt_is_cut_and_counted():
     assert json.loads(done.text)["ok"] in (True, False)
 
 
+@pytest.mark.llm
 def test_llm_yes_reranker_scores_are_probabilities_and_deterministic(tmp_path):
     study = make_study(tmp_path, {"embedded": EMBEDDED}, {"E": {"kind": "E", "model": "embedded"}})
     scorer = LlmYesNoScorer(EMBEDDED, study.prompts_dir)

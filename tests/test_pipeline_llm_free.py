@@ -141,6 +141,7 @@ def _edit_config(root: Path, change) -> None:
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
     """select, freeze, build-arms, score, stats, audit, report on real demo data: the families whose arms
     exist run (no deviation needed, every configured cell is scored), the others say what is missing."""

@@ -24,6 +24,8 @@ from harness.study import Study
 
 from pipeline_support import make_llm_free_study  # noqa: E402
 
+pytestmark = pytest.mark.slow  # builds, scores and reports a study copy (and opens a browser)
+
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 LLM_FREE = ["S", "S+T", "F512c", "F256t", "P", "FL"]
 BROWSER, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")

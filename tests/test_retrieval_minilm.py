@@ -104,6 +104,7 @@ print(json.dumps({"shape": list(vectors.shape), "attempts": attempts, "env_chang
 """
 
 
+@pytest.mark.slow
 def test_the_model_loads_offline_without_touching_the_environment():
     import json
     import subprocess

@@ -101,6 +101,7 @@ def _make_study(tmp_path, table):
     return study
 
 
+@pytest.mark.slow
 def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, results):
     study = _make_study(tmp_path, _table())
     assert main(["stats", "--study", str(study.root)] + DEVIATION) == 0
