@@ -59,6 +59,10 @@ def declared_strata(dataset_cfg: Mapping[str, Any]) -> tuple[str, ...]:
     """The strata a dataset entry declares: FreshStack's `domains`, or an explicit `strata:` list."""
     if isinstance(dataset_cfg.get("strata"), list):
         return tuple(map(str, dataset_cfg["strata"]))
+    if dataset_cfg.get("adapter") == "question_evidence":  # stratum = split
+        from harness.data.question_evidence import SPLITS
+
+        return SPLITS
     if dataset_cfg.get("adapter") == "freshstack" and isinstance(dataset_cfg.get("domains"), dict):
         return tuple(map(str, dataset_cfg["domains"]))
     return ()
