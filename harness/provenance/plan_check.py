@@ -43,7 +43,9 @@ def _unknown_name(study: Study, test: TestPlan) -> str | None:
             return f"{side}: arm {arm!r} is built for datasets {', '.join(only)} only, not {test.dataset!r}"
     dataset = study.datasets[test.dataset]
     metric_set = dataset.get("metric_set")
-    metrics = known_metric_names(metric_set, budgets_from_config(study.config.budgets, metric_set))
+    assembly = study.config.assembly
+    metrics = known_metric_names(metric_set, budgets_from_config(study.config.budgets, metric_set),
+                                 assembly.suffix if assembly is not None else "t")
     if test.metric not in metrics:
         return f"unknown metric {test.metric!r} for dataset {test.dataset!r} (metric_set {metric_set})"
     if test.subset is not None and test.subset.strata is not None:
