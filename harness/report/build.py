@@ -32,7 +32,8 @@ def report_dir(study: Study) -> Path:
 
 def build_sections(study: Study) -> list[Section]:
     ctx = ReportContext(study)
-    return [build(ctx) for build in SECTION_BUILDERS]
+    sections = (build(ctx) for build in SECTION_BUILDERS)
+    return [sec for sec in sections if sec is not None]  # None: a section that does not apply to this study
 
 
 def build_report(study: Study) -> Path:

@@ -37,12 +37,15 @@ def _oversized(ctx: ReportContext, dataset: str, arm: str, budgets: list[int], u
     return {b: sum(s > b for s in sizes) for b in budgets}
 
 
-def lab_results(ctx: ReportContext) -> Section:
+def lab_results(ctx: ReportContext) -> Section | None:
+    """None (no section) for a study without a train / held-out split."""
     from harness.report.sections_outcomes import withheld
 
-    sec = Section("lab", "Chunking lab: per split and chunk-size sweep")
     names = _split_datasets(ctx)
-    if not names or withheld(ctx, sec):
+    if not names:
+        return None
+    sec = Section("lab", "Chunking lab: per split and chunk-size sweep")
+    if withheld(ctx, sec):
         return sec
     table_ = ctx.per_question
     if table_ is None:
