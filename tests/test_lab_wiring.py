@@ -212,3 +212,27 @@ def test_a_seeded_split_replaces_the_records_split_deterministically(tmp_path):
     again = load_dataset(study, "h", selection=None)
     assert [q.stratum for q in first.questions] == [q.stratum for q in again.questions]
     assert sum(q.stratum == "held-out" for q in first.questions) == round(0.25 * 31)
+
+
+@pytest.mark.slow
+def test_the_handbook_study_runs_end_to_end_with_per_split_results(tmp_path):
+    """build-arms, score and report on a copy of the frozen handbook study (about half a minute)."""
+    import pandas as pd
+
+    from harness.cli.main import main
+
+    root = tmp_path / "handbook"
+    shutil.copytree(HANDBOOK, root, ignore=shutil.ignore_patterns("results"))
+    for command in ("build-arms", "score"):
+        assert main([command, "--study", str(root), "--no-progress"]) == 0
+    rows = pd.read_parquet(root / "results" / "per_question" / "handbook.parquet")
+    assert set(rows["stratum"]) == {"train", "held-out"}
+    assert {"fixed@L250", "qes-dp@L800", "provisions-noref@L450"} <= set(rows["arm"])
+    assert set(rows["retriever"]) == {"bm25", "graph"}
+    assert {f"complete@{b}w" for b in (40, 80, 120, 200, 400)} <= set(rows["metric"])
+    assert main(["stats", "--study", str(root)]) == 0
+    assert main(["report", "--study", str(root)]) == 0
+    report = (root / "results" / "report" / "report.md").read_text(encoding="utf-8")
+    assert "## Chunking lab: per split and chunk-size sweep" in report
+    assert "| qes-greedy@L450 | graph | 120w |" in report
+    assert (root / "results" / "report" / "figures" / "lab-l-sweep-handbook.svg").is_file()
