@@ -121,7 +121,7 @@ def _build_lab(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
     raw = [c for d in inputs.documents for c in kind.lab_chunker(cfg, d, doc_training(training, d.doc_id))]
     extra: dict[str, Any] = {"chunker": kind.name, "L": cfg.L}
     if kind.trains_on_questions:
-        extra["training_questions"] = max((len(v) for v in training.values()), default=0)
+        extra["training_questions_per_document"] = {d: len(v) for d, v in training.items()}
     return ArmChunks([kind.render(c) for c in raw], extra)
 
 
