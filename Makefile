@@ -26,8 +26,9 @@ venv: $(STAMP)  ## create the virtual environment and install pinned dependencie
 test: $(STAMP)  ## run the test suite (fails when no test ran)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
 
-demo: $(STAMP)  ## run the embedded demo study end to end (build-arms, score, stats, audit, report)
+demo: $(STAMP)  ## run the demo studies end to end (build-arms, score, stats, audit, report): demo, then handbook
 	$(MAKE) --no-print-directory build-arms score stats audit report STUDY=examples/demo
+	$(MAKE) --no-print-directory build-arms score stats audit report STUDY=examples/handbook
 
 status: $(STAMP)  ## show the grid: chunk sets, cells scored / missing / stale, and the next target to run
 	$(RUN) status --study $(STUDY)

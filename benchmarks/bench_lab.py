@@ -1,7 +1,7 @@
 """Time a full `harness lab` run (read, six chunkers, flat and graph retrieval, assembly, recall).
 
 Usage: .venv/bin/python benchmarks/bench_lab.py [DOC.md QE.json] [--repeat N]
-Defaults to the test fixture handbook. Timing starts after imports (Python start-up excluded);
+Defaults to the handbook study's files (examples/handbook/data). Timing starts after imports (Python start-up excluded);
 the first run includes one-off costs such as loading the tokeniser. Goal: under 1 s.
 """
 
@@ -20,14 +20,14 @@ sys.path.insert(0, str(ROOT))
 
 from harness.cli.main import build_parser, main as harness_main  # noqa: E402
 
-FIXTURE = ROOT / "tests" / "fixtures" / "lab"
+FIXTURE = ROOT / "examples" / "handbook" / "data"
 GOAL_SECONDS = 1.0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("doc", nargs="?", default=str(FIXTURE / "handbook.md"))
-    ap.add_argument("qe", nargs="?", default=str(FIXTURE / "qe.json"))
+    ap.add_argument("qe", nargs="?", default=str(FIXTURE / "questions.json"))
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     build_parser()  # imports every command module: that is start-up, not the lab run

@@ -10,14 +10,15 @@ retrieved, complete = every one.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from statistics import fmean
 from typing import Callable, Sequence
 
 import numpy as np
 
-from harness.chunking.provisions import REF_PATTERN, provision_chunks, reference_targets
-from harness.chunking.qes import qes_dp_chunks, qes_greedy_chunks, training_spans
-from harness.chunking.sentences import LAB_L, fixed_window_chunks, sentence_window_chunks
+from harness.chunking.provisions import REF_PATTERN, reference_targets
+from harness.chunking.qes import training_spans
+from harness.chunking.sentences import LAB_L
 from harness.data.model import Chunk, Document
 from harness.data.question_evidence import SPLITS, LabQuestion
 from harness.metrics.assembly import NOVELTY, assemble
@@ -59,16 +60,27 @@ class LabRow:
 
 
 def lab_chunkers(settings: LabSettings) -> dict[str, Callable[[Document, list], list[Chunk]]]:
-    """name -> fn(doc, training evidence spans); only the QES chunkers read the training spans."""
-    L = settings.L
-    return {
-        "fixed": lambda d, tr: fixed_window_chunks(d, L=L),
-        "sentence": lambda d, tr: sentence_window_chunks(d, L=L),
-        "provisions": lambda d, tr: provision_chunks(d, L=L, ref_pattern=settings.ref_pattern),
-        "provisions-noref": lambda d, tr: provision_chunks(d, L=L, resolve_refs=False, ref_pattern=settings.ref_pattern),
-        "qes-dp": lambda d, tr: qes_dp_chunks(d, tr, L=L),
-        "qes-greedy": lambda d, tr: qes_greedy_chunks(d, tr, L=L),
-    }
+    """name -> fn(doc, training evidence spans): every lab kind of the arm registry with its config defaults
+    (L and the reference pattern from `settings`), plus provisions without reference resolution (-noref).
+    Only the QES chunkers read the training spans."""
+    from harness.arms.registry import lab_kinds
+    from harness.config.fields import Where, build
+
+    out: dict[str, Callable[[Document, list], list[Chunk]]] = {}
+    for kind in lab_kinds():
+        raw = {"kind": kind.name, "L": settings.L}
+        variants = {kind.name: raw}
+        if "resolve_refs" in kind.settings.__dataclass_fields__:
+            raw["ref_pattern"] = settings.ref_pattern
+            variants[f"{kind.name}-noref"] = {**raw, "resolve_refs": False}
+        for name, values in variants.items():
+            cfg = build(kind.settings, values, Where(None, ("lab", name)))
+            out[name] = partial(_chunk, kind.lab_chunker, cfg)
+    return out
+
+
+def _chunk(chunker, cfg, doc: Document, training: list) -> list[Chunk]:
+    return chunker(cfg, doc, training)
 
 
 def indexed(chunks: list[Chunk]) -> list[Chunk]:

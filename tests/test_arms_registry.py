@@ -35,7 +35,8 @@ def test_every_shipped_arm_resolves_to_a_registered_kind(config):
 
 def test_planned_kinds_are_registered_but_not_buildable():
     assert [k for k in KINDS if not KINDS[k].implemented] == PLANNED
-    assert set(buildable_kinds()) == {"S", "S+T", "F512c", "F256t", "P", "FL", "E", "E-K", "CR", "PF"}
+    assert set(buildable_kinds()) == {"S", "S+T", "F512c", "F256t", "P", "FL", "E", "E-K", "CR", "PF",
+                                      "fixed", "sentence", "provisions", "qes-dp", "qes-greedy"}
     with pytest.raises(HarnessError, match=r"arm `Mx` has kind 'M', which the plan names but this harness does "
                                            r"not implement yet \(buildable kinds: S, S\+T, "):
         get_kind("M").build(BuildInputs((), {}, dict, arm="Mx"))
@@ -74,7 +75,8 @@ def test_every_command_refuses_an_unknown_kind(tmp_path, capsys):
 def test_registry_agrees_with_the_modules_it_points_to():
     assert list(PF_PROMPTS) == list(PF_FIELDS)
     assert KINDS["PF"].calls_per_chunk == len(PF_FIELDS)
-    assert llm_free_kinds() == ["S", "S+T", "F512c", "F256t", "P", "FL"]
+    assert llm_free_kinds() == ["S", "S+T", "F512c", "F256t", "P", "FL", "fixed", "sentence", "provisions", "qes-dp",
+                                "qes-greedy"]
 
 
 def test_no_other_module_spells_an_arm_kind():

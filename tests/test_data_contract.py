@@ -69,7 +69,14 @@ def fs_study(tmp_path: Path) -> tuple[Study, str]:
     return freshstack_study(tmp_path, ratio=2), "fs"
 
 
-STUDIES = {"jsonl": jsonl_study, "qasper": qasper_study, "freshstack": fs_study}
+def question_evidence_study(tmp_path: Path) -> tuple[Study, str]:
+    for folder in ("configs", "data"):
+        shutil.copytree(DEMO.parent / "handbook" / folder, tmp_path / folder)
+    return Study.at(tmp_path), "handbook"
+
+
+STUDIES = {"jsonl": jsonl_study, "qasper": qasper_study, "freshstack": fs_study,
+           "question_evidence": question_evidence_study}
 
 
 def test_every_adapter_has_a_contract_case():

@@ -17,7 +17,7 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
 
 def test_canonical_names():
-    assert tuple(RETRIEVER_TYPES) == ("bm25", "dense", "rrf", "rerank")
+    assert tuple(RETRIEVER_TYPES) == ("bm25", "dense", "rrf", "graph", "rerank")
     assert DENSE_BACKENDS == ("sentence-transformers", "ollama")
     assert tuple(RERANK_BACKENDS) == ("cross-encoder", "llm-yes")
 
@@ -49,7 +49,7 @@ def test_rrf_of_two_bm25_variants_searches(tmp_path):
 @pytest.mark.parametrize(
     "configs, name, message",
     [
-        ({"x": {"type": "tfidf"}}, "x", r"`retrievers\.x\.type` is 'tfidf', not a known value; known: bm25, dense, rrf, rerank"),
+        ({"x": {"type": "tfidf"}}, "x", r"`retrievers\.x\.type` is 'tfidf', not a known value; known: bm25, dense, rrf, graph, rerank"),
         ({"x": "bm25"}, "x", r"`retrievers\.x` must be a mapping with `type:`"),
         ({"x": {"type": "bm25", "k2": 1}}, "x", r"`retrievers\.x\.k2` is not a known key \(did you mean `k1`\?\)"),
         ({"x": {"type": "bm25", "b": 1.5}}, "x", r"`retrievers\.x\.b` must be a number >= 0 and <= 1, got 1.5"),

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from harness.arms.model_limits import effective_model_config
-from harness.arms.registry import BuildInputs, buildable_arm_kind, is_planned
+from harness.arms.lab_arms import training_record
+from harness.arms.registry import BuildInputs, buildable_arm_kind, get_kind, is_planned
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
 from harness.config import to_plain
@@ -39,6 +40,8 @@ def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
         "model": _model_record(study, dataset.name, arm, cfg),
         "documents": [[d.doc_id, sha256_text(d.text)] for d in dataset.documents],
     }
+    if get_kind(cfg.kind).trains_on_questions:  # only the training split's evidence, never held-out questions
+        record["training"] = training_record(arm, dataset.questions)
     return sha256_text(canonical_json(record))
 
 
@@ -132,7 +135,7 @@ def build_dataset_arms(
                 continue
         built_set = kind.build(BuildInputs(
             dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=study.arms[arm],
-            progress=progress, dataset=dataset.name, fresh=fresh, replay=replay,
+            progress=progress, dataset=dataset.name, fresh=fresh, replay=replay, questions=dataset.questions,
         ))
         chunks, extra = built_set.chunks, built_set.manifest
         ids = [c.chunk_id for c in chunks]

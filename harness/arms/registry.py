@@ -14,7 +14,8 @@ from typing import Any, Callable, Mapping, Sequence
 from harness.arms.render import render_context, render_enriched, render_section_path, render_text
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.windows import median_token_length
-from harness.data.model import Chunk, Document
+from harness.config.lab import ProvisionsArm, QesDpArm, QesGreedyArm, WindowArm
+from harness.data.model import Chunk, Document, Question
 from harness.errors import HarnessError, InputError
 from harness.study import Study
 
@@ -39,6 +40,7 @@ class BuildInputs:
     dataset: str | None = None  # per-dataset model limits (harness.arms.model_limits)
     fresh: bool = False  # LLM kinds: regenerate instead of reading the cache
     replay: bool = False  # LLM kinds: answer only from the cache, never call a model
+    questions: Sequence[Question] = ()  # supervised kinds (QES) read the training split only
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class ArmChunks:
 @dataclass(frozen=True)
 class ArmKind:
     name: str
-    boundaries: str  # chunker in harness.chunking.CHUNKERS whose chunks the kind starts from
+    boundaries: str  # chunker in harness.chunking.CHUNKERS whose chunks the kind starts from (lab kinds: itself)
     rendering: Callable[[Chunk], Chunk]
     calls_per_chunk: int = 0
     calls_per_document: int = 0
@@ -59,6 +61,9 @@ class ArmKind:
     needs_s_chunks: bool = False  # FL measures its window on the S chunks
     annotation: str | None = None  # LLM kinds: ENRICH, ENRICH_WITHOUT_KEYS, CONTEXTUAL or PER_FIELD
     builder: Callable[["ArmKind", BuildInputs], ArmChunks] | None = None  # None: planned, not built yet
+    settings: type | None = None  # its own config schema (lab kinds); None: chosen by needs_model / planned
+    trains_on_questions: bool = False  # supervised: built from the training split's evidence (QES)
+    lab_chunker: Callable[..., list[Chunk]] | None = None  # lab kinds: fn(settings, doc, training spans)
 
     @property
     def implemented(self) -> bool:
@@ -102,6 +107,35 @@ def _build_llm_free(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
     return ArmChunks([kind.render(c) for c in raw], extra)
 
 
+def _build_lab(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
+    from harness.arms.lab_arms import doc_training, training_record
+
+    training = training_record(inputs.arm or kind.name, inputs.questions) if kind.trains_on_questions else {}
+    cfg = inputs.arm_config
+    if not isinstance(cfg, kind.settings):  # `harness chunk` passes a plain mapping: fill the defaults in
+        from harness.config.fields import Where, build
+
+        cfg = build(kind.settings, {"kind": kind.name, **cfg}, Where(None, ("arms", inputs.arm or kind.name)))
+    if isinstance(cfg.L, tuple):
+        raise HarnessError(f"arm `{inputs.arm}`: `L` is a sweep {list(cfg.L)}; build the expanded arms (<arm>@L<value>)")
+    raw = [c for d in inputs.documents for c in kind.lab_chunker(cfg, d, doc_training(training, d.doc_id))]
+    extra: dict[str, Any] = {"chunker": kind.name, "L": cfg.L}
+    if kind.trains_on_questions:
+        extra["training_questions_per_document"] = {d: len(v) for d, v in training.items()}
+    return ArmChunks([kind.render(c) for c in raw], extra)
+
+
+def _lab(name: str, settings: type, chunker: str, rendering=render_text, **kw) -> ArmKind:
+    from harness.arms import lab_arms
+
+    return ArmKind(name, name, rendering, builder=_build_lab, settings=settings,
+                   lab_chunker=getattr(lab_arms, chunker), **kw)
+
+
+def _keep_indexed(chunk: Chunk) -> Chunk:
+    return chunk if chunk.indexed_text else render_text(chunk)
+
+
 def _build_with_llm(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
     # imported here: the LLM layer is needed only when an LLM arm is actually built
     from harness.arms.llm_arms import build_llm_arm
@@ -129,6 +163,13 @@ KINDS: dict[str, ArmKind] = {k.name: k for k in (
     _free("F256t", "F256t", render_text),
     _free("P", "P", render_text),
     _free("FL", "FL", render_text, needs_s_chunks=True),
+    # the chunking lab (issue 16): `L` may be a list (a chunk-size sweep, harness.config.lab.expand_sweeps)
+    _lab("fixed", WindowArm, "fixed_chunks"),
+    _lab("sentence", WindowArm, "sentence_chunks"),
+    # provisions render their heading path (and resolved references) into indexed_text themselves
+    _lab("provisions", ProvisionsArm, "provisions", rendering=_keep_indexed),
+    _lab("qes-dp", QesDpArm, "qes_dp", trains_on_questions=True),
+    _lab("qes-greedy", QesGreedyArm, "qes_greedy", trains_on_questions=True),
     _llm("E", render_enriched, ENRICH, {"enrich": "enrich.txt"}, 1),
     _llm("E-K", render_enriched, ENRICH_WITHOUT_KEYS, {"enrich": "enrich.txt"}, 1),
     _llm("CR", render_context, CONTEXTUAL, {"contextual": "contextual.txt"}, 1),
@@ -151,6 +192,11 @@ def is_planned(arm_cfg: Any) -> bool:
     """An arm whose kind the plan names but no builder exists for yet: declared, never built or scored."""
     kind = arm_cfg.get("kind") if isinstance(arm_cfg, Mapping) else getattr(arm_cfg, "kind", None)
     return isinstance(kind, str) and kind in KINDS and not KINDS[kind].implemented
+
+
+def lab_kinds() -> list[ArmKind]:
+    """The chunking lab's kinds, in registry order (`harness lab` runs each with default settings)."""
+    return [k for k in KINDS.values() if k.lab_chunker is not None]
 
 
 def buildable_kinds() -> list[str]:

@@ -23,8 +23,7 @@ from harness.chunking.windows import _positive
 from harness.data.model import Chunk, Document
 from harness.errors import InputError
 
-REF_PATTERN = r"Section (\d+(?:\.\d+)+)"
-REF_CHARS = 320
+from harness.config.lab import REF_CHARS, REF_PATTERN  # noqa: E402 (defaults written once, in the config)
 _NUMBERED = re.compile(r"(\d+(?:\.\d+)+)\.?\s+(.*)")
 PATH_SEPARATOR = " > "  # the section-path joiner of blocks.py
 

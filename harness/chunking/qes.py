@@ -28,10 +28,8 @@ from harness.chunking.windows import _positive
 from harness.data.model import Chunk, Document
 from harness.errors import InputError
 
-MU = 0.05
-ALPHA = 0.02
-FLOOR = 0.5
-BUDGET_FACTOR = 1.35
+from harness.config.lab import QES_ALPHA as ALPHA, QES_BUDGET_FACTOR as BUDGET_FACTOR  # noqa: E402
+from harness.config.lab import QES_FLOOR as FLOOR, QES_MU as MU  # noqa: E402 (defaults written once, in the config)
 
 Span = tuple[int, int]
 

@@ -21,8 +21,7 @@ from harness.chunking.windows import _positive
 from harness.data.model import Chunk, Document
 from harness.errors import InputError
 
-LAB_L = 450
-OVERLAP_CHARS = 50
+from harness.config.lab import LAB_L, OVERLAP_CHARS  # noqa: E402 (defaults written once, in the config)
 
 # lower-cased, with their final period; a boundary after one of these is not a sentence end
 ABBREVIATIONS = frozenset(

@@ -82,6 +82,8 @@ def _arm_schema(raw: Mapping[str, Any]) -> type | None:
     spec = _registry().get(raw.get("kind"))
     if spec is None:
         return None
+    if spec.settings is not None:
+        return spec.settings
     if not spec.implemented:
         return PlannedArm
     return LlmArm if spec.needs_model else LlmFreeArm

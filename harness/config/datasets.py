@@ -80,7 +80,28 @@ class JsonlDataset:
     selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
 
 
-DATASET_SCHEMAS: dict[str, type] = {"qasper": QasperDataset, "freshstack": FreshStackDataset, "jsonl": JsonlDataset}
+@dataclass(frozen=True)
+class SeededSplit:
+    """question_evidence: draw the held-out questions with a seed instead of reading each record's `split`."""
+
+    seed: int = setting(check=Int())
+    held_out: float = setting(check=Number(0, 1, above=True))  # share of the questions held out
+
+
+@dataclass(frozen=True)
+class QuestionEvidenceDataset:
+    """One Markdown document plus a JSON list of {question, evidence: [exact strings], split} (the lab's format)."""
+
+    adapter: str = setting(check=OneOf(("question_evidence",)))
+    metric_set: str = setting(check=OneOf(("qasper",)))  # evidence strings: the Qasper-like metrics
+    document: str = setting(check=_PATH)  # the Markdown file
+    questions: str = setting(check=_PATH)  # the JSON list
+    split: SeededSplit | None = setting(None, Optional(Section(SeededSplit)))  # None: each record's `split`
+    selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))  # cluster = question
+
+
+DATASET_SCHEMAS: dict[str, type] = {"qasper": QasperDataset, "freshstack": FreshStackDataset, "jsonl": JsonlDataset,
+                                    "question_evidence": QuestionEvidenceDataset}
 DATASET = Variants("adapter", lambda raw: DATASET_SCHEMAS.get(raw.get("adapter")) if isinstance(raw.get("adapter"), str) else None,
                    tuple(DATASET_SCHEMAS))
-DatasetConfig = QasperDataset | FreshStackDataset | JsonlDataset
+DatasetConfig = QasperDataset | FreshStackDataset | JsonlDataset | QuestionEvidenceDataset

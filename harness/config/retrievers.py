@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from harness.config import lab
 from harness.config.fields import Int, ListOf, Number, OneOf, Optional, Text, Variants, Where, replace, setting
 
 BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25  # rank_bm25's BM25Okapi defaults (DESIGN section 6)
@@ -54,6 +55,27 @@ class Bm25(_Retriever):
     k1: float = setting(BM25_K1, Number(0))
     b: float = setting(BM25_B, Number(0, 1))
     epsilon: float = setting(BM25_EPSILON, Number(0))
+    # None: the harness's lowercase words (unset, so configs written before the option freeze unchanged);
+    # "lab": stop words dropped and a light suffix stemmer (harness.retrieval.lab_tokens)
+    tokenizer: str | None = setting(None, Optional(OneOf(lab.BM25_TOKENIZERS)))
+
+
+@dataclass(frozen=True)
+class Graph(_Retriever):
+    """Chunk-graph retriever (harness.retrieval.graph): personalised PageRank from a base retriever's seeds."""
+
+    base: str = setting(lab.GRAPH_BASE, Text(non_empty=True))  # another `retrievers:` entry
+    adjacency: float = setting(lab.GRAPH_ADJACENCY, Number(0))
+    section: float = setting(lab.GRAPH_SECTION, Number(0))
+    xref: float = setting(lab.GRAPH_XREF, Number(0))
+    lexical: float = setting(lab.GRAPH_LEXICAL, Number(0))
+    lexical_threshold: float = setting(lab.GRAPH_LEXICAL_THRESHOLD, Number(0, 1))
+    ablate: tuple[str, ...] = setting((), ListOf(OneOf(lab.EDGE_TYPES), unique=True))  # edge types switched off
+    ref_pattern: str = setting(lab.REF_PATTERN, Text(non_empty=True))  # what counts as a cross-reference
+    seeds: int = setting(lab.GRAPH_SEEDS, _POSITIVE)
+    restart: float = setting(lab.GRAPH_RESTART, Number(0, 1))
+    iterations: int = setting(lab.GRAPH_ITERATIONS, Int(1))
+    base_weight: float = setting(lab.GRAPH_BASE_WEIGHT, Number(0, 1))
 
 
 @dataclass(frozen=True)
@@ -104,7 +126,7 @@ class LlmYesRerank(_Rerank):
     template: str = setting(RERANK_TEMPLATE, Text(non_empty=True))  # in prompts/
 
 
-SIMPLE_TYPES: dict[str, type] = {"bm25": Bm25, "dense": Dense, "rrf": Rrf}
+SIMPLE_TYPES: dict[str, type] = {"bm25": Bm25, "dense": Dense, "rrf": Rrf, "graph": Graph}
 RETRIEVER_TYPES = (*SIMPLE_TYPES, "rerank")
 
 
@@ -118,7 +140,7 @@ def _retriever_schema(raw: Mapping[str, Any]) -> type | None:
 
 
 RETRIEVER = Variants("type", _retriever_schema, RETRIEVER_TYPES)
-RetrieverConfig = Bm25 | Dense | Rrf | CrossEncoderRerank | LlmYesRerank
+RetrieverConfig = Bm25 | Dense | Rrf | Graph | CrossEncoderRerank | LlmYesRerank
 
 
 def retriever_settings(name: str, cfg: Any) -> RetrieverConfig:

@@ -14,6 +14,7 @@ from typing import Any
 from harness.config.arms import ARM, ArmConfig
 from harness.config.chunking import Chunking
 from harness.config.datasets import DATASET, DatasetConfig
+from harness.config.lab import Assembly, expand_sweeps
 from harness.config.fields import (
     Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Where, build, replace, setting,
 )
@@ -47,8 +48,17 @@ class StudyConfig:
     )  # metric_set -> token budgets
     llm: Llm = setting(check=Section(Llm), factory=Llm)
     run_depth: int = setting(RUN_DEPTH, Int(1))
+    # how rankings fill the budgets before scoring; None: cl100k tokens, cut at the budget (unset, so configs
+    # written before the option freeze unchanged)
+    assembly: Assembly | None = setting(None, Optional(Section(Assembly)))
 
     def completed(self, where: Where) -> "StudyConfig":
+        self = replace(self, arms=expand_sweeps(self.arms, where.child("arms")))  # chunk-size sweeps -> arms
+        if self.assembly is not None and not self.assembly.is_default:
+            for name, ds in self.datasets.items():
+                if ds.metric_set != "qasper":
+                    raise where.child("assembly").fail(
+                        f"applies to the qasper metric set only; dataset `{name}` has metric_set {ds.metric_set!r}")
         _check_names(self.arms, "datasets", self.datasets, where.child("arms"))
         _check_names(self.retrievers, "datasets", self.datasets, where.child("retrievers"))
         _check_names(self.retrievers, "arms", self.arms, where.child("retrievers"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable
 
-from harness.data import freshstack, jsonl_corpus, qasper
+from harness.data import freshstack, jsonl_corpus, qasper, question_evidence
 from harness.data.common import METRIC_SETS, InputReader, LoadedDataset
 from harness.errors import HarnessError
 from harness.files import read_json
@@ -27,6 +27,7 @@ ADAPTERS: dict[str, Adapter] = {
     "qasper": qasper.load,
     "freshstack": freshstack.load,
     "jsonl": jsonl_corpus.load,
+    "question_evidence": question_evidence.load,
 }
 
 __all__ = ["ADAPTERS", "LoadedDataset", "dataset_options", "load_dataset", "read_selection"]

@@ -8,7 +8,7 @@ not in the text is an error naming it. Questions get ids q001, q002, ... in file
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.data.model import Evidence, Question
@@ -63,3 +63,58 @@ def read_lab_questions(text: str, qe_path: str, *, doc_id: str) -> list[LabQuest
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON (line {e.lineno}): {e.msg}", path=qe_path) from None
     return lab_questions(text, items, doc_id=doc_id, path=qe_path)
+
+
+# --- the study adapter (`adapter: question_evidence`, harness.data.load) ---
+
+
+def seeded_split(qids: list[str], seed: int, held_out: float) -> dict[str, str]:
+    """qid -> split: round(held_out x n) questions drawn with `seed` are held out (at least one is trained on
+    unless held_out is 1)."""
+    import random
+
+    n_held = min(len(qids), round(held_out * len(qids)))
+    chosen = set(random.Random(seed).sample(sorted(qids), n_held))
+    return {q: ("held-out" if q in chosen else "train") for q in qids}
+
+
+def load(study, name: str, options: dict, selection: dict | None, reader) -> "LoadedDataset":
+    """The document and its questions; stratum = split ("train" / "held-out"), cluster = the question."""
+    from collections import Counter
+    from pathlib import Path
+
+    from harness.data.common import LoadedDataset
+    from harness.data.model import Document
+    from harness.errors import HarnessError
+
+    doc_path, qe_path = study.resolve(options["document"]), study.resolve(options["questions"])
+    text, crlf = reader.read_markdown(doc_path)
+    doc_id = f"{name}/{Path(options['document']).name}"
+    try:
+        items = json.loads(reader.read_text(qe_path, what="question-evidence JSON file"))
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON (line {e.lineno}): {e.msg}", path=qe_path) from None
+    split = options.get("split")
+    if split is not None and isinstance(items, list):
+        # the seeded split replaces each record's own: records may leave `split` out
+        items = [dict(item, split="train") if isinstance(item, dict) else item for item in items]
+    located = lab_questions(text, items, doc_id=doc_id, path=reader.display_path(qe_path))
+    questions = [lq.question for lq in located]
+    if split is not None:
+        splits = seeded_split([q.qid for q in questions], split["seed"], split["held_out"])
+        questions = [replace(q, stratum=splits[q.qid]) for q in questions]
+    questions = [replace(q, dataset=name) for q in questions]
+    counts: Counter = Counter(questions_in_input=len(questions), questions_dropped_not_selected=0,
+                              documents_in_input=1, documents_crlf_normalised=int(crlf))
+    if selection is not None:
+        chosen = set(selection["selected"])
+        missing = sorted(chosen - {q.cluster for q in questions})
+        if missing:
+            raise HarnessError(f"dataset `{name}`: selected questions not in {qe_path}: {missing[:5]}; rerun `harness select`")
+        counts["questions_dropped_not_selected"] = sum(q.cluster not in chosen for q in questions)
+        questions = [q for q in questions if q.cluster in chosen]
+    for s in SPLITS:
+        counts[f"questions_{s.replace('-', '_')}"] = sum(q.stratum == s for q in questions)
+    counts["questions"] = len(questions)
+    document = Document(doc_id, name, text, {"source": reader.display_path(doc_path)})
+    return LoadedDataset(name, options["metric_set"], (document,), tuple(questions), dict(counts), reader.files)

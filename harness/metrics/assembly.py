@@ -19,9 +19,7 @@ from harness.errors import InputError
 from harness.metrics.budget import TokenCache, check_budget, fill_budget
 from harness.tokens import WORD_RE, words
 
-UNITS = ("tokens", "words")
-OVERFLOWS = ("cut", "skip")
-NOVELTY = 0.3
+from harness.config.lab import NOVELTY, OVERFLOWS, UNITS  # noqa: E402 (defaults written once, in the config)
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,10 @@ def score_qasper(
         rec.append((f"rec@{budget}t", sum(flags) / len(flags)))
         complete.append((f"complete@{budget}t", float(all(flags))))
         partial.append((f"partial@{budget}t", float(any(flags))))
+    return rec + complete + partial + _k_metrics(gold, head, ks, grams)
+
+
+def _k_metrics(gold: Sequence[UnitGrams], head: Sequence[Chunk], ks: Sequence[int], grams: GramCache) -> list:
     rec_k, hit_k = [], []
     matcher, added = EvidenceMatcher(gold), 0
     for k in ks:
@@ -111,4 +115,34 @@ def score_qasper(
         flags = matcher.flags()
         rec_k.append((f"rec@{k}", sum(flags) / len(flags)))
         hit_k.append((f"hit@{k}", float(any(flags))))
-    return rec + complete + partial + rec_k + hit_k
+    return rec_k + hit_k
+
+
+def score_qasper_assembled(
+    question: Question,
+    ranked_chunks: Sequence[Chunk],
+    budgets: Sequence[int],
+    ks: Sequence[int],
+    *,
+    tokens: TokenCache,
+    grams: GramCache,
+    unit: str,
+    overflow: str,
+    novelty: float | None,
+) -> list[tuple[str, float]]:
+    """score_qasper with another assembler (harness.metrics.assembly): each budget's metrics are measured on
+    exactly the units that assembler puts in the context; names carry the unit (complete@120w for words)."""
+    from harness.config.lab import UNIT_SUFFIX
+    from harness.metrics.assembly import assemble
+
+    gold = gold_strings(question, grams)
+    suffix = UNIT_SUFFIX[unit]
+    rec, complete, partial = [], [], []
+    for budget in budgets:
+        picked = assemble(iter(ranked_chunks), budget, unit=unit, overflow=overflow, novelty=novelty, tokens=tokens)
+        flags = retrieved_flags(gold, [grams.get_transient(p.text) if p.truncated else grams.get(p.text) for p in picked])
+        rec.append((f"rec@{budget}{suffix}", sum(flags) / len(flags)))
+        complete.append((f"complete@{budget}{suffix}", float(all(flags))))
+        partial.append((f"partial@{budget}{suffix}", float(any(flags))))
+    head = [ranked_chunks[i] for i in range(min(max(ks), len(ranked_chunks)))]
+    return rec + complete + partial + _k_metrics(gold, head, ks, grams)

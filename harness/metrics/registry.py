@@ -27,13 +27,13 @@ class MetricSet:
     k_metrics: tuple[str, ...]
     tail: tuple[str, ...] = ()
 
-    def metric_names(self, budgets: Sequence[int]) -> tuple[str, ...]:
-        """The names score_question returns for these budgets, in the same order."""
+    def metric_names(self, budgets: Sequence[int], suffix: str = "t") -> tuple[str, ...]:
+        """The names score_question returns for these budgets, in the same order (suffix "w": word budgets)."""
         budgets = check_budgets(budgets, self.name)
         if self.budget_interleaved:
-            by_budget = [f"{m}@{b}t" for b in budgets for m in self.budget_metrics]
+            by_budget = [f"{m}@{b}{suffix}" for b in budgets for m in self.budget_metrics]
         else:
-            by_budget = [f"{m}@{b}t" for m in self.budget_metrics for b in budgets]
+            by_budget = [f"{m}@{b}{suffix}" for m in self.budget_metrics for b in budgets]
         return tuple(by_budget + [f"{m}@{k}" for m in self.k_metrics for k in self.ks] + list(self.tail))
 
 
@@ -65,12 +65,12 @@ METRIC_SETS: dict[str, MetricSet] = {
 ANSWER_METRICS: dict[str, tuple[str, ...]] = {"qasper": ("answer_f1",), "freshstack": ("nugget_recall",)}
 
 
-def known_metric_names(metric_set: str, budgets: Sequence[int]) -> tuple[str, ...]:
+def known_metric_names(metric_set: str, budgets: Sequence[int], suffix: str = "t") -> tuple[str, ...]:
     """Every metric name a dataset of this set can have results for: retrieval metrics, then answer-level."""
     ms = get_metric_set(metric_set)
     budgets = check_budgets(budgets, ms.name)
-    answers = tuple(f"{m}@{b}t" for m in ANSWER_METRICS.get(ms.name, ()) for b in budgets)
-    return ms.metric_names(budgets) + answers
+    answers = tuple(f"{m}@{b}{suffix}" for m in ANSWER_METRICS.get(ms.name, ()) for b in budgets)
+    return ms.metric_names(budgets, suffix) + answers
 
 
 @dataclass
@@ -121,13 +121,21 @@ def score_question(
     budgets: Sequence[int],
     *,
     cache: ScoringCache | None = None,
+    assembly: Any = None,
 ) -> list[tuple[str, float]]:
     """(metric name, value) pairs for one question's ranking, each name once, in metric_names order.
 
     ranked_chunks is the full ranking, best first; only its head (enough for the largest budget and the
     deepest k) is read. Pass one `cache` for a whole scoring run so each chunk is encoded once.
+    `assembly` (harness.config.lab.Assembly, None: today's token cut) chooses how budgets are filled.
     """
     ms = get_metric_set(metric_set)
     budgets = check_budgets(budgets, ms.name)
     cache = cache if cache is not None else ScoringCache()
+    if assembly is not None and not assembly.is_default:
+        if ms.name != "qasper":
+            raise HarnessError(f"assembly options apply to the qasper metric set only, not {ms.name!r}")
+        return qasper.score_qasper_assembled(question, ranked_chunks, budgets, ms.ks, tokens=cache.tokens,
+                                             grams=cache.grams, unit=assembly.unit, overflow=assembly.overflow,
+                                             novelty=assembly.novelty)
     return ms.score(question, ranked_chunks, budgets, ms.ks, tokens=cache.tokens, grams=cache.grams)

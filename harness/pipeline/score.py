@@ -93,7 +93,8 @@ def score_cell(
             else:
                 run_rows += ranking_rows(q.qid, rankings[i], ids, tag, depth=run_depth)
                 ranked = _Ranked(scope.chunks, rankings[i])
-            for metric, value in score_question(dataset.metric_set, q, ranked, budgets, cache=cache):
+            for metric, value in score_question(dataset.metric_set, q, ranked, budgets, cache=cache,
+                                                assembly=study.config.assembly):
                 rows.append(ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value))
     write_run(study.run_path(dataset.name, arm, retriever_name), run_rows)
     return rows, counts

@@ -43,7 +43,9 @@ def _unknown_name(study: Study, test: TestPlan) -> str | None:
             return f"{side}: arm {arm!r} is built for datasets {', '.join(only)} only, not {test.dataset!r}"
     dataset = study.datasets[test.dataset]
     metric_set = dataset.get("metric_set")
-    metrics = known_metric_names(metric_set, budgets_from_config(study.config.budgets, metric_set))
+    assembly = study.config.assembly
+    metrics = known_metric_names(metric_set, budgets_from_config(study.config.budgets, metric_set),
+                                 assembly.suffix if assembly is not None else "t")
     if test.metric not in metrics:
         return f"unknown metric {test.metric!r} for dataset {test.dataset!r} (metric_set {metric_set})"
     if test.subset is not None and test.subset.strata is not None:
@@ -59,6 +61,10 @@ def declared_strata(dataset_cfg: Mapping[str, Any]) -> tuple[str, ...]:
     """The strata a dataset entry declares: FreshStack's `domains`, or an explicit `strata:` list."""
     if isinstance(dataset_cfg.get("strata"), list):
         return tuple(map(str, dataset_cfg["strata"]))
+    if dataset_cfg.get("adapter") == "question_evidence":  # stratum = split
+        from harness.data.question_evidence import SPLITS
+
+        return SPLITS
     if dataset_cfg.get("adapter") == "freshstack" and isinstance(dataset_cfg.get("domains"), dict):
         return tuple(map(str, dataset_cfg["domains"]))
     return ()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.files import atomic_write_text
-from harness.report import sections_inputs, sections_outcomes
+from harness.report import sections_inputs, sections_lab, sections_outcomes
 from harness.report.context import ReportContext
 from harness.report.html import render_page
 from harness.report.model import Section
@@ -22,7 +22,7 @@ from harness.study import Study
 SECTION_BUILDERS = (
     sections_inputs.identity, sections_inputs.data, sections_inputs.chunk_sets, sections_inputs.costs,
     sections_outcomes.per_arm_means, sections_outcomes.verdicts, sections_outcomes.forest_plots,
-    sections_outcomes.budget_sweeps, sections_outcomes.spending_guide,
+    sections_outcomes.budget_sweeps, sections_lab.lab_results, sections_outcomes.spending_guide,
 )
 
 
@@ -32,7 +32,8 @@ def report_dir(study: Study) -> Path:
 
 def build_sections(study: Study) -> list[Section]:
     ctx = ReportContext(study)
-    return [build(ctx) for build in SECTION_BUILDERS]
+    sections = (build(ctx) for build in SECTION_BUILDERS)
+    return [sec for sec in sections if sec is not None]  # None: a section that does not apply to this study
 
 
 def build_report(study: Study) -> Path:

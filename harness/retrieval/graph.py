@@ -19,20 +19,23 @@ import numpy as np
 
 from harness.retrieval.base import Ranking, rank_by_score
 
-EDGE_TYPES = ("adjacency", "section", "xref", "lexical")
+from harness.config import lab
+from harness.config.lab import EDGE_TYPES
 
 
 @dataclass(frozen=True)
 class GraphParams:
-    adjacency: float = 1.0
-    section: float = 0.5
-    xref: float = 1.0
-    lexical: float = 0.5
-    lexical_threshold: float = 0.2  # Jaccard of token sets
-    seeds: int = 3
-    restart: float = 0.5
-    iterations: int = 25
-    base_weight: float = 0.6  # the PageRank term gets 1 - base_weight
+    """Defaults written once, in harness.config.lab."""
+
+    adjacency: float = lab.GRAPH_ADJACENCY
+    section: float = lab.GRAPH_SECTION
+    xref: float = lab.GRAPH_XREF
+    lexical: float = lab.GRAPH_LEXICAL
+    lexical_threshold: float = lab.GRAPH_LEXICAL_THRESHOLD  # Jaccard of token sets
+    seeds: int = lab.GRAPH_SEEDS
+    restart: float = lab.GRAPH_RESTART
+    iterations: int = lab.GRAPH_ITERATIONS
+    base_weight: float = lab.GRAPH_BASE_WEIGHT  # the PageRank term gets 1 - base_weight
 
     def without(self, *edge_types: str) -> "GraphParams":
         """These parameters with the named edge types switched off (the ablation switch)."""

