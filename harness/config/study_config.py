@@ -17,6 +17,7 @@ from harness.config.datasets import DATASET, DatasetConfig
 from harness.config.fields import (
     Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Where, build, replace, setting,
 )
+from harness.config.executor import Executor
 from harness.config.models import MODEL, ModelConfig
 from harness.config.retrievers import RETRIEVER, RetrieverConfig
 from harness.data.common import METRIC_SETS
@@ -47,6 +48,7 @@ class StudyConfig:
     )  # metric_set -> token budgets
     llm: Llm = setting(check=Section(Llm), factory=Llm)
     run_depth: int = setting(RUN_DEPTH, Int(1))
+    executor: Executor | None = setting(None, Optional(Section(Executor)))  # None: local (harness.config.executor)
 
     def completed(self, where: Where) -> "StudyConfig":
         _check_names(self.arms, "datasets", self.datasets, where.child("arms"))

@@ -23,7 +23,7 @@ developed), registration times and computed outcome flags (they change when a fi
 committed, not when its content does), `llm.workers` (calls are cached and ordered within a document,
 so parallelism cannot move a result), `llm.spend_cap_usd` (a cap stops a run, it cannot change one),
 a model's `timeout_s`, and its pool of servers (`hosts`, `failover`: every server must report the same
-model digest, harness.llm.pool, so which one answers cannot move a result).
+model digest, harness.llm.pool, so which one answers cannot move a result), and `executor` (local or Ray).
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ REPORTED = (
     ("config", "models", "*", "timeout_s"),  # how long to wait for a server, not what it answers
     ("config", "models", "*", "hosts"),  # which servers answer: the pool checks they serve the same weights
     ("config", "models", "*", "failover"),
+    ("config", "executor"),  # where cells run, not what they compute
     ("registration", "*", "registered_at"),
     ("registration", "*", "time_source"),
     ("registration", "*", "before_outcomes"),
