@@ -1,8 +1,10 @@
 """`harness score`."""
 
+import contextlib
+
 from harness.cli.main import add_study_argument
 from harness.config.executor import EXECUTORS
-from harness.pipeline.executors import choose_executor
+from harness.pipeline.executors import choose_executor, is_local, ray_session
 from harness.pipeline.score import score_study
 from harness.provenance.freeze import check_frozen
 from harness.study import Study
@@ -22,8 +24,10 @@ def run(args) -> int:
     study = Study.at(args.study)
     frozen = check_frozen(study, stage="score")
     executor = choose_executor(study, args.executor, args.ray_address)
-    rows = score_study(study, frozen_hash=frozen, datasets=args.dataset, progress=not args.no_progress,
-                       executor=executor)
+    # one Ray session for every dataset (starting a local instance takes seconds)
+    with contextlib.nullcontext() if is_local(executor) else ray_session(executor):
+        rows = score_study(study, frozen_hash=frozen, datasets=args.dataset, progress=not args.no_progress,
+                           executor=executor)
     for name, n in rows.items():
         print(f"score: {name}: {n} per-question rows -> results/per_question/{name}.parquet (frozen config {frozen[:12]})")
     return 0
