@@ -2,6 +2,10 @@
 PYTHON ?= python3
 VENV   := .venv
 STUDY  ?= .
+# EXECUTOR=ray runs score and stats as Ray tasks (RAY_ADDRESS=<cluster>, else a local instance); empty: the config's
+EXECUTOR ?=
+RAY_ADDRESS ?=
+EXEC_ARGS := $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(RAY_ADDRESS),--ray-address $(RAY_ADDRESS))
 # llama.cpp for any x86-64 with AVX2 (a plain portable build has no SIMD and decodes ~10x slower)
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 RUN    := $(VENV)/bin/python -m harness
@@ -17,7 +21,7 @@ $(STAMP):
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	# the CPU build of torch first, from local disk; a plain `torch` requirement would pull a CUDA build
 	$(VENV)/bin/python -m pip install --quiet torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(VENV)/bin/python -m pip install --quiet -e '.[test,bench]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -46,10 +50,10 @@ build-arms: $(STAMP)  ## build every arm's chunk set (LLM calls cached)
 	$(RUN) build-arms --study $(STUDY)
 
 score: $(STAMP)  ## rank every arm under every retriever and write per-question results
-	$(RUN) score --study $(STUDY)
+	$(RUN) score --study $(STUDY) $(EXEC_ARGS)
 
 stats: $(STAMP)  ## run the plan's families: verdict tables and forest plots
-	$(RUN) stats --study $(STUDY)
+	$(RUN) stats --study $(STUDY) $(EXEC_ARGS)
 
 audit: $(STAMP)  ## recompute every family and compare with the released statistics
 	$(RUN) audit --study $(STUDY)

@@ -1,10 +1,14 @@
-"""BM25 throughput: harness's vectorised BM25 against rank_bm25.BM25Okapi in the same run.
+"""BM25 throughput: the harness's vectorised BM25 against rank_bm25.BM25Okapi (the reference whose exact
+scores and rankings the harness keeps) and bm25s (the fastest peer on PyPI; a benchmark-only dependency,
+`pip install bm25s==0.3.16`, skipped with a note when absent), in the same run.
 
-Synthetic, seeded corpus (Zipf-distributed vocabulary): 10,000 chunks and 1,000 questions by default.
-Prints build times, queries per second for scoring (like for like with rank_bm25.get_scores) and for
-full rankings, the speed-up, the maximum absolute score difference and whether every ranking agrees.
+Synthetic, seeded corpora (Zipf-distributed vocabulary) of 10,000 and 100,000 chunks by default.
+Prints build times, queries per second for scoring (like for like with rank_bm25.get_scores and
+bm25s.get_scores) and for full rankings (bm25s: batched top-100 retrieve), the largest score difference
+from rank_bm25 for the harness and for bm25s (whose "robertson" idf has no epsilon floor for common terms),
+and whether every harness ranking agrees with rank_bm25's.
 
-    .venv/bin/python benchmarks/bench_bm25.py [--chunks 10000] [--questions 1000] [--seed 0]
+    .venv/bin/python benchmarks/bench_bm25.py [--chunks 10000 --chunks 100000] [--questions 1000] [--seed 0]
 """
 
 from __future__ import annotations
@@ -41,18 +45,31 @@ def synthetic(n_chunks: int, n_questions: int, seed: int, vocabulary: int = 30_0
     return chunks, queries
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=10_000)
-    parser.add_argument("--questions", type=int, default=1_000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+def bm25s_figures(tokens, query_tokens, ref_scores) -> dict | None:
+    try:
+        import bm25s
+    except ImportError:
+        return None
+    t = time.perf_counter()
+    peer = bm25s.BM25(method="robertson", k1=1.5, b=0.75)  # rank_bm25's BM25Okapi formula and defaults
+    peer.index(tokens, show_progress=False)
+    build = time.perf_counter() - t
+    t = time.perf_counter()
+    scores = [peer.get_scores(q) for q in query_tokens]
+    score_time = time.perf_counter() - t
+    t = time.perf_counter()
+    peer.retrieve(query_tokens, k=min(100, len(tokens)), show_progress=False, n_threads=1)
+    rank_time = time.perf_counter() - t
+    diff = max(float(np.max(np.abs(a - b))) for a, b in zip(ref_scores, scores))
+    return {"build": build, "score": score_time, "rank": rank_time, "diff": diff}
 
-    chunks, queries = synthetic(args.chunks, args.questions, args.seed)
+
+def one_size(n_chunks: int, n_questions: int, seed: int) -> None:
+    chunks, queries = synthetic(n_chunks, n_questions, seed)
     tokens = [words(c.indexed_text) for c in chunks]
     query_tokens = [words(q) for q in queries]
     print(f"corpus: {len(chunks)} chunks, {sum(map(len, tokens))} tokens; {len(queries)} questions, "
-          f"{np.mean([len(q) for q in query_tokens]):.1f} tokens each (seed {args.seed})")
+          f"{np.mean([len(q) for q in query_tokens]):.1f} tokens each (seed {seed})")
 
     t = time.perf_counter()
     reference = BM25Okapi(tokens)
@@ -60,7 +77,6 @@ def main() -> None:
     t = time.perf_counter()
     index = BM25Retriever("bm25").index("bench", chunks)
     our_build = time.perf_counter() - t
-    print(f"index build: rank_bm25 {ref_build:.2f} s, harness {our_build:.2f} s")
 
     t = time.perf_counter()
     ref_scores = [reference.get_scores(q) for q in query_tokens]
@@ -73,6 +89,7 @@ def main() -> None:
     t = time.perf_counter()
     rankings = index.search_many(queries)
     rank_time = time.perf_counter() - t
+    peer = bm25s_figures(tokens, query_tokens, ref_scores)
 
     max_diff = max(float(np.max(np.abs(a - b))) for a, b in zip(ref_scores, our_scores))
     max_rel = max(float(np.max(np.abs(a - b) / np.maximum(np.abs(a), 1e-300))) for a, b in zip(ref_scores, our_scores))
@@ -80,11 +97,26 @@ def main() -> None:
         r.order.tolist() == np.lexsort((np.arange(len(s)), -s)).tolist() for r, s in zip(rankings, ref_scores)
     )
     n = len(queries)
-    print(f"rank_bm25 get_scores:       {n / ref_time:10.1f} queries/s ({ref_time:.2f} s)")
-    print(f"harness scores:             {n / score_time:10.1f} queries/s ({score_time:.2f} s)  speed-up {ref_time / score_time:.1f}x")
-    print(f"harness full rankings:      {n / rank_time:10.1f} queries/s ({rank_time:.2f} s)  speed-up {ref_time / rank_time:.1f}x")
-    print(f"max abs score difference:   {max_diff:.3g} (max relative {max_rel:.3g})")
-    print(f"rankings identical to rank_bm25's scores sorted by (-score, position): {same_order}")
+    print(f"  index build: rank_bm25 {ref_build:.2f} s, harness {our_build:.2f} s"
+          + (f", bm25s {peer['build']:.2f} s" if peer else ""))
+    print(f"  {'':24} {'scores q/s':>11} {'rankings q/s':>13} {'max |score - rank_bm25|':>24}")
+    print(f"  {'rank_bm25':24} {n / ref_time:>11.1f} {'':>13} {0.0:>24.3g}")
+    if peer:
+        print(f"  {'bm25s 0.3 (robertson)':24} {n / peer['score']:>11.1f} {n / peer['rank']:>13.1f} {peer['diff']:>24.3g}")
+    else:
+        print("  bm25s: not installed (pip install bm25s==0.3.16), no peer figures")
+    print(f"  {'harness':24} {n / score_time:>11.1f} {n / rank_time:>13.1f} {max_diff:>24.3g}  (max relative {max_rel:.3g})")
+    print(f"  harness rankings identical to rank_bm25's scores sorted by (-score, position): {same_order}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, action="append", help="corpus size (repeatable; default 10000 and 100000)")
+    parser.add_argument("--questions", type=int, default=1_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    for n_chunks in args.chunks or [10_000, 100_000]:
+        one_size(n_chunks, args.questions, args.seed)
 
 
 if __name__ == "__main__":

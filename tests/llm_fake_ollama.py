@@ -4,7 +4,8 @@ One fake serves both paths of harness.llm.ollama_client (chat models and embeddi
 Chat replies are computed from the prompt (so answers are deterministic and checkable); `mode` picks the
 behaviour: "valid", "invalid-until-seed-2" (garbage on seeds 0 and 1), "invalid" (always garbage).
 `delay_s` slows each chat answer; `go_down_after=N` closes the listening socket after N chat calls,
-so later calls are refused. `fail_status=500` answers every endpoint with that HTTP status.
+so later calls are refused. `fail_status=500` answers every endpoint with that HTTP status. `blob` is the
+digest /api/tags lists (a pool of servers refuses servers whose digests differ).
 Embeddings are `fake_vector` of the (whitespace-word) text; an input longer than `embed_context` words
 is refused with HTTP 400 under truncate=false and cut to the window under truncate=true, like Ollama.
 """
@@ -80,7 +81,9 @@ class FakeOllama:
         delay_s: float = 0.0,
         embed_context: int = 8,
         fail_status: int | None = None,
+        blob: str = BLOB,
     ):
+        self.blob = blob
         self.delay_s = delay_s
         self.embed_context = embed_context
         self.fail_status = fail_status
@@ -148,7 +151,7 @@ class FakeOllama:
                 if fake.fail_status is not None:
                     self._send(fake.fail_status, {"error": "internal server error"})
                 elif self.path == "/api/tags":
-                    models = [{"model": m, "name": m, "digest": BLOB, "size": 1} for m in sorted(fake.models)]
+                    models = [{"model": m, "name": m, "digest": fake.blob, "size": 1} for m in sorted(fake.models)]
                     self._send(200, {"models": models})
                 else:
                     self._send(404, {"error": "no such endpoint"})

@@ -10,7 +10,7 @@ from harness.config.retrievers import retriever_settings
 from llm_fake_ollama import DIGEST, FakeOllama
 
 from harness.llm import ollama_client
-from harness.llm.base import BackendUnavailable, LlmError, ModelNotFound
+from harness.llm.base import BackendUnavailable, LlmError, ModelNotFound, ServerFailed
 from harness.llm.ollama_backend import OllamaBackend
 from harness.llm.ollama_client import OllamaClient, model_digest
 from harness.llm.registry import make_backend, resolve_digest
@@ -114,7 +114,8 @@ def test_server_error_is_the_same_error_in_both_paths():
         call_errors = [_raised(lambda: chat.complete("x", schema=None, seed=0)), _raised(lambda: embedder.embed(["x"]))]
     assert str(digest_errors[0]) == str(digest_errors[1])
     for e in digest_errors + call_errors:
-        assert type(e) is LlmError  # not a missing model, not an outage: the server answered 500
+        assert type(e) is ServerFailed  # not a missing model, not an outage: the server answered 500
+        assert isinstance(e, LlmError)
         assert f"ollama at {fake.host} failed for model '{MODEL}' while " in str(e)
         assert "HTTP 500: internal server error" in str(e)
 

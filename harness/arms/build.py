@@ -50,7 +50,9 @@ def _model_record(study: Study, dataset: str, arm: str, cfg: Any) -> dict | None
     model = getattr(cfg, "model", None)
     if model is None or model not in study.models:
         return None
-    return to_plain(effective_model_config(arm, cfg, study.models[model], dataset, study.datasets))
+    record = to_plain(effective_model_config(arm, cfg, study.models[model], dataset, study.datasets))
+    # which servers serve the model cannot change an answer (harness.llm.pool): not an input
+    return {k: v for k, v in record.items() if k not in ("hosts", "failover")}
 
 
 def _token_lengths(chunks: Sequence[Chunk]) -> list[int]:

@@ -4,8 +4,8 @@ An arm with `allow_shortfall: true` (the scaling arm on a seeded sample, run on 
 reaches the spend cap keeps the documents that completed and records the shortfall in its manifest;
 the plan's subset with `allow_shortfall` then restricts its contrasts to the completed clusters.
 
-Documents run concurrently (llm.workers; one at a time for an in-process backend, Backend.serial), each
-document's chunks in order. The first stopping error
+Documents run concurrently (llm.workers; one at a time for an in-process backend, Backend.serial; at
+least one per slot for a pool of servers, harness.llm.pool), each document's chunks in order. The first stopping error
 (model missing, auth, server gone, spend cap, replay miss) stops every worker before its next fresh
 call; everything already answered is in the generation cache, so a rerun resumes there.
 
@@ -137,9 +137,13 @@ def build_llm_arm(
         session = LlmSession(backend, cache, ledger, retry_options=retry)
         if backend.serial:
             workers = 1
+        servers = getattr(backend, "capacity", None)  # a pool (harness.llm.pool): one worker per slot
+        if servers is not None:
+            workers = max(workers, servers)
         outcomes, stopped_by = _run_documents(session, spec, templates, selected, header_chunks, seeds, workers,
                                               progress, allow_shortfall=arm_cfg.allow_shortfall)
         identity = session.identity
+        pool_servers = backend.describe_servers() if hasattr(backend, "describe_servers") else None
     shortfall = None
     if stopped_by is not None:  # only with allow_shortfall: keep the documents that completed, name the rest
         planned = selected
@@ -154,6 +158,8 @@ def build_llm_arm(
             chunks.append(spec.render(replace(chunk, generated=generated)))
     manifest = _manifest(arm_name, spec, model_name, identity, templates, selected, documents, outcomes, ledger, cache,
                          workers=workers)
+    if pool_servers is not None:  # which servers answered: run facts, not inputs (no cache key holds them)
+        manifest["run"]["servers"] = pool_servers
     if shortfall is not None:
         manifest["shortfall"] = shortfall
     return LlmArmResult(chunks, manifest)

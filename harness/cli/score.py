@@ -1,6 +1,10 @@
 """`harness score`."""
 
+import contextlib
+
 from harness.cli.main import add_study_argument
+from harness.config.executor import EXECUTORS
+from harness.pipeline.executors import choose_executor, is_local, ray_session
 from harness.pipeline.score import score_study
 from harness.provenance.freeze import check_frozen
 from harness.study import Study
@@ -13,12 +17,24 @@ def add_arguments(parser) -> None:
     add_study_argument(parser)
     parser.add_argument("--dataset", action="append", help="only this dataset (repeatable)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_executor_arguments(parser)
 
 
 def run(args) -> int:
     study = Study.at(args.study)
     frozen = check_frozen(study, stage="score")
-    rows = score_study(study, frozen_hash=frozen, datasets=args.dataset, progress=not args.no_progress)
+    executor = choose_executor(study, args.executor, args.ray_address)
+    # one Ray session for every dataset (starting a local instance takes seconds)
+    with contextlib.nullcontext() if is_local(executor) else ray_session(executor):
+        rows = score_study(study, frozen_hash=frozen, datasets=args.dataset, progress=not args.no_progress,
+                           executor=executor)
     for name, n in rows.items():
         print(f"score: {name}: {n} per-question rows -> results/per_question/{name}.parquet (frozen config {frozen[:12]})")
     return 0
+
+
+def add_executor_arguments(parser) -> None:
+    """Shared by `score` and `stats`: where the cells run (default: the config's `executor:`, else local)."""
+    parser.add_argument("--executor", choices=EXECUTORS, help="local (this process) or ray (each cell a task)")
+    parser.add_argument("--ray-address", metavar="ADDR",
+                        help="an existing Ray cluster (e.g. ray://head:10001); default: start a local instance")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.cli.main import add_study_argument
+from harness.cli.score import add_executor_arguments
 from harness.study import Study
 
 HELP = 'run every registered family (plan + amendments) on the per-question results and write results/stats/'
@@ -24,9 +25,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--deviation", metavar="REASON",
                         help="look at outcomes before every configured cell is scored; the look and its "
                              "reason are appended to DEVIATIONS.md and recorded in every output")
+    add_executor_arguments(parser)
 
 
 def run(args) -> int:
+    from harness.pipeline.executors import choose_executor, is_local, run_plan_on_ray
     from harness.stats.families import run_plan
     from harness.provenance.interim import require_outcomes_allowed
     from harness.stats.io import load_judge_rates, load_per_question, results_frozen_hash, write_outputs
@@ -38,8 +41,13 @@ def run(args) -> int:
     deviation = require_outcomes_allowed(study, command="stats", deviation_reason=args.deviation)
     table = load_per_question(study)
     stamp = {"frozen_config_hash": frozen} | ({"deviation": args.deviation} if deviation else {})
-    results = [r.to_json() | stamp
-               for r in run_plan(plan, table, only=args.family, judge_rates=load_judge_rates(study))]
+    executor = choose_executor(study, args.executor, args.ray_address)
+    rates = load_judge_rates(study)
+    if is_local(executor):
+        families = run_plan(plan, table, only=args.family, judge_rates=rates)
+    else:
+        families = run_plan_on_ray(executor, plan, table, only=args.family, judge_rates=rates)
+    results = [r.to_json() | stamp for r in families]
     write_outputs(study.stats_dir, results)
     for fam in results:
         if fam["status"] == "ran":

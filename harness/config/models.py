@@ -19,10 +19,50 @@ OPENAI_OPTIONS = {"temperature": 0.0, "max_tokens": 1024}
 TIMEOUT_S = 600.0  # per call, for server backends
 OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
 FIRST_SEED = 0  # the seed of a model's first attempt; retries take `llm.retry_seeds`
+HOST_CONCURRENCY = 4  # calls one pooled server runs at once (`hosts: [{url, concurrency}]`)
+FAILOVER_BACKOFF_S = 1.0  # first wait before a failed host is tried again; doubles per failure
+FAILOVER_MAX_BACKOFF_S = 60.0
+FAILOVER_FAILURES = 5  # consecutive failures after which a host counts as down (all down: the build stops)
 
 _TEMPERATURE = Number(0)
 _POSITIVE = Int(1)
 _NAMES = Optional(ListOf(Text(non_empty=True)))
+
+
+@dataclass(frozen=True)
+class ServerHost:
+    """One server of a pool (harness.llm.pool): its URL and how many calls it takes at once."""
+
+    url: str = setting(check=Text(non_empty=True))
+    concurrency: int = setting(HOST_CONCURRENCY, _POSITIVE)
+
+
+@dataclass(frozen=True)
+class Failover:
+    """How a pool treats a failing host (refused, timed out, HTTP 5xx): back off, then retry it."""
+
+    backoff_s: float = setting(FAILOVER_BACKOFF_S, Number(0))
+    max_backoff_s: float = setting(FAILOVER_MAX_BACKOFF_S, Number(0))
+    failures_before_down: int = setting(FAILOVER_FAILURES, _POSITIVE)
+
+
+_HOSTS = Optional(ListOf(Section(ServerHost), min_len=1))
+_FAILOVER = Optional(Section(Failover))
+
+
+def _pool_checked(model: Any, single: str, where: Where) -> Any:
+    """`hosts:` replaces the single-server key; the pool's URLs must be distinct."""
+    if model.hosts is None:
+        if model.failover is not None:
+            raise where.child("failover").fail("applies only to a pool of servers (`hosts:`)")
+        return model
+    if getattr(model, single) is not None:
+        raise where.child("hosts").fail(f"give either `{single}:` (one server) or `hosts:` (a pool), not both")
+    urls = [h.url.rstrip("/") for h in model.hosts]
+    repeated = sorted({u for u in urls if urls.count(u) > 1})
+    if repeated:
+        raise where.child("hosts").fail(f"lists {repeated[0]} more than once")
+    return model
 
 
 @dataclass(frozen=True)
@@ -39,10 +79,15 @@ class _Model:
 class OllamaModel(_Model):
     name: str = setting(check=Text(non_empty=True))
     host: str | None = setting(None, Optional(Text(non_empty=True)))  # default: $OLLAMA_HOST or localhost
+    hosts: tuple[ServerHost, ...] | None = setting(None, _HOSTS)  # a pool of servers instead of `host:`
+    failover: Failover | None = setting(None, _FAILOVER)  # None: Failover's defaults
     timeout_s: float = setting(TIMEOUT_S, Number(0, above=True))
     temperature: float = setting(OLLAMA_OPTIONS["temperature"], _TEMPERATURE)
     num_ctx: int = setting(OLLAMA_OPTIONS["num_ctx"], _POSITIVE)
     num_predict: int = setting(OLLAMA_OPTIONS["num_predict"], _POSITIVE)
+
+    def completed(self, where: Where) -> "OllamaModel":
+        return _pool_checked(self, "host", where)
 
 
 @dataclass(frozen=True)
@@ -80,7 +125,10 @@ class Provider:
 @dataclass(frozen=True)
 class OpenAIModel(_Model):
     name: str = setting(check=Text(non_empty=True))
-    base_url: str = setting(check=Text(non_empty=True))
+    base_url: str | None = setting(None, Optional(Text(non_empty=True)))  # one server; or `hosts:`
+    hosts: tuple[ServerHost, ...] | None = setting(None, _HOSTS)  # self-hosted servers (vLLM, llama.cpp server)
+    failover: Failover | None = setting(None, _FAILOVER)
+    revision: str | None = setting(None, Optional(Text(non_empty=True)))  # the weights' revision, pinned in a pool
     api_key_env: str = setting(OPENAI_API_KEY_ENV, Text(non_empty=True))
     timeout_s: float = setting(TIMEOUT_S, Number(0, above=True))
     temperature: float = setting(OPENAI_OPTIONS["temperature"], _TEMPERATURE)
@@ -90,6 +138,11 @@ class OpenAIModel(_Model):
     price_in_per_mtok: float | None = setting(None, Optional(Number(0)))  # USD per million prompt tokens
     price_out_per_mtok: float | None = setting(None, Optional(Number(0)))
     context_tokens: int | None = setting(None, Optional(_POSITIVE))  # the model's window, when known
+
+    def completed(self, where: Where) -> "OpenAIModel":
+        if self.base_url is None and self.hosts is None:
+            raise where.child("base_url").fail("is required (or list the servers under `hosts:`)")
+        return _pool_checked(self, "base_url", where)
 
 
 MODEL_SCHEMAS: dict[str, type] = {"ollama": OllamaModel, "llama.cpp": LlamaCppModel, "openai-compatible": OpenAIModel}

@@ -18,6 +18,7 @@ from harness.config.lab import Assembly, expand_sweeps
 from harness.config.fields import (
     Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Where, build, replace, setting,
 )
+from harness.config.executor import Executor
 from harness.config.models import MODEL, ModelConfig
 from harness.config.retrievers import RETRIEVER, RetrieverConfig
 from harness.data.common import METRIC_SETS
@@ -51,6 +52,7 @@ class StudyConfig:
     # how rankings fill the budgets before scoring; None: cl100k tokens, cut at the budget (unset, so configs
     # written before the option freeze unchanged)
     assembly: Assembly | None = setting(None, Optional(Section(Assembly)))
+    executor: Executor | None = setting(None, Optional(Section(Executor)))  # None: local (harness.config.executor)
 
     def completed(self, where: Where) -> "StudyConfig":
         self = replace(self, arms=expand_sweeps(self.arms, where.child("arms")))  # chunk-size sweeps -> arms

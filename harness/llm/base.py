@@ -42,6 +42,14 @@ class BackendUnavailable(LlmError):
     """The server went away (refused or dropped connection)."""
 
 
+class ServerFailed(LlmError):
+    """The server answered with an HTTP 5xx: it may recover, so a pool of servers retries elsewhere."""
+
+
+class ModelMismatch(LlmError):
+    """Two servers of one pool serve different weights (digest, or model id and revision)."""
+
+
 class ReplayMiss(LlmError):
     """A replay-only build asked for a call that is not in the cache."""
 
@@ -106,6 +114,14 @@ class Backend(ABC):
     def prompt_token_limit(self) -> int | None:
         """Largest prompt (in tokens) that leaves room for the answer, when the context is known."""
         return None
+
+    def host_report(self) -> str:
+        """What this server says about the model it serves; the servers of a pool must all agree."""
+        return self.digest
+
+    def pooled_digest(self, report: str) -> str:
+        """The digest a pool of servers records for the `host_report` they agree on: no server in it."""
+        return report
 
     def estimate_cost_usd(self, messages: Sequence[Message], options: Mapping[str, Any]) -> float:
         """Upper-bound cost of one call, checked against the spend cap before calling."""

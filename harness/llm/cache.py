@@ -141,7 +141,10 @@ class GenerationCache:
             while view:
                 written = os.write(self._fd, view)
                 view = view[written:]
-            os.fsync(self._fd)
+        # outside the lock: parallel callers' fsyncs share one journal commit instead of queueing behind each
+        # other (a pool of servers finishes many calls at once); each caller still returns only once durable
+        os.fsync(self._fd)
+        with self._lock:
             self._remember(record)
 
     def close(self) -> None:

@@ -100,17 +100,27 @@ class SpendLedger:
         with self._lock:
             self._reserved -= reservation
 
+    def settle(self, reservation: float, record: CacheRecord) -> None:
+        """A fresh call's cost replaces its reservation in one step: releasing first would let a parallel
+        call see neither, and pass the cap."""
+        with self._lock:
+            self._reserved -= reservation
+            self._count(record, fresh=True)
+
     def record(self, record: CacheRecord, *, fresh: bool) -> None:
         with self._lock:
-            self._calls += 1
-            self._fresh += int(fresh)
-            self._hits += int(not fresh)
-            self._tok_in += record.prompt_tokens
-            self._tok_out += record.completion_tokens
-            self._wall += record.wall_s
-            self._cost += record.cost_usd
-            if fresh:
-                self._fresh_cost += record.cost_usd
+            self._count(record, fresh=fresh)
+
+    def _count(self, record: CacheRecord, *, fresh: bool) -> None:  # under self._lock
+        self._calls += 1
+        self._fresh += int(fresh)
+        self._hits += int(not fresh)
+        self._tok_in += record.prompt_tokens
+        self._tok_out += record.completion_tokens
+        self._wall += record.wall_s
+        self._cost += record.cost_usd
+        if fresh:
+            self._fresh_cost += record.cost_usd
 
     @property
     def spent_usd(self) -> float:

@@ -8,7 +8,7 @@ Both paths go through `OllamaClient`, so the two things that must not differ bet
   never a guess. `harness freeze`, the chat backend and the embedding retriever all read it this way.
 - the error mapping (`ollama_error`): HTTP 404 -> ModelNotFound, 401/403 -> AuthError, a refused or
   dropped connection -> BackendUnavailable, any other HTTP error (5xx) -> LlmError, each naming the host,
-  the model and what was being done. An embedding input longer than the context window (HTTP 400,
+  the model and what was being done; a 5xx is ServerFailed, which a pool of servers retries elsewhere. An embedding input longer than the context window (HTTP 400,
   "context length") is InputTooLong, which the embedder handles by truncating and counting.
 
 The host is the caller's `host:` setting, else $OLLAMA_HOST (the variable the Ollama CLI and the `ollama`
@@ -22,7 +22,7 @@ import re
 import threading
 from typing import Any, Callable, Mapping, TypeVar
 
-from harness.llm.base import AuthError, BackendUnavailable, LlmError, ModelNotFound
+from harness.llm.base import AuthError, BackendUnavailable, LlmError, ModelNotFound, ServerFailed
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 _DIGEST_RE = re.compile(r"(?:sha256[:-])?([0-9a-f]{64})")
@@ -63,7 +63,8 @@ def ollama_error(e: BaseException, *, host: str, model: str, doing: str) -> LlmE
             )
         if status == 400 and "context length" in message.lower():
             return InputTooLong(message)
-        return LlmError(f"ollama at {host} failed for model {model!r} while {doing}: HTTP {status}: {message}")
+        failed = ServerFailed if status >= 500 else LlmError  # a 5xx may pass: a pool retries another server
+        return failed(f"ollama at {host} failed for model {model!r} while {doing}: HTTP {status}: {message}")
     if isinstance(e, (ConnectionError, httpx.TransportError)):
         return BackendUnavailable(
             f"ollama at {host} is unreachable (while {doing} for model {model!r}; {type(e).__name__}): start it "

@@ -21,6 +21,7 @@ from harness.llm.base import (
     LlmError,
     Message,
     ModelNotFound,
+    ServerFailed,
     as_messages,
 )
 from harness.files import canonical_json, sha256_text
@@ -44,8 +45,12 @@ class OpenAICompatibleBackend(Backend):
         price_out_per_mtok: float | None = None,
         context_tokens: int | None = None,
         timeout_s: float = TIMEOUT_S,
+        revision: str | None = None,
+        max_retries: int = 2,
     ):
         super().__init__(model, options)
+        self.revision = revision
+        self.max_retries = max_retries  # a pool member retries nothing itself: the pool fails over
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.price_in = price_in_per_mtok
@@ -67,6 +72,7 @@ class OpenAICompatibleBackend(Backend):
             price_out_per_mtok=cfg.get("price_out_per_mtok"),
             context_tokens=cfg.get("context_tokens"),
             timeout_s=float(cfg["timeout_s"]),
+            revision=cfg.get("revision"),
         )
 
     @property
@@ -74,6 +80,28 @@ class OpenAICompatibleBackend(Backend):
         """Hosted weights cannot be hashed: pin what we control (endpoint, model id, routing)."""
         pinned = {"base_url": self.base_url, "model": self.model, "provider": self.options.get("provider")}
         return "provider-sha256:" + sha256_text(canonical_json(pinned))
+
+    def host_report(self) -> str:
+        """The server's /v1/models record for the configured id (vLLM: root and parent; llama.cpp: meta),
+        without its per-server fields (creation time); a server not serving the id is ModelNotFound."""
+        client = self._client_or_fail()
+        try:
+            listed = client.models.list()
+        except Exception as e:  # noqa: BLE001 - mapped to the project's errors like a chat call
+            raise self._error(e) from None
+        for m in listed.data:
+            if m.id == self.model:
+                record = m.model_dump(mode="json")
+                kept = {k: record[k] for k in ("id", "root", "parent", "meta") if record.get(k) is not None}
+                return canonical_json(kept | {"revision": self.revision})
+        raise ModelNotFound(f"{self.base_url} does not serve model {self.model!r} (its /v1/models lists "
+                            f"{', '.join(sorted(m.id for m in listed.data)) or 'nothing'})")
+
+    def pooled_digest(self, report: str) -> str:
+        """Model id, revision, routing and the servers' common model record: no URL, so any pool size agrees."""
+        pinned = {"model": self.model, "revision": self.revision, "provider": self.options.get("provider"),
+                  "served": report}
+        return "pool-sha256:" + sha256_text(canonical_json(pinned))
 
     @property
     def prompt_token_limit(self) -> int | None:
@@ -98,8 +126,23 @@ class OpenAICompatibleBackend(Backend):
             key = os.environ.get(self.api_key_env)
             if not key:
                 raise AuthError(f"set the environment variable {self.api_key_env} to the API key for {self.base_url}")
-            self._client = OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=2)
+            self._client = OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=self.max_retries)
         return self._client
+
+    def _error(self, e: BaseException) -> LlmError:
+        import openai
+
+        if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
+            return AuthError(f"{self.base_url} refused the API key in {self.api_key_env}: {e}")
+        if isinstance(e, openai.NotFoundError):
+            return ModelNotFound(f"{self.base_url} has no model {self.model!r} (check `name`): {e}")
+        if isinstance(e, openai.APIConnectionError):  # refused, dropped or timed out
+            return BackendUnavailable(f"{self.base_url} is unreachable ({e}); rerun to resume from the cache")
+        if isinstance(e, openai.InternalServerError):
+            return ServerFailed(f"{self.base_url} failed (HTTP 5xx): {e}")
+        if isinstance(e, openai.APIError):
+            return LlmError(f"{self.base_url} failed: {e}")
+        raise e
 
     def complete(
         self,
@@ -131,14 +174,8 @@ class OpenAICompatibleBackend(Backend):
         start = time.perf_counter()
         try:
             resp = client.chat.completions.create(**kwargs)
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
-            raise AuthError(f"{self.base_url} refused the API key in {self.api_key_env}: {e}") from None
-        except openai.NotFoundError as e:
-            raise ModelNotFound(f"{self.base_url} has no model {self.model!r} (check `name`): {e}") from None
-        except openai.APIConnectionError as e:
-            raise BackendUnavailable(f"{self.base_url} is unreachable ({e}); rerun to resume from the cache") from None
         except openai.APIError as e:
-            raise LlmError(f"{self.base_url} failed: {e}") from None
+            raise self._error(e) from None
         wall = time.perf_counter() - start
         usage = resp.usage
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)

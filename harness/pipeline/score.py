@@ -20,6 +20,7 @@ from harness.metrics.registry import ScoringCache, budgets_from_config, score_qu
 from harness.pipeline.grid import (
     SCORED, cell_state, configured_cells, mark_cell_done, per_question_dir, per_question_sidecar,
 )
+from harness.pipeline.executors import Executor, is_local, score_cells_on_ray
 from harness.pipeline.parts import combine_parts, write_part
 from harness.pipeline.results import ResultRow
 from harness.files import atomic_write_json, read_json, sha256_text
@@ -102,9 +103,10 @@ def score_cell(
 
 def score_study(
     study: Study, *, frozen_hash: str | None, datasets: Sequence[str] | None = None, progress: bool = True,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = print, executor: "Executor | None" = None,
 ) -> dict[str, int]:
-    """Score every configured cell not yet complete; returns {dataset: rows in its combined table}."""
+    """Score every configured cell not yet complete; returns {dataset: rows in its combined table}.
+    `executor` (harness.pipeline.executors): None or local scores here; ray makes each cell a task."""
     from tqdm import tqdm
 
     selection = read_selection(study)
@@ -124,6 +126,9 @@ def score_study(
         counters_before = {r: context.get(r).stats() for r in retrievers}  # retrievers are shared across datasets
         cache = ScoringCache()
         cell_counts: dict[str, dict] = {}
+        if executor is not None and not is_local(executor):
+            cell_counts = score_cells_on_ray(study, executor, name, todo, frozen_hash=frozen_hash, log=log)
+            todo = []  # scored by the tasks; combined below exactly as after the local loop
         bar = tqdm(todo, desc=f"score {name}", unit="cell", disable=not progress)
         loaded: dict[str, list[Scope]] = {}
         for cell in bar:

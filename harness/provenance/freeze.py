@@ -21,8 +21,9 @@ should use): the harness commit and whether its source tree is clean, package an
 pins live in pyproject.toml; refusing every upgrade would make the harness unusable while it is being
 developed), registration times and computed outcome flags (they change when a file is first
 committed, not when its content does), `llm.workers` (calls are cached and ordered within a document,
-so parallelism cannot move a result), `llm.spend_cap_usd` (a cap stops a run, it cannot change one) and
-a model's `timeout_s`.
+so parallelism cannot move a result), `llm.spend_cap_usd` (a cap stops a run, it cannot change one),
+a model's `timeout_s`, and its pool of servers (`hosts`, `failover`: every server must report the same
+model digest, harness.llm.pool, so which one answers cannot move a result), and `executor` (local or Ray).
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ REPORTED = (
     ("config", "llm", "spend_cap_usd"),
     ("config_file",),  # the parsed config's hash: only tells a value edit from a comment edit (below)
     ("config", "models", "*", "timeout_s"),  # how long to wait for a server, not what it answers
+    ("config", "models", "*", "hosts"),  # which servers answer: the pool checks they serve the same weights
+    ("config", "models", "*", "failover"),
+    ("config", "executor"),  # where cells run, not what they compute
     ("registration", "*", "registered_at"),
     ("registration", "*", "time_source"),
     ("registration", "*", "before_outcomes"),

@@ -54,14 +54,15 @@ class BM25Index(ScopeIndex):
         self._indptr, self._rows, self._weights = tf.indptr, rows, weights
 
     def scores(self, query: str) -> np.ndarray:
-        scores = np.zeros(self.n_chunks, dtype=np.float64)
-        for token in self._tokenize(query):
-            col = self.vocabulary.get(token)
-            if col is None:
-                continue
-            lo, hi = self._indptr[col], self._indptr[col + 1]
-            scores[self._rows[lo:hi]] += self._weights[lo:hi]
-        return scores
+        cols = [c for c in map(self.vocabulary.get, self._tokenize(query)) if c is not None]
+        if not cols:
+            return np.zeros(self.n_chunks, dtype=np.float64)
+        # one pass over the query's posting lists; bincount adds each chunk's contributions in input order,
+        # i.e. token by token in query order, as rank_bm25 does (a term absent from a chunk adds exactly 0)
+        spans = [slice(self._indptr[c], self._indptr[c + 1]) for c in cols]
+        rows = np.concatenate([self._rows[s] for s in spans])
+        weights = np.concatenate([self._weights[s] for s in spans])
+        return np.bincount(rows, weights=weights, minlength=self.n_chunks).astype(np.float64, copy=False)
 
     def search(self, query: str) -> Ranking:
         return rank_by_score(self.scores(query))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -54,15 +54,28 @@ def family_settings(plan: Plan, family: FamilyPlan) -> dict:
     }
 
 
+def contrast_arguments(plan: Plan, family: FamilyPlan, test: TestPlan, table: ResultTable) -> dict:
+    """What `compare` is called with for one registered test (its seed derived from the family's)."""
+    selection = select_questions(table, test)
+    return dict(
+        dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever, metric=test.metric,
+        seed=derive_seed(family.seed, test.id), resamples=plan.resamples, max_flips=plan.max_flips,
+        margin=test.margin if test.rule == "tost" else None, stratified=plan.datasets[test.dataset].stratified,
+        subset_clusters=selection.clusters, strata=selection.strata,
+    )
+
+
 def run_family(
     plan: Plan, family: FamilyPlan, table: pd.DataFrame | ResultTable, *,
     judge_rates: Mapping[str, Mapping[str, float]] | None = None,
+    contrast: Callable[[FamilyPlan, TestPlan, ResultTable], Any] | None = None,
 ) -> FamilyResult:
     """Every test of the family that has results; a test without them is a row with verdict `missing`
     (Holm still counts it, as p = 1, so the registered family size holds). A family none of whose tests
     has results is not run. `judge_rates` gives, per judge name, its measured acceptance-control rates
     (`positive`: on the accepted answer, `negative`: on another question's answer); a test whose judge
-    misses a registered threshold, or has no recorded rates, is reported as exploratory."""
+    misses a registered threshold, or has no recorded rates, is reported as exploratory. `contrast`
+    (family, test, table) -> compare's result replaces the in-process call (harness.pipeline.executors)."""
     settings = family_settings(plan, family)
     table = as_results(table)
     contrasts, missing = [], []
@@ -74,12 +87,10 @@ def run_family(
             contrasts.append((test, None, lacking))
             continue
         selection = select_questions(table, test)
-        result = compare(
-            table, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever, metric=test.metric,
-            seed=derive_seed(family.seed, test.id), resamples=plan.resamples, max_flips=plan.max_flips,
-            margin=test.margin if test.rule == "tost" else None, stratified=plan.datasets[test.dataset].stratified,
-            subset_clusters=selection.clusters, strata=selection.strata,
-        )
+        if contrast is None:
+            result = compare(table, **contrast_arguments(plan, family, test, table))
+        else:
+            result = contrast(family, test, table)
         contrasts.append((test, result.to_json() | {"subset": selection.to_json(test)}, ()))
     missing = sorted(set(missing))
     if all(c is None for _, c, _ in contrasts):
@@ -89,10 +100,11 @@ def run_family(
 
 
 def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
-             judge_rates: Mapping[str, Mapping[str, float]] | None = None) -> list[FamilyResult]:
+             judge_rates: Mapping[str, Mapping[str, float]] | None = None,
+             contrast: Callable[[FamilyPlan, TestPlan, ResultTable], Any] | None = None) -> list[FamilyResult]:
     families = plan.families if not only else [plan.family(f) for f in only]
     results = as_results(table)
-    return [run_family(plan, fam, results, judge_rates=judge_rates) for fam in families]
+    return [run_family(plan, fam, results, judge_rates=judge_rates, contrast=contrast) for fam in families]
 
 
 def _decisive_p(test: TestPlan, contrast: dict | None) -> float:

@@ -1,0 +1,149 @@
+"""Where the grid's cells run: `local` (this process, one cell after another) or `ray` (each cell a task).
+
+With Ray, a scoring cell (dataset x arm x retriever) is one task and a registered contrast's bootstrap is
+another. A task runs the same function the local loop runs, on the same files, and writes its outputs
+under the cell's own name, so the per-question results, run files and statistics are byte-identical to a
+local run whatever the number of workers or the completion order (tests/test_pipeline_executors.py).
+
+Ray workers read the study directory by path: on a cluster it must be on storage every node mounts at the
+same path, or shipped with the job (README, "Running on a Ray cluster"). Ray is an optional extra
+(`pip install -e '.[ray]'`); the local executor needs nothing new.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from harness.config.executor import EXECUTORS, LOCAL, Executor
+from harness.errors import HarnessError
+
+RAY_HINT = "pip install -e '.[ray]' (the pinned Ray release)"
+
+
+def choose_executor(study: Any, kind: str | None, ray_address: str | None) -> Executor:
+    """The command line's --executor / --ray-address over the config's `executor:`, over local."""
+    configured = study.config.executor or Executor()
+    chosen = kind or configured.kind
+    if chosen not in EXECUTORS:
+        raise HarnessError(f"--executor {chosen!r}: choose one of {', '.join(EXECUTORS)}")
+    return Executor(chosen, ray_address or configured.ray_address, configured.workers)
+
+
+@contextlib.contextmanager
+def ray_session(executor: Executor) -> Iterator[Any]:
+    """Connect to `ray_address`, or start a local instance with `workers` CPUs; shut down what we started."""
+    try:
+        import ray
+    except ImportError:
+        raise HarnessError(f"the ray executor needs Ray: {RAY_HINT}") from None
+    if ray.is_initialized():  # a caller (a test, a notebook) already chose the cluster
+        yield ray
+        return
+    if executor.ray_address:
+        ray.init(address=executor.ray_address, log_to_driver=False)
+    else:
+        # local workers import this very harness (a worktree or checkout may shadow the installed one)
+        here = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+        ray.init(num_cpus=executor.workers, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": path}})
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+# --- scoring ---
+
+
+def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, frozen_hash: str | None) -> dict[str, int]:
+    """One cell from the study on disk, exactly as the local loop scores it; returns its counts."""
+    from harness.data.load import load_dataset, read_selection
+    from harness.metrics.registry import ScoringCache, budgets_from_config
+    from harness.arms.build import read_chunk_set
+    from harness.pipeline.grid import Cell, mark_cell_done, per_question_dir
+    from harness.pipeline.parts import write_part
+    from harness.pipeline.score import score_cell, scopes
+    from harness.provenance.timeline import record_first_outcome
+    from harness.retrieval.registry import RetrieverContext
+    from harness.study import Study
+
+    study = Study.at(root)
+    dataset = load_dataset(study, dataset_name, selection=read_selection(study))
+    budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
+    scoped = scopes(dataset, read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash))
+    context = RetrieverContext.for_study(study, progress=False)
+    rows, counts = score_cell(study, dataset, arm, retriever, scoped, context, ScoringCache(), budgets,
+                              run_depth=study.config.run_depth)
+    record_first_outcome(study, frozen_hash=frozen_hash)
+    write_part(per_question_dir(study), dataset_name, arm, retriever, rows)
+    mark_cell_done(study, Cell(dataset_name, arm, retriever), frozen_hash=frozen_hash, n_questions=counts["questions"])
+    return counts
+
+
+def score_cells_on_ray(
+    study: Any, executor: Executor, dataset_name: str, cells: Sequence[Any], *, frozen_hash: str | None,
+    log: Callable[[str], None] = print,
+) -> dict[str, dict[str, int]]:
+    """Every cell a task; progress is logged as cells complete, in the `harness status` vocabulary."""
+    from harness.pipeline.grid import SCORED
+
+    if not cells:
+        return {}
+    with ray_session(executor) as ray:
+        task = ray.remote(score_one_cell)
+        pending = {task.remote(str(study.root), dataset_name, c.arm, c.retriever, frozen_hash): c for c in cells}
+        counts: dict[str, dict[str, int]] = {}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            cell = pending.pop(done[0])
+            counts[str(cell)] = ray.get(done[0])  # a failed task raises here, naming the cell's error
+            log(f"{cell}: {SCORED} ({len(counts)}/{len(cells)} cells, ray)")
+    return {str(c): counts[str(c)] for c in cells}  # grid order, whatever the completion order
+
+
+# --- statistics ---
+
+
+def _compare_task(table: Any, arguments: dict[str, Any]) -> Any:
+    from harness.stats.contrast import compare
+
+    return compare(table, **arguments)
+
+
+def run_plan_on_ray(
+    executor: Executor, plan: Any, table: Any, *, only: list[str] | None = None, judge_rates: Any = None,
+    log: Callable[[str], None] = print,
+) -> list[Any]:
+    """Every registered contrast's bootstrap a task; Holm and the verdicts then run here, as locally."""
+    from harness.stats.contrast import as_results, missing_for
+    from harness.stats.families import contrast_arguments, run_plan
+
+    results = as_results(table)
+    families = plan.families if not only else [plan.family(f) for f in only]
+    with ray_session(executor) as ray:
+        shared = ray.put(results)
+        task = ray.remote(_compare_task)
+        pending = {}
+        for family in families:
+            for test in family.tests:
+                if missing_for(results, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
+                               metric=test.metric):
+                    continue  # run_family reports it as missing
+                ref = task.remote(shared, contrast_arguments(plan, family, test, results))
+                pending[ref] = (family.id, test.id)
+        computed = {}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            key = pending.pop(done[0])
+            computed[key] = ray.get(done[0])
+            log(f"{key[0]}/{key[1]}: bootstrap done ({len(computed)} contrasts, ray)")
+    return run_plan(plan, results, only=only, judge_rates=judge_rates,
+                    contrast=lambda family, test, _table: computed[(family.id, test.id)])
+
+
+def is_local(executor: Executor) -> bool:
+    return executor.kind == LOCAL

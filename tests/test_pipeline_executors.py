@@ -1,0 +1,66 @@
+"""The local and Ray executors (harness.pipeline.executors) give byte-identical results and statistics."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from harness.cli.main import main
+from harness.config.executor import Executor
+from harness.errors import HarnessError
+from harness.pipeline.executors import choose_executor
+from harness.study import Study
+from pipeline_support import edit_config, make_llm_free_study
+
+
+def outputs(study: Study) -> dict[str, bytes]:
+    """Per-question tables, run files and statistics (JSON and CSV), by path under results/."""
+    wanted = [*(study.results / "per_question").glob("*.parquet"), *(study.results / "per_question").glob("*.csv"),
+              *(study.results / "runs").rglob("*.run"), *study.stats_dir.glob("*.json"), *study.stats_dir.glob("*.csv")]
+    return {str(p.relative_to(study.results)): p.read_bytes() for p in sorted(wanted) if p.is_file()}
+
+
+def run_pipeline(root, *executor_args: str) -> Study:
+    study = make_llm_free_study(root)
+    assert main(["build-arms", "--study", str(root), "--no-progress"]) == 0
+    assert main(["score", "--study", str(root), "--no-progress", *executor_args]) == 0
+    assert main(["stats", "--study", str(root), *executor_args]) == 0
+    return study
+
+
+@pytest.mark.slow
+def test_ray_and_local_give_byte_identical_results_and_stats(tmp_path, capsys):
+    ray = pytest.importorskip("ray")
+    local = outputs(run_pipeline(tmp_path / "local"))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parents[1])}})
+    try:
+        on_ray = outputs(run_pipeline(tmp_path / "ray", "--executor", "ray"))
+    finally:
+        ray.shutdown()
+    printed = capsys.readouterr().out
+    assert "scored (" in printed and "cells, ray)" in printed  # progress as cells complete
+    assert "bootstrap done" in printed
+    assert any(k.endswith(".parquet") for k in local) and any(k.startswith("stats") for k in local)
+    assert any(k.startswith("runs") for k in local)
+    assert local.keys() == on_ray.keys()
+    for name in local:
+        assert local[name] == on_ray[name], name
+
+
+def test_the_config_sets_the_executor_and_the_command_line_wins(tmp_path):
+    study = make_llm_free_study(tmp_path, freeze=False)
+    assert choose_executor(study, None, None) == Executor("local")
+    edit_config(tmp_path, lambda cfg: cfg.__setitem__("executor", {"kind": "ray", "ray_address": "ray://h:1"}))
+    study = Study.at(tmp_path)
+    assert choose_executor(study, None, None) == Executor("ray", "ray://h:1")
+    assert choose_executor(study, "local", None).kind == "local"
+    assert choose_executor(study, None, "ray://other:2").ray_address == "ray://other:2"
+
+
+def test_an_unknown_executor_in_the_config_is_an_error(tmp_path):
+    make_llm_free_study(tmp_path, freeze=False)
+    edit_config(tmp_path, lambda cfg: cfg.__setitem__("executor", {"kind": "dask"}))
+    with pytest.raises(HarnessError, match=r"`executor\.kind`"):
+        Study.at(tmp_path).config  # noqa: B018
+    assert yaml.safe_load((tmp_path / "configs" / "study.yaml").read_text())["executor"] == {"kind": "dask"}
