@@ -188,7 +188,7 @@ def read_source_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, fro
     if not study.chunks_path(dataset.name, arm).is_file():
         raise HarnessError(
             f"{dataset.name}/{arm}: chunk set not built ({study.chunks_path(dataset.name, arm)}), and arms built from it "
-            f"need it first: run `make build-arms STUDY={study.root}` (or `harness build-arms --arms {arm}`)"
+            f"need it first: run `make build-arms STUDY={study.root}` (or `harness build-arms --arm {arm}`)"
         )
     return read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash)
 
