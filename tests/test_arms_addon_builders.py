@@ -142,3 +142,20 @@ def test_m_tp_counts_valid_partial_invalid_and_unparseable_mappings(tmp_path, mo
     rebuilt = build()  # everything answered from the generation cache
     assert backend.calls == 6 and rebuilt.manifest["llm"]["run"]["fresh_calls"] == 0
     assert [c.to_json() for c in rebuilt.chunks] == [c.to_json() for c in built.chunks]
+
+
+def test_build_arms_names_the_make_target_when_the_source_is_not_built(tmp_path):
+    from harness.arms.build import build_arms, sources_first
+    from harness.cli.main import main
+    from harness.provenance.freeze import frozen_hash
+    from harness.study import Study
+    from pipeline_support import edit_config, make_llm_free_study
+
+    study = make_llm_free_study(tmp_path / "s", freeze=False)
+    edit_config(study.root, lambda c: c["arms"].update({"Mx": {"kind": "M", "of": "P"}}))
+    assert main(["select", "--study", str(study.root)]) == 0 and main(["freeze", "--study", str(study.root)]) == 0
+    study = Study.at(study.root)
+    assert sources_first(study, ["Mx", "S", "P"]) == ["P", "Mx", "S"]  # the source is built first
+    with pytest.raises(HarnessError, match=r"papers/P: chunk set not built .*run `make build-arms STUDY=.*"
+                                           r"`harness build-arms --arm P`"):
+        build_arms(study, arms=["Mx"], frozen_hash=frozen_hash(study), progress=False, log=lambda _: None)
