@@ -19,7 +19,7 @@ def make_llm_free_study(root: Path, retrievers: tuple[str, ...] = ("bm25",), *, 
         shutil.copytree(DEMO / part, root / part)
     edit_config(root, lambda cfg: (
         cfg.__setitem__("arms", {a: {"kind": a} for a in LLM_FREE}),
-        cfg.__setitem__("retrievers", {r: cfg["retrievers"][r] for r in retrievers}),
+        cfg.__setitem__("retrievers", {r: _llm_free_retriever(cfg["retrievers"][r]) for r in retrievers}),
         cfg.pop("models", None),
     ))
     _keep_llm_free_tests(root, retrievers)  # freeze refuses a plan naming arms the config does not define
@@ -27,6 +27,15 @@ def make_llm_free_study(root: Path, retrievers: tuple[str, ...] = ("bm25",), *, 
         assert main(["select", "--study", str(root)]) == 0
         assert main(["freeze", "--study", str(root)]) == 0
     return Study.at(root)
+
+
+def _llm_free_retriever(cfg: dict) -> dict:
+    """A retriever entry whose `arms:` list (if any) keeps only the arms this copy configures; a list that
+    then names every one of them restricts nothing and is dropped, so arms a test adds get its cells too."""
+    if "arms" not in cfg:
+        return cfg
+    kept = [a for a in cfg["arms"] if a in LLM_FREE]
+    return {k: v for k, v in cfg.items() if k != "arms"} if set(kept) == set(LLM_FREE) else {**cfg, "arms": kept}
 
 
 def edit_config(root: Path, change) -> None:

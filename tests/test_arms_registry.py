@@ -17,7 +17,8 @@ from pipeline_support import edit_config, make_llm_free_study
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = [REPO / "configs" / "study.yaml", REPO / "examples" / "demo" / "configs" / "study.yaml"]
-PLANNED = ["M", "RM", "SM", "M-TP", "E+KX", "E+AX", "E+SX", "E+keys", "E+entities"]
+PLANNED = ["E+keys", "E+entities"]
+ADDON = ["M", "RM", "SM", "M-TP", "E+KX", "E+AX", "E+SX"]
 
 
 @pytest.mark.parametrize("config", SHIPPED, ids=lambda p: p.parent.parent.name)
@@ -35,11 +36,18 @@ def test_every_shipped_arm_resolves_to_a_registered_kind(config):
 
 def test_planned_kinds_are_registered_but_not_buildable():
     assert [k for k in KINDS if not KINDS[k].implemented] == PLANNED
-    assert set(buildable_kinds()) == {"S", "S+T", "F512c", "F256t", "P", "FL", "E", "E-K", "CR", "PF",
+    assert set(buildable_kinds()) == {"S", "S+T", "F512c", "F256t", "P", "FL", "E", "E-K", "CR", "PF", *ADDON,
                                       "fixed", "sentence", "provisions", "qes-dp", "qes-greedy"}
-    with pytest.raises(HarnessError, match=r"arm `Mx` has kind 'M', which the plan names but this harness does "
-                                           r"not implement yet \(buildable kinds: S, S\+T, "):
-        get_kind("M").build(BuildInputs((), {}, dict, arm="Mx"))
+    with pytest.raises(HarnessError, match=r"arm `Kx` has kind 'E\+keys', which the plan names but this harness "
+                                           r"does not implement yet \(buildable kinds: S, S\+T, "):
+        get_kind("E+keys").build(BuildInputs((), {}, dict, arm="Kx"))
+
+
+def test_add_on_kinds_start_from_another_arm():
+    assert all(KINDS[k].derived for k in ADDON)
+    assert [k for k in ADDON if KINDS[k].retrieval_time] == ["E+KX", "E+AX", "E+SX"]
+    with pytest.raises(HarnessError, match=r"arm `X` \(kind E\+KX\) is expanded at retrieval time"):
+        get_kind("E+KX").build(BuildInputs((), {}, dict, arm="X"))
 
 
 def test_unknown_kind_names_the_choices():
@@ -49,14 +57,14 @@ def test_unknown_kind_names_the_choices():
 
 def test_building_a_planned_arm_fails_before_any_work(tmp_path, capsys):
     study = make_llm_free_study(tmp_path / "s", freeze=False)
-    edit_config(study.root, lambda c: c["arms"].__setitem__("M", {"kind": "M", "of": "S"}))
+    edit_config(study.root, lambda c: c["arms"].__setitem__("M", {"kind": "E+keys", "of": "S"}))
     assert main(["select", "--study", str(study.root)]) == 0
     assert main(["freeze", "--study", str(study.root)]) == 0  # the plan may register a kind before it is built
     capsys.readouterr()
     assert main(["status", "--study", str(study.root)]) == 0
     assert "not buildable yet, skipped: M" in capsys.readouterr().out
     assert main(["build-arms", "--study", str(study.root), "--arm", "M", "--no-progress"]) == 1
-    assert "arm `M` has kind 'M', which the plan names but this harness does not implement yet" in capsys.readouterr().err
+    assert "arm `M` has kind 'E+keys', which the plan names but this harness does not implement yet" in capsys.readouterr().err
     assert not (study.results / "chunks").exists()  # refused before any work
     assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0  # the others build; M is skipped
     assert "not built (declared for the plan, no builder yet): M" in capsys.readouterr().out

@@ -245,7 +245,7 @@ def test_chunker_defaults_come_from_the_schema():
 
 def test_schema_names_match_the_registries():
     from harness.arms.registry import KINDS
-    from harness.config.arms import LlmArm, LlmFreeArm, PlannedArm, _arm_schema
+    from harness.config.arms import DerivedArm, LlmArm, LlmFreeArm, _arm_schema
     from harness.config.datasets import DATASET_SCHEMAS
     from harness.config.models import MODEL_SCHEMAS
     from harness.config.retrievers import RETRIEVER_TYPES as SCHEMA_TYPES
@@ -255,7 +255,7 @@ def test_schema_names_match_the_registries():
 
     # arm kinds are named once, in the registry; the schema picks each one's entry shape from it
     shapes = {k: _arm_schema({"kind": k}) for k in KINDS}
-    assert shapes["S"] is LlmFreeArm and shapes["E"] is LlmArm and shapes["M"] is PlannedArm
+    assert shapes["S"] is LlmFreeArm and shapes["E"] is LlmArm and shapes["M"] is DerivedArm and shapes["E+keys"] is DerivedArm
     assert all(shape is not None for shape in shapes.values()) and _arm_schema({"kind": "Q"}) is None
     assert set(ADAPTERS) == set(DATASET_SCHEMAS)
     assert set(BACKENDS) == set(MODEL_SCHEMAS)

@@ -172,7 +172,7 @@ def test_flagship_plan_validates_against_its_config():
     named = {arm for f in plan.families for t in f.tests for arm in (t.a, t.b)}
     assert named <= set(study.arms)
     declared_only = {a for a, cfg in study.arms.items() if is_planned(cfg)}
-    assert declared_only == {"M", "RM", "SM", "E-K+M", "E+KX", "E+AX", "E+SX", "M-TP", "E+keys", "E+entities"}
+    assert declared_only == {"E+keys", "E+entities"}  # H4, H5 and H7's arms are buildable
 
 
 def test_flagship_config_model_limits_and_spend_cap():

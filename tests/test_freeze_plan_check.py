@@ -74,13 +74,13 @@ def test_freeze_names_the_file_the_test_and_the_unknown_name(study, change, mess
 def test_an_amendment_naming_an_unknown_arm_is_named(study):
     write_yaml(study.amendments_dir / "0002-more.yaml", {
         "id": "0002", "created_at": "2025-03-01T00:00:00Z", "before_outcomes": True, "reason": "r",
-        "adds": {"arms": ["M"], "families": [{
+        "adds": {"arms": ["Mq"], "families": [{
             "id": "H4", "description": "d", "tier": "secondary", "multiplicity": "holm",
             "decision": {"rule": "two-sided", "signflip_required": True}, "seed": 1,
-            "tests": [{"id": "H4-M", "a": "M", "b": "E", "retriever": "hybrid", "dataset": "papers",
+            "tests": [{"id": "H4-M", "a": "Mq", "b": "E", "retriever": "hybrid", "dataset": "papers",
                        "metric": "rec@512t"}]}]}})
     (study.amendments_dir / "0002-more.md").write_text("# 0002\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"0002-more\.yaml: test 'H4-M' \(family H4\): a: unknown arm 'M'"):
+    with pytest.raises(InputError, match=r"0002-more\.yaml: test 'H4-M' \(family H4\): a: unknown arm 'Mq'"):
         freeze(Study.at(study.root))
 
 

@@ -135,3 +135,18 @@ def test_scored_under_an_older_freeze_is_stale(tmp_path, capsys):
     assert main(["stats", "--study", str(study.root)]) == 1
     assert "12 cell(s) not scored under the current freeze" in capsys.readouterr().err
     assert MISSING not in {s.state for s in grid_status(study).chunk_sets}
+
+
+def test_flagship_add_on_arms_are_buildable_and_have_cells(capsys):
+    """H4, H5 and H7 wait only for their inputs: their arms are in the grid, none is 'not buildable yet'."""
+    from harness.cli.main import main
+
+    assert main(["status", "--study", str(REPO)]) == 0
+    out = capsys.readouterr().out
+    rows = {tuple(line.split()[:3]) for line in out.splitlines()}
+    for arm in ("M", "E-K+M", "RM", "SM", "M-TP"):
+        assert ("qasper", arm, arm if arm != "E-K+M" else "M") in rows, arm
+    cell_arms = {line.split()[1] for line in out.split("cells (")[1].splitlines()[2:] if line.strip()}
+    assert {"M", "E-K+M", "RM", "SM", "M-TP", "E+KX", "E+AX", "E+SX"} <= cell_arms
+    not_implemented = {line.split()[1] for line in out.split("cells (")[0].splitlines() if "not implemented" in line}
+    assert not_implemented == {"E+keys", "E+entities"}

@@ -194,7 +194,7 @@ def test_page_renders_in_headless_chromium(reports):
     finally:
         driver.quit()
     assert logs == []
-    assert sections == 9
+    assert sections == 10
     figures = sorted(p.stem for p in (study.results / "report" / "figures").glob("*.svg"))
     assert sorted(i[0] for i in images) == figures
     for name, complete, natural, width, height in images:

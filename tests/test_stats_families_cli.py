@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from harness.cli.main import build_parser, main
@@ -20,12 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo"
 ARMS = {"S": 0.0, "S+T": 0.01, "E": 0.01, "E-K": 0.0, "CR": 0.02, "F512c": -0.12, "F256t": -0.10,
         "P": 0.0, "FL": -0.02}
+# amendment 0002's arms (papers only, as in the demo), drawn in a second pass from the same seed: papers comes
+# first, so its questions and their bases are the same, and the draws of the arms above stay as they were
+ADDON_ARMS = {"M": 0.01, "RM": 0.0, "SM": 0.0, "M-TP": 0.01, "E+KX": 0.02, "E+AX": 0.01}
 
 
 def _table(arms=ARMS):
-    rng = np.random.default_rng(2027)
     datasets = [SyntheticDataset("papers", 30, 3.0), SyntheticDataset("docs", 45, 1.0, ("angular", "laravel", "yolo"))]
-    return long_table(rng, datasets, arms, ["hybrid", "minilm"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
+    metrics = {"papers": ["rec@512t"], "docs": ["prec@1024t"]}
+    base = long_table(np.random.default_rng(2027), datasets, arms, ["hybrid", "minilm"], metrics)
+    addon = long_table(np.random.default_rng(2027), datasets[:1], ADDON_ARMS, ["hybrid"], metrics)
+    return pd.concat([base, addon], ignore_index=True)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +45,7 @@ def results(demo_plan):
 
 
 def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
-    assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "H4"]
+    assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "H4", "H4-merge", "H5", "H7"]
     assert all(r["status"] == "ran" for r in results)
     primary = results[0]
     assert [row["test"] for row in primary["rows"]] == ["H1-papers", "H2-papers"]
@@ -122,8 +128,8 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
 
     assert main(["audit", "--study", str(study.root)]) == 0
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 21 PASS, 0 FAIL" in out
-    assert "PASS  (grid)/cells: 46 cell(s) not scored" in out and "released as a logged deviation" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 30 PASS, 0 FAIL" in out
+    assert "PASS  (grid)/cells: 54 cell(s) not scored" in out and "released as a logged deviation" in out
 
     released["rows"][1]["estimate"] += 0.01
     (study.stats_dir / "primary.json").write_text(json.dumps(released))

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from harness.arms.model_limits import effective_model_config
 from harness.arms.lab_arms import training_record
-from harness.arms.registry import BuildInputs, buildable_arm_kind, get_kind, is_planned
+from harness.arms.registry import BuildInputs, arm_kind, buildable_arm_kind, get_kind, is_planned, source_arm
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
 from harness.config import to_plain
@@ -42,6 +42,11 @@ def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
     }
     if get_kind(cfg.kind).trains_on_questions:  # only the training split's evidence, never held-out questions
         record["training"] = training_record(arm, dataset.questions)
+    if arm_kind(study, arm).derived:  # built from another arm's chunks: those inputs move it too
+        record["of"] = inputs_hash(study, dataset, source_arm(study, arm))
+        embedder = getattr(cfg, "embedder", None)
+        if embedder is not None:
+            record["embedders"] = to_plain(study.retrievers)  # SM's embedding model (resolved by name or model)
     return sha256_text(canonical_json(record))
 
 
@@ -123,8 +128,11 @@ def build_dataset_arms(
             cache["h"] = _header_led(study, dataset.documents)
         return cache["h"]
 
+    def read_arm(of: str) -> list[Chunk]:
+        return read_source_chunk_set(study, dataset, of, frozen_hash=frozen_hash)
+
     built = []
-    for arm in arms:
+    for arm in sources_first(study, arms):
         kind = buildable_arm_kind(study, arm)
         path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
         h = inputs_hash(study, dataset, arm)
@@ -138,6 +146,7 @@ def build_dataset_arms(
         built_set = kind.build(BuildInputs(
             dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=study.arms[arm],
             progress=progress, dataset=dataset.name, fresh=fresh, replay=replay, questions=dataset.questions,
+            read_arm=read_arm,
         ))
         chunks, extra = built_set.chunks, built_set.manifest
         ids = [c.chunk_id for c in chunks]
@@ -158,6 +167,36 @@ def build_dataset_arms(
         built.append(ArmBuild(dataset.name, arm, len(chunks), False))
         log(f"{dataset.name}/{arm}: {len(chunks)} chunks -> {path.relative_to(study.root)}")
     return built
+
+
+def sources_first(study: Study, arms: Sequence[str]) -> list[str]:
+    """The arms in config order, except that an arm built from another (`of:`) comes after it."""
+    out: list[str] = []
+
+    def visit(arm: str, path: tuple[str, ...]) -> None:
+        if arm in out:
+            return
+        if arm in path:
+            raise HarnessError(f"{study.config_path}: arms built from each other in a cycle: {' -> '.join(path + (arm,))}")
+        if arm_kind(study, arm).derived:
+            of = source_arm(study, arm)
+            if of in arms:
+                visit(of, path + (arm,))
+        out.append(arm)
+
+    for arm in arms:
+        visit(arm, ())
+    return out
+
+
+def read_source_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, frozen_hash: str | None) -> list[Chunk]:
+    """The built chunk set another arm starts from; a missing one is an error naming the target to run."""
+    if not study.chunks_path(dataset.name, arm).is_file():
+        raise HarnessError(
+            f"{dataset.name}/{arm}: chunk set not built ({study.chunks_path(dataset.name, arm)}), and arms built from it "
+            f"need it first: run `make build-arms STUDY={study.root}` (or `harness build-arms --arm {arm}`)"
+        )
+    return read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash)
 
 
 def build_arms(

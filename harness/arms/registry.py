@@ -41,6 +41,8 @@ class BuildInputs:
     fresh: bool = False  # LLM kinds: regenerate instead of reading the cache
     replay: bool = False  # LLM kinds: answer only from the cache, never call a model
     questions: Sequence[Question] = ()  # supervised kinds (QES) read the training split only
+    # derived kinds (`of:`): the built chunk set of another arm of this dataset (harness.arms.build reads it)
+    read_arm: Callable[[str], list[Chunk]] | None = None
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,17 @@ class ArmKind:
     settings: type | None = None  # its own config schema (lab kinds); None: chosen by needs_model / planned
     trains_on_questions: bool = False  # supervised: built from the training split's evidence (QES)
     lab_chunker: Callable[..., list[Chunk]] | None = None  # lab kinds: fn(settings, doc, training spans)
+    derived: bool = False  # starts from the chunks of the arm its config names under `of:`
+    expansion: str | None = None  # KX, AX or SX: expanded at retrieval time, no chunk set of its own
+    requires: tuple[str, ...] = ()  # derived kinds: the config keys an arm of this kind must set
 
     @property
     def implemented(self) -> bool:
-        return self.builder is not None
+        return self.builder is not None or self.expansion is not None
+
+    @property
+    def retrieval_time(self) -> bool:
+        return self.expansion is not None
 
     @property
     def llm_free(self) -> bool:
@@ -77,7 +86,7 @@ class ArmKind:
         return self.rendering(chunk)
 
     def require_implemented(self, arm: str) -> None:
-        if self.builder is None:
+        if not self.implemented:
             raise HarnessError(
                 f"arm `{arm}` has kind {self.name!r}, which the plan names but this harness does not implement "
                 f"yet (buildable kinds: {', '.join(buildable_kinds())})"
@@ -85,6 +94,9 @@ class ArmKind:
 
     def build(self, inputs: BuildInputs) -> ArmChunks:
         self.require_implemented(inputs.arm or self.name)
+        if self.builder is None:
+            raise HarnessError(f"arm `{inputs.arm or self.name}` (kind {self.name}) is expanded at retrieval time "
+                               "and has no chunk set to build")
         return self.builder(self, inputs)
 
 
@@ -145,6 +157,24 @@ def _build_with_llm(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
     return ArmChunks(result.chunks, {"llm": result.manifest})
 
 
+def _addon_builder(function: str) -> Callable[[ArmKind, BuildInputs], ArmChunks]:
+    def build(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
+        # imported here: the add-on builders import the merge modules and, for M-TP, the LLM layer
+        from harness.arms import addon_arms
+
+        return addon_arms.build_derived(getattr(addon_arms, function), kind, inputs)
+
+    return build
+
+
+def _derived(name: str, function: str, **kw) -> ArmKind:
+    return ArmKind(name, HEADER_LED, render_enriched, builder=_addon_builder(function), derived=True, **kw)
+
+
+def _expansion(name: str, mode: str) -> ArmKind:
+    return ArmKind(name, HEADER_LED, render_enriched, derived=True, expansion=mode)
+
+
 def _free(name: str, boundaries: str, rendering, **kw) -> ArmKind:
     return ArmKind(name, boundaries, rendering, builder=_build_llm_free, **kw)
 
@@ -174,15 +204,16 @@ KINDS: dict[str, ArmKind] = {k.name: k for k in (
     _llm("E-K", render_enriched, ENRICH_WITHOUT_KEYS, {"enrich": "enrich.txt"}, 1),
     _llm("CR", render_context, CONTEXTUAL, {"contextual": "contextual.txt"}, 1),
     _llm("PF", render_enriched, PER_FIELD, PF_PROMPTS, len(PF_PROMPTS)),
-    # planned (no builder yet): merged and expanded arms index their chunks as E does
-    ArmKind("M", HEADER_LED, render_enriched, needs_model=True),
-    ArmKind("RM", HEADER_LED, render_enriched, needs_model=True),
-    ArmKind("SM", HEADER_LED, render_enriched, needs_model=True),
-    ArmKind("M-TP", HEADER_LED, render_enriched, calls_per_document=1, needs_model=True,
-            prompts={"consolidate": "consolidate_keys.txt"}),
-    ArmKind("E+KX", HEADER_LED, render_enriched, needs_model=True),
-    ArmKind("E+AX", HEADER_LED, render_enriched, needs_model=True),
-    ArmKind("E+SX", HEADER_LED, render_enriched, needs_model=True),
+    # add-on arms of amendments 2-4, built from the `of:` arm's chunks and indexed as E is
+    _derived("M", "key_merge"),
+    _derived("RM", "random_merge", requires=("seeds",)),
+    _derived("SM", "similarity_merge", requires=("embedder",)),
+    _derived("M-TP", "consolidated_merge", calls_per_document=1, needs_model=True, requires=("model",),
+             prompts={"consolidate": "consolidate_keys.txt"}),
+    _expansion("E+KX", "KX"),
+    _expansion("E+AX", "AX"),
+    _expansion("E+SX", "SX"),
+    # planned (no builder yet)
     ArmKind("E+keys", HEADER_LED, render_enriched, needs_model=True),  # E with its key indexed too
     ArmKind("E+entities", HEADER_LED, render_enriched, needs_model=True),  # E with its entities indexed too
 )}
@@ -204,8 +235,8 @@ def buildable_kinds() -> list[str]:
 
 
 def llm_free_kinds() -> list[str]:
-    """Kinds built without any LLM call (the choices of `harness chunk`)."""
-    return [name for name, k in KINDS.items() if k.implemented and k.llm_free]
+    """Kinds built from the documents alone, without any LLM call (the choices of `harness chunk`)."""
+    return [name for name, k in KINDS.items() if k.implemented and k.llm_free and not k.derived]
 
 
 def get_kind(name: str) -> ArmKind:
@@ -235,3 +266,19 @@ def buildable_arm_kind(study: Study, arm: str) -> ArmKind:
 
 def render(kind: str, chunk: Chunk) -> Chunk:
     return get_kind(kind).render(chunk)
+
+
+def source_arm(study: Study, arm: str) -> str:
+    """The arm whose built chunks a derived arm starts from (its `of:`); checked to name a configured arm
+    with a chunk set of its own."""
+    cfg = study.arms.get(arm)
+    of = getattr(cfg, "of", None)
+    if of is None:
+        raise HarnessError(f"{study.config_path}: arm `{arm}` has no `of:`, so it starts from no other arm")
+    if of not in study.arms:
+        raise HarnessError(f"{study.config_path}: arm `{arm}`: `of: {of}` names no configured arm "
+                           f"(configured: {', '.join(study.arms)})")
+    if arm_kind(study, of).retrieval_time:
+        raise HarnessError(f"{study.config_path}: arm `{arm}`: `of: {of}` is expanded at retrieval time and has "
+                           "no chunk set to start from")
+    return of

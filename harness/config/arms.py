@@ -67,15 +67,28 @@ class LlmArm:
 
 
 @dataclass(frozen=True)
-class PlannedArm:
-    """An arm the plan registers whose builder comes later (add-on arms of the amendments)."""
+class DerivedArm:
+    """An add-on arm of the amendments: it starts from the chunks of the arm named by `of:`."""
 
     kind: str = setting(check=Text(non_empty=True))
     of: str = setting(check=Text(non_empty=True))  # the arm whose chunks it starts from (E or E-K)
-    model: str | None = setting(None, Optional(Text(non_empty=True)))
+    model: str | None = setting(None, Optional(Text(non_empty=True)))  # M-TP: a `models:` entry
     datasets: tuple[str, ...] | None = setting(None, _DATASETS)
-    seeds: int | None = setting(None, Optional(Int(1)))  # RM: count of random seeds
-    embedder: str | None = setting(None, Optional(Text(non_empty=True)))  # SM: a dense retriever's model
+    seeds: int | None = setting(None, Optional(Int(1)))  # RM: count of random seeds (0, 1, ..., seeds - 1)
+    embedder: str | None = setting(None, Optional(Text(non_empty=True)))  # SM: a dense retriever (or its model)
+
+    def completed(self, where: Where) -> "DerivedArm":
+        required = _registry()[self.kind].requires
+        for name in required:
+            if getattr(self, name) is None:
+                raise where.child(name).fail(f"is required for an arm of kind {self.kind}")
+        for name in ("seeds", "embedder", "model"):
+            if name not in required and getattr(self, name) is not None:
+                raise where.child(name).fail(f"does not apply to an arm of kind {self.kind}")
+        return self
+
+
+PlannedArm = DerivedArm  # kinds the plan names but no builder exists for yet share this schema
 
 
 def _arm_schema(raw: Mapping[str, Any]) -> type | None:
@@ -84,8 +97,8 @@ def _arm_schema(raw: Mapping[str, Any]) -> type | None:
         return None
     if spec.settings is not None:
         return spec.settings
-    if not spec.implemented:
-        return PlannedArm
+    if spec.derived or not spec.implemented:
+        return DerivedArm
     return LlmArm if spec.needs_model else LlmFreeArm
 
 
@@ -98,4 +111,4 @@ class ArmVariants(Variants):
 
 
 ARM = ArmVariants("kind", _arm_schema, ())
-ArmConfig = LlmFreeArm | LlmArm | PlannedArm
+ArmConfig = LlmFreeArm | LlmArm | DerivedArm

@@ -16,7 +16,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from harness.arms.registry import is_planned
+from harness.arms.registry import KINDS, is_planned
 from harness.errors import HarnessError
 from harness.pipeline.parts import part_path
 from harness.files import atomic_write_json, read_json
@@ -50,13 +50,19 @@ def applies_to(entry: Any, dataset: str, arm: str | None = None) -> bool:
 
 
 def chunk_sets(study: Study) -> list[ChunkSet]:
-    """Every chunk set the config names, in config order (datasets, then arms)."""
+    """Every chunk set the config names, in config order (datasets, then arms). Arms expanded at retrieval
+    time (E+KX, ...) have none: their cells rank the chunk set of their `of:` arm."""
     return [
         ChunkSet(dataset, arm)
         for dataset in study.datasets
         for arm, arm_cfg in study.arms.items()
-        if applies_to(arm_cfg, dataset)
+        if applies_to(arm_cfg, dataset) and not _retrieval_time(arm_cfg)
     ]
+
+
+def _retrieval_time(arm_cfg: Any) -> bool:
+    kind = KINDS.get(getattr(arm_cfg, "kind", None))
+    return kind is not None and kind.retrieval_time
 
 
 def configured_cells(study: Study) -> list[Cell]:
@@ -65,8 +71,9 @@ def configured_cells(study: Study) -> list[Cell]:
     Arms of a planned kind (no builder yet, harness.arms.registry) have no cells: nothing waits for them."""
     return [
         Cell(dataset, arm, retriever)
-        for dataset, arm in chunk_sets(study)
-        if not is_planned(study.arms.get(arm))
+        for dataset in study.datasets
+        for arm, arm_cfg in study.arms.items()
+        if applies_to(arm_cfg, dataset) and not is_planned(arm_cfg)
         for retriever, retriever_cfg in study.retrievers.items()
         if applies_to(retriever_cfg, dataset, arm)
     ]

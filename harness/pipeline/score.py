@@ -9,9 +9,10 @@ configured cells are combined into results/per_question/<dataset>.parquet and .c
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
 
+from harness.arms.addon_descriptives import summarise_counts
 from harness.arms.build import read_chunk_set
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
@@ -21,11 +22,15 @@ from harness.pipeline.grid import (
     SCORED, cell_state, configured_cells, mark_cell_done, per_question_dir, per_question_sidecar,
 )
 from harness.pipeline.executors import Executor, is_local, score_cells_on_ray
+from harness.pipeline.addon_cells import (
+    cell_source, chunk_variants, expand, expanded_run_rows, expansion_mode, inserted_in_head, mean_over_variants,
+)
 from harness.pipeline.parts import combine_parts, write_part
 from harness.pipeline.results import ResultRow
 from harness.files import atomic_write_json, read_json, sha256_text
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking
+from harness.retrieval.expansion import ChunkSet as ExpansionChunkSet
 from harness.retrieval.registry import RetrieverContext
 from harness.retrieval.runfile import ranking_rows, write_run
 from harness.study import Study
@@ -71,18 +76,25 @@ def scopes(dataset: LoadedDataset, chunks: Sequence[Chunk]) -> list[Scope]:
 def score_cell(
     study: Study, dataset: LoadedDataset, arm: str, retriever_name: str, scoped: list[Scope],
     context: RetrieverContext, cache: ScoringCache, budgets: tuple[int, ...], *, run_depth: int,
-) -> tuple[list[ResultRow], dict[str, int]]:
+) -> tuple[list[ResultRow], dict[str, Any]]:
     retriever = context.get(retriever_name)
     tag = f"{arm}__{retriever_name}"
+    mode = expansion_mode(study, arm)  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
     run_rows, rows = [], []
-    counts = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
+    counts: dict[str, Any] = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
+    inserted: list[int] = []
+    averaged: list[str] = []  # variants averaged per question (RM's seeds)
     # an arm built on a sample of documents (`documents: N`) has no results, not zeros, for questions on
     # the other documents; the plan's subset pairs it on its sample (and names any shortfall)
     sampled_arm = getattr(study.arms.get(arm), "documents", None) not in (None, "all")
     for scope in scoped:
-        ids = [c.chunk_id for c in scope.chunks]
+        variants = chunk_variants(scope.chunks)  # RM: one chunk set per seed, averaged per question below
+        queries = [q.query for q in scope.questions]
         if scope.chunks:
-            rankings = retriever.index(scope.key, scope.chunks).search_many([q.query for q in scope.questions])
+            rankings = {v: retriever.index(scope.key + v, chunks).search_many(queries) for v, chunks in variants}
+            chunk_sets = {v: ExpansionChunkSet(chunks) for v, chunks in variants} if mode else {}
+            by_id = {c.chunk_id: c for c in scope.chunks} if mode else {}
+            averaged += [v[1:] for v, _ in variants if v and v[1:] not in averaged]
         elif sampled_arm:
             counts["questions_outside_arm"] += len(scope.questions)
             continue
@@ -90,13 +102,27 @@ def score_cell(
             counts["questions"] += 1
             if not scope.chunks:
                 counts["questions_empty_scope"] += 1
-                ranked: Sequence[Chunk] = []
+                per_variant = [score_question(dataset.metric_set, q, [], budgets, cache=cache)]
             else:
-                run_rows += ranking_rows(q.qid, rankings[i], ids, tag, depth=run_depth)
-                ranked = _Ranked(scope.chunks, rankings[i])
-            for metric, value in score_question(dataset.metric_set, q, ranked, budgets, cache=cache,
-                                                assembly=study.config.assembly):
+                per_variant = []
+                for v, chunks in variants:
+                    ids = [c.chunk_id for c in chunks]
+                    ranked: Sequence[Chunk] = _Ranked(chunks, rankings[v][i])
+                    if mode:
+                        expansion = expand(mode, [ids[j] for j in rankings[v][i].order.tolist()], chunk_sets[v])
+                        ranked = [by_id[cid] for cid in expansion.chunk_ids]
+                        run_rows += expanded_run_rows(q.qid + v, expansion.chunk_ids, tag, depth=run_depth)
+                        inserted += inserted_in_head(expansion, run_depth)
+                    else:
+                        run_rows += ranking_rows(q.qid + v, rankings[v][i], ids, tag, depth=run_depth)
+                    per_variant.append(score_question(dataset.metric_set, q, ranked, budgets, cache=cache,
+                                                      assembly=study.config.assembly))
+            for metric, value in mean_over_variants(per_variant):
                 rows.append(ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value))
+    if mode:
+        counts["inserted_per_expansion"] = asdict(summarise_counts(inserted))
+    if averaged:
+        counts["variants_averaged"] = averaged
     write_run(study.run_path(dataset.name, arm, retriever_name), run_rows)
     return rows, counts
 
@@ -135,7 +161,8 @@ def score_study(
             bar.set_postfix_str(f"{cell.arm} / {cell.retriever}")
             if cell.arm not in loaded:
                 loaded.clear()  # one arm's chunks in memory at a time (todo is arm-major)
-                loaded[cell.arm] = scopes(dataset, read_chunk_set(study, dataset, cell.arm, frozen_hash=frozen_hash))
+                source = cell_source(study, cell.arm)  # an expansion arm ranks its `of:` arm's chunks
+                loaded[cell.arm] = scopes(dataset, read_chunk_set(study, dataset, source, frozen_hash=frozen_hash))
             rows, counts = score_cell(
                 study, dataset, cell.arm, cell.retriever, loaded[cell.arm], context, cache, budgets, run_depth=run_depth
             )

@@ -91,7 +91,8 @@ def _llm_figures(kind: ArmKind, manifest: dict[str, Any] | None, s_chunks: int |
         cost = manifest["llm"]["cost"]
         return cost.get("calls"), cost.get("calls"), cost.get("failures")  # every answered call is cached
     subset = getattr(arm_cfg, "documents", None) not in (None, "all")  # PF on a sample: its chunk count is unknown here
-    needed = None if s_chunks is None or subset else kind.calls_per_chunk * s_chunks
+    per_document = kind.calls_per_document > 0  # M-TP: status reads no dataset, so the document count is unknown
+    needed = None if s_chunks is None or subset or per_document else kind.calls_per_chunk * s_chunks
     return needed, None, None
 
 

@@ -84,9 +84,10 @@ def _manifest(ctx: ReportContext, dataset: str, arm: str) -> dict | None:
 
 
 def _arms_of(ctx: ReportContext, dataset: str) -> list[str]:
-    from harness.pipeline.grid import applies_to
+    """Arms with a chunk set on this dataset (expansion arms have none: they rank their `of:` arm's)."""
+    from harness.pipeline.grid import chunk_sets
 
-    return [a for a, cfg in ctx.study.arms.items() if applies_to(cfg, dataset)]
+    return [cs.arm for cs in chunk_sets(ctx.study) if cs.dataset == dataset]
 
 
 def chunk_sets(ctx: ReportContext) -> Section:

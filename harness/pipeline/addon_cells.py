@@ -1,0 +1,75 @@
+"""What the score stage does differently for the add-on arms (paper section 4.6), kept out of score.py:
+
+- an expansion arm (E+KX, E+AX, E+SX) has no chunk set: its cell ranks the `of:` arm's chunks with the
+  cell's retriever, expands the ranked list (harness.retrieval.expansion), and the token budget then cuts
+  the expanded list as any other; its run file holds the expanded ranking with rank-derived scores
+  (n, n-1, ..., 1: an inserted chunk has no retriever score of its own);
+- an arm stored as several variants (RM: one chunk set per seed, harness.arms.addon_arms) is ranked and
+  scored once per variant, and each question's metric values are averaged over the variants, so every
+  statistic sees one row per question; its run file holds each variant's ranking under qid `<qid>@<variant>`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Sequence
+
+from harness.arms.addon_arms import VARIANT
+from harness.arms.registry import arm_kind, source_arm
+from harness.data.model import Chunk
+from harness.errors import HarnessError
+from harness.retrieval.expansion import ChunkSet, Expansion, expand_ranking
+from harness.retrieval.runfile import RunRow
+from harness.study import Study
+
+
+def cell_source(study: Study, arm: str) -> str:
+    """The arm whose chunk set a cell of `arm` ranks: its `of:` arm when expanded at retrieval time."""
+    return source_arm(study, arm) if arm_kind(study, arm).retrieval_time else arm
+
+
+def expansion_mode(study: Study, arm: str) -> str | None:
+    return arm_kind(study, arm).expansion
+
+
+def chunk_variants(chunks: Sequence[Chunk]) -> list[tuple[str, list[Chunk]]]:
+    """[("", chunks)] for a plain chunk set; else one ("@<variant>", its chunks) per variant, in first-seen
+    order, each keeping corpus order. A set mixing tagged and untagged chunks is refused."""
+    groups: dict[str | None, list[Chunk]] = {}
+    for c in chunks:
+        groups.setdefault((c.generated or {}).get(VARIANT), []).append(c)
+    if list(groups) == [None]:
+        return [("", list(chunks))]
+    if None in groups:
+        raise HarnessError(f"a chunk set mixes chunks with and without `{VARIANT}` ({len(groups[None])} without)")
+    return [(f"@{name}", members) for name, members in groups.items()]
+
+
+def expand(mode: str, ranked_ids: Sequence[str], chunk_set: ChunkSet) -> Expansion:
+    """The ranking expanded by `mode`; AX takes its per-chunk quota from KX on the same ranking."""
+    if mode == "AX":
+        kx = expand_ranking(ranked_ids, chunk_set, "KX")
+        return expand_ranking(ranked_ids, chunk_set, "AX", kx_inserted=kx.inserted)
+    return expand_ranking(ranked_ids, chunk_set, mode)
+
+
+def inserted_in_head(expansion: Expansion, head: int) -> list[int]:
+    """Insertion counts of the retrieved chunks placed within the first `head` entries of the expanded
+    list (the part a run file keeps): the expansions a reader of the top of the list actually sees."""
+    shown = set(expansion.chunk_ids[:head])
+    return [n for chunk_id, n in expansion.inserted.items() if chunk_id in shown]
+
+
+def expanded_run_rows(qid: str, chunk_ids: Sequence[str], tag: str, *, depth: int | None) -> list[RunRow]:
+    n = len(chunk_ids) if depth is None else min(depth, len(chunk_ids))
+    return [RunRow(qid, chunk_ids[r], r + 1, float(len(chunk_ids) - r), tag) for r in range(n)]
+
+
+def mean_over_variants(per_variant: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """One (metric, value) list: the only one unchanged, or each metric's mean over the variants."""
+    if len(per_variant) == 1:
+        return list(per_variant[0])
+    names = [name for name, _ in per_variant[0]]
+    if any([name for name, _ in values] != names for values in per_variant):
+        raise HarnessError("variants of one question were scored on different metrics")
+    return [(name, statistics.fmean(values[i][1] for values in per_variant)) for i, name in enumerate(names)]
