@@ -77,7 +77,7 @@ def _verdict_rows(fam: dict) -> list[list]:
                      f"{r['n_questions']} ({r['n_clusters']})", points(r["estimate"], 2), interval(r["ci90_bca"], 2),
                      interval(r["ci95_bca"], 2), _with_holm(r.get("p_tost"), r.get("p_tost_holm")),
                      _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")),
-                     "–" if r["margin"] is None else f"±{r['margin']:g}", TIER_NAMES.get(r["tier"], r["tier"]),
+                     "–" if r["margin"] is None else f"±{r['margin']:g}", points(r.get("mdd"), 2), TIER_NAMES.get(r["tier"], r["tier"]),
                      r["verdict"] + ("†" if r["small_difference_within_margin"] else "")])
     return rows
 
@@ -104,7 +104,7 @@ def verdicts(ctx: ReportContext) -> Section:
             if any(r["small_difference_within_margin"] for r in fam["rows"]) else []
         sec.tables.append(table(f"verdicts-{fam['family']}", caption(fam),
                                 ["test", "A - B", "dataset", "retriever", "metric", "n (clusters)", "estimate",
-                                 "90% CI", "95% CI", "p TOST (Holm)", "p sign-flip (Holm)", "margin", "tier", "verdict"],
+                                 "90% CI", "95% CI", "p TOST (Holm)", "p sign-flip (Holm)", "margin", "MDD", "tier", "verdict"],
                                 _verdict_rows(fam), notes))
     return sec
 

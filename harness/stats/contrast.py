@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.stats.bootstrap import cluster_bootstrap
+from harness.stats.power import cluster_standard_error
 from harness.stats.signflip import cluster_sign_flip
 from harness.stats.tost import tost
 
@@ -58,6 +59,7 @@ class ContrastResult:
     p_signflip: float
     signflip_exact: bool
     signflip_flips: int
+    se_cluster: float  # cluster standard error of the estimate, in points (harness.stats.power)
     margin: float | None = None
     p_tost: float | None = None
 
@@ -200,6 +202,7 @@ def compare(
         ci90_percentile=boot.ci90_percentile, ci95_percentile=boot.ci95_percentile,
         z0=boot.z0, acceleration=boot.acceleration, resamples=boot.resamples, seed=seed,
         p_signflip=flip.p_value, signflip_exact=flip.exact, signflip_flips=flip.n_flips,
+        se_cluster=cluster_standard_error(pairs.diffs, pairs.clusters, pairs.strata if stratified else None),
         margin=None if margin is None else float(margin), p_tost=p_tost,
     )
 

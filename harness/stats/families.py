@@ -16,6 +16,7 @@ import pandas as pd
 from harness import __version__
 from harness.stats.contrast import ResultTable, as_results, compare, missing_for
 from harness.stats.holm import holm
+from harness.stats.power import POWER, minimum_detectable_difference
 from harness.stats.plan import CI95_MARGIN, TOST, Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
 from harness.stats.subsets import select_questions
 from harness.stats.verdicts import MISSING, ci_margin_verdict, tost_verdict, two_sided_verdict
@@ -122,7 +123,9 @@ def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates:
                                 "subset": None if test.subset is None else test.subset.to_json()})
             continue
         row = {**base, **c, "margin": test.margin, "p_tost": c.get("p_tost"),
-               "p_tost_holm": None, "p_signflip_holm": None}
+               "p_tost_holm": None, "p_signflip_holm": None,
+               # how large a difference this row could have seen (80% power at the family's alpha)
+               "mdd": minimum_detectable_difference(c["se_cluster"], alpha=plan.alpha, power=POWER)}
         p = decisive[i] if adjusted is None else adjusted[i]
         ci95 = tuple(c["ci95_bca"])
         if flips_adjusted is not None:
