@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.files import atomic_write_text
-from harness.report import sections_inputs, sections_outcomes
+from harness.report import sections_exploratory, sections_inputs, sections_outcomes
 from harness.report.context import ReportContext
 from harness.report.html import render_page
 from harness.report.model import Section
@@ -22,6 +22,7 @@ from harness.study import Study
 SECTION_BUILDERS = (
     sections_inputs.identity, sections_inputs.data, sections_inputs.chunk_sets, sections_inputs.costs,
     sections_outcomes.per_arm_means, sections_outcomes.verdicts, sections_outcomes.forest_plots,
+    sections_exploratory.exploratory,
     sections_outcomes.budget_sweeps, sections_outcomes.spending_guide,
 )
 
