@@ -7,6 +7,7 @@ cells are missing and shows no number.
 from __future__ import annotations
 
 from harness.files import read_json
+from harness.stats.tables import contrast_label, retriever_label
 from harness.provenance.interim import describe_missing
 from harness.report.context import ReportContext
 from harness.report.model import Figure, Missing, Section, interval, p_value, points, table
@@ -73,7 +74,7 @@ def per_arm_means(ctx: ReportContext) -> Section:
 def _verdict_rows(fam: dict) -> list[list]:
     rows = []
     for r in fam["rows"]:
-        rows.append([r["test"], f"{r['a']} - {r['b']}", r["dataset"], r["retriever"], r["metric"],
+        rows.append([r["test"], contrast_label(r), r["dataset"], retriever_label(r), r["metric"],
                      f"{r['n_questions']} ({r['n_clusters']})", points(r["estimate"], 2), interval(r["ci90_bca"], 2),
                      interval(r["ci95_bca"], 2), _with_holm(r.get("p_tost"), r.get("p_tost_holm")),
                      _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")),
@@ -162,7 +163,9 @@ def spending_guide(ctx: ReportContext) -> Section:
         return sec
     for dataset in dict.fromkeys(r["dataset"] for r in rows):
         ordered = sorted((r for r in rows if r["dataset"] == dataset), key=lambda r: (-r["estimate"], r["test"]))
-        body = [[f"{r['a']} instead of {r['b']}", r["retriever"], r["metric"], f"{r['estimate']:+.1f}",
+        body = [[f"{r['a']} instead of {r['b']}" if not r.get("retriever_b") else
+                 f"{r['a']} under {r['retriever']} instead of {r['b']} under {r['retriever_b']}",
+                 retriever_label(r), r["metric"], f"{r['estimate']:+.1f}",
                  interval(r["ci90_bca"] if r["ci_shown"] == "90" else r["ci95_bca"]), f"{r['ci_shown']}%",
                  r["verdict"], f"{TIER_MARKS.get(r['tier'], '?')} ({r['family']}/{r['test']})"] for r in ordered]
         sec.tables.append(table(f"spending-{dataset}", f"Where to spend on `{dataset}`, in order: every registered "

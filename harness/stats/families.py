@@ -69,7 +69,7 @@ def run_family(
     contrasts, missing = [], []
     for test in family.tests:
         lacking = missing_for(table, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
-                              metric=test.metric)
+                              metric=test.metric, retriever_b=test.retriever_b)
         if lacking:
             missing += lacking
             contrasts.append((test, None, lacking))
@@ -79,7 +79,7 @@ def run_family(
             table, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever, metric=test.metric,
             seed=derive_seed(family.seed, test.id), resamples=plan.resamples, max_flips=plan.max_flips,
             margin=test.margin if test.rule == "tost" else None, stratified=plan.datasets[test.dataset].stratified,
-            subset_clusters=selection.clusters, strata=selection.strata,
+            subset_clusters=selection.clusters, strata=selection.strata, retriever_b=test.retriever_b,
         )
         contrasts.append((test, result.to_json() | {"subset": selection.to_json(test)}, ()))
     missing = sorted(set(missing))
@@ -117,6 +117,7 @@ def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates:
     for i, (test, c, lacking) in enumerate(contrasts):
         base = {"test": test.id, "rule": test.rule, "dataset": test.dataset, "a": test.a, "b": test.b,
                 "retriever": test.retriever, "metric": test.metric, "margin": test.margin,
+                **({"retriever_b": test.retriever_b} if test.retriever_b else {}),
                 "tier": _tier(family, test, judge_rates), "source": test.source}
         if c is None:
             rows.append(base | {"verdict": MISSING, "missing": list(lacking),

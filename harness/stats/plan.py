@@ -93,6 +93,7 @@ class TestPlan:
     subset: Subset | None
     source: str  # "plan" or "amendment NNNN"
     acceptance: Acceptance | None = None
+    retriever_b: str | None = None  # cross-retriever test: B under this retriever, A under `retriever`
 
 
 @dataclass(frozen=True)
@@ -337,7 +338,7 @@ def _add_family(doc: _Doc, key: str, raw, source: str, state: _State) -> None:
 
 
 def _add_test(doc: _Doc, key: str, raw, fam_id: str, source: str, state: _State) -> None:
-    optional = ("margin", "subset", "family", "rule", "acceptance")
+    optional = ("margin", "subset", "family", "rule", "acceptance", "retriever_b")
     raw = doc.mapping(raw, key, required=("id", "a", "b", "retriever", "dataset", "metric"), optional=optional)
     test_id = doc.text(raw["id"], f"{key}.id")
     test = _TestDoc(doc, test_id)
@@ -347,12 +348,16 @@ def _add_test(doc: _Doc, key: str, raw, fam_id: str, source: str, state: _State)
     for side, arm in (("a", a), ("b", b)):
         if arm not in state.arms:
             test.fail(f"{key}.{side}", f"arm {arm!r} is not registered (arms: {', '.join(state.arms)})")
-    if a == b:
-        test.fail(f"{key}.b", f"compares arm {a!r} with itself")
     retriever = doc.text(raw["retriever"], f"{key}.retriever")
-    if retriever not in state.retrievers:
-        test.fail(f"{key}.retriever", f"retriever {retriever!r} is not registered (retrievers: "
-                  f"{', '.join(state.retrievers)})")
+    retriever_b = doc.text(raw["retriever_b"], f"{key}.retriever_b") if "retriever_b" in raw else None
+    for field, r in (("retriever", retriever), ("retriever_b", retriever_b)):
+        if r is not None and r not in state.retrievers:
+            test.fail(f"{key}.{field}", f"retriever {r!r} is not registered (retrievers: "
+                      f"{', '.join(state.retrievers)})")
+    if retriever_b == retriever:
+        test.fail(f"{key}.retriever_b", f"is the test's own retriever {retriever!r}; omit it")
+    if a == b and retriever_b is None:
+        test.fail(f"{key}.b", f"compares arm {a!r} with itself")
     dataset = doc.text(raw["dataset"], f"{key}.dataset")
     if dataset not in state.datasets:
         test.fail(f"{key}.dataset", f"dataset {dataset!r} is not in the plan (datasets: {', '.join(state.datasets)})")
@@ -383,7 +388,7 @@ def _add_test(doc: _Doc, key: str, raw, fam_id: str, source: str, state: _State)
     state.test_ids.add(test_id)
     state.tests[fam_id].append(TestPlan(id=test_id, family=fam_id, a=a, b=b, retriever=retriever,
                                         dataset=dataset, metric=metric, rule=rule, margin=margin, subset=subset,
-                                        source=source, acceptance=acceptance))
+                                        source=source, acceptance=acceptance, retriever_b=retriever_b))
 
 
 class _TestDoc:

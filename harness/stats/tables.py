@@ -7,7 +7,7 @@ import io
 
 # CSV columns: the row fields, intervals split into lo/hi
 CSV_COLUMNS = (
-    "test", "rule", "a", "b", "dataset", "retriever", "metric", "n_questions", "n_clusters", "n_strata", "estimate",
+    "test", "rule", "a", "b", "dataset", "retriever", "retriever_b", "metric", "n_questions", "n_clusters", "n_strata", "estimate",
     "ci90_bca_lo", "ci90_bca_hi", "ci95_bca_lo", "ci95_bca_hi", "ci90_percentile_lo", "ci90_percentile_hi",
     "ci95_percentile_lo", "ci95_percentile_hi", "z0", "acceleration", "resamples", "seed", "margin", "p_tost",
     "p_tost_holm", "p_signflip", "p_signflip_holm", "signflip_exact", "signflip_flips", "se_cluster", "mdd", "verdict",
@@ -37,7 +37,7 @@ _HEADER = ("test", "A - B", "dataset", "retriever", "metric", "questions (cluste
 
 
 def _cells(row: dict) -> list[str]:
-    head = [row["test"], f"{row['a']} - {row['b']}", row["dataset"], row["retriever"], row["metric"]]
+    head = [row["test"], contrast_label(row), row["dataset"], retriever_label(row), row["metric"]]
     margin = "-" if row["margin"] is None else f"±{_num(row['margin'])}"
     if row["verdict"] == MISSING:
         return head + ["-", "-", "-", "-", margin, "-", "-", "-", "-", "-", MISSING]
@@ -110,6 +110,17 @@ def summary_markdown(families: list[dict]) -> str:
 
 def _shown(row: dict) -> list[float]:
     return row["ci90_bca"] if row["ci_shown"] == "90" else row["ci95_bca"]
+
+
+def contrast_label(row: dict) -> str:
+    """"A - B", or "A (r1) - B (r2)" for a cross-retriever contrast."""
+    if row.get("retriever_b"):
+        return f"{row['a']} ({row['retriever']}) - {row['b']} ({row['retriever_b']})"
+    return f"{row['a']} - {row['b']}"
+
+
+def retriever_label(row: dict) -> str:
+    return f"{row['retriever']} vs {row['retriever_b']}" if row.get("retriever_b") else row["retriever"]
 
 
 def _mdd(row: dict) -> str:
