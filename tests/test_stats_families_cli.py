@@ -19,13 +19,14 @@ from harness.provenance.freeze import frozen_hash
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo"
 ARMS = {"S": 0.0, "S+T": 0.01, "E": 0.01, "E-K": 0.0, "CR": 0.02, "F512c": -0.12, "F256t": -0.10,
-        "P": 0.0, "FL": -0.02}
+        "P": 0.0, "FL": -0.02,
+        **{f"E-{w}-{f}": 0.0 for w in ("no", "only") for f in ("title", "summary", "keywords", "questions")}}
 
 
 def _table(arms=ARMS):
     rng = np.random.default_rng(2027)
-    datasets = [SyntheticDataset("papers", 30, 3.0), SyntheticDataset("docs", 45, 1.0, ("angular", "laravel", "yolo"))]
-    return long_table(rng, datasets, arms, ["hybrid", "minilm"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
+    datasets = [SyntheticDataset("papers", 30, 3.0), SyntheticDataset("docs", 45, 1.0, ("ledger", "tern", "skiff"))]
+    return long_table(rng, datasets, arms, ["hybrid", "minilm", "bm25"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def results(demo_plan):
 
 
 def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
-    assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "H4"]
+    assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "robustness", "H4"]
     assert all(r["status"] == "ran" for r in results)
     primary = results[0]
     assert [row["test"] for row in primary["rows"]] == ["H1-papers", "H2-papers"]
@@ -60,7 +61,7 @@ def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
 
 def test_rerun_is_bit_identical(demo_plan, results):
     again = [r.to_json() for r in run_plan(demo_plan, _table(), only=["primary", "H4"])]
-    assert json.dumps(again) == json.dumps([results[0], results[4]])
+    assert json.dumps(again) == json.dumps([results[0], results[5]])
 
 
 def test_family_with_a_missing_arm_is_not_run(demo_plan):
@@ -121,8 +122,8 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
 
     assert main(["audit", "--study", str(study.root)]) == 0
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 21 PASS, 0 FAIL" in out
-    assert "PASS  (grid)/cells: 46 cell(s) not scored" in out and "released as a logged deviation" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 31 PASS, 0 FAIL" in out
+    assert "PASS  (grid)/cells: 70 cell(s) not scored" in out and "released as a logged deviation" in out
 
     released["rows"][1]["estimate"] += 0.01
     (study.stats_dir / "primary.json").write_text(json.dumps(released))

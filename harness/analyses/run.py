@@ -85,7 +85,7 @@ def _group_rows(e, retriever: str, pairs, labels: dict[str, str], groups, contra
     c = group_contrast(*contrast, pairs.diffs[keep], pairs.clusters[keep], pairs.strata[keep], grp[keep],
                        seed=derive_seed(e.seed, f"{retriever}/contrast"))
     rows.append({"retriever": retriever, "group": f"{contrast[0]} minus {contrast[1]}",
-                 "n_questions": int(keep.sum()), "estimate": None if c is None else c.estimate,
+                 "n_questions": int((keep & np.isin(grp, contrast)).sum()), "estimate": None if c is None else c.estimate,
                  "ci95": None if c is None else list(c.ci95)})
     return rows
 
@@ -117,8 +117,8 @@ def _moderated(kind: str):
 
 
 def _answer_type(plan, e, results, chunk_inputs):
-    raise Blocked(f"answer types of the {e.dataset} questions (the dataset adapter does not record them yet)",
-                  "make select, once the adapter records answer types")
+    # the adapters keep answers but not their type; the split needs them to record it at selection
+    raise Blocked(f"answer types of the {e.dataset} questions, which no dataset adapter records yet", "make select")
 
 
 def _win_tie_loss(plan, e, results, chunk_inputs):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from harness.arms.model_limits import effective_model_config
-from harness.arms.registry import BuildInputs, buildable_arm_kind, is_planned
+from harness.arms.registry import BuildInputs, buildable_arm_kind, get_kind, is_planned
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
 from harness.config import to_plain
@@ -39,6 +39,10 @@ def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
         "model": _model_record(study, dataset.name, arm, cfg),
         "documents": [[d.doc_id, sha256_text(d.text)] for d in dataset.documents],
     }
+    if get_kind(cfg.kind).source_kind is not None:  # a re-rendering of another arm's chunks goes stale with it
+        from harness.arms.field_ablation import source_inputs_hash
+
+        record["source"] = source_inputs_hash(study, dataset, arm)
     return sha256_text(canonical_json(record))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from harness.arms.field_ablation import ABLATIONS, render_with
 from harness.arms.render import render_context, render_enriched, render_section_path, render_text
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.windows import median_token_length
@@ -59,6 +60,7 @@ class ArmKind:
     needs_s_chunks: bool = False  # FL measures its window on the S chunks
     annotation: str | None = None  # LLM kinds: ENRICH, ENRICH_WITHOUT_KEYS, CONTEXTUAL or PER_FIELD
     builder: Callable[["ArmKind", BuildInputs], ArmChunks] | None = None  # None: planned, not built yet
+    source_kind: str | None = None  # field ablations: the kind whose built chunk set they re-render (E)
 
     @property
     def implemented(self) -> bool:
@@ -111,6 +113,17 @@ def _build_with_llm(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
     return ArmChunks(result.chunks, {"llm": result.manifest})
 
 
+def _build_field_ablation(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
+    from harness.arms.field_ablation import build_field_ablation
+
+    return build_field_ablation(kind, inputs)
+
+
+def _ablation(name: str, keep: tuple[str, ...]) -> ArmKind:
+    """E re-rendered with only `keep` of its fields, from E's built chunks: no LLM call."""
+    return ArmKind(name, HEADER_LED, render_with(keep), builder=_build_field_ablation, source_kind="E")
+
+
 def _free(name: str, boundaries: str, rendering, **kw) -> ArmKind:
     return ArmKind(name, boundaries, rendering, builder=_build_llm_free, **kw)
 
@@ -144,6 +157,8 @@ KINDS: dict[str, ArmKind] = {k.name: k for k in (
     ArmKind("E+SX", HEADER_LED, render_enriched, needs_model=True),
     ArmKind("E+keys", HEADER_LED, render_enriched, needs_model=True),  # E with its key indexed too
     ArmKind("E+entities", HEADER_LED, render_enriched, needs_model=True),  # E with its entities indexed too
+    # field ablations of E (robustness): E-no-<field>, E-only-<field>
+    *(_ablation(name, keep) for name, keep in ABLATIONS.items()),
 )}
 
 
@@ -159,7 +174,7 @@ def buildable_kinds() -> list[str]:
 
 def llm_free_kinds() -> list[str]:
     """Kinds built without any LLM call (the choices of `harness chunk`)."""
-    return [name for name, k in KINDS.items() if k.implemented and k.llm_free]
+    return [name for name, k in KINDS.items() if k.implemented and k.llm_free and k.source_kind is None]
 
 
 def get_kind(name: str) -> ArmKind:
