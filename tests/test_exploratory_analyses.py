@@ -121,6 +121,7 @@ def test_missing_inputs_block_with_the_make_target():
     assert records["bridging-papers"]["missing"][0]["target"] == "make build-arms"
     assert records["f1-by-recall-papers"]["status"] == "blocked"
     assert "answer_f1@512t" in records["f1-by-recall-papers"]["missing"][0]["what"]
+    assert records["f1-by-recall-papers"]["missing"][0]["target"] == "make answer"
     assert records["answer-type-papers"]["status"] == "blocked"
     wtl = records["win-tie-loss"]
     assert wtl["status"] == "ran" and wtl["rows"]

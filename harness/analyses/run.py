@@ -65,12 +65,20 @@ def _describe(e: ap.AnalysisPlan) -> str:
     }[e.analysis]
 
 
+def _target(metric: str) -> str:
+    """Answer-level outcomes come from the reader / judge stage, retrieval metrics from scoring."""
+    from harness.metrics.registry import ANSWER_METRICS
+
+    answer = {name for names in ANSWER_METRICS.values() for name in names}
+    return "make answer" if metric.split("@")[0] in answer else "make score"
+
+
 def _pairs(results: ResultTable, e: ap.AnalysisPlan, retriever: str, metric: str | None = None):
+    metric = metric or e.metric
     try:
-        return paired_differences(results, dataset=e.dataset, a=e.a, b=e.b, retriever=retriever,
-                                  metric=metric or e.metric)
+        return paired_differences(results, dataset=e.dataset, a=e.a, b=e.b, retriever=retriever, metric=metric)
     except MissingResultsError as m:
-        raise Blocked("per-question results of " + "; ".join(m.missing), "make score") from None
+        raise Blocked("per-question results of " + "; ".join(m.missing), _target(metric)) from None
 
 
 def _group_rows(e, retriever: str, pairs, labels: dict[str, str], groups, contrast: tuple[str, str]) -> list[dict]:
@@ -144,10 +152,7 @@ def _win_tie_loss(plan, e, results, chunk_inputs):
 def _conditional(plan, e, results, chunk_inputs):
     r = e.retrievers[0]
     outcome = _pairs(results, e, r)
-    try:
-        by = paired_differences(results, dataset=e.dataset, a=e.a, b=e.b, retriever=r, metric=e.by)
-    except MissingResultsError as m:
-        raise Blocked("per-question results of " + "; ".join(m.missing), "make score") from None
+    by = _pairs(results, e, r, e.by)
     change = dict(zip(by.qids, by.diffs))
     labels = {q: ("more evidence" if change[q] > 0 else "less evidence" if change[q] < 0 else "unchanged")
               for q in outcome.qids if q in change}
