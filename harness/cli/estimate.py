@@ -37,7 +37,8 @@ def run(args) -> int:
     cap = study.config.llm.spend_cap_usd
     unpriced = [r for r in rows if r.usd is None]
     total = sum(r.usd or 0.0 for r in rows)
-    record = {"assumptions": {"output_tokens_per_call": args.output_tokens or "model output cap",
+    record = {"assumptions": {"output_tokens_per_call": (args.output_tokens if args.output_tokens is not None
+                                                        else "the model's output cap"),
                               "summary_tokens_per_call": args.summary_tokens,
                               "tokenizer": "cl100k_base", "retries": "not counted"},
               "arms": [r.to_json() for r in rows], "total_usd": total, "spend_cap_usd": cap,

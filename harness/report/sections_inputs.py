@@ -172,7 +172,7 @@ def _estimate_beside_actual(ctx: ReportContext, sec: Section) -> None:
     cap = record["spend_cap_usd"]
     sec.tables.append(table(
         "cost-estimate", "Cost estimated before any LLM call (`harness estimate`: prompts rendered and counted in "
-        f"{a['tokenizer']}, first attempts only, output {a['output_tokens_per_call']} tokens per call, "
+        f"{a['tokenizer']}, first attempts only; output tokens per call: {a['output_tokens_per_call']}; "
         f"{a['summary_tokens_per_call']} tokens per previous summary) beside the spend ledger's actual figures "
         "(the model's own token counts, retries included; – where the arm is not built). Estimated total "
         f"${record['total_usd']:.4f}" + ("; no spend cap." if cap is None else f" against the cap ${cap:.4f}."),
