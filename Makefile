@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 RUN    := $(VENV)/bin/python -m harness
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
 
-.PHONY: help venv test demo status config select freeze build-arms score stats audit report bench
+.PHONY: help venv test demo status config select freeze estimate build-arms score stats audit report bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/' | expand -t 14
@@ -30,8 +30,8 @@ venv: $(STAMP)  ## create the virtual environment and install pinned dependencie
 test: $(STAMP)  ## run the test suite (fails when no test ran)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
 
-demo: $(STAMP)  ## run the demo studies end to end (build-arms, score, stats, audit, report): demo, then handbook
-	$(MAKE) --no-print-directory build-arms score stats audit report STUDY=examples/demo
+demo: $(STAMP)  ## run the demo studies end to end (estimate, build-arms, score, stats, audit, report): demo, then handbook
+	$(MAKE) --no-print-directory estimate build-arms score stats audit report STUDY=examples/demo
 	$(MAKE) --no-print-directory build-arms score stats audit report STUDY=examples/handbook
 
 status: $(STAMP)  ## show the grid: chunk sets, cells scored / missing / stale, and the next target to run
@@ -45,6 +45,9 @@ select: $(STAMP)  ## draw the seeded selection into selection/selection.json
 
 freeze: $(STAMP)  ## write frozen_config.json (hashes of every input that can move a result)
 	$(RUN) freeze --study $(STUDY)
+
+estimate: $(STAMP)  ## before paying: calls, tokens and dollars of every paid arm, checked against the spend cap
+	$(RUN) estimate --study $(STUDY)
 
 build-arms: $(STAMP)  ## build every arm's chunk set (LLM calls cached)
 	$(RUN) build-arms --study $(STUDY)

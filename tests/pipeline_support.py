@@ -52,8 +52,22 @@ def _keep_llm_free_tests(root: Path, retrievers: tuple[str, ...]) -> None:
         family["tests"] = [t for t in family["tests"] if t["a"] in LLM_FREE and t["b"] in LLM_FREE]
         for test in family["tests"]:  # a retriever this copy leaves out: its last one stands in
             test["retriever"] = test["retriever"] if test["retriever"] in retrievers else retrievers[-1]
+        # a cross-retriever test needs both of its retrievers
+        family["tests"] = [t for t in family["tests"] if t.get("retriever_b", retrievers[0]) in retrievers
+                           and t.get("retriever_b") != t["retriever"]]
     plan["families"] = [f for f in plan["families"] if f["tests"]]
     plan["arms"] = [a for a in plan["arms"] if a in LLM_FREE]
+    plan["exploratory"] = [e for e in plan.get("exploratory", [])
+                           if all(e.get(side, "S") in LLM_FREE for side in ("a", "b"))]
+
+    def stand_in(r):  # a retriever this copy leaves out: its last one stands in
+        return r if r in retrievers else retrievers[-1]
+
+    for entry in plan["exploratory"]:
+        if "retriever" in entry:
+            entry["retriever"] = stand_in(entry["retriever"])
+        if "retrievers" in entry:
+            entry["retrievers"] = list(dict.fromkeys(map(stand_in, entry["retrievers"])))
     plan["retrievers"] = list(retrievers)
     plan_path.write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
     shutil.rmtree(root / "amendments")  # the demo's only amendment tests E against E-K

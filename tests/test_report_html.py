@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from harness.cli.main import main
+from harness.report.build import SECTION_BUILDERS
 from harness.data.model import Chunk, Evidence, Question
 from harness.report.chunksets import chunk_set_stats
 from harness.stats.plan import load_study_plan
@@ -194,7 +195,7 @@ def test_page_renders_in_headless_chromium(reports):
     finally:
         driver.quit()
     assert logs == []
-    assert sections == 10
+    assert sections == len(SECTION_BUILDERS)
     figures = sorted(p.stem for p in (study.results / "report" / "figures").glob("*.svg"))
     assert sorted(i[0] for i in images) == figures
     for name, complete, natural, width, height in images:
@@ -258,3 +259,17 @@ def test_sections_without_inputs_name_the_make_target(tmp_path):
         assert "make build-arms" in sec and "<table" not in sec, section_id
     assert "<table" in _section(page, "data")  # the questions load without any build
     assert not (study.results / "report" / "tables" / "costs.csv").exists()
+
+
+def test_exploratory_section_mdd_column_and_blocked_estimate(reports):
+    study, before = reports
+    out = study.results / "report"
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Exploratory analyses" in md and "Exploratory analyses" in before  # withheld before scoring
+    # the LLM-free copy keeps the plan's win/tie/loss and between-strata entries
+    wtl = (out / "tables" / "exploratory-win-tie-loss.csv").read_text(encoding="utf-8").splitlines()
+    assert wtl[0].startswith("family,test,contrast") and len(wtl) > 1
+    assert (out / "figures" / "exploratory-domains-docs.svg").is_file()
+    verdicts = next(out.joinpath("tables").glob("verdicts-*.csv")).read_text(encoding="utf-8").splitlines()
+    assert "MDD" in verdicts[0].split(",")
+    assert "Missing: the pre-build cost estimate (results/estimate.json); run `make estimate`." in md

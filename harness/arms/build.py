@@ -47,6 +47,10 @@ def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
         embedder = getattr(cfg, "embedder", None)
         if embedder is not None:
             record["embedders"] = to_plain(study.retrievers)  # SM's embedding model (resolved by name or model)
+    if get_kind(cfg.kind).source_kind is not None:  # a re-rendering of another arm's chunks goes stale with it
+        from harness.arms.field_ablation import source_inputs_hash
+
+        record["source"] = source_inputs_hash(study, dataset, arm)
     return sha256_text(canonical_json(record))
 
 

@@ -165,6 +165,16 @@ def build_llm_arm(
     return LlmArmResult(chunks, manifest)
 
 
+def annotate_document(session: Any, kind: ArmKind, templates: Mapping[str, PromptTemplate], doc: Document,
+                      chunks: Sequence[Chunk], seeds: Sequence[int]) -> DocumentOutcome:
+    """One document's calls for an LLM kind, in chunk order (`harness estimate` drives it with a counter)."""
+    if kind.annotation == CONTEXTUAL:
+        return contextualise_document(session, templates["contextual"], doc, chunks, seeds=seeds)
+    if kind.annotation == PER_FIELD:
+        return pf_document(session, templates, chunks, seeds=seeds)
+    return enrich_document(session, templates["enrich"], chunks, seeds=seeds, use_keys=kind.annotation == ENRICH)
+
+
 def _run_documents(
     session: LlmSession,
     kind: ArmKind,
@@ -180,12 +190,7 @@ def _run_documents(
     """Outcomes per document, and (only when `allow_shortfall`) the spend-cap message that stopped the run
     early; the completed documents are then kept. Any other error, or a cap without allow_shortfall, raises."""
     def one(doc: Document) -> DocumentOutcome:
-        chunks = header_chunks[doc.doc_id]
-        if kind.annotation == CONTEXTUAL:
-            return contextualise_document(session, templates["contextual"], doc, chunks, seeds=seeds)
-        if kind.annotation == PER_FIELD:
-            return pf_document(session, templates, chunks, seeds=seeds)
-        return enrich_document(session, templates["enrich"], chunks, seeds=seeds, use_keys=kind.annotation == ENRICH)
+        return annotate_document(session, kind, templates, doc, header_chunks[doc.doc_id], seeds)
 
     bar = None
     if progress:

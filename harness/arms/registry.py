@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from harness.arms.field_ablation import ABLATIONS, render_with
 from harness.arms.render import render_context, render_enriched, render_section_path, render_text
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.windows import median_token_length
@@ -69,6 +70,7 @@ class ArmKind:
     derived: bool = False  # starts from the chunks of the arm its config names under `of:`
     expansion: str | None = None  # KX, AX or SX: expanded at retrieval time, no chunk set of its own
     requires: tuple[str, ...] = ()  # derived kinds: the config keys an arm of this kind must set
+    source_kind: str | None = None  # field ablations: the kind whose built chunk set they re-render (E)
 
     @property
     def implemented(self) -> bool:
@@ -175,6 +177,17 @@ def _expansion(name: str, mode: str) -> ArmKind:
     return ArmKind(name, HEADER_LED, render_enriched, derived=True, expansion=mode)
 
 
+def _build_field_ablation(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
+    from harness.arms.field_ablation import build_field_ablation
+
+    return build_field_ablation(kind, inputs)
+
+
+def _ablation(name: str, keep: tuple[str, ...]) -> ArmKind:
+    """E re-rendered with only `keep` of its fields, from E's built chunks: no LLM call."""
+    return ArmKind(name, HEADER_LED, render_with(keep), builder=_build_field_ablation, source_kind="E")
+
+
 def _free(name: str, boundaries: str, rendering, **kw) -> ArmKind:
     return ArmKind(name, boundaries, rendering, builder=_build_llm_free, **kw)
 
@@ -216,6 +229,8 @@ KINDS: dict[str, ArmKind] = {k.name: k for k in (
     # planned (no builder yet)
     ArmKind("E+keys", HEADER_LED, render_enriched, needs_model=True),  # E with its key indexed too
     ArmKind("E+entities", HEADER_LED, render_enriched, needs_model=True),  # E with its entities indexed too
+    # field ablations of E (robustness): E-no-<field>, E-only-<field>
+    *(_ablation(name, keep) for name, keep in ABLATIONS.items()),
 )}
 
 
@@ -236,7 +251,8 @@ def buildable_kinds() -> list[str]:
 
 def llm_free_kinds() -> list[str]:
     """Kinds built from the documents alone, without any LLM call (the choices of `harness chunk`)."""
-    return [name for name, k in KINDS.items() if k.implemented and k.llm_free and not k.derived]
+    return [name for name, k in KINDS.items()
+            if k.implemented and k.llm_free and not k.derived and k.source_kind is None]
 
 
 def get_kind(name: str) -> ArmKind:

@@ -21,6 +21,8 @@ COMMANDS = {
     "score": "score",
     "stats": "stats",
     "compare": "compare",
+    "estimate": "estimate",  # planning: tokens and dollars of every paid arm before any call
+    "power": "power",  # planning: clusters a TOST needs, from a pilot
     "audit": "audit",
     "report": "report",
     "qasper-eval": "qasper_eval",  # stand-alone scorer, outside the pipeline

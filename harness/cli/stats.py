@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 from harness.cli.main import add_study_argument
 from harness.cli.score import add_executor_arguments
 from harness.study import Study
@@ -55,5 +57,16 @@ def run(args) -> int:
             print(f"{fam['family']}: {verdicts}")
         else:
             print(f"{fam['family']}: not run (missing {'; '.join(fam['missing'])})")
+    if plan.analyses and not args.family:
+        from harness.analyses.inputs import chunk_inputs_for
+        from harness.analyses.run import run_analyses
+        from harness.files import atomic_write_json
+
+        shutil.rmtree(study.stats_dir / "analyses", ignore_errors=True)  # no record outlives its plan entry
+        for record in run_analyses(plan, table, chunk_inputs_for(study, frozen)):
+            atomic_write_json(study.stats_dir / "analyses" / f"{record['id']}.json", record | stamp)
+            state = record["status"] if record["status"] == "ran" else \
+                "blocked: " + "; ".join(f"{m['what']} (run `{m['target']}`)" for m in record["missing"])
+            print(f"analysis {record['id']} ({record['analysis']}): {state}")
     print(f"wrote {study.stats_dir}")
     return 0

@@ -33,8 +33,9 @@ def _unknown_name(study: Study, test: TestPlan) -> str | None:
     for side, arm in (("a", test.a), ("b", test.b)):
         if arm not in study.arms:
             return f"{side}: unknown arm {arm!r} (config arms: {', '.join(study.arms)})"
-    if test.retriever not in study.retrievers:
-        return f"unknown retriever {test.retriever!r} (config retrievers: {', '.join(study.retrievers)})"
+    for retriever in (test.retriever, test.retriever_b):
+        if retriever is not None and retriever not in study.retrievers:
+            return f"unknown retriever {retriever!r} (config retrievers: {', '.join(study.retrievers)})"
     if test.dataset not in study.datasets:
         return f"unknown dataset {test.dataset!r} (config datasets: {', '.join(study.datasets)})"
     for side, arm in (("a", test.a), ("b", test.b)):

@@ -148,4 +148,34 @@ def costs(ctx: ReportContext) -> Section:
                                 "cache records, so a cache-warm rebuild reports what the paying run cost).",
                                 ["dataset", "arm", "model", "calls", "input tok", "output tok", "spend USD",
                                  "USD / 1,000 chunks", "failures", "truncations"], rows))
+    _estimate_beside_actual(ctx, sec)
     return sec
+
+
+def _estimate_beside_actual(ctx: ReportContext, sec: Section) -> None:
+    """`harness estimate`'s pre-build figures next to the spend ledger's, per paid arm."""
+    from harness.files import read_json
+
+    path = ctx.study.results / "estimate.json"
+    if not path.is_file():
+        sec.missing.append(Missing("the pre-build cost estimate (results/estimate.json)", "make estimate"))
+        return
+    record = read_json(path)
+    rows = []
+    for e in record["arms"]:
+        m = _manifest(ctx, e["dataset"], e["arm"])
+        actual = (m or {}).get("llm", {}).get("cost", {})
+        usd = "unpriced" if e["usd"] is None else f"{e['usd']:.4f}"
+        rows.append([e["dataset"], e["arm"], e["calls"], actual.get("calls"), e["input_tokens"],
+                     actual.get("prompt_tokens"), e["output_tokens"], actual.get("completion_tokens"), usd,
+                     None if not actual else f"{float(actual.get('cost_usd', 0.0)):.4f}"])
+    a = record["assumptions"]
+    cap = record["spend_cap_usd"]
+    sec.tables.append(table(
+        "cost-estimate", "Cost estimated before any LLM call (`harness estimate`: prompts rendered and counted in "
+        f"{a['tokenizer']}, first attempts only; output tokens per call: {a['output_tokens_per_call']}; "
+        f"{a['summary_tokens_per_call']} tokens per previous summary) beside the spend ledger's actual figures "
+        "(the model's own token counts, retries included; – where the arm is not built). Estimated total "
+        f"${record['total_usd']:.4f}" + ("; no spend cap." if cap is None else f" against the cap ${cap:.4f}."),
+        ["dataset", "arm", "calls est.", "calls actual", "input tok est.", "input tok actual", "output tok est.",
+         "output tok actual", "USD est.", "USD actual"], rows))

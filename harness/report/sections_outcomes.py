@@ -7,6 +7,7 @@ cells are missing and shows no number.
 from __future__ import annotations
 
 from harness.files import read_json
+from harness.stats.tables import contrast_label, retriever_label
 from harness.provenance.interim import describe_missing
 from harness.report.context import ReportContext
 from harness.report.model import Figure, Missing, Section, interval, p_value, points, table
@@ -73,11 +74,11 @@ def per_arm_means(ctx: ReportContext) -> Section:
 def _verdict_rows(fam: dict) -> list[list]:
     rows = []
     for r in fam["rows"]:
-        rows.append([r["test"], f"{r['a']} - {r['b']}", r["dataset"], r["retriever"], r["metric"],
+        rows.append([r["test"], contrast_label(r), r["dataset"], retriever_label(r), r["metric"],
                      f"{r['n_questions']} ({r['n_clusters']})", points(r["estimate"], 2), interval(r["ci90_bca"], 2),
                      interval(r["ci95_bca"], 2), _with_holm(r.get("p_tost"), r.get("p_tost_holm")),
                      _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")),
-                     "–" if r["margin"] is None else f"±{r['margin']:g}", TIER_NAMES.get(r["tier"], r["tier"]),
+                     "–" if r["margin"] is None else f"±{r['margin']:g}", points(r.get("mdd"), 2), TIER_NAMES.get(r["tier"], r["tier"]),
                      r["verdict"] + ("†" if r["small_difference_within_margin"] else "")])
     return rows
 
@@ -104,7 +105,7 @@ def verdicts(ctx: ReportContext) -> Section:
             if any(r["small_difference_within_margin"] for r in fam["rows"]) else []
         sec.tables.append(table(f"verdicts-{fam['family']}", caption(fam),
                                 ["test", "A - B", "dataset", "retriever", "metric", "n (clusters)", "estimate",
-                                 "90% CI", "95% CI", "p TOST (Holm)", "p sign-flip (Holm)", "margin", "tier", "verdict"],
+                                 "90% CI", "95% CI", "p TOST (Holm)", "p sign-flip (Holm)", "margin", "MDD", "tier", "verdict"],
                                 _verdict_rows(fam), notes))
     return sec
 
@@ -162,7 +163,9 @@ def spending_guide(ctx: ReportContext) -> Section:
         return sec
     for dataset in dict.fromkeys(r["dataset"] for r in rows):
         ordered = sorted((r for r in rows if r["dataset"] == dataset), key=lambda r: (-r["estimate"], r["test"]))
-        body = [[f"{r['a']} instead of {r['b']}", r["retriever"], r["metric"], f"{r['estimate']:+.1f}",
+        body = [[f"{r['a']} instead of {r['b']}" if not r.get("retriever_b") else
+                 f"{r['a']} under {r['retriever']} instead of {r['b']} under {r['retriever_b']}",
+                 retriever_label(r), r["metric"], f"{r['estimate']:+.1f}",
                  interval(r["ci90_bca"] if r["ci_shown"] == "90" else r["ci95_bca"]), f"{r['ci_shown']}%",
                  r["verdict"], f"{TIER_MARKS.get(r['tier'], '?')} ({r['family']}/{r['test']})"] for r in ordered]
         sec.tables.append(table(f"spending-{dataset}", f"Where to spend on `{dataset}`, in order: every registered "

@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.stats.bootstrap import cluster_bootstrap
+from harness.stats.power import cluster_standard_error
 from harness.stats.signflip import cluster_sign_flip
 from harness.stats.tost import tost
 
@@ -58,11 +59,15 @@ class ContrastResult:
     p_signflip: float
     signflip_exact: bool
     signflip_flips: int
+    se_cluster: float  # cluster standard error of the estimate, in points (harness.stats.power)
     margin: float | None = None
     p_tost: float | None = None
+    retriever_b: str | None = None  # a cross-retriever contrast: B's retriever (A's is `retriever`)
 
     def to_json(self) -> dict:
         out = asdict(self)
+        if self.retriever_b is None:
+            del out["retriever_b"]
         for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile"):
             out[key] = list(out[key])
         if self.margin is None:
@@ -106,13 +111,14 @@ def as_results(table: pd.DataFrame | ResultTable) -> ResultTable:
     return table if isinstance(table, ResultTable) else ResultTable(table)
 
 
-def missing_for(table, *, dataset: str, a: str, b: str, retriever: str, metric: str) -> list[str]:
+def missing_for(table, *, dataset: str, a: str, b: str, retriever: str, metric: str,
+                retriever_b: str | None = None) -> list[str]:
     """Human-readable list of the arms with no rows for this contrast (empty when both are present)."""
     results = as_results(table)
     return [
-        f"arm {arm} on {dataset} under {retriever} ({metric})"
-        for arm in (a, b)
-        if len(results.positions(dataset, arm, retriever, metric)) == 0
+        f"arm {arm} on {dataset} under {r} ({metric})"
+        for arm, r in ((a, retriever), (b, retriever_b or retriever))
+        if len(results.positions(dataset, arm, r, metric)) == 0
     ]
 
 
@@ -120,16 +126,20 @@ def paired_differences(
     table, *, dataset: str, a: str, b: str, retriever: str, metric: str,
     subset_clusters: set[str] | None = None,
     strata: set[str] | None = None,
+    retriever_b: str | None = None,
 ) -> PairedDifferences:
-    """Pair A and B by qid; their qid sets (after the optional cluster and stratum subsets) must match."""
+    """Pair A and B by qid; their qid sets (after the optional cluster and stratum subsets) must match.
+    With `retriever_b`, B is read under that retriever (the same arm may then stand on both sides)."""
     results = as_results(table)
-    missing = missing_for(results, dataset=dataset, a=a, b=b, retriever=retriever, metric=metric)
+    missing = missing_for(results, dataset=dataset, a=a, b=b, retriever=retriever, metric=metric,
+                          retriever_b=retriever_b)
     if missing:
         raise MissingResultsError(missing)
-    what = f"dataset {dataset}, retriever {retriever}, metric {metric}"
+    what = f"dataset {dataset}, retriever {retriever}" + (f" vs {retriever_b}" if retriever_b else "") + \
+        f", metric {metric}"
     sides = []
-    for arm in (a, b):
-        pos = results.positions(dataset, arm, retriever, metric)
+    for arm, r in ((a, retriever), (b, retriever_b or retriever)):
+        pos = results.positions(dataset, arm, r, metric)
         if subset_clusters is not None:
             pos = pos[np.isin(results.cluster[pos].astype(str), list(subset_clusters))]
         if strata is not None:
@@ -186,9 +196,10 @@ def compare(
     stratified: bool = True,
     subset_clusters: set[str] | None = None,
     strata: set[str] | None = None,
+    retriever_b: str | None = None,
 ) -> ContrastResult:
     pairs = paired_differences(table, dataset=dataset, a=a, b=b, retriever=retriever, metric=metric,
-                               subset_clusters=subset_clusters, strata=strata)
+                               subset_clusters=subset_clusters, strata=strata, retriever_b=retriever_b)
     boot = cluster_bootstrap(pairs.diffs, pairs.clusters, pairs.strata if stratified else None,
                              resamples=resamples, seed=seed)
     flip = cluster_sign_flip(pairs.diffs, pairs.clusters, max_flips=max_flips, seed=seed)
@@ -200,7 +211,8 @@ def compare(
         ci90_percentile=boot.ci90_percentile, ci95_percentile=boot.ci95_percentile,
         z0=boot.z0, acceleration=boot.acceleration, resamples=boot.resamples, seed=seed,
         p_signflip=flip.p_value, signflip_exact=flip.exact, signflip_flips=flip.n_flips,
-        margin=None if margin is None else float(margin), p_tost=p_tost,
+        se_cluster=cluster_standard_error(pairs.diffs, pairs.clusters, pairs.strata if stratified else None),
+        margin=None if margin is None else float(margin), p_tost=p_tost, retriever_b=retriever_b,
     )
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 from harness import __version__
 from harness.stats.contrast import ResultTable, as_results, compare, missing_for
 from harness.stats.holm import holm
+from harness.stats.power import POWER, minimum_detectable_difference
 from harness.stats.plan import CI95_MARGIN, TOST, Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
 from harness.stats.subsets import select_questions
 from harness.stats.verdicts import MISSING, ci_margin_verdict, tost_verdict, two_sided_verdict
@@ -61,7 +62,7 @@ def contrast_arguments(plan: Plan, family: FamilyPlan, test: TestPlan, table: Re
         dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever, metric=test.metric,
         seed=derive_seed(family.seed, test.id), resamples=plan.resamples, max_flips=plan.max_flips,
         margin=test.margin if test.rule == "tost" else None, stratified=plan.datasets[test.dataset].stratified,
-        subset_clusters=selection.clusters, strata=selection.strata,
+        subset_clusters=selection.clusters, strata=selection.strata, retriever_b=test.retriever_b,
     )
 
 
@@ -81,7 +82,7 @@ def run_family(
     contrasts, missing = [], []
     for test in family.tests:
         lacking = missing_for(table, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
-                              metric=test.metric)
+                              metric=test.metric, retriever_b=test.retriever_b)
         if lacking:
             missing += lacking
             contrasts.append((test, None, lacking))
@@ -128,13 +129,16 @@ def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates:
     for i, (test, c, lacking) in enumerate(contrasts):
         base = {"test": test.id, "rule": test.rule, "dataset": test.dataset, "a": test.a, "b": test.b,
                 "retriever": test.retriever, "metric": test.metric, "margin": test.margin,
+                **({"retriever_b": test.retriever_b} if test.retriever_b else {}),
                 "tier": _tier(family, test, judge_rates), "source": test.source}
         if c is None:
             rows.append(base | {"verdict": MISSING, "missing": list(lacking),
                                 "subset": None if test.subset is None else test.subset.to_json()})
             continue
         row = {**base, **c, "margin": test.margin, "p_tost": c.get("p_tost"),
-               "p_tost_holm": None, "p_signflip_holm": None}
+               "p_tost_holm": None, "p_signflip_holm": None,
+               # how large a difference this row could have seen (80% power at the family's alpha)
+               "mdd": minimum_detectable_difference(c["se_cluster"], alpha=plan.alpha, power=POWER)}
         p = decisive[i] if adjusted is None else adjusted[i]
         ci95 = tuple(c["ci95_bca"])
         if flips_adjusted is not None:

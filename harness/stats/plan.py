@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError
+from harness.stats.analysis_plan import AnalysisPlan, parse_analyses
 from harness.study import load_yaml
 
 TIERS = ("confirmatory", "secondary", "exploratory")
@@ -92,6 +93,7 @@ class TestPlan:
     subset: Subset | None
     source: str  # "plan" or "amendment NNNN"
     acceptance: Acceptance | None = None
+    retriever_b: str | None = None  # cross-retriever test: B under this retriever, A under `retriever`
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,7 @@ class Plan:
     retrievers: tuple[str, ...]
     families: tuple[FamilyPlan, ...]
     amendments: tuple[Amendment, ...]
+    analyses: tuple[AnalysisPlan, ...] = ()  # exploratory analyses (harness.stats.analysis_plan)
 
     def family(self, family_id: str) -> FamilyPlan:
         for fam in self.families:
@@ -157,7 +160,7 @@ def load_plan(plan_path: str | Path, amendments_dir: str | Path | None = None) -
     doc = _Doc(plan_path, load_yaml(plan_path))
     top = doc.mapping(doc.data, "", required=(
         "study", "registered_at", "alpha", "bootstrap", "permutation", "datasets", "arms", "retrievers",
-        "families"))
+        "families"), optional=("exploratory",))
     alpha = doc.number(top["alpha"], "alpha")
     if not 0 < alpha < 1:
         doc.fail("alpha", f"must lie in (0, 1); got {alpha}")
@@ -177,6 +180,8 @@ def load_plan(plan_path: str | Path, amendments_dir: str | Path | None = None) -
     for i, raw in enumerate(families_raw):
         _add_family(doc, f"families[{i}]", raw, "plan", state)
     plan_family_ids = {f["id"] for f in state.families}
+    state.analyses += parse_analyses(doc, "exploratory", top.get("exploratory", []), state, "plan",
+                                     state.analysis_ids)
     amendments = []
     if amendments_dir is not None and Path(amendments_dir).is_dir():
         for path in sorted(Path(amendments_dir).glob("*.yaml")):
@@ -196,6 +201,7 @@ def load_plan(plan_path: str | Path, amendments_dir: str | Path | None = None) -
         retrievers=tuple(state.retrievers),
         families=families,
         amendments=tuple(amendments),
+        analyses=tuple(state.analyses),
     )
 
 
@@ -207,6 +213,8 @@ class _State:
     families: list[dict] = field(default_factory=list)  # FamilyPlan fields except tests
     tests: dict[str, list[TestPlan]] = field(default_factory=dict)  # family id -> tests, in order
     test_ids: set[str] = field(default_factory=set)
+    analyses: list[AnalysisPlan] = field(default_factory=list)
+    analysis_ids: set[str] = field(default_factory=set)
 
 
 class _Doc:
@@ -330,7 +338,7 @@ def _add_family(doc: _Doc, key: str, raw, source: str, state: _State) -> None:
 
 
 def _add_test(doc: _Doc, key: str, raw, fam_id: str, source: str, state: _State) -> None:
-    optional = ("margin", "subset", "family", "rule", "acceptance")
+    optional = ("margin", "subset", "family", "rule", "acceptance", "retriever_b")
     raw = doc.mapping(raw, key, required=("id", "a", "b", "retriever", "dataset", "metric"), optional=optional)
     test_id = doc.text(raw["id"], f"{key}.id")
     test = _TestDoc(doc, test_id)
@@ -340,12 +348,16 @@ def _add_test(doc: _Doc, key: str, raw, fam_id: str, source: str, state: _State)
     for side, arm in (("a", a), ("b", b)):
         if arm not in state.arms:
             test.fail(f"{key}.{side}", f"arm {arm!r} is not registered (arms: {', '.join(state.arms)})")
-    if a == b:
-        test.fail(f"{key}.b", f"compares arm {a!r} with itself")
     retriever = doc.text(raw["retriever"], f"{key}.retriever")
-    if retriever not in state.retrievers:
-        test.fail(f"{key}.retriever", f"retriever {retriever!r} is not registered (retrievers: "
-                  f"{', '.join(state.retrievers)})")
+    retriever_b = doc.text(raw["retriever_b"], f"{key}.retriever_b") if "retriever_b" in raw else None
+    for field, r in (("retriever", retriever), ("retriever_b", retriever_b)):
+        if r is not None and r not in state.retrievers:
+            test.fail(f"{key}.{field}", f"retriever {r!r} is not registered (retrievers: "
+                      f"{', '.join(state.retrievers)})")
+    if retriever_b == retriever:
+        test.fail(f"{key}.retriever_b", f"is the test's own retriever {retriever!r}; omit it")
+    if a == b and retriever_b is None:
+        test.fail(f"{key}.b", f"compares arm {a!r} with itself")
     dataset = doc.text(raw["dataset"], f"{key}.dataset")
     if dataset not in state.datasets:
         test.fail(f"{key}.dataset", f"dataset {dataset!r} is not in the plan (datasets: {', '.join(state.datasets)})")
@@ -376,7 +388,7 @@ def _add_test(doc: _Doc, key: str, raw, fam_id: str, source: str, state: _State)
     state.test_ids.add(test_id)
     state.tests[fam_id].append(TestPlan(id=test_id, family=fam_id, a=a, b=b, retriever=retriever,
                                         dataset=dataset, metric=metric, rule=rule, margin=margin, subset=subset,
-                                        source=source, acceptance=acceptance))
+                                        source=source, acceptance=acceptance, retriever_b=retriever_b))
 
 
 class _TestDoc:
@@ -435,7 +447,7 @@ def _amendment(path: Path, state: _State, plan_family_ids: set[str]) -> Amendmen
     if amend_id != match.group(1):
         doc.fail("id", f"{top['id']!r} does not match the file name's number {match.group(1)!r} (quote it)")
     source = f"amendment {amend_id}"
-    adds = doc.mapping(top["adds"], "adds", optional=("arms", "retrievers", "families", "tests"))
+    adds = doc.mapping(top["adds"], "adds", optional=("arms", "retrievers", "families", "tests", "exploratory"))
     new_arms = doc.names(adds.get("arms", []), "adds.arms")
     new_retrievers = doc.names(adds.get("retrievers", []), "adds.retrievers")
     for kind, new, known in (("arm", new_arms, state.arms), ("retriever", new_retrievers, state.retrievers)):
@@ -459,8 +471,11 @@ def _amendment(path: Path, state: _State, plan_family_ids: set[str]) -> Amendmen
                      "multiplicity after registration (add a new family instead)")
         _add_test(doc, key, raw, fam_id, source, state)
         added_tests.append(raw["id"])
-    if not (new_arms or new_retrievers or added_tests):
-        doc.fail("adds", "an amendment must add at least one arm, retriever, family or test")
+    added_analyses = parse_analyses(doc, "adds.exploratory", adds.get("exploratory", []), state, source,
+                                    state.analysis_ids)
+    state.analyses += added_analyses
+    if not (new_arms or new_retrievers or added_tests or added_analyses):
+        doc.fail("adds", "an amendment must add at least one arm, retriever, family, test or analysis")
     return Amendment(
         id=amend_id,
         path=path,

@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")  # headless and deterministic; never a GUI backend
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.stats.tables import SMALL_MARK  # noqa: E402
+from harness.stats.tables import SMALL_MARK, contrast_label, retriever_label  # noqa: E402
 
 _VERDICT_MARKERS = {"equiv.": "D", "diff.": "s", "incon.": "o", "n.d.": "o"}
 _VERDICT_COLOURS = {"equiv.": "#1b7837", "diff.": "#b2182b", "incon.": "#7f7f7f", "n.d.": "#4d4d4d"}
@@ -70,7 +70,7 @@ def forest_figure(fam: dict, *, margin_band: bool = False):
         ax.annotate(label, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", color=colour)
     ax.axvline(0.0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{r['test']}: {r['a']} - {r['b']} ({r['dataset']}, {r['retriever']}, {r['metric']})"
+    ax.set_yticklabels([f"{r['test']}: {contrast_label(r)} ({r['dataset']}, {retriever_label(r)}, {r['metric']})"
                         for r in reversed(rows)], fontsize=8)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     shown = "thick: 90% BCa CI (TOST rows), thin: 95%, blue ticks: ±margin" if any_tost else "95% BCa CI"

@@ -43,6 +43,6 @@ def select_questions(table: ResultTable, test: TestPlan) -> Selection:
     if not subset.allow_shortfall:
         return Selection(sampled, strata, subset.n_clusters, ())
     completed = sampled.copy()
-    for arm in (test.a, test.b):
-        completed &= table.clusters_of(test.dataset, arm, test.retriever, test.metric)
+    for arm, retriever in ((test.a, test.retriever), (test.b, test.retriever_b or test.retriever)):
+        completed &= table.clusters_of(test.dataset, arm, retriever, test.metric)
     return Selection(completed, strata, subset.n_clusters, tuple(sorted(sampled - completed)))

@@ -7,10 +7,10 @@ import io
 
 # CSV columns: the row fields, intervals split into lo/hi
 CSV_COLUMNS = (
-    "test", "rule", "a", "b", "dataset", "retriever", "metric", "n_questions", "n_clusters", "n_strata", "estimate",
+    "test", "rule", "a", "b", "dataset", "retriever", "retriever_b", "metric", "n_questions", "n_clusters", "n_strata", "estimate",
     "ci90_bca_lo", "ci90_bca_hi", "ci95_bca_lo", "ci95_bca_hi", "ci90_percentile_lo", "ci90_percentile_hi",
     "ci95_percentile_lo", "ci95_percentile_hi", "z0", "acceleration", "resamples", "seed", "margin", "p_tost",
-    "p_tost_holm", "p_signflip", "p_signflip_holm", "signflip_exact", "signflip_flips", "verdict",
+    "p_tost_holm", "p_signflip", "p_signflip_holm", "signflip_exact", "signflip_flips", "se_cluster", "mdd", "verdict",
     "small_difference_within_margin", "ci_shown", "tier", "source",
 )
 MISSING = "missing"
@@ -28,22 +28,23 @@ def caption(fam: dict) -> str:
               else "unadjusted, no multiplicity correction")
     return (f"Family {fam['family']} ({fam['tier']}, {fam['source']}): {fam['description']} "
             f"A - B in points (x100); {'; '.join(rules[k] for k in kinds)}; p-values {adjust}; "
-            f"alpha {fam['alpha']}; BCa cluster bootstrap, {fam['resamples']} resamples, family seed {fam['seed']}.")
+            f"alpha {fam['alpha']}; MDD: minimum detectable difference, 80% power at alpha from the cluster "
+            f"standard error; BCa cluster bootstrap, {fam['resamples']} resamples, family seed {fam['seed']}.")
 
 
 _HEADER = ("test", "A - B", "dataset", "retriever", "metric", "questions (clusters)", "estimate", "CI",
-           "level", "margin", "p TOST", "p TOST Holm", "p sign-flip", "p sign-flip Holm", "verdict")
+           "level", "margin", "MDD", "p TOST", "p TOST Holm", "p sign-flip", "p sign-flip Holm", "verdict")
 
 
 def _cells(row: dict) -> list[str]:
-    head = [row["test"], f"{row['a']} - {row['b']}", row["dataset"], row["retriever"], row["metric"]]
+    head = [row["test"], contrast_label(row), row["dataset"], retriever_label(row), row["metric"]]
     margin = "-" if row["margin"] is None else f"±{_num(row['margin'])}"
     if row["verdict"] == MISSING:
-        return head + ["-", "-", "-", "-", margin, "-", "-", "-", "-", MISSING]
+        return head + ["-", "-", "-", "-", margin, "-", "-", "-", "-", "-", MISSING]
     # the Holm-adjusted sign-flip p is shown for TOST rows too: it does not decide them, but readers
     # compare it with the TOST result (e.g. a diff. by the CI rule that does not survive Holm)
     return head + [f"{row['n_questions']} ({row['n_clusters']})", _num(row["estimate"]), _ci(_shown(row)),
-                   f"{row['ci_shown']}%", margin, _p(row["p_tost"]), _p(row["p_tost_holm"]),
+                   f"{row['ci_shown']}%", margin, _mdd(row), _p(row["p_tost"]), _p(row["p_tost_holm"]),
                    _p(row["p_signflip"]), _p(row["p_signflip_holm"]), _verdict(row)]
 
 
@@ -82,7 +83,7 @@ def to_latex(fam: dict) -> str:
     if fam["status"] != "ran":
         lines += [f"Not run; missing: {_tex('; '.join(fam['missing']))}.", "\\end{table}"]
         return "\n".join(lines) + "\n"
-    lines += ["\\begin{tabular}{" + "l" * 5 + "r" * 9 + "l}", "\\toprule",
+    lines += ["\\begin{tabular}{" + "l" * 5 + "r" * 10 + "l}", "\\toprule",
               " & ".join(_tex(h) for h in _HEADER) + " \\\\", "\\midrule"]
     for row in fam["rows"]:
         lines.append(" & ".join(_tex(c) for c in _cells(row)) + " \\\\")
@@ -109,6 +110,22 @@ def summary_markdown(families: list[dict]) -> str:
 
 def _shown(row: dict) -> list[float]:
     return row["ci90_bca"] if row["ci_shown"] == "90" else row["ci95_bca"]
+
+
+def contrast_label(row: dict) -> str:
+    """"A - B", or "A (r1) - B (r2)" for a cross-retriever contrast."""
+    if row.get("retriever_b"):
+        return f"{row['a']} ({row['retriever']}) - {row['b']} ({row['retriever_b']})"
+    return f"{row['a']} - {row['b']}"
+
+
+def retriever_label(row: dict) -> str:
+    return f"{row['retriever']} vs {row['retriever_b']}" if row.get("retriever_b") else row["retriever"]
+
+
+def _mdd(row: dict) -> str:
+    # statistics written before the MDD existed have no such field: shown as unknown, not as 0
+    return "-" if row.get("mdd") is None else _num(row["mdd"])
 
 
 def _verdict(row: dict) -> str:

@@ -1,0 +1,88 @@
+"""Field ablations of E: E's cached outputs re-rendered without one field or with one field, no LLM call."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.arms.field_ablation import ABLATIONS
+from harness.arms.registry import get_kind, llm_free_kinds
+from harness.cli.main import main
+from harness.data.model import Chunk
+
+from pipeline_support import edit_config
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
+
+
+@pytest.fixture(scope="module")
+def study_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ablation")
+    for part in ("configs", "data", "plan", "amendments", "prompts", "selection"):
+        shutil.copytree(DEMO / part, root / part)
+    shutil.copytree(DEMO / "results" / "generations", root / "results" / "generations")
+    assert main(["freeze", "--study", str(root)]) == 0
+    arms = ["E", *ABLATIONS]
+    assert main(["build-arms", "--study", str(root), "--replay", "--no-progress", "--dataset", "papers",
+                 *[x for a in arms for x in ("--arm", a)]]) == 0
+    return root
+
+
+def _chunks(root: Path, arm: str) -> list[Chunk]:
+    path = root / "results" / "chunks" / "papers" / f"{arm}.jsonl"
+    return [Chunk.from_json(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_ablations_reuse_e_chunks_and_drop_exactly_their_fields(study_root):
+    e = _chunks(study_root, "E")
+    no_title, only_q = _chunks(study_root, "E-no-title"), _chunks(study_root, "E-only-questions")
+    assert [c.chunk_id for c in no_title] == [c.chunk_id for c in e] == [c.chunk_id for c in only_q]
+    assert all(a.generated == b.generated and a.text == b.text for a, b in zip(e, no_title))
+    with_title = [c for c in e if (c.generated or {}).get("title", "").strip()]
+    assert with_title, "the demo's E outputs have titles"
+    for full, cut in zip(e, no_title):
+        prefix_full, prefix_cut = full.indexed_text[: -len(full.text)], cut.indexed_text[: -len(cut.text)]
+        title = " ".join(full.generated["title"].split())
+        # E's prefix is one line per non-empty field, title first: the ablation drops exactly that line
+        lines = prefix_full.strip("\n").split("\n")
+        assert prefix_cut.strip("\n").split("\n") == (lines[1:] if title else lines) or (title and len(lines) == 1
+                                                                                         and prefix_cut == "")
+        if title:
+            assert lines[0] == title
+    for full, q in zip(e, only_q):
+        questions = " ".join(" ".join(x.split()) for x in full.generated["questions"] if x.strip())
+        assert q.indexed_text == (f"{questions}\n\n{q.text}" if questions else q.text)
+    manifest = json.loads((study_root / "results" / "chunks" / "papers" / "E-no-title.manifest.json").read_text())
+    assert manifest["ablation"]["source_arm"] == "E" and "llm" not in manifest
+
+
+def test_ablation_kinds_make_no_call_and_are_not_document_chunkers():
+    for name in ABLATIONS:
+        kind = get_kind(name)
+        assert kind.implemented and not kind.needs_model and kind.calls_per_chunk == 0
+        assert name not in llm_free_kinds()
+
+
+def test_an_ablation_without_a_built_e_names_what_to_build(tmp_path, capsys):
+    for part in ("configs", "data", "plan", "amendments", "prompts", "selection"):
+        shutil.copytree(DEMO / part, tmp_path / part)
+    assert main(["freeze", "--study", str(tmp_path)]) == 0
+    code = main(["build-arms", "--study", str(tmp_path), "--no-progress", "--dataset", "papers",
+                 "--arm", "E-no-title"])
+    assert code != 0 and "needs the built chunk set of E" in capsys.readouterr().err
+
+
+def test_two_e_arms_make_the_source_ambiguous(tmp_path, capsys):
+    for part in ("configs", "data", "plan", "amendments", "prompts", "selection"):
+        shutil.copytree(DEMO / part, tmp_path / part)
+    edit_config(tmp_path, lambda cfg: cfg["arms"].__setitem__("E2", {"kind": "E", "model": "embedded",
+                                                                    "datasets": ["papers"]}))
+    from harness.arms.field_ablation import source_arm
+    from harness.errors import HarnessError
+    from harness.study import Study
+
+    with pytest.raises(HarnessError, match=r"2 apply \(E, E2\)"):
+        source_arm(Study.at(tmp_path), "papers", "E-no-title")
