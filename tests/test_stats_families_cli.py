@@ -131,7 +131,8 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
     assert main(["audit", "--study", str(study.root)]) == 0
     out = capsys.readouterr().out
     assert "PASS  primary/H1-papers" in out and "audit: 40 PASS, 0 FAIL" in out
-    assert "PASS  (grid)/cells: 54 cell(s) not scored" in out and "released as a logged deviation" in out
+    grid = [line for line in out.splitlines() if "(grid)" in line]
+    assert "PASS  (grid)/cells: 62 cell(s) not scored" in out and "released as a logged deviation" in out, grid
 
     released["rows"][1]["estimate"] += 0.01
     (study.stats_dir / "primary.json").write_text(json.dumps(released))
