@@ -184,3 +184,11 @@ def test_chunk_ids_positions_and_line_ranges():
 def test_bad_taus_are_named(tau_min, tau_max, match):
     with pytest.raises(InputError, match=match):
         header_led_chunks(doc("# A\n"), tau_min=tau_min, tau_max=tau_max)
+
+
+def test_trailing_header_tail_joins_a_chunk_closed_at_tau_max_with_no_cap():
+    # paragraph (14) + table (19) = 33 reaches tau_max, so the table closes the chunk; the setext header
+    # after it is the document's header-only tail and joins that chunk whatever the size
+    text = "1 1 1 1 111111\n| a | b |\n|---|:-:|\n\n1 1 1 11111 1111111 1111111111\n===\n"
+    cs = chunk(text, tau_min=0, tau_max=33)
+    assert [c.block_types for c in cs] == [("paragraph", "table", "header")]
