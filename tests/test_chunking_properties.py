@@ -62,9 +62,12 @@ def test_header_led_chunks_cover_the_source_and_never_split_a_block(text, tau_mi
         (s, e), = c.spans
         inside = [b for b in blocks if s <= b.start and b.end <= e]
         assert c.block_types == tuple(dict.fromkeys(b.kind for b in inside))
-        if sum(len(b.text) for b in inside) > 2 * tau_max:  # only a single oversized body block (with its headers) can get this big
-            assert sum(b.kind != "header" for b in inside) <= 1
-    assert chunks == header_led_chunks(d, tau_min=tau_min, tau_max=tau_max)
+        # a document's trailing header-only tail joins the last chunk with no cap; without it, only a
+        # single oversized body block (with its headers) can take a chunk past 2 x tau_max
+        body_at = [i for i, b in enumerate(inside) if b.kind != "header"]
+        core = inside[: body_at[-1] + 1] if body_at else inside
+        if sum(len(b.text) for b in core) > 2 * tau_max:
+            assert len(body_at) <= 1
 
 
 @SETTINGS
