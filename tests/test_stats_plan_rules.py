@@ -167,7 +167,9 @@ def test_family_without_any_results_is_not_run(tmp_path, table):
 @pytest.mark.parametrize("rates, tier, passed", [
     (None, "exploratory", False),
     ({"j": {"positive": 0.91, "negative": 0.068}}, "exploratory", False),  # failed negative control
-    ({"j": {"positive": 0.91, "negative": 0.03}}, "secondary", True),
+    ({"j": {"positive": 0.91, "negative": 0.03}}, "exploratory", False),  # no human spot check on file
+    ({"j": {"positive": 0.91, "negative": 0.03, "spot_check": {"kappa": 0.5, "passed": False}}}, "exploratory", False),
+    ({"j": {"positive": 0.91, "negative": 0.03, "spot_check": {"kappa": 0.7, "passed": True}}}, "secondary", True),
 ])
 def test_judged_outcome_is_exploratory_until_its_judge_passes(tmp_path, table, rates, tier, passed):
     acceptance = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}

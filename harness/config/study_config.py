@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.config.answers import Judge, Reader, check_answer_names
 from harness.config.arms import ARM, ArmConfig
 from harness.config.chunking import Chunking
 from harness.config.datasets import DATASET, DatasetConfig
@@ -47,6 +48,8 @@ class StudyConfig:
     )  # metric_set -> token budgets
     llm: Llm = setting(check=Section(Llm), factory=Llm)
     run_depth: int = setting(RUN_DEPTH, Int(1))
+    reader: Reader = setting(check=Section(Reader), factory=Reader)  # answer stage (harness.config.answers)
+    judge: Judge = setting(check=Section(Judge), factory=Judge)
 
     def completed(self, where: Where) -> "StudyConfig":
         _check_names(self.arms, "datasets", self.datasets, where.child("arms"))
@@ -56,6 +59,7 @@ class StudyConfig:
             model = getattr(cfg, "model", None)
             if model is not None and model not in self.models:
                 raise _not_a_name(where.child("arms").child(arm).child("model"), model, self.models, "models")
+        check_answer_names(self.reader, self.judge, self, where)
         return self
 
 
