@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.config.fields import Anything, Flag, Int, ListOf, MapOf, Optional, Section, Text, Where, setting
+from harness.config.fields import (
+    Anything, Either, Flag, Int, ListOf, MapOf, OneOf, Optional, Section, Text, Where, setting,
+)
 from harness.data.common import METRIC_SETS
 
 READER_PROMPT = "reader.txt"
@@ -42,6 +44,9 @@ class Reader:
     model_options: dict[str, Any] = setting(check=MapOf(Anything()), factory=dict)
     budgets: dict[str, int] = setting(check=MapOf(Int(1), keys=METRIC_SETS), factory=lambda: dict(READER_BUDGETS))
     cells: tuple[AnswerCell, ...] = setting((), ListOf(Section(AnswerCell)))
+    # a seeded sample of each dataset's questions (the same in every cell), for compute-bound studies
+    questions: int | str = setting("all", Either((OneOf(("all",)), Int(1))))
+    seed: int = setting(0, Int())
 
     def completed(self, where: Where) -> "Reader":
         if self.cells and self.model is None:

@@ -17,6 +17,8 @@ study-wide cap). `fresh` and `replay` come from the CLI, never from the environm
 
 from __future__ import annotations
 
+import dataclasses
+import random
 import re
 from collections import Counter
 from contextlib import ExitStack
@@ -106,6 +108,15 @@ def references(question: Question) -> list[Reference]:
     return [Reference(a, "abstractive", ()) for a in question.answers if a.strip()]
 
 
+def sample_questions(dataset: LoadedDataset, n: int | str, seed: int) -> LoadedDataset:
+    """The dataset with `random.Random(seed).sample(sorted(qids), n)` of its questions (all when n is "all"
+    or covers them); the stats pair arms on the answered qids."""
+    if n == "all" or n >= len(dataset.questions):
+        return dataset
+    keep = set(random.Random(seed).sample(sorted(q.qid for q in dataset.questions), n))
+    return dataclasses.replace(dataset, questions=tuple(q for q in dataset.questions if q.qid in keep))
+
+
 def ranked_ids(study: Study, cell: Cell) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for row in sorted(read_run(study.run_path(*cell)), key=lambda r: (r.qid, r.rank)):
@@ -172,7 +183,8 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
             judge = sessions.session("judge", judge_cfg.model, judge_model)
             summary["judge"] = {"name": judge_cfg.name, "model": judge_cfg.model, "prompt_sha256": judge_template.sha256}
         for name in dict.fromkeys(c.dataset for c in reader_cfg.cells):
-            dataset = load_dataset(study, name, selection=selection)
+            dataset = sample_questions(load_dataset(study, name, selection=selection), reader_cfg.questions,
+                                       reader_cfg.seed)
             budget = reader_cfg.budgets.get(dataset.metric_set)
             if budget is None:
                 raise HarnessError(f"{study.config_path}: `reader.budgets.{dataset.metric_set}` is missing "
