@@ -277,3 +277,68 @@ def test_answer_sections_must_name_configured_entries(tmp_path):
 
     with pytest.raises(HarnessError, match=r"`reader.model` is 'nowhere', which is not an entry of `models:`"):
         Study.at(study.root).config
+
+
+# --- answer rows, the question sample and the spot check ---
+
+
+def test_answer_rows_replace_only_their_metric_in_the_per_question_table(tmp_path):
+    from harness.pipeline.answer import _merge_rows
+    from harness.pipeline.results import ResultRow, read_per_question, to_frame, write_frame
+
+    study = make_study(tmp_path / "s", {}, {"S": {"kind": "S"}})
+    parquet = study.per_question_path("papers", "parquet")
+    parquet.parent.mkdir(parents=True)
+    old = [ResultRow("papers", "S", "bm25", "q1", "c1", "", "rec@512t", 0.5),
+           ResultRow("papers", "S", "bm25", "q1", "c1", "", "answer_f1@512t", 0.1),
+           ResultRow("papers", "T", "bm25", "q1", "c1", "", "answer_f1@512t", 0.3)]
+    write_frame(to_frame(old), parquet, study.per_question_path("papers", "csv"))
+    _merge_rows(study, "papers", [ResultRow("papers", "S", "bm25", "q1", "c1", "", "answer_f1@512t", 0.9)],
+                {"answer_f1@512t"}, {("S", "bm25")})
+    table = read_per_question(parquet)
+    got = sorted(zip(table["arm"], table["metric"], table["value"]))
+    assert got == [("S", "answer_f1@512t", 0.9), ("S", "rec@512t", 0.5), ("T", "answer_f1@512t", 0.3)]
+
+
+def test_question_sample_is_seeded_and_all_keeps_everything():
+    from harness.pipeline.answer import sample_questions
+
+    data = _dataset([_question(f"q{i}", ("a",), "a") for i in range(10)])
+    first = [q.qid for q in sample_questions(data, 4, 3).questions]
+    assert len(first) == 4 and first == [q.qid for q in sample_questions(data, 4, 3).questions]
+    assert first != [q.qid for q in sample_questions(data, 4, 4).questions]
+    assert sample_questions(data, "all", 3) is data and sample_questions(data, 10, 3) is data
+
+
+def test_judge_sample_is_seeded_and_agreement_is_recorded_for_stats(tmp_path):
+    import csv as csv_module
+
+    from harness.metrics.judge_agreement import read_spot_check
+    from harness.pipeline.judge_sample import record_agreement, sample_csv, verdict_rows
+
+    study = make_study(tmp_path / "s", {}, {"S": {"kind": "S"}})
+    folder = judges_dir(study) / "docs"
+    folder.mkdir(parents=True)
+    verdicts = ["support", "not_support", "partial_support", "support", "not_support", "support"]
+    (folder / "S__bm25.jsonl").write_text("".join(
+        json.dumps({"qid": f"q{i}", "nugget": 0, "text": f"n{i}", "answer": f"a{i}", "verdict": v}) + "\n"
+        for i, v in enumerate(verdicts)))
+    rows = verdict_rows(study)
+    assert [r["arm"] for r in rows] == ["S"] * 6 and rows[0]["retriever"] == "bm25"
+    text = sample_csv(rows, n=4, seed=1)
+    assert text == sample_csv(rows, n=4, seed=1) and text.count("\n") == 5
+    labelled = list(csv_module.DictReader(text.splitlines()))
+    for row in labelled:  # a human who agrees everywhere but on one row
+        row["human_verdict"] = row["judge_verdict"]
+    labelled[0]["human_verdict"] = "support" if labelled[0]["judge_verdict"] != "support" else "not_support"
+    path = tmp_path / "labelled.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv_module.DictWriter(handle, fieldnames=list(labelled[0]))
+        writer.writeheader()
+        writer.writerows(labelled)
+    (judges_dir(study) / "acceptance.json").write_text(json.dumps({"nugget-judge": {"positive": 0.9, "negative": 0.0}}))
+    result = read_spot_check(path)
+    record_agreement(study, result, path)
+    entry = load_judge_rates(study)["nugget-judge"]
+    assert entry["spot_check"]["kappa"] == pytest.approx(result.kappa) and entry["spot_check"]["passed"] == result.passed
+    assert judge_passed(Acceptance("nugget-judge", 0.85, 0.05), entry) == result.passed
