@@ -176,3 +176,14 @@ def test_judged_outcome_is_exploratory_until_its_judge_passes(tmp_path, table, r
     plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
     row = run_family(plan, plan.family("nr"), table, judge_rates=rates).rows[0]
     assert (row["tier"], row["acceptance"]["passed"]) == (tier, passed)
+
+
+def test_judged_rows_show_their_controls_even_when_one_failed(tmp_path, table):
+    from harness.stats.tables import to_markdown
+
+    acceptance = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
+    plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
+    result = run_family(plan, plan.family("nr"), table, judge_rates={"j": {"positive": 0.91, "negative": 0.068}})
+    md = to_markdown(result.to_json())
+    assert ("n1: judge j, positive control 91.0% (>= 85%), negative control 6.8% (<= 5%), no spot check on file "
+            "(>= 0.6): not accepted, so the row is exploratory.") in md

@@ -202,7 +202,8 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
             for cell in tqdm(cells, desc=f"answer {name}", unit="cell", disable=not progress):
                 cell_rows, counts = _answer_cell(study, dataset, cell, budget, tokens, reader, reader_template, seeds,
                                                  judge if judged else None, judge_template, frozen_hash,
-                                                 judge_seed=None if judge is None else judge_model.seed)
+                                                 judge_seed=None if judge is None else judge_model.seed,
+                                                 f1=ANSWER_F1 in metrics)
                 rows += cell_rows
                 summary["cells"][str(cell)] = counts
                 log(f"answer {cell}: {counts}")
@@ -256,7 +257,9 @@ def _write_acceptance(study: Study, judge_name: str, controls: dict) -> dict:
 
 
 def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, judge, judge_template,
-                 frozen_hash, *, judge_seed) -> tuple[list[ResultRow], dict[str, int]]:
+                 frozen_hash, *, judge_seed, f1: bool) -> tuple[list[ResultRow], dict[str, int]]:
+    """Answer every question of one cell; score answer F1 (`f1`) or nugget recall (a `judge`), or neither
+    (a metric set with nuggets but none given: the answers are still written)."""
     if cell_state(study, cell, frozen_hash) != SCORED:
         raise HarnessError(f"answer: cell {cell} is not scored under the current freeze; run `harness score` first")
     chunks = {c.chunk_id: c for c in read_chunk_set(study, dataset, cell.arm, frozen_hash=frozen_hash)}
@@ -280,13 +283,16 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
         counts["reader_truncated"] += reply.truncated
         records.append({"qid": q.qid, "answer": reply.answer, "failed": reply.failed, "attempts": reply.attempts,
                         "truncated": reply.truncated, **context.to_json()})
-        metric = f"{ANSWER_F1 if judge is None else NUGGET_RECALL}@{budget}t"
-        if judge is None:
+        metric = f"{ANSWER_F1 if f1 else NUGGET_RECALL}@{budget}t"
+        if f1:
             gold = references(q)
             if not gold:
                 counts["dropped_no_gold"] += 1
                 continue
             value = answer_f1(reply.answer, gold)
+        elif judge is None:
+            counts["dropped_no_nuggets"] += 1
+            continue
         else:
             if not q.nuggets:
                 counts["dropped_no_nuggets"] += 1

@@ -88,7 +88,7 @@ def _with_holm(p: float | None, holm: float | None) -> str:
 
 
 def verdicts(ctx: ReportContext) -> Section:
-    from harness.stats.tables import caption
+    from harness.stats.tables import acceptance_notes, caption
 
     sec = Section("verdicts", "Verdicts")
     if withheld(ctx, sec):
@@ -102,6 +102,7 @@ def verdicts(ctx: ReportContext) -> Section:
             continue
         notes = ["† equivalent within the margin, but the 95% CI excludes 0: a small difference."] \
             if any(r["small_difference_within_margin"] for r in fam["rows"]) else []
+        notes += acceptance_notes(fam)
         sec.tables.append(table(f"verdicts-{fam['family']}", caption(fam),
                                 ["test", "A - B", "dataset", "retriever", "metric", "n (clusters)", "estimate",
                                  "90% CI", "95% CI", "p TOST (Holm)", "p sign-flip (Holm)", "margin", "tier", "verdict"],
