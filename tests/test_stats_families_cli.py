@@ -25,7 +25,7 @@ ARMS = {"S": 0.0, "S+T": 0.01, "E": 0.01, "E-K": 0.0, "CR": 0.02, "F512c": -0.12
 def _table(arms=ARMS):
     rng = np.random.default_rng(2027)
     datasets = [SyntheticDataset("papers", 30, 3.0), SyntheticDataset("docs", 45, 1.0, ("angular", "laravel", "yolo"))]
-    return long_table(rng, datasets, arms, ["hybrid", "minilm"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
+    return long_table(rng, datasets, arms, ["hybrid", "minilm"], {"papers": ["rec@512t", "answer_f1@512t"], "docs": ["prec@1024t", "nugget_recall@1024t"]})
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +39,13 @@ def results(demo_plan):
 
 
 def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
-    assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "H4"]
+    assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "answers", "H4"]
     assert all(r["status"] == "ran" for r in results)
+    answers = results[4]
+    # no judge rates on file: nugget recall is exploratory with its controls shown; answer F1 keeps its tier
+    assert [(row["test"], row["tier"]) for row in answers["rows"]] == [("A1-papers", "secondary"),
+                                                                      ("N1-docs", "exploratory")]
+    assert answers["rows"][1]["acceptance"]["passed"] is False
     primary = results[0]
     assert [row["test"] for row in primary["rows"]] == ["H1-papers", "H2-papers"]
     p = [row["p_tost"] for row in primary["rows"]]
@@ -60,7 +65,7 @@ def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
 
 def test_rerun_is_bit_identical(demo_plan, results):
     again = [r.to_json() for r in run_plan(demo_plan, _table(), only=["primary", "H4"])]
-    assert json.dumps(again) == json.dumps([results[0], results[4]])
+    assert json.dumps(again) == json.dumps([results[0], results[5]])
 
 
 def test_family_with_a_missing_arm_is_not_run(demo_plan):
@@ -105,7 +110,7 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
     study = _make_study(tmp_path, _table())
     assert main(["stats", "--study", str(study.root)] + DEVIATION) == 0
     assert "synthetic results" in (study.root / "DEVIATIONS.md").read_text()
-    for fam in ("primary", "H3", "key_secondary", "exploratory", "H4"):
+    for fam in ("primary", "H3", "key_secondary", "exploratory", "answers", "H4"):
         for suffix in (".json", ".md", ".csv", ".tex", ".png"):
             assert (study.stats_dir / f"{fam}{suffix}").is_file()
     assert (study.stats_dir / "H4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -121,7 +126,7 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
 
     assert main(["audit", "--study", str(study.root)]) == 0
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 21 PASS, 0 FAIL" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 24 PASS, 0 FAIL" in out
     assert "PASS  (grid)/cells: 46 cell(s) not scored" in out and "released as a logged deviation" in out
 
     released["rows"][1]["estimate"] += 0.01
