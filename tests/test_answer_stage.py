@@ -342,3 +342,41 @@ def test_judge_sample_is_seeded_and_agreement_is_recorded_for_stats(tmp_path):
     entry = load_judge_rates(study)["nugget-judge"]
     assert entry["spot_check"]["kappa"] == pytest.approx(result.kappa) and entry["spot_check"]["passed"] == result.passed
     assert judge_passed(Acceptance("nugget-judge", 0.85, 0.05), entry) == result.passed
+
+
+@pytest.mark.parametrize("root", [ROOT, ROOT / "examples" / "demo"], ids=["flagship", "demo"])
+def test_every_answer_level_test_of_the_plan_is_runnable_once_answers_exist(root):
+    from harness.pipeline.answer import uncovered_answer_tests
+    from harness.stats.plan import load_study_plan
+    from harness.study import Study
+
+    study = Study.at(root)
+    plan = load_study_plan(study)
+    answer_tests = [t.id for f in plan.families for t in f.tests
+                    if t.metric.startswith(("answer_f1", "nugget_recall"))]
+    assert len(answer_tests) == (4 if root == ROOT else 2)  # key secondary (2) + amendment 0001 nugget recall (2)
+    assert uncovered_answer_tests(study, plan) == []
+
+
+def test_an_answer_test_without_a_reader_cell_is_named(tmp_path):
+    import shutil
+
+    import yaml
+
+    from harness.pipeline.answer import uncovered_answer_tests
+    from harness.stats.plan import load_study_plan
+    from harness.study import Study
+
+    demo = ROOT / "examples" / "demo"
+    for part in ("configs", "plan", "amendments", "prompts", "data"):
+        shutil.copytree(demo / part, tmp_path / part)
+    path = tmp_path / "configs" / "study.yaml"
+    raw = yaml.safe_load(path.read_text())
+    raw["reader"]["cells"] = [{"dataset": "papers", "retriever": "hybrid", "arms": ["E"]}]
+    raw["judge"]["name"] = "another-judge"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    study = Study.at(tmp_path)
+    assert uncovered_answer_tests(study, load_study_plan(study)) == [
+        "answers/A1-papers: no reader cell for arm S+T",
+        "answers/N1-docs: no reader cell for arm S+T; no reader cell for arm S; no judge named 'nugget-judge' with a model",
+    ]
