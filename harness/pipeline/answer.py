@@ -173,6 +173,7 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
     summary: dict[str, Any] = {"reader": {"model": reader_cfg.model, "prompt_sha256": reader_template.sha256},
                                "judge": None, "cells": {}, "controls": None}
     control_rows: list[dict] = []
+    judged_any = False
     controls: dict[str, list] = {"positive": {}, "negative": {}}
     with ExitStack() as stack:
         sessions = _Sessions(study, stack, fresh=fresh, replay=replay)
@@ -195,6 +196,7 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
                 raise HarnessError(f"{study.config_path}: dataset {name!r} has nuggets to judge but `judge.model` "
                                    "is not set")
             if judged:  # the controls come first: no arm is judged before the judge itself was checked
+                judged_any = True
                 control_rows += _controls(dataset, judge, judge_template, judge_cfg.control_seed, controls,
                                           judge_seed=judge_model.seed)
             rows: list[ResultRow] = []
@@ -208,7 +210,7 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
                 summary["cells"][str(cell)] = counts
                 log(f"answer {cell}: {counts}")
             _merge_rows(study, name, rows, {f"{m}@{budget}t" for m in metrics}, {(c.arm, c.retriever) for c in cells})
-        if control_rows:
+        if judged_any:  # written even when no reference answer made the controls computable
             _jsonl(judges_dir(study) / "controls.jsonl", control_rows)
             summary["controls"] = _write_acceptance(study, judge_cfg.name, controls)
         summary["ledger"] = {role: ledger.totals().as_dict() for role, ledger in sessions.ledgers.items()}
