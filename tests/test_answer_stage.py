@@ -380,3 +380,67 @@ def test_an_answer_test_without_a_reader_cell_is_named(tmp_path):
         "answers/A1-papers: no reader cell for arm S+T",
         "answers/N1-docs: no reader cell for arm S+T; no reader cell for arm S; no judge named 'nugget-judge' with a model",
     ]
+
+
+def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_path, monkeypatch):
+    """select, freeze, build-arms, score (BM25, LLM-free arms), then `answer` with a scripted model: answer F1
+    and nugget recall rows join the per-question table, controls come before the arms, and what the reader
+    saw is recorded."""
+    import harness.pipeline.answer as stage
+    from harness.cli.main import main
+    from harness.pipeline.results import read_per_question
+    from harness.provenance.freeze import frozen_hash
+    from pipeline_support import edit_config, make_llm_free_study
+
+    from provenance_support import FakeDigests, install_fake_digests
+
+    install_fake_digests(monkeypatch, FakeDigests({"fake-model": "sha256:fake"}))
+    root = tmp_path / "s"
+    make_llm_free_study(root, freeze=False)
+    edit_config(root, lambda cfg: cfg.update({
+        "models": {"fake": {"backend": "ollama", "name": "fake-model"}},
+        "reader": {"model": "fake", "questions": 3, "seed": 1,
+                   "cells": [{"dataset": "papers", "retriever": "bm25", "arms": ["S", "S+T"]},
+                             {"dataset": "docs", "retriever": "bm25", "arms": ["S"]}]},
+        "judge": {"model": "fake"},
+    }))
+    for command in ("select", "freeze", "build-arms", "score"):
+        assert main([command, "--study", str(root), *(["--no-progress"] if command in ("build-arms", "score") else [])]) == 0
+    from harness.study import Study
+
+    study = Study.at(root)
+    order = []
+
+    def reply(prompt):
+        if "Required fact:" in prompt:
+            order.append("judge")
+            return _fact_judge(prompt)
+        order.append("reader")
+        return '{"answer": "%s"}' % prompt.split("=====\n", 1)[1][:40].replace('"', "").replace("\n", " ")
+
+    monkeypatch.setattr(stage, "make_backend", lambda cfg, replay_from=None: ScriptedJudge(reply))
+    summary = stage.answer_study(study, frozen_hash=frozen_hash(study), progress=False, log=lambda m: None)
+    assert set(summary["cells"]) == {"papers/S/bm25", "papers/S+T/bm25", "docs/S/bm25"}
+    assert summary["cells"]["docs/S/bm25"]["questions"] == 3
+    # papers: 2 arms x 3 reader calls; then docs: the controls (judge only) before the arm's first reader call
+    # (S and S+T share source text, so an identical context is a cache hit and not asked twice)
+    first_judge = order.index("judge")
+    control_calls = len((root / "results/judges/controls.jsonl").read_text().splitlines())
+    assert 3 <= first_judge <= 6 and set(order[:first_judge]) == {"reader"} and control_calls > 0
+    assert order[first_judge:first_judge + control_calls] == ["judge"] * control_calls
+    assert order[first_judge + control_calls] == "reader"
+    acceptance = read_json(judges_dir(study) / "acceptance.json")["nugget-judge"]
+    assert acceptance["positive_questions"] == 3 and acceptance["positive"] is not None
+
+    papers = read_per_question(study.per_question_path("papers"))
+    f1 = papers[papers.metric == "answer_f1@512t"]
+    assert sorted(set(f1.arm)) == ["S", "S+T"] and len(f1) == 6 and f1.value.between(0, 1).all()
+    assert (papers.metric == "rec@512t").sum() > 0  # score's rows are kept
+    docs = read_per_question(study.per_question_path("docs"))
+    assert len(docs[docs.metric == "nugget_recall@1024t"]) == 3
+    records = [json.loads(line) for line in (root / "results/answers/papers/S__bm25.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and all(r["context_tokens"] <= 512 and r["chunk_ids"] for r in records)
+
+    calls = len(order)
+    stage.answer_study(study, frozen_hash=frozen_hash(study), progress=False, log=lambda m: None)
+    assert len(order) == calls  # a rerun is answered from the generation cache
