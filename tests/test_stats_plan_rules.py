@@ -185,5 +185,6 @@ def test_judged_rows_show_their_controls_even_when_one_failed(tmp_path, table):
     plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
     result = run_family(plan, plan.family("nr"), table, judge_rates={"j": {"positive": 0.91, "negative": 0.068}})
     md = to_markdown(result.to_json())
+    assert "(exploratory: judge not accepted) |" in md
     assert ("n1: judge j, positive control 91.0% (>= 85%), negative control 6.8% (<= 5%), no spot check on file "
             "(>= 0.6): not accepted, so the row is exploratory.") in md

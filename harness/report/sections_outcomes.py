@@ -78,7 +78,8 @@ def _verdict_rows(fam: dict) -> list[list]:
                      interval(r["ci95_bca"], 2), _with_holm(r.get("p_tost"), r.get("p_tost_holm")),
                      _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")),
                      "–" if r["margin"] is None else f"±{r['margin']:g}", TIER_NAMES.get(r["tier"], r["tier"]),
-                     r["verdict"] + ("†" if r["small_difference_within_margin"] else "")])
+                     r["verdict"] + ("†" if r["small_difference_within_margin"] else "")
+                     + (" (exploratory: judge not accepted)" if r.get("acceptance") and not r["acceptance"]["passed"] else "")])
     return rows
 
 

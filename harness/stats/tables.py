@@ -135,7 +135,10 @@ def _shown(row: dict) -> list[float]:
 
 
 def _verdict(row: dict) -> str:
-    return row["verdict"] + (SMALL_MARK if row["small_difference_within_margin"] else "")
+    verdict = row["verdict"] + (SMALL_MARK if row["small_difference_within_margin"] else "")
+    acc = row.get("acceptance")
+    # a judged row whose judge was not accepted carries no confirmatory verdict
+    return f"{verdict} (exploratory: judge not accepted)" if acc and not acc.get("passed") else verdict
 
 
 def _num(x: float) -> str:
