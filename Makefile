@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 RUN    := $(VENV)/bin/python -m harness
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
 
-.PHONY: help venv test demo status config select freeze estimate build-arms score stats audit report bench
+.PHONY: help venv test demo status config select freeze estimate build-arms score answer judge-sample stats audit report bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/' | expand -t 14
@@ -30,8 +30,8 @@ venv: $(STAMP)  ## create the virtual environment and install pinned dependencie
 test: $(STAMP)  ## run the test suite (fails when no test ran)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
 
-demo: $(STAMP)  ## run the demo studies end to end (estimate, build-arms, score, stats, audit, report): demo, then handbook
-	$(MAKE) --no-print-directory estimate build-arms score stats audit report STUDY=examples/demo
+demo: $(STAMP)  ## run the demo studies end to end (estimate, build-arms, score, answer, stats, audit, report): demo, then handbook
+	$(MAKE) --no-print-directory estimate build-arms score answer stats audit report STUDY=examples/demo
 	$(MAKE) --no-print-directory build-arms score stats audit report STUDY=examples/handbook
 
 status: $(STAMP)  ## show the grid: chunk sets, cells scored / missing / stale, and the next target to run
@@ -54,6 +54,12 @@ build-arms: $(STAMP)  ## build every arm's chunk set (LLM calls cached)
 
 score: $(STAMP)  ## rank every arm under every retriever and write per-question results
 	$(RUN) score --study $(STUDY) $(EXEC_ARGS)
+
+answer: $(STAMP)  ## the fixed reader answers the configured cells from B source tokens; the judge scores nuggets (LLM calls cached)
+	$(RUN) answer --study $(STUDY)
+
+judge-sample: $(STAMP)  ## export a seeded sample of judge verdicts for the human spot check (results/judges/spot_check.csv)
+	$(RUN) judge-sample --study $(STUDY) --out $(STUDY)/results/judges/spot_check.csv
 
 stats: $(STAMP)  ## run the plan's families: verdict tables and forest plots
 	$(RUN) stats --study $(STUDY) $(EXEC_ARGS)

@@ -21,6 +21,8 @@ def make_llm_free_study(root: Path, retrievers: tuple[str, ...] = ("bm25",), *, 
         cfg.__setitem__("arms", {a: {"kind": a} for a in LLM_FREE}),
         cfg.__setitem__("retrievers", {r: _llm_free_retriever(cfg["retrievers"][r]) for r in retrievers}),
         cfg.pop("models", None),
+        cfg.pop("reader", None),  # the answer stage needs a model
+        cfg.pop("judge", None),
     ))
     _keep_llm_free_tests(root, retrievers)  # freeze refuses a plan naming arms the config does not define
     if freeze:
@@ -49,7 +51,8 @@ def _keep_llm_free_tests(root: Path, retrievers: tuple[str, ...]) -> None:
     plan_path = root / "plan" / "plan.yaml"
     plan = yaml.safe_load(plan_path.read_text(encoding="utf-8"))
     for family in plan["families"]:
-        family["tests"] = [t for t in family["tests"] if t["a"] in LLM_FREE and t["b"] in LLM_FREE]
+        family["tests"] = [t for t in family["tests"] if t["a"] in LLM_FREE and t["b"] in LLM_FREE
+                           and not t["metric"].startswith(("answer_f1", "nugget_recall"))]  # no reader here
         for test in family["tests"]:  # a retriever this copy leaves out: its last one stands in
             test["retriever"] = test["retriever"] if test["retriever"] in retrievers else retrievers[-1]
         # a cross-retriever test needs both of its retrievers

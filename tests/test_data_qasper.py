@@ -79,6 +79,9 @@ def test_evidence_filters_union_annotators_and_answers():
     (q1,) = conv.questions
     assert [(e.text, e.annotators) for e in q1.evidence] == [("Scoped text.", (0, 1)), ("Deep text.", (1,))]
     assert q1.answers == ("tides", "deep, text")
+    # answer F1's gold keeps every annotator, the unanswerable one included (the official evaluator's references)
+    assert q1.gold_answers == (("tides", "abstractive"), ("deep, text", "extractive"), ("Unanswerable", "none"))
+    assert type(q1).from_json(q1.to_json()) == q1
     assert q1.cluster == "qasper/p1" and q1.scope == ("qasper/p1",) and q1.stratum == ""
     for e in q1.evidence:
         assert conv.document.text[e.start:e.end] == e.text

@@ -29,7 +29,7 @@ ADDON_ARMS = {"M": 0.01, "RM": 0.0, "SM": 0.0, "M-TP": 0.01, "E+KX": 0.02, "E+AX
 
 def _table(arms=ARMS):
     datasets = [SyntheticDataset("papers", 30, 3.0), SyntheticDataset("docs", 45, 1.0, ("ledger", "tern", "skiff"))]
-    metrics = {"papers": ["rec@512t"], "docs": ["prec@1024t"]}
+    metrics = {"papers": ["rec@512t", "answer_f1@512t"], "docs": ["prec@1024t", "nugget_recall@1024t"]}
     base = long_table(np.random.default_rng(2027), datasets, arms, ["hybrid", "minilm", "bm25"], metrics)
     addon = long_table(np.random.default_rng(2027), datasets[:1], ADDON_ARMS, ["hybrid"], metrics)
     return pd.concat([base, addon], ignore_index=True)
@@ -46,9 +46,14 @@ def results(demo_plan):
 
 
 def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
-    assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "robustness", "H4",
-                                              "H4-merge", "H5", "H7"]
+    assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "robustness", "answers",
+                                              "H4", "H4-merge", "H5", "H7"]
     assert all(r["status"] == "ran" for r in results)
+    answers = results[4]
+    # no judge rates on file: nugget recall is exploratory with its controls shown; answer F1 keeps its tier
+    assert [(row["test"], row["tier"]) for row in answers["rows"]] == [("A1-papers", "secondary"),
+                                                                      ("N1-docs", "exploratory")]
+    assert answers["rows"][1]["acceptance"]["passed"] is False
     primary = results[0]
     assert [row["test"] for row in primary["rows"]] == ["H1-papers", "H2-papers"]
     p = [row["p_tost"] for row in primary["rows"]]
@@ -114,7 +119,7 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
     study = _make_study(tmp_path, _table())
     assert main(["stats", "--study", str(study.root)] + DEVIATION) == 0
     assert "synthetic results" in (study.root / "DEVIATIONS.md").read_text()
-    for fam in ("primary", "H3", "key_secondary", "exploratory", "H4"):
+    for fam in ("primary", "H3", "key_secondary", "exploratory", "answers", "H4"):
         for suffix in (".json", ".md", ".csv", ".tex", ".png"):
             assert (study.stats_dir / f"{fam}{suffix}").is_file()
     assert (study.stats_dir / "H4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

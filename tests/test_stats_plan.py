@@ -32,7 +32,9 @@ def test_flagship_plan_has_the_registered_families_and_counts():
 
 def test_demo_plan_mirrors_the_flagship_structure():
     plan = load_plan(DEMO / "plan" / "plan.yaml", DEMO / "amendments")
-    assert [f.id for f in plan.families] == ["primary", "H3", "key_secondary", "exploratory", "robustness", "H4"]
+    assert [f.id for f in plan.families] == ["primary", "H3", "key_secondary", "exploratory", "robustness", "answers",
+                                             "H4"]
+    assert plan.family("answers").tests[1].acceptance.judge == "nugget-judge"
     assert {t.retriever for t in plan.family("key_secondary").tests} == {"minilm"}
     assert plan.family("H4").source == "amendment 0001"
 

@@ -167,10 +167,24 @@ def test_family_without_any_results_is_not_run(tmp_path, table):
 @pytest.mark.parametrize("rates, tier, passed", [
     (None, "exploratory", False),
     ({"j": {"positive": 0.91, "negative": 0.068}}, "exploratory", False),  # failed negative control
-    ({"j": {"positive": 0.91, "negative": 0.03}}, "secondary", True),
+    ({"j": {"positive": 0.91, "negative": 0.03}}, "exploratory", False),  # no human spot check on file
+    ({"j": {"positive": 0.91, "negative": 0.03, "spot_check": {"kappa": 0.5, "passed": False}}}, "exploratory", False),
+    ({"j": {"positive": 0.91, "negative": 0.03, "spot_check": {"kappa": 0.7, "passed": True}}}, "secondary", True),
 ])
 def test_judged_outcome_is_exploratory_until_its_judge_passes(tmp_path, table, rates, tier, passed):
     acceptance = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
     plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
     row = run_family(plan, plan.family("nr"), table, judge_rates=rates).rows[0]
     assert (row["tier"], row["acceptance"]["passed"]) == (tier, passed)
+
+
+def test_judged_rows_show_their_controls_even_when_one_failed(tmp_path, table):
+    from harness.stats.tables import to_markdown
+
+    acceptance = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
+    plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
+    result = run_family(plan, plan.family("nr"), table, judge_rates={"j": {"positive": 0.91, "negative": 0.068}})
+    md = to_markdown(result.to_json())
+    assert "(exploratory: judge not accepted) |" in md
+    assert ("n1: judge j, positive control 91.0% (>= 85%), negative control 6.8% (<= 5%), no spot check on file "
+            "(>= 0.6): not accepted, so the row is exploratory.") in md

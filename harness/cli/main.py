@@ -19,6 +19,9 @@ COMMANDS = {
     "freeze": "freeze",
     "build-arms": "build_arms",
     "score": "score",
+    "answer": "answer",
+    "judge-sample": "judge_sample",
+    "judge-agreement": "judge_agreement",
     "stats": "stats",
     "compare": "compare",
     "estimate": "estimate",  # planning: tokens and dollars of every paid arm before any call

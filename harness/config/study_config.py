@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.config.answers import Judge, Reader, check_answer_names
 from harness.config.arms import ARM, ArmConfig
 from harness.config.chunking import Chunking
 from harness.config.datasets import DATASET, DatasetConfig
@@ -53,6 +54,8 @@ class StudyConfig:
     # written before the option freeze unchanged)
     assembly: Assembly | None = setting(None, Optional(Section(Assembly)))
     executor: Executor | None = setting(None, Optional(Section(Executor)))  # None: local (harness.config.executor)
+    reader: Reader = setting(check=Section(Reader), factory=Reader)  # answer stage (harness.config.answers)
+    judge: Judge = setting(check=Section(Judge), factory=Judge)
 
     def completed(self, where: Where) -> "StudyConfig":
         self = replace(self, arms=expand_sweeps(self.arms, where.child("arms")))  # chunk-size sweeps -> arms
@@ -68,6 +71,7 @@ class StudyConfig:
             model = getattr(cfg, "model", None)
             if model is not None and model not in self.models:
                 raise _not_a_name(where.child("arms").child(arm).child("model"), model, self.models, "models")
+        check_answer_names(self.reader, self.judge, self, where)
         return self
 
 

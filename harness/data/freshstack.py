@@ -251,6 +251,7 @@ def convert_domain(study, name: str, domain: str, options: dict, reader: InputRe
             qid=q["qid"], dataset=name, query=q["query"], cluster=q["qid"], stratum=domain, scope=(),
             evidence=tuple(evidence), answers=(q["answer"],) if q["answer"].strip() else (),
             nuggets=tuple(text for text, _ in q["nuggets"]),
+            reference_answer=q["answer"] if q["answer"].strip() else "",  # FreshStack's accepted answer, judged in the positive control
         ))
     provenance = {"source": f"FreshStack oct-2024 ({domain})", "commit": str(options.get("commit", "")),
                   "licence": str(options.get("licence", ""))}
@@ -356,7 +357,7 @@ def load(study, name: str, options: dict, selection: dict | None, reader: InputR
         counts["distractors"] += len(distractors)
         counts["gold_files"] += len(gold)
         questions.extend(Question(q.qid, q.dataset, q.query, q.cluster, q.stratum, scope, q.evidence,
-                                  q.answers, q.nuggets) for q in kept)
+                                  q.answers, q.nuggets, q.reference_answer) for q in kept)
     counts["questions"] = len(questions)
     return LoadedDataset(name, options["metric_set"], tuple(documents), tuple(questions), dict(counts),
                          reader.files)

@@ -165,7 +165,8 @@ def read_questions(path: Path, dataset: str, documents: dict[str, Document], cou
             counts["questions_dropped_no_located_evidence"] += 1
             continue
         questions.append(Question(qid, dataset, query, cluster, stratum, scope, evidence,
-                                  _string_list(row, "answers", path, line), _string_list(row, "nuggets", path, line)))
+                                  _string_list(row, "answers", path, line), _string_list(row, "nuggets", path, line),
+                                  _text_field(row, "reference_answer", path, line, required=False)))
     return questions
 
 

@@ -45,6 +45,10 @@ class Question:
     evidence: tuple[Evidence, ...]
     answers: tuple[str, ...] = ()
     nuggets: tuple[str, ...] = ()
+    reference_answer: str = ""  # one accepted answer, for the nugget judge's acceptance controls
+    # per-annotator gold (answer, answer_type) by the Qasper evaluator's rules, unanswerable included;
+    # empty: answer F1 uses `answers` as free-form references
+    gold_answers: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -52,6 +56,7 @@ class Question:
         d["evidence"] = [asdict(e) | {"annotators": list(e.annotators)} for e in self.evidence]
         d["answers"] = list(self.answers)
         d["nuggets"] = list(self.nuggets)
+        d["gold_answers"] = [list(g) for g in self.gold_answers]
         return d
 
     @classmethod
@@ -69,6 +74,8 @@ class Question:
             ),
             answers=tuple(d.get("answers", ())),
             nuggets=tuple(d.get("nuggets", ())),
+            reference_answer=d.get("reference_answer", ""),
+            gold_answers=tuple((str(a), str(t)) for a, t in d.get("gold_answers", ())),
         )
 
 

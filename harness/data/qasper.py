@@ -39,6 +39,7 @@ from harness.data.common import InputReader, LoadedDataset, TextLocator
 from harness.data.model import Document, Evidence, Question
 from harness.errors import HarnessError, InputError
 from harness.files import canonical_json, sha256_text
+from harness.metrics.answer_f1 import reference_from_annotation
 
 SOURCE = "Qasper v0.3 (Dasigi et al., 2021)"
 LICENCE = "CC BY 4.0"
@@ -265,9 +266,13 @@ def _question(qa: dict, doc_id: str, dataset: str, locator: TextLocator, preferr
     evidence_order: list[str] = []
     annotators: dict[str, list[int]] = {}
     answers: list[str] = []
+    gold: list[tuple[str, str]] = []  # per annotator, unanswerable included (the evaluator's references)
     for index, annotation in enumerate(annotations):
         answer = _field(annotation, "answer", dict, path, where)
         counts["annotations_total"] += 1
+        reference = reference_from_annotation(answer)
+        if reference is not None:
+            gold.append((reference.answer, reference.answer_type))
         strings = _field(answer, "evidence", list, path, where)
         if answer.get("unanswerable"):
             counts["annotations_unanswerable"] += 1
@@ -309,7 +314,7 @@ def _question(qa: dict, doc_id: str, dataset: str, locator: TextLocator, preferr
         evidence.append(Evidence(doc_id, ev, start, end, tuple(annotators[ev])))
     counts["answers"] += len(answers)
     return Question(qid=qid, dataset=dataset, query=query, cluster=doc_id, stratum="", scope=(doc_id,),
-                    evidence=tuple(evidence), answers=tuple(answers))
+                    evidence=tuple(evidence), answers=tuple(answers), gold_answers=tuple(gold))
 
 
 def all_unanswerable(annotations: list) -> bool:

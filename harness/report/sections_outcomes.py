@@ -79,7 +79,8 @@ def _verdict_rows(fam: dict) -> list[list]:
                      interval(r["ci95_bca"], 2), _with_holm(r.get("p_tost"), r.get("p_tost_holm")),
                      _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")),
                      "–" if r["margin"] is None else f"±{r['margin']:g}", points(r.get("mdd"), 2), TIER_NAMES.get(r["tier"], r["tier"]),
-                     r["verdict"] + ("†" if r["small_difference_within_margin"] else "")])
+                     r["verdict"] + ("†" if r["small_difference_within_margin"] else "")
+                     + (" (exploratory: judge not accepted)" if r.get("acceptance") and not r["acceptance"]["passed"] else "")])
     return rows
 
 
@@ -89,7 +90,7 @@ def _with_holm(p: float | None, holm: float | None) -> str:
 
 
 def verdicts(ctx: ReportContext) -> Section:
-    from harness.stats.tables import caption
+    from harness.stats.tables import acceptance_notes, caption
 
     sec = Section("verdicts", "Verdicts")
     if withheld(ctx, sec):
@@ -103,6 +104,7 @@ def verdicts(ctx: ReportContext) -> Section:
             continue
         notes = ["† equivalent within the margin, but the 95% CI excludes 0: a small difference."] \
             if any(r["small_difference_within_margin"] for r in fam["rows"]) else []
+        notes += acceptance_notes(fam)
         sec.tables.append(table(f"verdicts-{fam['family']}", caption(fam),
                                 ["test", "A - B", "dataset", "retriever", "metric", "n (clusters)", "estimate",
                                  "90% CI", "95% CI", "p TOST (Holm)", "p sign-flip (Holm)", "margin", "MDD", "tier", "verdict"],

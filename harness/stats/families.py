@@ -163,6 +163,7 @@ def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates:
                                  "negative_max": test.acceptance.negative_max,
                                  "positive": None if rates is None else rates.get("positive"),
                                  "negative": None if rates is None else rates.get("negative"),
+                                 "kappa": None if rates is None else (rates.get("spot_check") or {}).get("kappa"),
                                  "passed": judge_passed(test.acceptance, rates)}
         rows.append(row)
     return rows
@@ -170,8 +171,12 @@ def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates:
 
 def judge_passed(acceptance: Acceptance, rates: Mapping[str, float] | None) -> bool:
     """Both controls met: at least positive_min on the accepted answer, at most negative_max on another
-    question's answer. No recorded rates means not passed."""
+    question's answer, and a human spot check on file whose kappa passed (`spot_check.passed`, written by
+    `harness judge-agreement --study`). No recorded rates means not passed."""
     if rates is None or rates.get("positive") is None or rates.get("negative") is None:
+        return False
+    spot = rates.get("spot_check")
+    if not isinstance(spot, Mapping) or spot.get("passed") is not True:
         return False
     return rates["positive"] >= acceptance.positive_min and rates["negative"] <= acceptance.negative_max
 

@@ -48,6 +48,26 @@ def _cells(row: dict) -> list[str]:
                    _p(row["p_signflip"]), _p(row["p_signflip_holm"]), _verdict(row)]
 
 
+def acceptance_notes(fam: dict) -> list[str]:
+    """One line per judged test: its judge's controls and spot check against the plan's thresholds, shown
+    even when a control failed (the row is then exploratory)."""
+
+    def rate(v):
+        return "not computable" if v is None else f"{100 * v:.1f}%"
+
+    notes = []
+    for row in fam.get("rows", []):
+        acc = row.get("acceptance")
+        if not acc:
+            continue
+        kappa = "no spot check on file" if acc.get("kappa") is None else f"kappa {acc['kappa']:.2f}"
+        notes.append(f"{row['test']}: judge {acc['judge']}, positive control {rate(acc['positive'])} (>= "
+                     f"{100 * acc['positive_min']:g}%), negative control {rate(acc['negative'])} (<= "
+                     f"{100 * acc['negative_max']:g}%), {kappa} (>= 0.6): "
+                     + ("accepted" if acc["passed"] else "not accepted, so the row is exploratory") + ".")
+    return notes
+
+
 def to_markdown(fam: dict) -> str:
     lines = [f"## {fam['family']}", "", caption(fam), ""]
     if fam["status"] != "ran":
@@ -57,6 +77,9 @@ def to_markdown(fam: dict) -> str:
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in fam["rows"]]
     if any(r.get("small_difference_within_margin") for r in fam["rows"]):
         lines += ["", f"{SMALL_MARK} equivalent within the margin, but the 95% CI excludes 0: a small difference."]
+    judged = acceptance_notes(fam)
+    if judged:
+        lines += [""] + judged
     if fam.get("missing"):
         lines += ["", "Tests without per-question results (counted in Holm as p = 1): "
                   + "; ".join(fam["missing"]) + "."]
@@ -129,7 +152,10 @@ def _mdd(row: dict) -> str:
 
 
 def _verdict(row: dict) -> str:
-    return row["verdict"] + (SMALL_MARK if row["small_difference_within_margin"] else "")
+    verdict = row["verdict"] + (SMALL_MARK if row["small_difference_within_margin"] else "")
+    acc = row.get("acceptance")
+    # a judged row whose judge was not accepted carries no confirmatory verdict
+    return f"{verdict} (exploratory: judge not accepted)" if acc and not acc.get("passed") else verdict
 
 
 def _num(x: float) -> str:

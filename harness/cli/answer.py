@@ -1,0 +1,46 @@
+"""`harness answer`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from harness.cli.build_arms import llm_mode
+from harness.cli.main import add_study_argument
+from harness.pipeline.answer import answer_study
+from harness.provenance.freeze import check_frozen
+from harness.study import Study
+
+HELP = ("answer every configured answer cell (`reader.cells`) with the fixed reader from exactly B source "
+        "tokens, judge nuggets after the judge's acceptance controls, and add answer_f1 / nugget_recall rows")
+
+EPILOG = """LLM cache modes (reader and judge calls), as for build-arms:
+  default   answer from results/generations/<model>.jsonl, call the model on a miss and append
+  --fresh   ignore cached answers (new ones are appended)
+  --replay  cache only: a miss is an error and the cache is never written
+FRESH=1 / REPLAY=1 in the environment mean the same as the flags."""
+
+
+def add_arguments(parser) -> None:
+    add_study_argument(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--fresh", action="store_true", help="regenerate every answer and verdict (env FRESH=1)")
+    mode.add_argument("--replay", action="store_true", help="answer only from the generation cache (env REPLAY=1)")
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def run(args) -> int:
+    fresh, replay = llm_mode(args, os.environ)
+    study = Study.at(args.study)
+    frozen = check_frozen(study, stage="answer")
+    summary = answer_study(study, frozen_hash=frozen, fresh=fresh, replay=replay, progress=not args.no_progress)
+    if summary.get("controls") is not None:
+        c = summary["controls"]
+        shown = lambda v: "not computable" if v is None else f"{v:.3f}"  # noqa: E731
+        print(f"answer: judge controls: positive {shown(c['positive'])} ({c['positive_questions']} questions), "
+              f"negative {shown(c['negative'])} ({c['negative_questions']} questions)"
+              + (f"; exploratory: {'; '.join(c['reasons'])}" if c["reasons"] else ""))
+    print(f"answer: {len(summary.get('cells', {}))} cell(s) answered -> results/answers/ (frozen config {frozen[:12]})")
+    return 0

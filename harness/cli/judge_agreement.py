@@ -1,0 +1,27 @@
+"""`harness judge-agreement`."""
+
+from pathlib import Path
+
+from harness.metrics.judge_agreement import read_spot_check
+from harness.pipeline.judge_sample import record_agreement
+from harness.study import Study
+
+HELP = "Cohen's kappa between the judge and a human on a labelled spot-check CSV (the plan requires >= 0.6)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("file", help="CSV with judge_verdict and human_verdict columns (from judge-sample)")
+    parser.add_argument("--study", default=None,
+                        help="also record the result in this study's results/judges/ (stats reads it)")
+
+
+def run(args) -> int:
+    result = read_spot_check(args.file)
+    kappa = "undefined" if result.kappa is None else f"{result.kappa:.4f}"
+    print(f"judge-agreement: {result.rows} rows, observed agreement {result.observed_agreement:.4f}, "
+          f"expected {result.expected_agreement:.4f}, kappa {kappa}: "
+          + ("PASS (>= %g)" % result.threshold if result.passed else f"FAIL ({result.reason})"))
+    if args.study is not None:
+        path = record_agreement(Study.at(args.study), result, Path(args.file))
+        print(f"judge-agreement: recorded in {path}")
+    return 0 if result.passed else 1

@@ -1,0 +1,25 @@
+"""`harness judge-sample`."""
+
+from pathlib import Path
+
+from harness.cli.main import add_study_argument
+from harness.pipeline.judge_sample import write_sample
+from harness.study import Study
+
+HELP = ("export a seeded sample of the nugget judge's verdicts (nugget, answer, judge verdict) as CSV with an "
+        "empty human_verdict column, for the human spot check")
+
+
+def add_arguments(parser) -> None:
+    add_study_argument(parser)
+    parser.add_argument("--out", required=True, help="CSV file to write")
+    parser.add_argument("--n", type=int, default=None, help="rows (default: judge.sample_size)")
+    parser.add_argument("--seed", type=int, default=None, help="sampling seed (default: judge.sample_seed)")
+
+
+def run(args) -> int:
+    study = Study.at(args.study)
+    n = write_sample(study, Path(args.out), n=args.n, seed=args.seed)
+    print(f"judge-sample: {n} rows -> {args.out}; fill `human_verdict` (support, partial_support, not_support), "
+          "then run `harness judge-agreement FILE --study DIR`")
+    return 0

@@ -1,0 +1,357 @@
+"""`answer`: the reader and the nugget judge over the configured answer cells (issue 14); runs after score.
+
+For each `reader.cells` entry (dataset, retriever, arms) whose cells are scored, the reader answers every
+question from exactly B source tokens of the cell's run file (harness.pipeline.reading). Outputs:
+
+- results/answers/<dataset>/<arm>__<retriever>.jsonl: per question the answer, what the reader saw
+  (context hash, chunk ids, cut) and flags (failed, truncated);
+- answer_f1@<B>t rows (metric set qasper) and nugget_recall@<B>t rows (metric set freshstack) merged into
+  results/per_question/<dataset>.parquet/.csv, so stats, audit and report read them like any metric;
+- results/judges/<dataset>/<arm>__<retriever>.jsonl: every nugget verdict; results/judges/controls.jsonl
+  and results/judges/acceptance.json (the controls, judged before any arm; stats reads the rates);
+- results/answers/summary.json: counts per cell (questions, dropped, failed, truncated contexts).
+
+Every call goes through the generation cache of its model (resumable, replayable, ledgered against the
+study-wide cap). `fresh` and `replay` come from the CLI, never from the environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import re
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import pandas as pd
+
+from harness.arms.build import read_chunk_set
+from harness.arms.llm_arms import generations_path
+from harness.config.fields import replace
+from harness.data.load import LoadedDataset, load_dataset, read_selection
+from harness.data.model import Question
+from harness.errors import HarnessError
+from harness.files import atomic_write_json, atomic_write_text, read_json
+from harness.llm.cache import GenerationCache
+from harness.llm.ledger import SpendLedger, study_spend_usd
+from harness.llm.prompts import PromptTemplate
+from harness.llm.registry import make_backend
+from harness.llm.session import LlmSession
+from harness.metrics.answer_f1 import Reference, answer_f1
+from harness.metrics.budget import TokenCache
+from harness.metrics.judge_agreement import read_spot_check
+from harness.metrics.nuggets import (
+    NEGATIVE_CONTROL_MAX, POSITIVE_CONTROL_MIN, negative_control, positive_control, score_verdicts,
+    seeded_derangement,
+)
+from harness.metrics.registry import ANSWER_METRICS
+from harness.pipeline.grid import SCORED, Cell, cell_state
+from harness.pipeline.reading import ReaderContext, Verdict, ask_reader, judge_nuggets, reader_context
+from harness.pipeline.results import COLUMNS, ResultRow, check_and_sort, read_per_question, to_frame, write_frame
+from harness.retrieval.runfile import read_run
+from harness.study import Study
+
+ANSWER_F1, NUGGET_RECALL = "answer_f1", "nugget_recall"
+SPOT_CHECK_FILE = "spot_check.json"  # written by `harness judge-agreement --study`
+
+
+def answers_dir(study: Study) -> Path:
+    return study.results / "answers"
+
+
+def judges_dir(study: Study) -> Path:
+    return study.results / "judges"
+
+
+def model_family(model_cfg: Any) -> str:
+    """The family a model belongs to: the letters that open its model name (qwen2.5:7b -> qwen,
+    openai/gpt-oss-120b -> gpt, gemma3-270m-... -> gemma)."""
+    name = getattr(model_cfg, "name", None) or getattr(model_cfg, "package", None) or getattr(model_cfg, "model_path", "")
+    base = str(name).rstrip("/").split("/")[-1].lower()
+    match = re.match(r"[a-z]+", base)
+    return match.group(0) if match else base
+
+
+def check_judge_family(study: Study) -> None:
+    """With `judge.require_distinct_family`, the judge's family must differ from the reader's and from
+    every indexing model's (the arms' models)."""
+    judge = study.config.judge
+    if judge.model is None or not judge.require_distinct_family:
+        return
+    family = model_family(study.models[judge.model])
+    others = {f"reader model {study.config.reader.model!r}": study.config.reader.model} if study.config.reader.model else {}
+    others |= {f"arm {arm!r} (indexing model {cfg.model!r})": cfg.model
+               for arm, cfg in study.arms.items() if getattr(cfg, "model", None)}
+    clash = [what for what, model in others.items() if model_family(study.models[model]) == family]
+    if clash:
+        raise HarnessError(
+            f"{study.config_path}: `judge.require_distinct_family` is true, but the judge model {judge.model!r} "
+            f"is of family {family!r} like the {', '.join(clash)}; choose a judge from another family")
+
+
+def _model_config(study: Study, name: str, overrides: Mapping[str, Any], key: str) -> Any:
+    cfg = study.models[name]
+    known = {f for f in cfg.__dataclass_fields__}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise HarnessError(f"{study.config_path}: `{key}.model_options.{unknown[0]}` is not an option of "
+                           f"{cfg.backend} models ({', '.join(sorted(known))})")
+    return replace(cfg, **dict(overrides)) if overrides else cfg
+
+
+def references(question: Question) -> list[Reference]:
+    """Per-annotator gold (Qasper adapter), else the free-form `answers`; empty when the question has none."""
+    if question.gold_answers:
+        return [Reference(a, t, ()) for a, t in question.gold_answers]
+    return [Reference(a, "abstractive", ()) for a in question.answers if a.strip()]
+
+
+def sample_questions(dataset: LoadedDataset, n: int | str, seed: int) -> LoadedDataset:
+    """The dataset with `random.Random(seed).sample(sorted(qids), n)` of its questions (all when n is "all"
+    or covers them); the stats pair arms on the answered qids."""
+    if n == "all" or n >= len(dataset.questions):
+        return dataset
+    keep = set(random.Random(seed).sample(sorted(q.qid for q in dataset.questions), n))
+    return dataclasses.replace(dataset, questions=tuple(q for q in dataset.questions if q.qid in keep))
+
+
+def ranked_ids(study: Study, cell: Cell) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for row in sorted(read_run(study.run_path(*cell)), key=lambda r: (r.qid, r.rank)):
+        out.setdefault(row.qid, []).append(row.chunk_id)
+    return out
+
+
+class _Sessions:
+    """One session per model name, sharing one cache per model file (the reader and judge may be one model)."""
+
+    def __init__(self, study: Study, stack: ExitStack, *, fresh: bool, replay: bool):
+        self.study, self.stack, self.fresh, self.replay = study, stack, fresh, replay
+        self._caches: dict[str, GenerationCache] = {}
+        self.ledgers: dict[str, SpendLedger] = {}
+
+    def session(self, role: str, model_name: str, model_cfg: Any) -> LlmSession:
+        path = generations_path(self.study, model_name)
+        if model_name not in self._caches:
+            self._caches[model_name] = self.stack.enter_context(
+                GenerationCache(path, fresh=self.fresh, read_only=self.replay))
+        cache = self._caches[model_name]
+        cap = self.study.config.llm.spend_cap_usd
+        ledger = self.ledgers[role] = SpendLedger(role, None if cap is None else float(cap),
+                                                 spent_before_usd=study_spend_usd(path.parent))
+        backend = make_backend(model_cfg, replay_from=cache if self.replay else None)
+        retry = None if model_cfg.retry_temperature is None else {"temperature": float(model_cfg.retry_temperature)}
+        return LlmSession(backend, cache, ledger, retry_options=retry)
+
+
+def _jsonl(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
+    import json
+
+    atomic_write_text(path, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records))
+
+
+def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, replay: bool = False,
+                 progress: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Answer (and judge) every configured answer cell; returns the summary written to summary.json."""
+    from tqdm import tqdm
+
+    reader_cfg, judge_cfg = study.config.reader, study.config.judge
+    if fresh and replay:
+        raise HarnessError("answer: fresh (regenerate) and replay (cache only) contradict each other")
+    if not reader_cfg.cells:
+        log(f"answer: no `reader.cells` in {study.config_path}; nothing to answer")
+        return {}
+    check_judge_family(study)
+    selection = read_selection(study)
+    reader_template = PromptTemplate.load(study.prompts_dir, reader_cfg.prompt)
+    judge_template = PromptTemplate.load(study.prompts_dir, judge_cfg.prompt) if judge_cfg.model else None
+    reader_model = _model_config(study, reader_cfg.model, reader_cfg.model_options, "reader")
+    seeds = [reader_model.seed, *study.config.llm.retry_seeds]
+    tokens = TokenCache()
+    summary: dict[str, Any] = {"reader": {"model": reader_cfg.model, "prompt_sha256": reader_template.sha256},
+                               "judge": None, "cells": {}, "controls": None}
+    control_rows: list[dict] = []
+    judged_any = False
+    controls: dict[str, list] = {"positive": {}, "negative": {}}
+    with ExitStack() as stack:
+        sessions = _Sessions(study, stack, fresh=fresh, replay=replay)
+        reader = sessions.session("reader", reader_cfg.model, reader_model)
+        judge = None
+        if judge_template is not None:
+            judge_model = _model_config(study, judge_cfg.model, judge_cfg.model_options, "judge")
+            judge = sessions.session("judge", judge_cfg.model, judge_model)
+            summary["judge"] = {"name": judge_cfg.name, "model": judge_cfg.model, "prompt_sha256": judge_template.sha256}
+        for name in dict.fromkeys(c.dataset for c in reader_cfg.cells):
+            dataset = sample_questions(load_dataset(study, name, selection=selection), reader_cfg.questions,
+                                       reader_cfg.seed)
+            budget = reader_cfg.budgets.get(dataset.metric_set)
+            if budget is None:
+                raise HarnessError(f"{study.config_path}: `reader.budgets.{dataset.metric_set}` is missing "
+                                   f"(dataset {name!r})")
+            metrics = ANSWER_METRICS.get(dataset.metric_set, ())
+            judged = NUGGET_RECALL in metrics and any(q.nuggets for q in dataset.questions)
+            if judged and judge is None:
+                raise HarnessError(f"{study.config_path}: dataset {name!r} has nuggets to judge but `judge.model` "
+                                   "is not set")
+            if judged:  # the controls come first: no arm is judged before the judge itself was checked
+                judged_any = True
+                control_rows += _controls(dataset, judge, judge_template, judge_cfg.control_seed, controls,
+                                          judge_seed=judge_model.seed)
+            rows: list[ResultRow] = []
+            cells = [Cell(name, arm, c.retriever) for c in reader_cfg.cells if c.dataset == name for arm in c.arms]
+            for cell in tqdm(cells, desc=f"answer {name}", unit="cell", disable=not progress):
+                cell_rows, counts = _answer_cell(study, dataset, cell, budget, tokens, reader, reader_template, seeds,
+                                                 judge if judged else None, judge_template, frozen_hash,
+                                                 judge_seed=None if judge is None else judge_model.seed,
+                                                 f1=ANSWER_F1 in metrics)
+                rows += cell_rows
+                summary["cells"][str(cell)] = counts
+                log(f"answer {cell}: {counts}")
+            _merge_rows(study, name, rows, {f"{m}@{budget}t" for m in metrics}, {(c.arm, c.retriever) for c in cells})
+        if judged_any:  # written even when no reference answer made the controls computable
+            _jsonl(judges_dir(study) / "controls.jsonl", control_rows)
+            summary["controls"] = _write_acceptance(study, judge_cfg.name, controls)
+        summary["ledger"] = {role: ledger.totals().as_dict() for role, ledger in sessions.ledgers.items()}
+    atomic_write_json(answers_dir(study) / "summary.json", summary | {"frozen_config_hash": frozen_hash})
+    return summary
+
+
+def _controls(dataset: LoadedDataset, judge: LlmSession, template: PromptTemplate, seed: int,
+              controls: dict, *, judge_seed: int) -> list[dict]:
+    """Judge each question's own reference answer (positive) and a deranged one (negative)."""
+    with_reference = sorted((q for q in dataset.questions if q.nuggets and q.reference_answer.strip()),
+                            key=lambda q: q.qid)
+    by_qid = {q.qid: q for q in with_reference}
+    rows: list[dict] = []
+    if not with_reference:
+        return rows
+    other = seeded_derangement(by_qid, seed=seed) if len(by_qid) >= 2 else {}
+    for q in with_reference:
+        pairs = [("positive", q.reference_answer, q.qid)]
+        if other:
+            pairs.append(("negative", by_qid[other[q.qid]].reference_answer, other[q.qid]))
+        for control, answer, source in pairs:
+            verdicts = judge_nuggets(judge, template, q.query, q.nuggets, answer, seed=judge_seed)
+            controls[control][f"{dataset.name}/{q.qid}"] = score_verdicts([v.verdict for v in verdicts])
+            rows += [{"dataset": dataset.name, "control": control, "qid": q.qid, "answer_of": source, "nugget": i,
+                      "text": v.nugget, "verdict": v.verdict, "raw": v.raw, "truncated": v.truncated}
+                     for i, v in enumerate(verdicts)]
+    return rows
+
+
+def _write_acceptance(study: Study, judge_name: str, controls: dict) -> dict:
+    positive = positive_control(controls["positive"], threshold=POSITIVE_CONTROL_MIN)
+    negative = negative_control(controls["negative"], threshold=NEGATIVE_CONTROL_MAX)
+    entry = {"positive": positive.mean_recall, "negative": negative.mean_recall,
+             "positive_questions": positive.questions, "negative_questions": negative.questions,
+             "unparseable": positive.unparseable + negative.unparseable,
+             "reasons": [c.reason for c in (positive, negative) if not c.passed]}
+    spot = judges_dir(study) / SPOT_CHECK_FILE
+    if spot.is_file():
+        entry["spot_check"] = read_json(spot)
+    path = judges_dir(study) / "acceptance.json"
+    record = read_json(path) if path.is_file() else {}
+    record[judge_name] = entry
+    atomic_write_json(path, record)
+    return entry
+
+
+def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, judge, judge_template,
+                 frozen_hash, *, judge_seed, f1: bool) -> tuple[list[ResultRow], dict[str, int]]:
+    """Answer every question of one cell; score answer F1 (`f1`) or nugget recall (a `judge`), or neither
+    (a metric set with nuggets but none given: the answers are still written)."""
+    if cell_state(study, cell, frozen_hash) != SCORED:
+        raise HarnessError(f"answer: cell {cell} is not scored under the current freeze; run `harness score` first")
+    chunks = {c.chunk_id: c for c in read_chunk_set(study, dataset, cell.arm, frozen_hash=frozen_hash)}
+    ranked = ranked_ids(study, cell)
+    counts = Counter(questions=0, answered=0, reader_failed=0, reader_truncated=0, judge_truncated=0,
+                     dropped_no_gold=0, dropped_no_nuggets=0, verdicts_unparseable=0, verdicts_partial=0)
+    records, verdict_rows, rows = [], [], []
+    arm_docs = {c.doc_id for c in chunks.values()}
+    for q in sorted(dataset.questions, key=lambda q: q.qid):
+        if q.qid not in ranked and not arm_docs.intersection(q.scope):
+            counts["outside_arm"] += 1  # an arm built on a sample of documents: no result, as in score
+            continue
+        counts["questions"] += 1
+        missing = [cid for cid in ranked.get(q.qid, []) if cid not in chunks]
+        if missing:
+            raise HarnessError(f"{study.run_path(*cell)}: chunk {missing[0]} is not in the {cell.arm} chunk set")
+        context: ReaderContext = reader_context([chunks[c] for c in ranked.get(q.qid, [])], budget, tokens)
+        reply = ask_reader(reader, template, q.query, context, seeds=seeds)
+        counts["answered"] += 1
+        counts["reader_failed"] += reply.failed
+        counts["reader_truncated"] += reply.truncated
+        records.append({"qid": q.qid, "answer": reply.answer, "failed": reply.failed, "attempts": reply.attempts,
+                        "truncated": reply.truncated, **context.to_json()})
+        metric = f"{ANSWER_F1 if f1 else NUGGET_RECALL}@{budget}t"
+        if f1:
+            gold = references(q)
+            if not gold:
+                counts["dropped_no_gold"] += 1
+                continue
+            value = answer_f1(reply.answer, gold)
+        elif judge is None:
+            counts["dropped_no_nuggets"] += 1
+            continue
+        else:
+            if not q.nuggets:
+                counts["dropped_no_nuggets"] += 1
+                continue
+            verdicts: list[Verdict] = judge_nuggets(judge, judge_template, q.query, q.nuggets, reply.answer,
+                                                    seed=judge_seed)
+            score = score_verdicts([v.verdict for v in verdicts])
+            counts["verdicts_unparseable"] += score.unparseable
+            counts["verdicts_partial"] += score.partial
+            counts["judge_truncated"] += sum(v.truncated for v in verdicts)
+            verdict_rows += [{"qid": q.qid, "nugget": i, "text": v.nugget, "answer": reply.answer,
+                              "verdict": v.verdict, "raw": v.raw} for i, v in enumerate(verdicts)]
+            value = score.strict_recall
+        rows.append(ResultRow(dataset.name, cell.arm, cell.retriever, q.qid, q.cluster, q.stratum, metric, value))
+    _jsonl(answers_dir(study) / dataset.name / f"{cell.arm}__{cell.retriever}.jsonl", records)
+    if judge is not None:
+        _jsonl(judges_dir(study) / dataset.name / f"{cell.arm}__{cell.retriever}.jsonl", verdict_rows)
+    return rows, dict(counts)
+
+
+def _merge_rows(study: Study, dataset: str, rows: list[ResultRow], metrics: set[str],
+                cells: set[tuple[str, str]]) -> None:
+    """Replace this stage's metrics for these cells in the dataset's per-question files (score wrote the rest)."""
+    parquet, csv = study.per_question_path(dataset, "parquet"), study.per_question_path(dataset, "csv")
+    if not parquet.is_file():
+        raise HarnessError(f"{parquet}: no per-question results; run `harness score` first")
+    table = read_per_question(parquet)
+    stale = table["metric"].isin(metrics) & pd.Series(list(zip(table["arm"], table["retriever"]))).isin(cells).values
+    merged = pd.concat([table[~stale], to_frame(rows)], ignore_index=True)[list(COLUMNS)]
+    write_frame(check_and_sort(merged, str(parquet)), parquet, csv)
+    sidecar = parquet.with_name(f"{dataset}.manifest.json")
+    if sidecar.is_file():
+        record = read_json(sidecar)
+        record["rows"] = int(len(merged))
+        record["answer_metrics"] = sorted(metrics)
+        atomic_write_json(sidecar, record)
+
+
+def uncovered_answer_tests(study: Study, plan: Any) -> list[str]:
+    """The plan's answer-level tests (plan and amendments) that the config cannot run: no reader cell with
+    both arms under the test's retriever, a budget other than the reader's, or a judged test without a judge
+    of the plan's name. Empty when every such test is runnable once `answer` has run."""
+    reader, judge = study.config.reader, study.config.judge
+    covered = {(c.dataset, c.retriever, arm) for c in reader.cells for arm in c.arms}
+    problems = []
+    for family in plan.families:
+        for test in family.tests:
+            name, _, budget = test.metric.partition("@")
+            if name not in (ANSWER_F1, NUGGET_RECALL):
+                continue
+            why = [f"no reader cell for arm {arm}" for arm in (test.a, test.b)
+                   if (test.dataset, test.retriever, arm) not in covered]
+            metric_set = study.datasets[test.dataset]["metric_set"] if test.dataset in study.datasets else None
+            if metric_set is not None and budget != f"{reader.budgets.get(metric_set)}t":
+                why.append(f"the reader's budget is {reader.budgets.get(metric_set)} tokens")
+            if test.acceptance is not None and (judge.model is None or test.acceptance.judge != judge.name):
+                why.append(f"no judge named {test.acceptance.judge!r} with a model")
+            if why:
+                problems.append(f"{family.id}/{test.id}: " + "; ".join(why))
+    return problems
