@@ -49,7 +49,7 @@ def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
     assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "robustness", "answers",
                                               "H4", "H4-merge", "H5", "H7"]
     assert all(r["status"] == "ran" for r in results)
-    answers = results[4]
+    answers = results[5]
     # no judge rates on file: nugget recall is exploratory with its controls shown; answer F1 keeps its tier
     assert [(row["test"], row["tier"]) for row in answers["rows"]] == [("A1-papers", "secondary"),
                                                                       ("N1-docs", "exploratory")]
@@ -73,7 +73,7 @@ def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
 
 def test_rerun_is_bit_identical(demo_plan, results):
     again = [r.to_json() for r in run_plan(demo_plan, _table(), only=["primary", "H4"])]
-    assert json.dumps(again) == json.dumps([results[0], results[5]])
+    assert json.dumps(again) == json.dumps([results[0], results[6]])
 
 
 def test_family_with_a_missing_arm_is_not_run(demo_plan):
@@ -135,7 +135,7 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
 
     assert main(["audit", "--study", str(study.root)]) == 0
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 40 PASS, 0 FAIL" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 43 PASS, 0 FAIL" in out
     grid = [line for line in out.splitlines() if "(grid)" in line]
     assert "PASS  (grid)/cells: 62 cell(s) not scored" in out and "released as a logged deviation" in out, grid
 

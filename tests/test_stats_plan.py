@@ -33,7 +33,7 @@ def test_flagship_plan_has_the_registered_families_and_counts():
 def test_demo_plan_mirrors_the_flagship_structure():
     plan = load_plan(DEMO / "plan" / "plan.yaml", DEMO / "amendments")
     assert [f.id for f in plan.families] == ["primary", "H3", "key_secondary", "exploratory", "robustness", "answers",
-                                             "H4"]
+                                             "H4", "H4-merge", "H5", "H7"]
     assert plan.family("answers").tests[1].acceptance.judge == "nugget-judge"
     assert {t.retriever for t in plan.family("key_secondary").tests} == {"minilm"}
     assert plan.family("H4").source == "amendment 0001"
@@ -121,12 +121,12 @@ def test_amendment_needs_its_prose_and_a_proper_name(study):
 
 
 def test_amendment_may_extend_its_own_earlier_family(study):
-    second = study / "amendments" / "0002-more.yaml"
+    second = study / "amendments" / "0003-more.yaml"
     second.write_text(yaml.safe_dump({
-        "id": "0002", "created_at": "2025-02-01T00:00:00Z", "reason": "one more", "before_outcomes": False,
+        "id": "0003", "created_at": "2025-02-01T00:00:00Z", "reason": "one more", "before_outcomes": False,
         "adds": {"tests": [{"family": "H4", "id": "H4-EK-papers-1024", "a": "E", "b": "E-K", "retriever": "hybrid",
                             "dataset": "papers", "metric": "rec@1024t", "margin": 5}]}}))
-    (study / "amendments" / "0002-more.md").write_text("prose")
+    (study / "amendments" / "0003-more.md").write_text("prose")
     plan = _load(study)
     assert [t.id for t in plan.family("H4").tests][-1] == "H4-EK-papers-1024"
-    assert plan.amendments[1].tests == ("H4-EK-papers-1024",) and not plan.amendments[1].before_outcomes
+    assert plan.amendments[-1].tests == ("H4-EK-papers-1024",) and not plan.amendments[-1].before_outcomes

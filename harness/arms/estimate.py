@@ -108,14 +108,15 @@ def estimate_arm(study: Study, dataset, arm: str, *, header_chunks, output_token
 
 
 def estimate_study(study: Study, *, output_tokens: int | None = None, summary_tokens: int = 60) -> list[ArmEstimate]:
-    """One estimate per (dataset, paid arm) the config names, in config order; planned kinds are skipped."""
+    """One estimate per (dataset, per-chunk LLM arm) the config names, in config order. Planned kinds are
+    skipped, and so is M-TP: its one call per document lists E-K's keys, which exist only once E-K is built."""
     from harness.arms.build import _header_led
 
     if summary_tokens < 0 or (output_tokens is not None and output_tokens < 0):
         raise HarnessError("--output-tokens and --summary-tokens must be >= 0")
     selection = read_selection(study)
     todo = [cs for cs in chunk_sets(study)
-            if not is_planned(study.arms[cs.arm]) and get_kind(study.arms[cs.arm].kind).needs_model]
+            if not is_planned(study.arms[cs.arm]) and get_kind(study.arms[cs.arm].kind).annotation is not None]
     out = []
     for name in dict.fromkeys(cs.dataset for cs in todo):
         dataset = load_dataset(study, name, selection=selection)

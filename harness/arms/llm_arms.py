@@ -50,7 +50,7 @@ def generations_path(study: Study, model_name: str) -> Path:
 def select_documents(arm_name: str, arm_cfg: LlmArm, documents: Sequence[Document]) -> list[Document]:
     """PF may run on a seeded subset (`documents: N`, `seed: S`, checked by the schema); order stays the
     corpus order."""
-    n = arm_cfg.documents
+    n = getattr(arm_cfg, "documents", ALL_DOCUMENTS)  # derived arms (M-TP) run on every document of their source
     if n == ALL_DOCUMENTS:
         return list(documents)
     ids = sorted(d.doc_id for d in documents)
