@@ -21,7 +21,8 @@ from harness.chunking.qes import training_spans
 from harness.chunking.sentences import LAB_L
 from harness.data.model import Chunk, Document
 from harness.data.question_evidence import SPLITS, LabQuestion
-from harness.metrics.assembly import NOVELTY, assemble
+from harness.config.lab import NOVELTY
+from harness.metrics.assembly import assemble
 from harness.metrics.budget import TokenCache
 from harness.metrics.ngrams import GramCache
 from harness.metrics.qasper import gold_strings, retrieved_flags

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import yaml
 
 from harness.data.model import Chunk, Document, make_chunk_id
+from harness.llm.base import Backend, Completion
 from harness.study import Study
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
@@ -61,3 +67,41 @@ def small_corpus(n_docs: int = 3, n_chunks: int = 4) -> tuple[list[Document], di
         docs.append(doc)
         by_doc[doc.doc_id] = chunks
     return docs, by_doc
+
+
+class CountingBackend(Backend):
+    """A billed backend with a fixed price per call; counts the calls that reach it."""
+
+    name = "counting"
+    billed = True
+
+    def __init__(self, cost: float = 0.4):
+        super().__init__("m", {"temperature": 0})
+        self.cost = cost
+        self.calls = 0
+
+    @property
+    def digest(self) -> str:
+        return "d1"
+
+    def estimate_cost_usd(self, messages, options) -> float:
+        return self.cost
+
+    def complete(self, prompt, *, schema, seed, options=None) -> Completion:
+        self.calls += 1
+        return Completion('{"ok": true}', 5, 2, 0.01, self.cost, "d1")
+
+
+def kill_after_lines(script: Path, cache_file: Path, lines: int, timeout_s: float = 60) -> bytes:
+    """Run `script` in a child interpreter, SIGKILL it once `cache_file` holds `lines` lines, and return the
+    cache file's bytes as the kill left them (the resume tests then check what a rerun repeats)."""
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cache_file.exists() and cache_file.read_bytes().count(b"\n") >= lines:
+            break
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the build finished before it could be killed"
+    return cache_file.read_bytes()

@@ -4,9 +4,6 @@ the acceptance controls and exploratory labelling, resume after kill -9, and the
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 import textwrap
 import time
@@ -35,7 +32,7 @@ from harness.tokens import cl100k
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "prompts"
 sys.path.insert(0, str(ROOT / "tests"))
-from llm_study import make_study  # noqa: E402
+from llm_study import kill_after_lines, make_study  # noqa: E402
 
 
 class ScriptedJudge(Backend):
@@ -211,16 +208,7 @@ def test_killed_answering_resumes_without_repeating_a_completed_call(tmp_path):
     script = tmp_path / "answer.py"
     script.write_text(textwrap.dedent(ANSWER_SCRIPT).format(root=str(ROOT), tests=str(ROOT / "tests"),
                                                             cache=str(cache_file), prompts=str(PROMPTS)))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if cache_file.exists() and cache_file.read_bytes().count(b"\n") >= 8:
-            break
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL
-    raw = cache_file.read_bytes()
+    raw = kill_after_lines(script, cache_file, 8)
     done = raw[: raw.rfind(b"\n") + 1].decode().splitlines()
     assert 8 <= len(done) < 30
 

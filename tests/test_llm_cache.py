@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 from llm_fake_ollama import FakeOllama
-from llm_study import make_study, small_corpus
+from llm_study import CountingBackend, kill_after_lines, make_study, small_corpus
 
 from harness.arms.llm_arms import build_llm_arm, generations_path
 from harness.errors import InputError
-from harness.llm.base import Backend, Completion, ReplayMiss, SpendCapReached
+from harness.llm.base import Completion, ReplayMiss, SpendCapReached
 from harness.llm.cache import CacheRecord, GenerationCache, cache_key, prompt_sha256
 from harness.llm.ledger import SpendLedger
 from harness.llm.replay import ReplayBackend
@@ -80,29 +75,6 @@ def test_fresh_ignores_old_answers_and_later_lines_win(tmp_path):
         cache.put(record("k1", text="new"))
     with GenerationCache(path) as cache:
         assert cache.get("k1").text == "new"
-
-
-class CountingBackend(Backend):
-    """A billed backend with a fixed price per call; counts the calls that reach it."""
-
-    name = "counting"
-    billed = True
-
-    def __init__(self, cost: float = 0.4):
-        super().__init__("m", {"temperature": 0})
-        self.cost = cost
-        self.calls = 0
-
-    @property
-    def digest(self) -> str:
-        return "d1"
-
-    def estimate_cost_usd(self, messages, options) -> float:
-        return self.cost
-
-    def complete(self, prompt, *, schema, seed, options=None) -> Completion:
-        self.calls += 1
-        return Completion('{"ok": true}', 5, 2, 0.01, self.cost, "d1")
 
 
 def test_ledger_cap_stops_before_the_call_that_would_pass_it(tmp_path):
@@ -174,17 +146,8 @@ def test_killed_build_leaves_no_corrupt_line_and_rerun_repeats_no_cached_call(tm
             textwrap.dedent(BUILD_SCRIPT).format(root=str(ROOT), tests=str(ROOT / "tests"), study=str(study.root))
         )
         cache_file = generations_path(study, "m")
-        proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if cache_file.exists() and cache_file.read_bytes().count(b"\n") >= 8:
-                break
-            time.sleep(0.01)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        assert proc.returncode == -signal.SIGKILL
+        raw = kill_after_lines(script, cache_file, 8)
         asked_before = dict(fake.chat_calls)
-        raw = cache_file.read_bytes()
         complete = raw[: raw.rfind(b"\n") + 1].decode().splitlines()
         assert 8 <= len(complete) < 24
         cached_prompts = {json.loads(line)["prompt_sha256"] for line in complete}  # every line parses

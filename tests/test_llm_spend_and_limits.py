@@ -6,7 +6,7 @@ import json
 
 import pytest
 from llm_fake_ollama import FakeOllama
-from llm_study import make_study, small_corpus
+from llm_study import CountingBackend, make_study, small_corpus
 
 from harness.arms.llm_arms import build_llm_arm, generations_path
 from harness.arms.model_limits import effective_model_config
@@ -14,38 +14,15 @@ from harness.config.arms import ARM
 from harness.config.fields import Where, to_plain
 from harness.config.models import MODEL as MODEL_SCHEMA
 from harness.errors import HarnessError
-from harness.llm.base import Backend, Completion, SpendCapReached
+from harness.llm.base import SpendCapReached
 from harness.llm.cache import GenerationCache
 from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.session import LlmSession
 
 
-class PricedBackend(Backend):
-    """A billed backend charging a fixed price per call."""
-
-    name = "priced"
-    billed = True
-
-    def __init__(self, cost: float):
-        super().__init__("m", {"temperature": 0})
-        self.cost = cost
-        self.calls = 0
-
-    @property
-    def digest(self) -> str:
-        return "d1"
-
-    def estimate_cost_usd(self, messages, options) -> float:
-        return self.cost
-
-    def complete(self, prompt, *, schema, seed, options=None) -> Completion:
-        self.calls += 1
-        return Completion('{"ok": true}', 5, 2, 0.01, self.cost, "d1")
-
-
 def test_the_cap_is_a_total_over_arms(tmp_path):
     folder = tmp_path / "generations"
-    backend = PricedBackend(cost=0.4)
+    backend = CountingBackend(cost=0.4)
     with GenerationCache(folder / "strong.jsonl") as cache:  # arm Es spends 0.8 of a 1.0 cap
         es = LlmSession(backend, cache, SpendLedger("Es", 1.0, spent_before_usd=study_spend_usd(folder)))
         es.call("a", schema=None, seed=0)

@@ -14,7 +14,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from harness.cli.main import main
 from harness.report.build import SECTION_BUILDERS

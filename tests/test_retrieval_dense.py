@@ -7,12 +7,8 @@ import numpy as np
 import pytest
 
 from harness.errors import HarnessError
-from harness.retrieval.dense import (
-    PREFIX_PRESETS,
-    DenseRetriever,
-    SentenceTransformerEmbedder,
-    resolve_prefixes,
-)
+from harness.config.retrievers import PREFIX_PRESETS, resolve_prefixes
+from harness.retrieval.dense import DenseRetriever, SentenceTransformerEmbedder
 from harness.retrieval.registry import RetrieverContext
 from retrieval_support import CountingEmbedder, chunks_of
 

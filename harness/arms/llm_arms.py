@@ -26,7 +26,7 @@ from harness.arms.contextual import contextualise_document
 from harness.arms.enrich import DocumentOutcome, enrich_document, pf_document
 from harness.arms.model_limits import effective_model_config
 from harness.arms.registry import CONTEXTUAL, ENRICH, ENRICH_WITHOUT_KEYS, PER_FIELD, ArmKind, get_kind
-from harness.config.arms import ALL_DOCUMENTS, LlmArm
+from harness.config.arms import ALL_DOCUMENTS, LlmArm, documents_of
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.llm.cache import GenerationCache
@@ -50,7 +50,7 @@ def generations_path(study: Study, model_name: str) -> Path:
 def select_documents(arm_name: str, arm_cfg: LlmArm, documents: Sequence[Document]) -> list[Document]:
     """PF may run on a seeded subset (`documents: N`, `seed: S`, checked by the schema); order stays the
     corpus order."""
-    n = getattr(arm_cfg, "documents", ALL_DOCUMENTS)  # derived arms (M-TP) run on every document of their source
+    n = documents_of(arm_cfg)  # derived arms (M-TP) run on every document of their source
     if n == ALL_DOCUMENTS:
         return list(documents)
     ids = sorted(d.doc_id for d in documents)

@@ -9,7 +9,7 @@ from harness.chunking.sentences import LAB_L
 from harness.cli.chunk import read_document
 from harness.data.question_evidence import SPLITS, read_lab_questions
 from harness.lab import LAB_BUDGET, LabRow, LabSettings, run_lab
-from harness.metrics.assembly import NOVELTY, OVERFLOWS, UNITS
+from harness.config.lab import NOVELTY, OVERFLOWS, UNITS
 
 HELP = "run the chunking lab on one Markdown file and its question-evidence JSON; print a recall table"
 

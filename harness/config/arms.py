@@ -14,6 +14,12 @@ from harness.config.fields import (
 )
 
 ALL_DOCUMENTS = "all"
+
+
+def documents_of(arm_cfg: Any) -> int | str:
+    """How many documents an arm is built on: a seeded sample size, or ALL_DOCUMENTS (every arm that
+    cannot be sampled)."""
+    return getattr(arm_cfg, "documents", ALL_DOCUMENTS)
 _DATASETS = Optional(ListOf(Text(non_empty=True), min_len=1))  # None: every dataset
 
 

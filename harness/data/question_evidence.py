@@ -8,11 +8,14 @@ not in the text is an error naming it. Questions get ids q001, q002, ... in file
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
-from harness.data.model import Evidence, Question
-from harness.errors import InputError
+from harness.data.common import LoadedDataset
+from harness.data.model import Document, Evidence, Question
+from harness.errors import HarnessError, InputError
 
 SPLITS = ("train", "held-out")
 
@@ -78,14 +81,8 @@ def seeded_split(qids: list[str], seed: int, held_out: float) -> dict[str, str]:
     return {q: ("held-out" if q in chosen else "train") for q in qids}
 
 
-def load(study, name: str, options: dict, selection: dict | None, reader) -> "LoadedDataset":
+def load(study, name: str, options: dict, selection: dict | None, reader) -> LoadedDataset:
     """The document and its questions; stratum = split ("train" / "held-out"), cluster = the question."""
-    from collections import Counter
-    from pathlib import Path
-
-    from harness.data.common import LoadedDataset
-    from harness.data.model import Document
-    from harness.errors import HarnessError
 
     doc_path, qe_path = study.resolve(options["document"]), study.resolve(options["questions"])
     text, crlf = reader.read_markdown(doc_path)

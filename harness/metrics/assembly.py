@@ -19,7 +19,7 @@ from harness.errors import InputError
 from harness.metrics.budget import TokenCache, check_budget, fill_budget
 from harness.tokens import WORD_RE, words
 
-from harness.config.lab import NOVELTY, OVERFLOWS, UNITS  # noqa: E402 (defaults written once, in the config)
+from harness.config.lab import OVERFLOWS, UNITS  # noqa: E402 (defaults written once, in the config)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,6 @@ from harness.llm.registry import make_backend
 from harness.llm.session import LlmSession
 from harness.metrics.answer_f1 import Reference, answer_f1
 from harness.metrics.budget import TokenCache
-from harness.metrics.judge_agreement import read_spot_check
 from harness.metrics.nuggets import (
     NEGATIVE_CONTROL_MAX, POSITIVE_CONTROL_MIN, negative_control, positive_control, score_verdicts,
     seeded_derangement,

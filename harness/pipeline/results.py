@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.data.model import Question
-from harness.errors import HarnessError, InputError
+from harness.errors import InputError
 from harness.files import atomic_write_bytes, atomic_write_text
 
 COLUMNS = ("dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value")

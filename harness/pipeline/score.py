@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 from harness.arms.addon_descriptives import summarise_counts
 from harness.arms.build import read_chunk_set
+from harness.config.arms import ALL_DOCUMENTS, documents_of
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
@@ -86,7 +87,7 @@ def score_cell(
     averaged: list[str] = []  # variants averaged per question (RM's seeds)
     # an arm built on a sample of documents (`documents: N`) has no results, not zeros, for questions on
     # the other documents; the plan's subset pairs it on its sample (and names any shortfall)
-    sampled_arm = getattr(study.arms.get(arm), "documents", None) not in (None, "all")
+    sampled_arm = documents_of(study.arms.get(arm)) != ALL_DOCUMENTS
     for scope in scoped:
         variants = chunk_variants(scope.chunks)  # RM: one chunk set per seed, averaged per question below
         queries = [q.query for q in scope.questions]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.arms.registry import HEADER_LED, ArmKind, arm_kind
+from harness.config.arms import ALL_DOCUMENTS, documents_of
 from harness.pipeline.grid import (
     BUILT, MISSING, SCORED, STALE, Cell, ChunkSet, cell_state, chunk_set_manifest, chunk_set_state, chunk_sets,
     configured_cells, current_frozen_hash,
@@ -90,7 +91,7 @@ def _llm_figures(kind: ArmKind, manifest: dict[str, Any] | None, s_chunks: int |
     if manifest is not None and "llm" in manifest:
         cost = manifest["llm"]["cost"]
         return cost.get("calls"), cost.get("calls"), cost.get("failures")  # every answered call is cached
-    subset = getattr(arm_cfg, "documents", None) not in (None, "all")  # PF on a sample: its chunk count is unknown here
+    subset = documents_of(arm_cfg) != ALL_DOCUMENTS  # PF on a sample: its chunk count is unknown here
     per_document = kind.calls_per_document > 0  # M-TP: status reads no dataset, so the document count is unknown
     needed = None if s_chunks is None or subset or per_document else kind.calls_per_chunk * s_chunks
     return needed, None, None

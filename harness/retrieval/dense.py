@@ -16,9 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 # the default model and the prefix presets are settings, written in the config schema
-from harness.config.retrievers import (  # noqa: F401 (re-exported)
-    BATCH_SIZE, DEFAULT_SENTENCE_TRANSFORMER, PREFIX_PRESETS, QWEN3_TASK, model_family, resolve_prefixes,
-)
+from harness.config.retrievers import BATCH_SIZE, DEFAULT_SENTENCE_TRANSFORMER
 from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.files import canonical_json, sha256_file, sha256_text
