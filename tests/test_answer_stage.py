@@ -365,8 +365,8 @@ def test_an_answer_test_without_a_reader_cell_is_named(tmp_path):
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     study = Study.at(tmp_path)
     assert uncovered_answer_tests(study, load_study_plan(study)) == [
-        "answers/A1-papers: no reader cell for arm S+T",
-        "answers/N1-docs: no reader cell for arm S+T; no reader cell for arm S; no judge named 'nugget-judge' with a model",
+        "answers/A1-papers: no reader cell papers/S+T/hybrid",
+        "answers/N1-docs: no reader cell docs/S+T/hybrid; no reader cell docs/S/hybrid; no judge named 'nugget-judge' with a model",
     ]
 
 

@@ -93,3 +93,35 @@ def test_declared_strata():
     assert declared_strata({"adapter": "freshstack", "domains": {"laravel": {}, "yolo": {}}}) == ("laravel", "yolo")
     assert declared_strata({"adapter": "jsonl", "strata": ["a", "b"]}) == ("a", "b")
     assert declared_strata({"adapter": "jsonl"}) == ()
+
+
+def _drop_reader_arm(dataset: str, arm: str):
+    def change(cfg):
+        for cell in cfg["reader"]["cells"]:
+            if cell["dataset"] == dataset:
+                cell["arms"] = [a for a in cell["arms"] if a != arm]
+    return change
+
+
+def test_an_answer_test_the_reader_does_not_answer_fails_at_freeze(study):
+    edit_yaml(study.config_path, _drop_reader_arm("papers", "S+T"))
+    study = Study.at(study.root)
+    with pytest.raises(InputError, match=r"plan\.yaml: test 'A1-papers' \(family answers\): metric answer_f1@512t is "
+                                         r"measured by the answer stage, but no reader cell papers/S\+T/hybrid;"):
+        freeze(study)
+    assert not study.frozen_path.exists()
+
+
+def test_an_answer_test_on_another_budget_than_the_reader_fails_at_freeze(study):
+    edit_yaml(study.config_path, lambda cfg: cfg["reader"].update(budgets={"qasper": 256, "freshstack": 1024}))
+    study = Study.at(study.root)
+    with pytest.raises(InputError, match=r"test 'A1-papers' .* the reader's budget is 256 tokens"):
+        check_plan_against_config(study)
+
+
+def test_a_non_answer_test_needs_no_reader_cell(study):
+    # H1-papers (rec@512t) names E and S+T: the reader answering neither does not concern it
+    edit_yaml(study.config_path, _drop_reader_arm("papers", "E"))
+    edit_yaml(study.plan_path, lambda p: p["families"].__setitem__(
+        slice(None), [f for f in p["families"] if f["id"] != "answers"]))
+    assert check_plan_against_config(Study.at(study.root)).family("primary").tests[0].id == "H1-papers"

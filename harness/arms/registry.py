@@ -15,6 +15,7 @@ from harness.arms.field_ablation import ABLATIONS, render_with
 from harness.arms.render import render_context, render_enriched, render_section_path, render_text
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.windows import median_token_length
+from harness.config.arms import wants_contextual_headers
 from harness.config.lab import ProvisionsArm, QesDpArm, QesGreedyArm, WindowArm
 from harness.data.model import Chunk, Document, Question
 from harness.errors import HarnessError, InputError
@@ -99,7 +100,14 @@ class ArmKind:
         if self.builder is None:
             raise HarnessError(f"arm `{inputs.arm or self.name}` (kind {self.name}) is expanded at retrieval time "
                                "and has no chunk set to build")
-        return self.builder(self, inputs)
+        built = self.builder(self, inputs)
+        if not wants_contextual_headers(inputs.arm_config):
+            return built
+        # an option of every kind, applied after the kind's own rendering (harness.arms.headers)
+        from harness.arms.headers import add_contextual_headers
+
+        chunks, counts = add_contextual_headers(built.chunks, inputs.documents, arm=inputs.arm or self.name)
+        return ArmChunks(chunks, {**built.manifest, "contextual_headers": counts})
 
 
 def _build_llm_free(kind: ArmKind, inputs: BuildInputs) -> ArmChunks:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, Sequence
 
 from harness.data.model import Chunk
 from harness.errors import InputError
@@ -31,10 +31,11 @@ def _items(value: Any) -> list[str]:
     return [s for s in (_one_line(v) for v in value) if s]
 
 
-def _with_prefix(chunk: Chunk, lines: list[str]) -> Chunk:
-    lines = [ln for ln in lines if ln]
-    prefix = "\n".join(lines)
-    return replace(chunk, indexed_text=f"{prefix}\n\n{chunk.text}" if prefix else chunk.text)
+def _with_prefix(chunk: Chunk, lines: list[str], body: str | None = None) -> Chunk:
+    """Prefix lines, blank line, then `body` (default: the chunk's source text)."""
+    body = chunk.text if body is None else body
+    prefix = "\n".join(ln for ln in lines if ln)
+    return replace(chunk, indexed_text=f"{prefix}\n\n{body}" if prefix else body)
 
 
 def _generated(chunk: Chunk) -> dict[str, Any]:
@@ -51,6 +52,13 @@ def render_text(chunk: Chunk) -> Chunk:
 def render_section_path(chunk: Chunk) -> Chunk:
     """S+T: section path, blank line, text."""
     return _with_prefix(chunk, [_one_line(chunk.section_path)])
+
+
+def render_heading_paths(chunk: Chunk, paths: Sequence[str]) -> Chunk:
+    """Contextual headers (an option of any arm): one heading path per line, blank line, then what the arm
+    indexes already (its own rendering, or the source text when it has none). S+T is the one-path case
+    without an arm rendering: a header-led S chunk with its own section path renders exactly as S+T."""
+    return _with_prefix(chunk, [_one_line(p) for p in paths], chunk.indexed_text or chunk.text)
 
 
 def render_enriched(chunk: Chunk) -> Chunk:

@@ -14,7 +14,9 @@ repeats are skipped. `text` and `spans` stay the exact source slice, so metrics 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, replace
+from typing import Sequence
 
 from harness.chunking.blocks import parse_blocks
 from harness.chunking.locate import Locator
@@ -61,6 +63,25 @@ def segments(text: str) -> list[Segment]:
         end = cuts[k + 1][0] if k + 1 < len(cuts) else len(text)
         out.append(Segment(start, end, head_end, path, pid, title, prov))
     return out
+
+
+def touched_paths(segs: list[Segment], spans: Sequence[tuple[int, int]]) -> list[str]:
+    """The heading paths of the segments a chunk's spans overlap, each distinct path once, in document order.
+
+    A segment without a heading (text before the first header, a document without headers) has no path and
+    adds nothing. `segs` is `segments(text)` of the chunk's document: contiguous, in document order."""
+    starts = [s.start for s in segs]
+    touched: set[int] = set()
+    for start, end in spans:
+        if end <= start:
+            continue
+        first = max(0, bisect_right(starts, start) - 1)  # the segment holding the span's first character
+        for i in range(first, len(segs)):
+            if segs[i].start >= end:
+                break
+            if start < segs[i].end:
+                touched.add(i)
+    return list(dict.fromkeys(segs[i].path for i in sorted(touched) if segs[i].path))
 
 
 def provision_index(segs: list[Segment]) -> dict[str, int]:

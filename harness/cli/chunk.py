@@ -27,6 +27,8 @@ def add_arguments(parser) -> None:
         default=None,
         help="FL window length in tokens (default: the median S chunk length over the given files)",
     )
+    parser.add_argument("--contextual-headers", action="store_true",
+                        help="prefix each chunk's indexed text with the heading paths of the provisions it touches")
 
 
 def read_document(path: str) -> Document:
@@ -59,6 +61,8 @@ def run(args) -> int:
         raise HarnessError("FL needs --fl-tokens: the given files have no S chunks to take a median from")
     # the schema's chunking defaults, with the taus given here
     chunking = replace(Chunking(), **tau)
-    built = kind.build(BuildInputs(docs, chunking, header_chunks, arm=args.arm, fl_tokens=args.fl_tokens))
+    options = {"contextual_headers": True} if args.contextual_headers else {}
+    built = kind.build(BuildInputs(docs, chunking, header_chunks, arm=args.arm, arm_config=options,
+                                   fl_tokens=args.fl_tokens))
     sys.stdout.write(jsonl_lines(c.to_json() for c in built.chunks))  # document order, as given
     return 0

@@ -23,6 +23,19 @@ def documents_of(arm_cfg: Any) -> int | str:
 _DATASETS = Optional(ListOf(Text(non_empty=True), min_len=1))  # None: every dataset
 
 
+def contextual_headers_setting():
+    """`contextual_headers: true`, an option of every arm schema (harness.arms.headers): each chunk's indexed
+    text is prefixed with the heading paths of the provisions it touches. Unset (None) is off and is left out
+    of the recorded config, so arms without it keep their inputs hash."""
+    return setting(None, Optional(Flag()))
+
+
+def wants_contextual_headers(arm_cfg: Any) -> bool:
+    """Whether an arm config (typed, or the plain mapping `harness chunk` passes) switches the option on."""
+    value = arm_cfg.get("contextual_headers") if isinstance(arm_cfg, Mapping) else getattr(arm_cfg, "contextual_headers", None)
+    return value is True
+
+
 def _registry() -> Mapping[str, Any]:
     # imported on use: the registry imports the chunkers, which read this package's defaults
     from harness.arms.registry import KINDS
@@ -34,6 +47,7 @@ def _registry() -> Mapping[str, Any]:
 class LlmFreeArm:
     kind: str = setting(check=Text(non_empty=True))
     datasets: tuple[str, ...] | None = setting(None, _DATASETS)
+    contextual_headers: bool | None = contextual_headers_setting()
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,7 @@ class LlmArm:
     model_options: dict[str, Any] = setting(check=MapOf(ModelOption()), factory=dict)
     # a seeded-subset arm may stop short at the spend cap; its contrasts then use the completed clusters
     allow_shortfall: bool = setting(False, Flag())
+    contextual_headers: bool | None = contextual_headers_setting()
 
     def completed(self, where: Where) -> "LlmArm":
         if self.documents != ALL_DOCUMENTS and self.seed is None:
@@ -82,8 +97,13 @@ class DerivedArm:
     datasets: tuple[str, ...] | None = setting(None, _DATASETS)
     seeds: int | None = setting(None, Optional(Int(1)))  # RM: count of random seeds (0, 1, ..., seeds - 1)
     embedder: str | None = setting(None, Optional(Text(non_empty=True)))  # SM: a dense retriever (or its model)
+    contextual_headers: bool | None = contextual_headers_setting()
 
     def completed(self, where: Where) -> "DerivedArm":
+        if self.contextual_headers and _registry()[self.kind].retrieval_time:
+            raise where.child("contextual_headers").fail(
+                f"does not apply to an arm of kind {self.kind}: it is expanded at retrieval time and indexes "
+                f"the chunk set of its `of:` arm ({self.of}); set the option on that arm instead")
         required = _registry()[self.kind].requires
         for name in required:
             if getattr(self, name) is None:

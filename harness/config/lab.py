@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.config.arms import contextual_headers_setting
 from harness.config.fields import (
     Either, Flag, Int, ListOf, Number, OneOf, Optional, Text, Where, replace, setting,
 )
@@ -50,6 +51,7 @@ class _LabArm:
     kind: str = setting(check=Text(non_empty=True))
     datasets: tuple[str, ...] | None = setting(None, _DATASETS)
     L: int | tuple[int, ...] = setting(LAB_L, _L)  # a list: the chunk-size sweep
+    contextual_headers: bool | None = contextual_headers_setting()
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,15 @@ def word_prefix(text: str, n_words: int) -> str:
     return text
 
 
+def size_in_unit(text: str, unit: str, tokens: TokenCache | None = None) -> int:
+    """A source text's length in a budget unit: cl100k tokens or lowercase words (what `assemble` charges)."""
+    if unit == "words":
+        return len(words(text))
+    if unit != "tokens":
+        raise InputError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
+    return (tokens or TokenCache()).count(text)
+
+
 def novel_share(chunk_words: list[str], seen: set[str]) -> float:
     return sum(1 for w in chunk_words if w not in seen) / max(1, len(chunk_words))
 
@@ -76,7 +85,7 @@ def assemble(
         chunk_words = words(chunk.text)
         if novelty is not None and picked and novel_share(chunk_words, seen) < novelty:
             continue
-        size = len(chunk_words) if unit == "words" else tokens.count(chunk.text)
+        size = len(chunk_words) if unit == "words" else size_in_unit(chunk.text, unit, tokens)
         if size <= remaining:
             picked.append(Picked(rank, chunk.chunk_id, chunk.text, size, False))
             remaining -= size

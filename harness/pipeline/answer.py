@@ -332,25 +332,32 @@ def _merge_rows(study: Study, dataset: str, rows: list[ResultRow], metrics: set[
         atomic_write_json(sidecar, record)
 
 
-def uncovered_answer_tests(study: Study, plan: Any) -> list[str]:
-    """The plan's answer-level tests (plan and amendments) that the config cannot run: no reader cell with
-    both arms under the test's retriever, a budget other than the reader's, or a judged test without a judge
-    of the plan's name. Empty when every such test is runnable once `answer` has run."""
+def answer_test_gaps(study: Study, test: Any) -> list[str]:
+    """Why the config cannot run one plan test on an answer-level metric (empty: it can, or the test is not
+    answer-level): a reader cell missing for either arm, a budget other than the reader's, or a judged test
+    without a judge of the plan's name."""
+    name, _, budget = test.metric.partition("@")
+    if name not in (ANSWER_F1, NUGGET_RECALL):
+        return []
     reader, judge = study.config.reader, study.config.judge
     covered = {(c.dataset, c.retriever, arm) for c in reader.cells for arm in c.arms}
+    why = [f"no reader cell {Cell(test.dataset, arm, test.retriever)}" for arm in dict.fromkeys((test.a, test.b))
+           if (test.dataset, test.retriever, arm) not in covered]
+    metric_set = study.datasets[test.dataset]["metric_set"] if test.dataset in study.datasets else None
+    if metric_set is not None and budget != f"{reader.budgets.get(metric_set)}t":
+        why.append(f"the reader's budget is {reader.budgets.get(metric_set)} tokens")
+    if test.acceptance is not None and (judge.model is None or test.acceptance.judge != judge.name):
+        why.append(f"no judge named {test.acceptance.judge!r} with a model")
+    return why
+
+
+def uncovered_answer_tests(study: Study, plan: Any) -> list[str]:
+    """The plan's answer-level tests (plan and amendments) that the config cannot run, as
+    "<family>/<test>: <why>" (answer_test_gaps). Empty when every such test is runnable once `answer` has run."""
     problems = []
     for family in plan.families:
         for test in family.tests:
-            name, _, budget = test.metric.partition("@")
-            if name not in (ANSWER_F1, NUGGET_RECALL):
-                continue
-            why = [f"no reader cell for arm {arm}" for arm in (test.a, test.b)
-                   if (test.dataset, test.retriever, arm) not in covered]
-            metric_set = study.datasets[test.dataset]["metric_set"] if test.dataset in study.datasets else None
-            if metric_set is not None and budget != f"{reader.budgets.get(metric_set)}t":
-                why.append(f"the reader's budget is {reader.budgets.get(metric_set)} tokens")
-            if test.acceptance is not None and (judge.model is None or test.acceptance.judge != judge.name):
-                why.append(f"no judge named {test.acceptance.judge!r} with a model")
+            why = answer_test_gaps(study, test)
             if why:
                 problems.append(f"{family.id}/{test.id}: " + "; ".join(why))
     return problems

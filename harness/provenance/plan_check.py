@@ -1,7 +1,8 @@
 """Freeze-time check that the registered plan only names what configs/study.yaml defines.
 
 A test naming an arm, retriever, dataset, metric or stratum the config does not define would otherwise
-pass `freeze` and `build-arms` and surface only when `stats` runs, after outcomes exist. The plan's own
+pass `freeze` and `build-arms` and surface only when `stats` runs, after outcomes exist; so would an
+answer-level test whose reader cell the config never answers. The plan's own
 schema errors (an unknown decision rule, a malformed subset) are raised by the plan loader, which this
 check runs first. Every message names the plan file, the test id and the unknown name.
 """
@@ -17,7 +18,10 @@ from harness.study import Study
 
 
 def check_plan_against_config(study: Study) -> Plan:
-    """Load the plan and amendments and refuse any test that names something the config lacks."""
+    """Load the plan and amendments and refuse any test that names something the config lacks, or an
+    answer-level test (answer_f1, nugget_recall) that the reader config does not answer."""
+    from harness.pipeline.answer import answer_test_gaps  # the answer stage's own rule (uncovered_answer_tests)
+
     plan = load_study_plan(study)
     files = {"plan": plan.path} | {f"amendment {a.id}": a.path for a in plan.amendments}
     for family in plan.families:
@@ -26,6 +30,11 @@ def check_plan_against_config(study: Study) -> Plan:
             if problem:
                 raise InputError(f"test {test.id!r} (family {family.id}): {problem}; "
                                  f"configs/study.yaml defines it nowhere", path=files[test.source])
+            gaps = answer_test_gaps(study, test)
+            if gaps:
+                raise InputError(f"test {test.id!r} (family {family.id}): metric {test.metric} is measured by the "
+                                 f"answer stage, but {'; '.join(gaps)}; configs/study.yaml must answer it "
+                                 "(`reader.cells`, `reader.budgets`, `judge`)", path=files[test.source])
     return plan
 
 

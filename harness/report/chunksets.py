@@ -1,5 +1,6 @@
 """Chunk-set diagnostics the manifests do not record: token mean and 95th percentile, share of chunks over
-each token budget, and the share of located gold evidence that no single chunk holds whole."""
+each budget (measured in the study's budget unit, tokens or words), and the share of located gold evidence
+that no single chunk holds whole."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.data.model import Chunk, Question
-from harness.tokens import cl100k
+from harness.metrics.assembly import size_in_unit
+from harness.metrics.budget import TokenCache
 
 
 @dataclass(frozen=True)
@@ -16,7 +18,8 @@ class ChunkSetStats:
     chunks: int
     mean_tokens: float
     p95_tokens: float
-    share_over: dict[int, float]  # budget -> share of chunks longer than it
+    unit: str  # the budget unit of share_over: "tokens" (cl100k) or "words"
+    share_over: dict[int, float]  # budget -> share of chunks longer than it, in `unit`
     evidence_located: int
     evidence_spanning: int  # located evidence that no single chunk covers whole
 
@@ -25,9 +28,11 @@ class ChunkSetStats:
         return self.evidence_spanning / self.evidence_located if self.evidence_located else None
 
 
-def chunk_set_stats(chunks: list[Chunk], questions: tuple[Question, ...], budgets: list[int]) -> ChunkSetStats:
-    enc = cl100k()
-    tokens = np.array([len(enc.encode_ordinary(c.text)) for c in chunks], dtype=float)
+def chunk_set_stats(chunks: list[Chunk], questions: tuple[Question, ...], budgets: list[int],
+                    unit: str = "tokens") -> ChunkSetStats:
+    cache = TokenCache()
+    tokens = np.array([size_in_unit(c.text, "tokens", cache) for c in chunks], dtype=float)
+    sizes = tokens if unit == "tokens" else np.array([size_in_unit(c.text, unit) for c in chunks], dtype=float)
     covers = _coverage_by_doc(chunks)
     located = [e for q in questions for e in q.evidence if e.located]
     spanning = sum(not _held_whole(covers.get(e.doc_id, []), e.start, e.end) for e in located)
@@ -36,7 +41,8 @@ def chunk_set_stats(chunks: list[Chunk], questions: tuple[Question, ...], budget
         mean_tokens=float(tokens.mean()) if len(tokens) else 0.0,
         # 'higher' keeps the percentile an observed chunk length
         p95_tokens=float(np.percentile(tokens, 95, method="higher")) if len(tokens) else 0.0,
-        share_over={b: float((tokens > b).mean()) if len(tokens) else 0.0 for b in budgets},
+        unit=unit,
+        share_over={b: float((sizes > b).mean()) if len(sizes) else 0.0 for b in budgets},
         evidence_located=len(located),
         evidence_spanning=spanning,
     )

@@ -71,6 +71,14 @@ class ReportContext:
         stratified = {d: p.stratified for d, p in self.plan.datasets.items()} if self.plan else {}
         return arm_means(self.per_question, stratified=stratified)
 
+    @property
+    def budget_unit(self) -> str:
+        """What the study's budgets count: the assembler's unit (tokens unless `assembly.unit` says words)."""
+        from harness.config.lab import UNITS
+
+        assembly = self.study.config.assembly
+        return assembly.unit if assembly is not None else UNITS[0]
+
     def budgets(self, dataset: str) -> list[int]:
         from harness.metrics.registry import budgets_from_config
 

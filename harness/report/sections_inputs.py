@@ -8,6 +8,7 @@ from harness.provenance.timeline import first_outcome_time, timeline, utc_iso
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, table
 
+UNIT_LABEL = {"tokens": "tok", "words": "words"}  # the budget unit in column headers
 QUESTION_INPUT, QUESTION_DROP = "questions_in_input", "questions_dropped_"
 # count names of losses other than dropped questions (documents, evidence, gold ids), across adapters
 OTHER_LOSS_MARKERS = ("dropped", "unlocated", "mismatch", "empty", "malformed", "out_of_range", "missing")
@@ -97,6 +98,7 @@ def chunk_sets(ctx: ReportContext) -> Section:
     sec = Section("chunk-sets", "Chunk sets")
     for name, ds in ctx.datasets.items():
         budgets = ctx.budgets(name)
+        unit = ctx.budget_unit
         rows, unbuilt = [], []
         for arm in _arms_of(ctx, name):
             try:
@@ -104,7 +106,7 @@ def chunk_sets(ctx: ReportContext) -> Section:
             except HarnessError as e:
                 unbuilt.append(f"{arm} ({str(e).split(';')[0]})")
                 continue
-            s = chunk_set_stats(chunks, ds.questions, budgets)
+            s = chunk_set_stats(chunks, ds.questions, budgets, unit)
             rows.append([arm, s.chunks, f"{s.mean_tokens:.1f}", f"{s.p95_tokens:.0f}"]
                         + [f"{100 * s.share_over[b]:.1f}%" for b in budgets]
                         + [f"{100 * s.share_spanning:.1f}% ({s.evidence_spanning}/{s.evidence_located})"
@@ -113,10 +115,11 @@ def chunk_sets(ctx: ReportContext) -> Section:
             sec.missing.append(Missing(f"{name}: chunk sets not built under the current freeze: "
                                        + ", ".join(unbuilt), "make build-arms"))
         if rows:
+            short = UNIT_LABEL[unit]
             sec.tables.append(table(f"chunks-{name}", f"Chunk sets of `{name}`: chunks, tokens (cl100k) per chunk, "
-                                    "share of chunks longer than each token budget, and share of located gold "
-                                    "evidence that no single chunk holds whole.",
-                                    ["arm", "chunks", "mean tok", "p95 tok"] + [f"> {b} tok" for b in budgets]
+                                    f"share of chunks longer than each budget in the study's budget unit ({unit}), "
+                                    "and share of located gold evidence that no single chunk holds whole.",
+                                    ["arm", "chunks", "mean tok", "p95 tok"] + [f"> {b} {short}" for b in budgets]
                                     + ["gold spanning chunks"], rows))
     if not ctx.datasets:
         sec.missing.append(Missing("loadable datasets", "make select"))

@@ -26,14 +26,15 @@ def _split_datasets(ctx: ReportContext) -> list[str]:
 def _oversized(ctx: ReportContext, dataset: str, arm: str, budgets: list[int], unit: str) -> dict[int, int] | None:
     from harness.arms.build import read_chunk_set
     from harness.errors import HarnessError
-    from harness.tokens import cl100k, words
+    from harness.metrics.assembly import size_in_unit
+    from harness.metrics.budget import TokenCache
 
     try:
         chunks = read_chunk_set(ctx.study, ctx.datasets[dataset], arm, frozen_hash=ctx.frozen_hash)
     except (HarnessError, KeyError):
         return None
-    enc = cl100k() if unit == "t" else None
-    sizes = [len(words(c.text)) if enc is None else len(enc.encode_ordinary(c.text)) for c in chunks]
+    cache = TokenCache() if unit == "tokens" else None
+    sizes = [size_in_unit(c.text, unit, cache) for c in chunks]
     return {b: sum(s > b for s in sizes) for b in budgets}
 
 
@@ -51,7 +52,7 @@ def lab_results(ctx: ReportContext) -> Section | None:
     if table_ is None:
         sec.missing.append(Missing("per-question results", "make score"))
         return sec
-    suffix = UNIT_SUFFIX[ctx.study.config.assembly.unit] if ctx.study.config.assembly else "t"
+    suffix = UNIT_SUFFIX[ctx.budget_unit]
     for dataset in names:
         rows = table_[(table_["dataset"] == dataset) & table_["metric"].str.match(_METRIC.pattern)]
         parts = rows["metric"].str.extract(_METRIC.pattern)
@@ -61,7 +62,7 @@ def lab_results(ctx: ReportContext) -> Section | None:
         budgets = sorted(rows["budget"].unique().tolist())
         out = []
         for arm in dict.fromkeys(rows["arm"]):
-            over = _oversized(ctx, dataset, arm, budgets, suffix)
+            over = _oversized(ctx, dataset, arm, budgets, ctx.budget_unit)
             for retriever in dict.fromkeys(rows.loc[rows["arm"] == arm, "retriever"]):
                 for b in budgets:
                     cells = [points(100 * means[arm, retriever, b, k, s]) if (arm, retriever, b, k, s) in means else "–"
