@@ -407,8 +407,18 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
         return '{"answer": "%s"}' % prompt.split("=====\n", 1)[1][:40].replace('"', "").replace("\n", " ")
 
     monkeypatch.setattr(stage, "make_backend", lambda cfg, replay_from=None: ScriptedJudge(reply))
+    from harness.pipeline.grid import ANSWERED, MISSING
+    from harness.pipeline.status import grid_status
+
+    before = grid_status(study)
+    assert [(str(a.cell), a.state) for a in before.answer_cells] == [
+        ("papers/S/bm25", MISSING), ("papers/S+T/bm25", MISSING), ("docs/S/bm25", MISSING)]
+    assert before.next_step() == "make answer (3 answer cells missing)"
     summary = stage.answer_study(study, frozen_hash=frozen_hash(study), progress=False, log=lambda m: None)
     assert set(summary["cells"]) == {"papers/S/bm25", "papers/S+T/bm25", "docs/S/bm25"}
+    after = grid_status(study)
+    assert {a.state for a in after.answer_cells} == {ANSWERED}
+    assert after.next_step() == "make stats (no statistics yet)"
     assert summary["cells"]["docs/S/bm25"]["questions"] == 3
     # papers: 2 arms x 3 reader calls; then docs: the controls (judge only) before the arm's first reader call
     # (S and S+T share source text, so an identical context is a cache hit and not asked twice)

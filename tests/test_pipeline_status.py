@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,54 @@ def test_flagship_add_on_arms_are_buildable_and_have_cells(capsys):
     assert {"M", "E-K+M", "RM", "SM", "M-TP", "E+KX", "E+AX", "E+SX"} <= cell_arms
     not_implemented = {line.split()[1] for line in out.split("cells (")[0].splitlines() if "not implemented" in line}
     assert not_implemented == {"E+keys", "E+entities"}
+
+
+# --- answer cells (the `reader.cells` of the answer stage) ---
+
+
+def _with_reader(study, cells):
+    edit_config(study.root, lambda c: c.update({
+        "models": {"m": {"backend": "ollama", "name": "never-called"}},
+        "reader": {"model": "m", "cells": cells},
+    }))
+    from harness.study import Study
+
+    return Study.at(study.root)
+
+
+def test_answer_cells_are_answered_missing_or_stale_by_their_marker(tmp_path, capsys):
+    from harness.pipeline.grid import ANSWERED, Cell, answers_path, mark_answer_done
+    from harness.pipeline.status import format_status
+
+    study = _with_reader(make_llm_free_study(tmp_path / "s"), [
+        {"dataset": "papers", "retriever": "bm25", "arms": ["S", "S+T"]},
+        {"dataset": "docs", "retriever": "bm25", "arms": ["S"]},
+    ])
+    status = grid_status(study)
+    current = status.frozen_hash
+    assert [(str(a.cell), a.state) for a in status.answer_cells] == [
+        ("papers/S/bm25", MISSING), ("papers/S+T/bm25", MISSING), ("docs/S/bm25", MISSING)]
+    s, st, docs = Cell("papers", "S", "bm25"), Cell("papers", "S+T", "bm25"), Cell("docs", "S", "bm25")
+    for cell, frozen in ((s, current), (st, "an-older-freeze"), (docs, current)):
+        answers_path(study, cell).parent.mkdir(parents=True, exist_ok=True)
+        answers_path(study, cell).write_text('{"qid": "q1"}\n', encoding="utf-8")
+        mark_answer_done(study, cell, frozen_hash=frozen, counts={"questions": 1})
+    answers_path(study, docs).unlink()  # a marker without its answers file proves nothing
+    status = grid_status(study)
+    assert [a.state for a in status.answer_cells] == [ANSWERED, STALE, MISSING]
+    text = format_status(status)
+    assert row(text, "papers", "S", "bm25").split() == ["papers", "S", "bm25", "answered"]
+    assert row(text, "papers", "S+T", "bm25").split() == ["papers", "S+T", "bm25", "stale"]
+    assert row(text, "docs", "S", "bm25").split() == ["docs", "S", "bm25", "missing"]
+    assert "answer cells: 3 (1 answered, 1 stale, 1 missing)" in text
+    # the chunk sets come first; once every cell is scored, the answer cells are what is next
+    assert status.next_step().startswith("make build-arms")
+    scored = replace(status, chunk_sets=[], cells=[replace(c, state=SCORED) for c in status.cells])
+    assert scored.next_step() == "make answer (1 answer cell missing, 1 answer cell stale)"
+    done = replace(scored, answer_cells=[replace(a, state=ANSWERED) for a in status.answer_cells])
+    assert done.next_step() == "make stats (no statistics yet)"
+
+
+def test_a_study_without_reader_cells_says_so(tmp_path, capsys):
+    out = status_text(capsys, make_llm_free_study(tmp_path / "s"))
+    assert "answer cells: none (no `reader.cells`)" in out and "answer cells (" not in out

@@ -4,7 +4,8 @@ from harness.cli.main import add_study_argument
 from harness.pipeline.status import format_status, grid_status
 from harness.study import Study
 
-HELP = ("print the grid: each chunk set (chunks, LLM calls, failures), each cell scored / missing / stale, "
+HELP = ("print the grid: each chunk set (chunks, LLM calls, failures), each cell scored / missing / stale, each "
+        "answer cell answered / missing / stale, "
         "and what the next make target would do; writes nothing")
 
 

@@ -46,7 +46,7 @@ from harness.metrics.nuggets import (
     seeded_derangement,
 )
 from harness.metrics.registry import ANSWER_METRICS
-from harness.pipeline.grid import SCORED, Cell, cell_state
+from harness.pipeline.grid import SCORED, Cell, answers_dir, answers_path, cell_state, mark_answer_done
 from harness.pipeline.reading import ReaderContext, Verdict, ask_reader, judge_nuggets, reader_context
 from harness.pipeline.results import COLUMNS, ResultRow, check_and_sort, read_per_question, to_frame, write_frame
 from harness.retrieval.runfile import read_run
@@ -54,10 +54,6 @@ from harness.study import Study
 
 ANSWER_F1, NUGGET_RECALL = "answer_f1", "nugget_recall"
 SPOT_CHECK_FILE = "spot_check.json"  # written by `harness judge-agreement --study`
-
-
-def answers_dir(study: Study) -> Path:
-    return study.results / "answers"
 
 
 def judges_dir(study: Study) -> Path:
@@ -209,6 +205,8 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
                 summary["cells"][str(cell)] = counts
                 log(f"answer {cell}: {counts}")
             _merge_rows(study, name, rows, {f"{m}@{budget}t" for m in metrics}, {(c.arm, c.retriever) for c in cells})
+            for cell in cells:  # after the merge: a marked cell's rows are in the per-question table
+                mark_answer_done(study, cell, frozen_hash=frozen_hash, counts=summary["cells"][str(cell)])
         if judged_any:  # written even when no reference answer made the controls computable
             _jsonl(judges_dir(study) / "controls.jsonl", control_rows)
             summary["controls"] = _write_acceptance(study, judge_cfg.name, controls)
@@ -308,7 +306,7 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
                               "verdict": v.verdict, "raw": v.raw} for i, v in enumerate(verdicts)]
             value = score.strict_recall
         rows.append(ResultRow(dataset.name, cell.arm, cell.retriever, q.qid, q.cluster, q.stratum, metric, value))
-    _jsonl(answers_dir(study) / dataset.name / f"{cell.arm}__{cell.retriever}.jsonl", records)
+    _jsonl(answers_path(study, cell), records)
     if judge is not None:
         _jsonl(judges_dir(study) / dataset.name / f"{cell.arm}__{cell.retriever}.jsonl", verdict_rows)
     return rows, dict(counts)

@@ -6,8 +6,10 @@ entry declares (`datasets: [...]` on arms and retrievers, `arms: [...]` on retri
 
 A chunk set is built when its .jsonl and manifest exist and the manifest names the current frozen hash;
 built under another freeze it is stale. A cell is scored when its run file, part file and done marker
-exist and the marker names the current frozen hash; scored under another freeze it is stale. States are
-read from files only: nothing here loads a dataset or a model.
+exist and the marker names the current frozen hash; scored under another freeze it is stale. An answer
+cell (a `reader.cells` entry's dataset x arm x retriever) is answered when its answers file and done
+marker exist and the marker names the current frozen hash; answered under another freeze it is stale.
+States are read from files only: nothing here loads a dataset or a model.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from harness.files import atomic_write_json, read_json
 from harness.study import Study
 
 BUILT, SCORED, MISSING, STALE = "built", "scored", "missing", "stale"
+ANSWERED = "answered"
 
 
 class ChunkSet(NamedTuple):
@@ -79,7 +82,25 @@ def configured_cells(study: Study) -> list[Cell]:
     ]
 
 
+def answer_cells(study: Study) -> list[Cell]:
+    """Every cell `reader.cells` names, in config order (entries, then their arms), each once."""
+    return list(dict.fromkeys(Cell(c.dataset, arm, c.retriever) for c in study.config.reader.cells for arm in c.arms))
+
+
 # --- paths ---
+
+
+def answers_dir(study: Study) -> Path:
+    return study.results / "answers"
+
+
+def answers_path(study: Study, cell: Cell) -> Path:
+    """What the reader answered and saw, per question, for one cell (harness.pipeline.answer)."""
+    return answers_dir(study) / cell.dataset / f"{cell.arm}__{cell.retriever}.jsonl"
+
+
+def answer_marker_path(study: Study, cell: Cell) -> Path:
+    return answers_dir(study) / cell.dataset / f"{cell.arm}__{cell.retriever}.done.json"
 
 
 def per_question_dir(study: Study) -> Path:
@@ -105,6 +126,14 @@ def mark_cell_done(study: Study, cell: Cell, *, frozen_hash: str, n_questions: i
         path,
         {**cell._asdict(), "frozen_hash": frozen_hash, "n_questions": n_questions, "completed_at": _now_iso()},
     )
+    return path
+
+
+def mark_answer_done(study: Study, cell: Cell, *, frozen_hash: str | None, counts: dict[str, int]) -> Path:
+    """Written by `answer` once a cell's answers file exists and its metric rows are merged."""
+    path = answer_marker_path(study, cell)
+    atomic_write_json(path, {**cell._asdict(), "frozen_hash": frozen_hash, "counts": dict(sorted(counts.items())),
+                             "completed_at": _now_iso()})
     return path
 
 
@@ -151,6 +180,14 @@ def cell_state(study: Study, cell: Cell, current_hash: str | None) -> str:
     if not (marker.is_file() and study.run_path(*cell).is_file() and cell_part_path(study, cell).is_file()):
         return MISSING
     return SCORED if _under(_object(marker).get("frozen_hash"), current_hash) == BUILT else STALE
+
+
+def answer_state(study: Study, cell: Cell, current_hash: str | None) -> str:
+    """ANSWERED, STALE (answered under another freeze) or MISSING."""
+    marker = answer_marker_path(study, cell)
+    if not (marker.is_file() and answers_path(study, cell).is_file()):
+        return MISSING
+    return ANSWERED if _under(_object(marker).get("frozen_hash"), current_hash) == BUILT else STALE
 
 
 def unscored_cells(study: Study, current_hash: str | None, cells: list[Cell] | None = None) -> list[Cell]:

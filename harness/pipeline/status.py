@@ -10,8 +10,8 @@ from typing import Any
 from harness.arms.registry import HEADER_LED, ArmKind, arm_kind
 from harness.config.arms import ALL_DOCUMENTS, documents_of
 from harness.pipeline.grid import (
-    BUILT, MISSING, SCORED, STALE, Cell, ChunkSet, cell_state, chunk_set_manifest, chunk_set_state, chunk_sets,
-    configured_cells, current_frozen_hash,
+    ANSWERED, BUILT, MISSING, SCORED, STALE, Cell, ChunkSet, answer_cells, answer_state, cell_state,
+    chunk_set_manifest, chunk_set_state, chunk_sets, configured_cells, current_frozen_hash,
 )
 from harness.files import read_json
 from harness.study import Study
@@ -34,7 +34,7 @@ class ChunkSetStatus:
 @dataclass(frozen=True)
 class CellStatus:
     cell: Cell
-    state: str  # SCORED, STALE or MISSING
+    state: str  # SCORED, STALE or MISSING; answer cells: ANSWERED, STALE or MISSING
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class GridStatus:
     frozen_hash: str | None
     chunk_sets: list[ChunkSetStatus]
     cells: list[CellStatus]
+    answer_cells: list[CellStatus]  # the `reader.cells` of the answer stage (harness.pipeline.answer)
     stats_state: str  # "none", STALE (another freeze) or "released"
     report_written: bool
     generation_cache: dict[str, int]  # model -> cached answers in results/generations/<model>.jsonl
@@ -53,6 +54,9 @@ class GridStatus:
 
     def cell_counts(self) -> Counter:
         return Counter(s.state for s in self.cells)
+
+    def answer_counts(self) -> Counter:
+        return Counter(s.state for s in self.answer_cells)
 
     def next_step(self) -> str:
         sets, cells = self.chunk_set_counts(), self.cell_counts()
@@ -64,6 +68,9 @@ class GridStatus:
             return f"make build-arms ({_counted(sets, 'chunk set')}){self.planned_note()}"
         if cells[MISSING] or cells[STALE]:
             return f"make score ({_counted(cells, 'cell')})"
+        answers = self.answer_counts()
+        if answers[MISSING] or answers[STALE]:
+            return f"make answer ({_counted(answers, 'answer cell')})"
         if self.stats_state != "released":
             return "make stats (" + ("statistics from another freeze" if self.stats_state == STALE
                                      else "no statistics yet") + ")"
@@ -139,12 +146,14 @@ def grid_status(study: Study) -> GridStatus:
         chunks = int(manifest["chunk_set"]["chunks"]) if manifest is not None else None
         sets.append(ChunkSetStatus(cs, kind.name, state, chunks, not kind.llm_free, needed, cached, failures))
     cells = [CellStatus(c, cell_state(study, c, current)) for c in configured_cells(study)]
+    answers = [CellStatus(c, answer_state(study, c, current)) for c in answer_cells(study)]
     return GridStatus(
         study=study.name,
         selected=study.selection_path.is_file(),
         frozen_hash=current,
         chunk_sets=sets,
         cells=cells,
+        answer_cells=answers,
         stats_state=_stats_state(study, current),
         report_written=(study.results / "report" / "report.md").is_file(),
         generation_cache=_cache_sizes(study),
@@ -178,11 +187,17 @@ def format_status(status: GridStatus) -> str:
         by_set.setdefault(ChunkSet(c.cell.dataset, c.cell.arm), {})[c.cell.retriever] = c.state
     lines += _table(["dataset", "arm", *retrievers],
                     [[cs.dataset, cs.arm, *(states.get(r, "") for r in retrievers)] for cs, states in by_set.items()])
-    sets, cells = status.chunk_set_counts(), status.cell_counts()
+    if status.answer_cells:
+        lines += ["", "answer cells (answered / missing / stale = answered under another freeze)"]
+        lines += _table(["dataset", "arm", "retriever", "state"],
+                        [[*a.cell, a.state] for a in status.answer_cells])
+    sets, cells, answers = status.chunk_set_counts(), status.cell_counts(), status.answer_counts()
+    answered = (f"answer cells: {len(status.answer_cells)} ({_summary(answers, (ANSWERED, STALE, MISSING))})"
+                if status.answer_cells else "answer cells: none (no `reader.cells`)")
     lines += [
         "",
         f"chunk sets: {len(status.chunk_sets)} ({_summary(sets, (BUILT, STALE, MISSING, NOT_IMPLEMENTED))}); "
-        f"cells: {len(status.cells)} ({_summary(cells, (SCORED, STALE, MISSING))})",
+        f"cells: {len(status.cells)} ({_summary(cells, (SCORED, STALE, MISSING))}); {answered}",
         f"next: {status.next_step()}",
     ]
     return "\n".join(lines)
