@@ -235,4 +235,13 @@ def test_the_handbook_study_runs_end_to_end_with_per_split_results(tmp_path):
     report = (root / "results" / "report" / "report.md").read_text(encoding="utf-8")
     assert "## Chunking lab: per split and chunk-size sweep" in report
     assert "| qes-greedy@L450 | graph | 120w |" in report
+    # amendment 0001's contextual-headers arms: built with the option, in the lab table and the family table
+    manifest = json.loads((root / "results" / "chunks" / "handbook" / "sentence-headers.manifest.json").read_text())
+    assert manifest["contextual_headers"]["chunks_with_headers"] == manifest["chunk_set"]["chunks"]
+    assert manifest["contextual_headers"]["documents_without_headings"] == 0
+    assert "| sentence-headers | bm25 | 120w |" in report and "| fixed-headers | graph | 120w |" in report
+    assert "H-sentence" in report and "H-fixed" in report
+    # the chunk-set table measures "share over budget" in the study's unit, words, and says so
+    chunk_table = (root / "results" / "report" / "tables" / "chunks-handbook.csv").read_text(encoding="utf-8")
+    assert chunk_table.splitlines()[0].split(",")[4:9] == [f"> {b} words" for b in (40, 80, 120, 200, 400)]
     assert (root / "results" / "report" / "figures" / "lab-l-sweep-handbook.svg").is_file()

@@ -249,6 +249,18 @@ def test_gold_evidence_spanning_chunks_is_counted():
     assert s.share_over == {15: 2 / 3, 25: 1 / 3}
 
 
+def test_share_over_budget_is_measured_in_the_budget_unit():
+    """Five long words are many cl100k tokens; ten one-letter words are ten of either: only the unit decides."""
+    long = Chunk("d", "d#0", "antidisestablishmentarianism " * 5, ((0, 150),), "", 1, 1, ("paragraph",))
+    short = Chunk("d", "d#1", "a b c d e f g h i j", ((150, 169),), "", 1, 1, ("paragraph",))
+    by_words = chunk_set_stats([long, short], (), budgets=[8, 12], unit="words")
+    by_tokens = chunk_set_stats([long, short], (), budgets=[8, 12])
+    assert (by_words.unit, by_tokens.unit) == ("words", "tokens")
+    assert by_words.share_over == {8: 0.5, 12: 0.0}  # only the ten-word chunk is over 8 words
+    assert by_tokens.share_over == {8: 1.0, 12: 0.5}  # the long words are over 12 tokens, the letters are not
+    assert by_words.mean_tokens == by_tokens.mean_tokens  # the token columns stay in tokens
+
+
 def test_sections_without_inputs_name_the_make_target(tmp_path):
     study = _llm_free_bm25_study(tmp_path / "unbuilt")
     assert main(["report", "--study", str(study.root)]) == 0
