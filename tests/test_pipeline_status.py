@@ -147,7 +147,11 @@ def test_flagship_add_on_arms_are_buildable_and_have_cells(capsys):
     rows = {tuple(line.split()[:3]) for line in out.splitlines()}
     for arm in ("M", "E-K+M", "RM", "SM", "M-TP"):
         assert ("qasper", arm, arm if arm != "E-K+M" else "M") in rows, arm
-    cell_arms = {line.split()[1] for line in out.split("cells (")[1].splitlines()[2:] if line.strip()}
+    cell_block = out.split("\ncells (")[1].split("\n\n")[0]  # the scoring cells' table, up to the next block
+    cell_arms = {line.split()[1] for line in cell_block.splitlines()[2:] if line.strip()}
+    answer_block = out.split("\nanswer cells (")[1].split("\n\n")[0]
+    assert {tuple(line.split()) for line in answer_block.splitlines()[2:]} >= {
+        ("qasper", "E", "hybrid", "missing"), ("qasper", "S+T", "hybrid", "missing")}
     assert {"M", "E-K+M", "RM", "SM", "M-TP", "E+KX", "E+AX", "E+SX"} <= cell_arms
     not_implemented = {line.split()[1] for line in out.split("cells (")[0].splitlines() if "not implemented" in line}
     assert not_implemented == {"E+keys", "E+entities"}
