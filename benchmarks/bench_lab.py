@@ -1,8 +1,10 @@
 """Time a full `harness lab` run (read, six chunkers, flat and graph retrieval, assembly, recall).
 
 Usage: .venv/bin/python benchmarks/bench_lab.py [DOC.md QE.json] [--repeat N]
-Defaults to the handbook study's files (examples/handbook/data). Timing starts after imports (Python start-up excluded);
-the first run includes one-off costs such as loading the tokeniser. Goal: under 1 s.
+Defaults to the handbook study's files (examples/handbook/data). Two figures: the in-process run, timed after
+imports (the first run includes one-off costs such as loading the tokeniser), and the whole command as a user
+runs it (`python -m harness lab ...` in a fresh process, minus a bare interpreter's start-up, so the harness's
+own imports count). Goal: under 1 s after Python has started.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import statistics
+import subprocess
 import sys
 import time
 from contextlib import redirect_stdout
@@ -30,7 +33,7 @@ def main() -> int:
     ap.add_argument("qe", nargs="?", default=str(FIXTURE / "questions.json"))
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    build_parser()  # imports every command module: that is start-up, not the lab run
+    build_parser("lab")  # imports the command's module: that is start-up, not the lab run
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
@@ -41,9 +44,23 @@ def main() -> int:
             print(f"harness lab exited with {code}", file=sys.stderr)
             return code
     first, best, median = times[0], min(times), statistics.median(times)
+    bare = _median_wall([sys.executable, "-c", "pass"], args.repeat)
+    whole = _median_wall([sys.executable, "-m", "harness", "lab", args.doc, args.qe], args.repeat)
     print(f"harness lab on {args.doc}: first run {first:.3f} s, best {best:.3f} s, median {median:.3f} s over {args.repeat}")
     print(f"goal < {GOAL_SECONDS:.1f} s after start-up: {'met' if first < GOAL_SECONDS else 'NOT met'} (first run)")
+    after_start = whole - bare
+    print(f"whole command: {whole:.3f} s median wall, bare interpreter {bare:.3f} s, so {after_start:.3f} s after "
+          f"Python has started (imports included): goal {'met' if after_start < GOAL_SECONDS else 'NOT met'}")
     return 0
+
+
+def _median_wall(cmd: list[str], repeat: int) -> float:
+    walls = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        walls.append(time.perf_counter() - t0)
+    return statistics.median(walls)
 
 
 if __name__ == "__main__":

@@ -35,15 +35,12 @@ COMMANDS = {
 
 
 def _load(module: str):
-    try:
-        return importlib.import_module(f"harness.cli.{module}")
-    except ModuleNotFoundError as e:
-        if e.name == f"harness.cli.{module}":
-            return None
-        raise
+    return importlib.import_module(f"harness.cli.{module}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every command, or with `only` that one: loading one command's module keeps
+    start-up quick (the report and stats modules pull in plotting and SciPy)."""
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Pre-registered experiment harness for RAG indexing studies. "
@@ -52,11 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
-        mod = _load(module)
-        if mod is None:
-            p = sub.add_parser(name, help="(not implemented yet)")
-            p.set_defaults(_run=_not_implemented(name))
+        if only is not None and name != only:
             continue
+        mod = _load(module)
         p = sub.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP.replace("%", "%%"))
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
@@ -71,16 +66,10 @@ def add_study_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _not_implemented(name: str):
-    def run(args) -> int:
-        print(f"harness {name}: this stage is not implemented yet", file=sys.stderr)
-        return 3
-
-    return run
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    named = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(named if named in COMMANDS else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
