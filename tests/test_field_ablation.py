@@ -86,3 +86,32 @@ def test_two_e_arms_make_the_source_ambiguous(tmp_path, capsys):
 
     with pytest.raises(HarnessError, match=r"2 apply \(E, E2\)"):
         source_arm(Study.at(tmp_path), "papers", "E-no-title")
+
+
+def test_of_names_the_source_among_several_e_arms(tmp_path):
+    from harness.arms.field_ablation import source_arm
+    from harness.errors import HarnessError
+    from harness.study import Study
+
+    for part in ("configs", "data", "plan", "amendments", "prompts", "selection"):
+        shutil.copytree(DEMO / part, tmp_path / part)
+
+    def arms(cfg):
+        cfg["arms"]["E2"] = {"kind": "E", "model": "embedded", "datasets": ["papers"]}
+        cfg["arms"]["E-no-title"] = {"kind": "E-no-title", "of": "E2", "datasets": ["papers"]}
+        cfg["arms"]["E-no-summary"] = {"kind": "E-no-summary", "of": "S", "datasets": ["papers"]}
+    edit_config(tmp_path, arms)
+    study = Study.at(tmp_path)
+    assert source_arm(study, "papers", "E-no-title") == "E2"
+    with pytest.raises(HarnessError, match=r"`of: S` must name an arm of kind E built on dataset papers \(those: E, E2\)"):
+        source_arm(study, "papers", "E-no-summary")
+
+
+def test_of_is_refused_on_an_arm_that_re_renders_nothing():
+    from harness.config import load_study_config
+    from harness.errors import HarnessError
+
+    raw = {"study": "x", "arms": {"S": {"kind": "S", "of": "E"}},
+           "datasets": {"p": {"adapter": "jsonl", "metric_set": "qasper", "documents": "d", "questions": "q"}}}
+    with pytest.raises(HarnessError, match=r"arms\.S\.of.*does not apply to an arm of kind S"):
+        load_study_config(raw, path="configs/study.yaml", default_name="x")

@@ -57,6 +57,13 @@ EXPECTED = {
                     _cells("S+T", "S", "hybrid", "two-sided")
                     + [c for d in (Q, F) for c in (_cells("E", "S+T", "nomic", "two-sided", datasets=(d,))
                                                    + _cells("E", "CR", "nomic", "two-sided", datasets=(d,)))]),
+    # Appendix J: section 6 of the plan document planned pooled-corpus Qasper and field ablations of E
+    "pooled_qasper": ("secondary", "none", "plan",
+                      [(a, b, "hybrid", "qasper-pooled", REC, "ci95-within-margin", 5.0)
+                       for a, b in (("E", "S+T"), ("E", "CR"), ("S+T", "S"))]),
+    "field_ablations": ("secondary", "none", "plan",
+                        [(f"E-{k}-{f}", "E", "hybrid", d, METRIC[d], "two-sided", None) for d in (Q, F)
+                         for k in ("no", "only") for f in ("title", "summary", "keywords", "questions")]),
     # Amendment 1: BM25+qwen3 hybrid and the reranker, same rule as the plan's secondary retrievers
     "retrievers_a1": ("secondary", "none", "amendment 0001",
                       [c for d in (Q, F) for r in ("hybrid-qwen3", "rerank")

@@ -50,11 +50,11 @@ def _unknown_stratum(plan):
 
 
 def _arm_not_built_for_the_dataset(plan):
-    plan["families"][1]["tests"][2].update(a="E", b="S+T")  # H3-F512c-docs; the demo builds E on papers only
+    plan["families"][1]["tests"][2].update(a="E", b="S+T")  # H3-F512c-docs; the demo builds E on papers (and papers-pooled) only
 
 
 CASES = [
-    (_arm_not_built_for_the_dataset, r"test 'H3-F512c-docs' \(family H3\): a: arm 'E' is built for datasets papers only, not 'docs'"),
+    (_arm_not_built_for_the_dataset, r"test 'H3-F512c-docs' \(family H3\): a: arm 'E' is built for datasets papers, papers-pooled only, not 'docs'"),
     (_unknown_arm, r"plan\.yaml: test 'H1-papers' \(family primary\): b: unknown arm 'Z' .*configs/study\.yaml defines it nowhere"),
     (_unknown_retriever, r"plan\.yaml: test 'H1-papers' \(family primary\): unknown retriever 'splade'"),
     (_unknown_metric, r"plan\.yaml: test 'H1-papers' \(family primary\): unknown metric 'rec@2048t' for dataset 'papers'"),

@@ -17,7 +17,7 @@ from harness.files import read_json
 from pipeline_support import LLM_FREE, edit_config, make_llm_free_study
 
 REPO = Path(__file__).resolve().parents[1]
-N_SETS = 2 * len(LLM_FREE)  # papers and docs; bm25 only, so one cell per chunk set
+N_SETS = 3 * len(LLM_FREE)  # papers, papers-pooled and docs; bm25 only, so one cell per chunk set
 
 
 def status_text(capsys, study) -> str:
@@ -81,7 +81,7 @@ def test_partly_built_study(tmp_path, capsys):
     assert row(out, "papers", "S", "S").split() == ["papers", "S", "S", "built", str(s_chunks), "-", "-"]
     assert row(out, "papers", "E", "E").split() == ["papers", "E", "E", "missing", "-", f"?/{s_chunks}", "-"]
     assert row(out, "docs", "F256t", "F256t").split()[3] == "missing"
-    assert "next: make build-arms (9 chunk sets missing)" in out
+    assert "next: make build-arms (13 chunk sets missing)" in out  # 3 x 6 + E, minus S and P on 3 datasets
 
 
 @pytest.fixture(scope="module")
@@ -127,14 +127,14 @@ def test_scored_under_an_older_freeze_is_stale(tmp_path, capsys):
     out = status_text(capsys, study)
     assert f"chunk sets: {N_SETS} ({N_SETS} stale); cells: {N_SETS} ({N_SETS} stale)" in out
     assert row(out, "papers", "S", "S").split()[3] == "stale"
-    assert "next: make build-arms (12 chunk sets stale)" in out
+    assert f"next: make build-arms ({N_SETS} chunk sets stale)" in out
     assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
     out = status_text(capsys, study)
-    assert "next: make score (12 cells stale)" in out
+    assert f"next: make score ({N_SETS} cells stale)" in out
     assert {s.state for s in grid_status(study).cells} == {STALE}
     # the interim-look gate reads the same grid: stale cells are not scored
     assert main(["stats", "--study", str(study.root)]) == 1
-    assert "12 cell(s) not scored under the current freeze" in capsys.readouterr().err
+    assert f"{N_SETS} cell(s) not scored under the current freeze" in capsys.readouterr().err
     assert MISSING not in {s.state for s in grid_status(study).chunk_sets}
 
 

@@ -88,7 +88,7 @@ def test_estimate_refuses_a_billed_model_without_prices(tmp_path, capsys):
     study = _demo_copy(tmp_path)
     _billed(study, 5.0, {})
     code, record, text = _estimate(study, capsys)
-    assert code == 1 and record["unpriced_arms"] == ["papers/E", "papers/E-K", "papers/CR"]
+    assert code == 1 and record["unpriced_arms"] == ["papers/E", "papers/E-K", "papers/CR", "papers-pooled/E"]
     assert "without price_in_per_mtok" in text
 
 

@@ -1,4 +1,4 @@
-"""What the moderator analyses read besides per-question results: the questions and three chunk sets."""
+"""What the exploratory analyses read besides per-question results: the loaded questions and chunk sets."""
 
 from __future__ import annotations
 
@@ -9,26 +9,33 @@ from harness.errors import HarnessError
 from harness.study import Study
 
 
-def chunk_inputs_for(study: Study, frozen_hash: str | None):
-    """A loader for run_analyses: (LoadedDataset, S chunks, A chunks, B chunks) of one dataset, or Blocked
-    naming `make build-arms` when a chunk set is missing or stale."""
-    from harness.arms.build import read_chunk_set
-    from harness.data.load import load_dataset, read_selection
+class StudyInputs:
+    """The study's datasets and chunk sets under the current freeze, loaded once; a missing one raises
+    Blocked naming the make target that produces it (`make select`, `make build-arms`)."""
+
+    def __init__(self, study: Study, frozen_hash: str | None):
+        self.study, self.frozen_hash = study, frozen_hash
 
     @lru_cache(maxsize=None)
-    def dataset(name: str):
-        return load_dataset(study, name, selection=read_selection(study))
+    def dataset(self, name: str):
+        from harness.data.load import load_dataset, read_selection
 
-    def chunks(name: str, arm: str):
         try:
-            return read_chunk_set(study, dataset(name), arm, frozen_hash=frozen_hash)
+            return load_dataset(self.study, name, selection=read_selection(self.study))
+        except HarnessError as e:
+            raise Blocked(f"the questions of dataset {name} ({e})", "make select") from None
+
+    def chunks(self, name: str, arm: str):
+        from harness.arms.build import read_chunk_set
+
+        try:
+            return read_chunk_set(self.study, self.dataset(name), arm, frozen_hash=self.frozen_hash)
         except HarnessError as e:
             raise Blocked(f"chunk set {name}/{arm} ({e})", "make build-arms") from None
 
-    def load(name: str, a: str, b: str):
-        s_arm = next((arm for arm, cfg in study.arms.items() if cfg.kind == "S"), None)
+    def moderator_chunks(self, name: str, a: str, b: str):
+        """(LoadedDataset, S chunks, A chunks, B chunks) of one dataset."""
+        s_arm = next((arm for arm, cfg in self.study.arms.items() if cfg.kind == "S"), None)
         if s_arm is None:
             raise Blocked("an arm of kind S (the header-led chunks that define gold chunks)", "make build-arms")
-        return dataset(name), chunks(name, s_arm), chunks(name, a), chunks(name, b)
-
-    return load
+        return self.dataset(name), self.chunks(name, s_arm), self.chunks(name, a), self.chunks(name, b)

@@ -2,18 +2,19 @@
 
 A record is {id, analysis, source, status ("ran" or "blocked"), description, missing: [{what, target}],
 columns, rows, excluded}. An analysis whose inputs are missing is `blocked` and names the make target
-that produces them; it never yields an empty table. Every number is exploratory; conditional means
+that produces them (INPUT_TARGETS); it never yields an empty table. Every number is exploratory; conditional means
 are labelled descriptive, since their groups are defined by an outcome.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from harness.analyses.moderators import BRIDGED, BRIDGING_GROUPS, NOT_BRIDGED, moderators, terciles
+from harness.data.answer_types import ANSWER_TYPES, EXTRACTIVE, YES_NO
 from harness.errors import HarnessError
 from harness.stats import analysis_plan as ap
 from harness.stats.contrast import MissingResultsError, ResultTable, as_results, paired_differences
@@ -24,22 +25,36 @@ TERCILES = ("bottom", "middle", "top")
 RECALL_GROUPS = ("more evidence", "less evidence", "unchanged")
 
 
+# Each input an analysis can lack -> the make target that produces it. A Blocked names one of these targets;
+# tests/test_analysis_blocked_targets.py checks every blocked path against this table.
+INPUT_TARGETS = {
+    "questions": "make select",  # a dataset's questions load with the recorded selection
+    "data files": "make freeze",  # a field the data files lack: added to the files, which are then re-frozen
+    "chunk sets": "make build-arms",
+    "retrieval results": "make score",
+    "answer-level results": "make answer",
+}
+
+
 class Blocked(Exception):
     def __init__(self, what: str, target: str):
         super().__init__(what)
+        if target not in INPUT_TARGETS.values():
+            raise ValueError(f"blocked target {target!r} is not one of {sorted(set(INPUT_TARGETS.values()))}")
         self.what, self.target = what, target
 
 
-def run_analyses(plan: Plan, table: pd.DataFrame | ResultTable, chunk_inputs: Callable[[str], Any] | None) -> list[dict]:
-    """`chunk_inputs(dataset, a, b)` returns (LoadedDataset, S chunks, A chunks, B chunks) or raises Blocked;
-    for the moderators A is the enriched arm (E) and B its free twin (S+T)."""
+def run_analyses(plan: Plan, table: pd.DataFrame | ResultTable, inputs: Any | None) -> list[dict]:
+    """`inputs` (harness.analyses.inputs.StudyInputs, or None when the study's files are not at hand) gives
+    `dataset(name)` and `moderator_chunks(dataset, a, b)` -> (LoadedDataset, S, A, B chunks), each raising
+    Blocked when missing; for the moderators A is the enriched arm (E) and B its free twin (S+T)."""
     results = as_results(table)
     out = []
     for entry in plan.analyses:
         record = {"id": entry.id, "analysis": entry.analysis, "source": entry.source, "tier": "exploratory",
                   "description": _describe(entry), "missing": [], "columns": [], "rows": [], "excluded": {}}
         try:
-            columns, rows, excluded = _RUNNERS[entry.analysis](plan, entry, results, chunk_inputs)
+            columns, rows, excluded = _RUNNERS[entry.analysis](plan, entry, results, inputs)
         except Blocked as b:
             out.append(record | {"status": "blocked", "missing": [{"what": b.what, "target": b.target}]})
             continue
@@ -56,7 +71,8 @@ def _describe(e: ap.AnalysisPlan) -> str:
                      "not bridged with a cluster-bootstrap CI.",
         ap.TARGETING: f"{what}, by targeting tercile, per retriever; and top minus bottom.",
         ap.OVERLAP: f"{what}, by question-evidence overlap tercile, per retriever; and bottom minus top.",
-        ap.ANSWER_TYPE: f"{what}, by answer type (extractive, abstractive, yes/no, unanswerable).",
+        ap.ANSWER_TYPE: f"{what}, by answer type (extractive, abstractive, yes-no, unanswerable: the "
+                        "annotators' majority), per retriever; and extractive minus yes-no.",
         ap.CONDITIONAL: f"Descriptive conditional means of the change in {e.metric} ({e.a} - {e.b}) by the change in "
                         f"{e.by} (more / less / unchanged evidence) under {e.retrievers[0]}; the groups are defined "
                         "by an outcome, so these are not effects.",
@@ -70,7 +86,7 @@ def _target(metric: str) -> str:
     from harness.metrics.registry import ANSWER_METRICS
 
     answer = {name for names in ANSWER_METRICS.values() for name in names}
-    return "make answer" if metric.split("@")[0] in answer else "make score"
+    return INPUT_TARGETS["answer-level results" if metric.split("@")[0] in answer else "retrieval results"]
 
 
 def _pairs(results: ResultTable, e: ap.AnalysisPlan, retriever: str, metric: str | None = None):
@@ -102,10 +118,10 @@ _GROUP_COLUMNS = ["retriever", "group", "n_questions", "estimate", "ci95"]
 
 
 def _moderated(kind: str):
-    def run(plan, e, results, chunk_inputs):
-        if chunk_inputs is None:
-            raise Blocked(f"chunk sets of {e.dataset}", "make build-arms")
-        dataset, s, e_chunks, st = chunk_inputs(e.dataset, e.a, e.b)
+    def run(plan, e, results, inputs):
+        if inputs is None:
+            raise Blocked(f"chunk sets of {e.dataset}", INPUT_TARGETS["chunk sets"])
+        dataset, s, e_chunks, st = inputs.moderator_chunks(e.dataset, e.a, e.b)
         table = moderators(dataset.questions, dataset.metric_set, s, {c.chunk_id: c for c in st},
                            {c.chunk_id: c for c in e_chunks})
         if kind == ap.BRIDGING:
@@ -124,12 +140,28 @@ def _moderated(kind: str):
     return run
 
 
-def _answer_type(plan, e, results, chunk_inputs):
-    # the adapters keep answers but not their type; the split needs them to record it at selection
-    raise Blocked(f"answer types of the {e.dataset} questions, which no dataset adapter records yet", "make select")
+def _answer_type(plan, e, results, inputs):
+    """The adapters record each question's type (harness.data.answer_types); a question without one is
+    counted under `excluded`, never assigned a type here."""
+    if inputs is None:
+        raise Blocked(f"the questions of dataset {e.dataset} (their answer types)", INPUT_TARGETS["questions"])
+    types = {q.qid: q.answer_type for q in inputs.dataset(e.dataset).questions}
+    if not any(types.values()):
+        raise Blocked(f"answer types of the {e.dataset} questions: its data files record none (the Qasper adapter "
+                      "derives them; a JSONL file gives `answer_type` per question, docs/jsonl-format.md)",
+                      INPUT_TARGETS["data files"])
+    rows, excluded = [], {}
+    for r in e.retrievers:
+        pairs = _pairs(results, e, r)
+        labels = {q: types[q] for q in pairs.qids if types.get(q)}
+        untyped = len(pairs.qids) - len(labels)
+        if untyped:
+            excluded[f"no answer type recorded ({r})"] = untyped
+        rows += _group_rows(e, r, pairs, labels, ANSWER_TYPES, (EXTRACTIVE, YES_NO))
+    return _GROUP_COLUMNS, rows, excluded
 
 
-def _win_tie_loss(plan, e, results, chunk_inputs):
+def _win_tie_loss(plan, e, results, inputs):
     rows = []
     for fam in plan.families:
         if e.families and fam.id not in e.families:
@@ -145,11 +177,11 @@ def _win_tie_loss(plan, e, results, chunk_inputs):
                          "retriever": t.retriever, "metric": t.metric, "n_questions": len(pairs.diffs),
                          "win": win, "tie": tie, "loss": loss})
     if not rows:
-        raise Blocked("per-question results of every registered test", "make score")
+        raise Blocked("per-question results of every registered test", INPUT_TARGETS["retrieval results"])
     return ["family", "test", "contrast", "dataset", "retriever", "metric", "n_questions", "win", "tie", "loss"], rows, {}
 
 
-def _conditional(plan, e, results, chunk_inputs):
+def _conditional(plan, e, results, inputs):
     r = e.retrievers[0]
     outcome = _pairs(results, e, r)
     by = _pairs(results, e, r, e.by)
@@ -161,7 +193,7 @@ def _conditional(plan, e, results, chunk_inputs):
     return _GROUP_COLUMNS, rows, ({f"no {e.by} result": without} if without else {})
 
 
-def _subset(plan, e, results, chunk_inputs):
+def _subset(plan, e, results, inputs):
     r = e.retrievers[0]
     pairs = _pairs(results, e, r)
     known = set(map(str, pairs.strata))

@@ -2,9 +2,9 @@
 
 `E-no-<field>` indexes E's rendering without one generated field; `E-only-<field>` with that field
 alone. The chunks, their boundaries and their generated fields are E's own (read from E's built chunk
-set on the same dataset), so the ablation isolates what each field adds. The source is the one arm of
-kind E configured for the dataset; its inputs hash enters the ablation's, so rebuilding E makes the
-ablations stale.
+set on the same dataset), so the ablation isolates what each field adds. The source is the arm named by
+`of:` (when several arms of kind E apply, e.g. E and its strong-model twin), else the one arm of kind E
+configured for the dataset; its inputs hash enters the ablation's, so rebuilding E makes the ablations stale.
 """
 
 from __future__ import annotations
@@ -38,13 +38,20 @@ def render_with(keep: tuple[str, ...]):
 
 
 def source_arm(study: Any, dataset: str, arm: str) -> str:
-    """The one configured arm of kind E that applies to `dataset`."""
+    """The arm `of:` names, else the one configured arm of kind E that applies to `dataset`."""
     from harness.pipeline.grid import applies_to
 
     found = [name for name, cfg in study.arms.items() if cfg.kind == SOURCE_KIND and applies_to(cfg, dataset)]
+    of = getattr(study.arms[arm], "of", None)
+    if of is not None:
+        if of not in found:
+            raise HarnessError(f"{study.config_path}: arm `{arm}`: `of: {of}` must name an arm of kind "
+                               f"{SOURCE_KIND} built on dataset {dataset} (those: {', '.join(found) or 'none'})")
+        return of
     if len(found) != 1:
         raise HarnessError(f"{study.config_path}: arm `{arm}` re-renders the chunks of the one arm of kind "
-                           f"{SOURCE_KIND} on dataset {dataset}, but {len(found)} apply ({', '.join(found) or 'none'})")
+                           f"{SOURCE_KIND} on dataset {dataset}, but {len(found)} apply ({', '.join(found) or 'none'}); "
+                           "name one with `of:`")
     return found[0]
 
 

@@ -58,12 +58,12 @@ def run(args) -> int:
         else:
             print(f"{fam['family']}: not run (missing {'; '.join(fam['missing'])})")
     if plan.analyses and not args.family:
-        from harness.analyses.inputs import chunk_inputs_for
+        from harness.analyses.inputs import StudyInputs
         from harness.analyses.run import run_analyses
         from harness.files import atomic_write_json
 
         shutil.rmtree(study.stats_dir / "analyses", ignore_errors=True)  # no record outlives its plan entry
-        for record in run_analyses(plan, table, chunk_inputs_for(study, frozen)):
+        for record in run_analyses(plan, table, StudyInputs(study, frozen)):
             atomic_write_json(study.stats_dir / "analyses" / f"{record['id']}.json", record | stamp)
             state = record["status"] if record["status"] == "ran" else \
                 "blocked: " + "; ".join(f"{m['what']} (run `{m['target']}`)" for m in record["missing"])

@@ -48,6 +48,13 @@ class LlmFreeArm:
     kind: str = setting(check=Text(non_empty=True))
     datasets: tuple[str, ...] | None = setting(None, _DATASETS)
     contextual_headers: bool | None = contextual_headers_setting()
+    # field ablations only: the arm of kind E they re-render, needed when several arms of kind E apply
+    of: str | None = setting(None, Optional(Text(non_empty=True)))
+
+    def completed(self, where: Where) -> "LlmFreeArm":
+        if self.of is not None and _registry()[self.kind].source_kind is None:
+            raise where.child("of").fail(f"does not apply to an arm of kind {self.kind}")
+        return self
 
 
 @dataclass(frozen=True)

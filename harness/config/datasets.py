@@ -10,12 +10,14 @@ from dataclasses import dataclass
 from harness.config.fields import (
     Either, Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Variants, setting,
 )
-from harness.data.common import METRIC_SETS
+from harness.data.common import METRIC_SETS, RETRIEVAL_SCOPES
 
 ALL = "all"
 _COUNT = Either((OneOf((ALL,)), Int(1)))
 _EXCLUDE = Either((Text(non_empty=True), ListOf(Either((Text(), Int())))))  # a file of ids, or the ids
 _PATH = Text(non_empty=True)
+# unset: each question searches the scope its record names; `pooled`: all selected documents in one index
+_SCOPE = Optional(OneOf(RETRIEVAL_SCOPES))
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class QasperDataset:
     files: str | tuple[str, ...] | None = setting(None, Optional(Either((_PATH, ListOf(_PATH, min_len=1)))))
     hub: QasperHub | None = setting(None, Optional(Section(QasperHub)))  # instead of `files`, when online
     selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
+    retrieval_scope: str | None = setting(None, _SCOPE)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class JsonlDataset:
     documents: str | None = setting(None, Optional(_PATH))  # documents.jsonl
     questions: str | None = setting(None, Optional(_PATH))  # questions.jsonl
     selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
+    retrieval_scope: str | None = setting(None, _SCOPE)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,11 @@ from harness.errors import InputError
 from harness.files import sha256_bytes
 
 METRIC_SETS = ("qasper", "freshstack")
+# `retrieval_scope` of a dataset (harness.data.load.pooled): `document` keeps the scope each
+# question records (Qasper: its own paper; JSONL: its `scope` field), `pooled` searches every selected
+# document of the dataset in one index. Unset means `document`, so a config without it is unchanged.
+DOCUMENT_SCOPE, POOLED_SCOPE = "document", "pooled"
+RETRIEVAL_SCOPES = (DOCUMENT_SCOPE, POOLED_SCOPE)
 
 
 @dataclass(frozen=True)

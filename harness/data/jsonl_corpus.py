@@ -1,7 +1,7 @@
 """The generic JSONL corpus format (adapter `jsonl`): bring your own documents and questions.
 
 The format is specified in docs/jsonl-format.md. In short: documents.jsonl holds {doc_id, domain, path | text,
-provenance}; questions.jsonl holds {qid, query, scope, cluster, stratum, evidence, answers, nuggets}. Paths are
+provenance}; questions.jsonl holds {qid, query, scope, cluster, stratum, evidence, answers, nuggets, answer_type}. Paths are
 relative to the directory of documents.jsonl. Evidence offsets index the document text after CRLF -> LF.
 Malformed records raise InputError naming the file and line; evidence text that is not in its document is
 counted and kept unlocated, and a question with no located evidence is dropped and counted.
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from harness.data.answer_types import ANSWER_TYPES, NO_TYPE
 from harness.data.common import InputReader, LoadedDataset, normalise_newlines
 from harness.data.model import Document, Evidence, Question
 from harness.errors import HarnessError, InputError
@@ -164,9 +165,14 @@ def read_questions(path: Path, dataset: str, documents: dict[str, Document], cou
         if not any(e.located for e in evidence):
             counts["questions_dropped_no_located_evidence"] += 1
             continue
+        answer_type = _text_field(row, "answer_type", path, line, required=False, default=NO_TYPE)
+        if answer_type not in ANSWER_TYPES + (NO_TYPE,):
+            raise InputError(f"field `answer_type` must be one of {', '.join(ANSWER_TYPES)}, got {answer_type!r}",
+                             path=path, record=where)
         questions.append(Question(qid, dataset, query, cluster, stratum, scope, evidence,
                                   _string_list(row, "answers", path, line), _string_list(row, "nuggets", path, line),
-                                  _text_field(row, "reference_answer", path, line, required=False)))
+                                  _text_field(row, "reference_answer", path, line, required=False),
+                                  answer_type=answer_type))
     return questions
 
 

@@ -9,15 +9,20 @@ all: a dataset must name its input files, documents no kept question searches ar
 (unlocated evidence may name a file that could not be read), the counts must add up (`<x>_in_input` = kept +
 every `<x>_dropped_<reason>`, for questions always and for documents when the adapter counts them), and the
 output is sorted (documents by doc_id, questions by qid).
+
+A dataset with `retrieval_scope: pooled` (Qasper and JSONL adapters) has every question search one index
+over all its selected documents (the union of the kept questions' recorded scopes) instead of its own
+scope; gold, clusters and strata are unchanged, and `documents_pooled` counts the pool.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Callable
 
 from harness.data import freshstack, jsonl_corpus, qasper, question_evidence
-from harness.data.common import METRIC_SETS, InputReader, LoadedDataset
+from harness.data.common import METRIC_SETS, POOLED_SCOPE, InputReader, LoadedDataset
 from harness.errors import HarnessError
 from harness.files import read_json
 
@@ -70,7 +75,17 @@ def load_dataset(study, name: str, *, selection: dict | None) -> LoadedDataset:
                                f"{entry.get('adapter')!r} but is configured with {options['adapter']!r}; "
                                "rerun `harness select`")
     raw = ADAPTERS[options["adapter"]](study, name, options, entry, InputReader(study.root))
+    if options.get("retrieval_scope") == POOLED_SCOPE:
+        raw = pooled(raw)
     return finish(raw)
+
+
+def pooled(raw: LoadedDataset) -> LoadedDataset:
+    """Every question searches the union of the kept questions' scopes (sorted doc_ids): the selected
+    documents in one index. Documents no kept question searched stay out, as without pooling."""
+    pool = tuple(sorted({d for q in raw.questions for d in q.scope}))
+    questions = tuple(replace(q, scope=pool) for q in raw.questions)
+    return replace(raw, questions=questions, counts={**raw.counts, "documents_pooled": len(pool)})
 
 
 def finish(raw: LoadedDataset) -> LoadedDataset:

@@ -49,6 +49,9 @@ class Question:
     # per-annotator gold (answer, answer_type) by the Qasper evaluator's rules, unanswerable included;
     # empty: answer F1 uses `answers` as free-form references
     gold_answers: tuple[tuple[str, str], ...] = ()
+    # extractive / abstractive / yes-no / unanswerable (harness.data.answer_types); "" when the data give
+    # none, and then left out of to_json so a dataset without answer types keeps its canonical form
+    answer_type: str = ""
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -57,6 +60,8 @@ class Question:
         d["answers"] = list(self.answers)
         d["nuggets"] = list(self.nuggets)
         d["gold_answers"] = [list(g) for g in self.gold_answers]
+        if not self.answer_type:
+            del d["answer_type"]
         return d
 
     @classmethod
@@ -76,6 +81,7 @@ class Question:
             nuggets=tuple(d.get("nuggets", ())),
             reference_answer=d.get("reference_answer", ""),
             gold_answers=tuple((str(a), str(t)) for a, t in d.get("gold_answers", ())),
+            answer_type=d.get("answer_type", ""),
         )
 
 

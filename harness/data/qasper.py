@@ -25,6 +25,9 @@ question anywhere refuses the load), and `questions_in_input` = kept + the `ques
 counts (unanswerable: every annotation says so; no_evidence: no usable evidence string; not_selected:
 eligible, but its paper is not in the selection); `documents_in_input` likewise for papers. Evidence,
 paragraph and section counts describe the papers that reach the study.
+
+Each kept question records its answer type, the majority over its annotators' answers with ties broken in
+the order extractive, abstractive, yes-no, unanswerable (harness.data.answer_types).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from harness.data.answer_types import FROM_EVALUATOR, combined_answer_type
 from harness.data.common import InputReader, LoadedDataset, TextLocator
 from harness.data.model import Document, Evidence, Question
 from harness.errors import HarnessError, InputError
@@ -313,8 +317,11 @@ def _question(qa: dict, doc_id: str, dataset: str, locator: TextLocator, preferr
                 None: "evidence_unlocated"}[how]] += 1
         evidence.append(Evidence(doc_id, ev, start, end, tuple(annotators[ev])))
     counts["answers"] += len(answers)
+    # every annotator with a usable answer votes, unanswerable ones included (harness.data.answer_types)
+    answer_type = combined_answer_type(FROM_EVALUATOR[t] for _, t in gold)
     return Question(qid=qid, dataset=dataset, query=query, cluster=doc_id, stratum="", scope=(doc_id,),
-                    evidence=tuple(evidence), answers=tuple(answers), gold_answers=tuple(gold))
+                    evidence=tuple(evidence), answers=tuple(answers), gold_answers=tuple(gold),
+                    answer_type=answer_type)
 
 
 def all_unanswerable(annotations: list) -> bool:

@@ -152,7 +152,55 @@ def costs(ctx: ReportContext) -> Section:
                                 ["dataset", "arm", "model", "calls", "input tok", "output tok", "spend USD",
                                  "USD / 1,000 chunks", "failures", "truncations"], rows))
     _estimate_beside_actual(ctx, sec)
+    _answer_stage_costs(ctx, sec)
     return sec
+
+
+# per role: (the cell count of its failures, the cell count of its truncations) in results/answers/summary.json
+_ROLE_COUNTS = {"reader": ("reader_failed", "reader_truncated"), "judge": ("verdicts_unparseable", "judge_truncated")}
+
+
+def _answer_stage_costs(ctx: ReportContext, sec: Section) -> None:
+    """The reader and judge: spend per role from the answer stage's ledger, failures and truncations per
+    answer cell (arm), from results/answers/summary.json."""
+    from harness.pipeline.answer import answers_dir
+
+    if not ctx.study.config.reader.cells:
+        return  # the study configures no answer stage
+    path = answers_dir(ctx.study) / "summary.json"
+    if not path.is_file():
+        sec.missing.append(Missing("reader and judge costs (results/answers/summary.json)", "make answer"))
+        return
+    summary = read_json(path)
+    if summary.get("frozen_config_hash") != ctx.frozen_hash:
+        sec.missing.append(Missing("reader and judge costs under the current freeze (results/answers/summary.json "
+                                   f"is from {str(summary.get('frozen_config_hash'))[:12]})", "make answer"))
+        return
+    cells = summary.get("cells", {})
+    ledger = summary.get("ledger", {})
+    rows = []
+    for role, (failed, truncated) in _ROLE_COUNTS.items():
+        if role not in ledger:
+            continue
+        c = ledger[role]
+        rows.append([role, (summary.get(role) or {}).get("model", "–"), c["calls"], c["fresh_calls"], c["cache_hits"],
+                     c["prompt_tokens"], c["completion_tokens"], f"{float(c['cost_usd']):.4f}",
+                     sum(counts.get(failed, 0) for counts in cells.values()),
+                     sum(counts.get(truncated, 0) for counts in cells.values())])
+    sec.tables.append(table(
+        "costs-answer-stage", "Reader and judge spend from the answer stage's ledger (retries and the judge's "
+        "acceptance controls included). Failures: reader answers that stayed unusable after the retries, judge "
+        "verdicts that could not be parsed; truncations: reader contexts or judge prompts cut to the model's "
+        "window; both summed over the answer cells (the judge's control calls are not among them). `harness estimate` covers the indexing arms only, so no estimate stands beside these.",
+        ["role", "model", "calls", "fresh calls", "cache hits", "input tok", "output tok", "spend USD", "failures",
+         "truncations"], rows))
+    sec.tables.append(table(
+        "costs-answer-cells", "The answer stage per cell (dataset / arm / retriever): questions answered, reader "
+        "failures and truncations, judge truncations and unparseable verdicts.",
+        ["cell", "questions", "answered", "reader failed", "reader truncated", "judge truncated",
+         "verdicts unparseable"],
+        [[cell, n.get("questions"), n.get("answered"), n.get("reader_failed"), n.get("reader_truncated"),
+          n.get("judge_truncated"), n.get("verdicts_unparseable")] for cell, n in sorted(cells.items())]))
 
 
 def _estimate_beside_actual(ctx: ReportContext, sec: Section) -> None:
