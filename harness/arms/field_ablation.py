@@ -38,10 +38,12 @@ def render_with(keep: tuple[str, ...]):
 
 
 def source_arm(study: Any, dataset: str, arm: str) -> str:
-    """The one configured arm of kind E that applies to `dataset`."""
+    """The one configured arm of kind E that applies to `dataset`; E's robustness variants (another prompt,
+    repeated generations) are not E's outputs and are never re-rendered."""
     from harness.pipeline.grid import applies_to
 
-    found = [name for name, cfg in study.arms.items() if cfg.kind == SOURCE_KIND and applies_to(cfg, dataset)]
+    found = [name for name, cfg in study.arms.items() if cfg.kind == SOURCE_KIND and applies_to(cfg, dataset)
+             and not getattr(cfg, "prompts", None) and not getattr(cfg, "repeats", None)]
     if len(found) != 1:
         raise HarnessError(f"{study.config_path}: arm `{arm}` re-renders the chunks of the one arm of kind "
                            f"{SOURCE_KIND} on dataset {dataset}, but {len(found)} apply ({', '.join(found) or 'none'})")
