@@ -6,13 +6,13 @@ the per-question pooling over repeats, the between-run spread, `harness estimate
 from __future__ import annotations
 
 import hashlib
-import statistics
+import math
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 from llm_fake_ollama import FakeOllama
-from llm_study import make_study, small_corpus
+from llm_study import chunks_for, make_study, small_corpus
 
 from harness.arms.llm_arms import arm_templates, build_llm_arm
 from harness.arms.repeats import REPEAT_SEED_STRIDE, repeat_seeds
@@ -22,7 +22,7 @@ from harness.files import canonical_json, sha256_text
 from harness.llm.cache import GenerationCache, cache_key
 from harness.llm.ledger import SpendLedger
 from harness.llm.session import LlmSession
-from harness.stats.plan import TestPlan
+from harness.stats.plan import TestPlan as RegisteredTest
 from harness.stats.spread import repeat_spread
 
 OLLAMA = {"backend": "ollama", "name": "fake", "host": "http://127.0.0.1:1", "seed": 0, "num_ctx": 4096,
@@ -154,10 +154,10 @@ def test_a_repeated_arm_reuses_repeat_zero_and_records_each_run(tmp_path):
     assert llm["repeats"] == 2 and llm["seeds"] == [0, 1, 2, 3]
     assert llm["per_repeat"]["r0"]["seeds"] == [0, 1, 2, 3]
     assert llm["per_repeat"]["r1"]["seeds"] == [1000, 1001, 1002, 1003]
-    assert llm["per_repeat"]["r0"]["calls"] | {} == {**llm["per_repeat"]["r0"]["calls"], "calls": 6,
-                                                       "fresh_calls": 0, "cache_hits": 6}
-    assert (llm["per_repeat"]["r1"]["calls"]["fresh_calls"], llm["per_repeat"]["r1"]["calls"]["cache_hits"]) == (6, 0)
-    assert llm["cost"]["calls"] == 12 and llm["run"] == {**llm["run"], "fresh_calls": 6, "cache_hits": 6}
+    calls = {name: (run["calls"]["calls"], run["calls"]["fresh_calls"], run["calls"]["cache_hits"])
+             for name, run in llm["per_repeat"].items()}
+    assert calls == {"r0": (6, 0, 6), "r1": (6, 6, 0)}  # r0 from E's cache entries, r1 new
+    assert llm["cost"]["calls"] == 12 and (llm["run"]["fresh_calls"], llm["run"]["cache_hits"]) == (6, 6)
     assert llm["chunks"] == 12 and llm["per_repeat"]["r1"]["chunks"] == 6
     # each repeat is one variant of the chunk set; repeat 0 is the plain arm's generation
     r0 = [c for c in rep.chunks if c.generated["variant"] == "r0"]
@@ -211,9 +211,10 @@ def test_score_averages_repeats_per_question_and_keeps_each_repeat(tmp_path):
     from harness.metrics.registry import ScoringCache
     from harness.pipeline.score import Scope, score_cell
 
-    docs, chunks = small_corpus(n_docs=1, n_chunks=3)
-    doc = docs[0]
-    base = [render_text(c) for c in chunks[doc.doc_id]]
+    doc, pieces = chunks_for("test/doc0", [("", "Alpha beta gamma delta epsilon zeta."),
+                                            ("", "Tide gauges drift by millimetres per year."),
+                                            ("", "Cassava leaves show brown streak lesions.")])
+    base = [render_text(c) for c in pieces]
     # repeat r0 holds every chunk, the gold one among them; repeat r1 holds only a chunk without gold
     r0 = [tag_variant(c, "r0") for c in base]
     r1 = [tag_variant(base[0], "r1")]
@@ -256,6 +257,11 @@ def _rows(arm: str, values: dict[str, float], metric: str = "rec@512t") -> list[
              "metric": metric, "value": v} for q, v in values.items()]
 
 
+def _test(test_id: str, a: str, b: str, subset=None) -> RegisteredTest:
+    return RegisteredTest(id=test_id, family="robustness", a=a, b=b, retriever="hybrid", dataset="papers",
+                    metric="rec@512t", rule="two-sided", margin=None, subset=subset, source="plan")
+
+
 def test_spread_of_a_contrast_over_repeats_by_hand():
     # questions a1, a2 (cluster a) and b1 (cluster b); values in [0, 1], differences in points
     st = {"a1": 0.5, "a2": 0.0, "b1": 1.0}
@@ -265,15 +271,15 @@ def test_spread_of_a_contrast_over_repeats_by_hand():
     pooled = {q: (r0[q] + r1[q] + r2[q]) / 3 for q in st}
     table = pd.DataFrame(_rows("S+T", st) + _rows("E-rep", pooled))
     variants = pd.DataFrame(_rows("E-rep@r0", r0) + _rows("E-rep@r1", r1) + _rows("E-rep@r2", r2))
-    test = TestPlan(id="R-rep", a="E-rep", b="S+T", retriever="hybrid", dataset="papers", metric="rec@512t",
-                    rule="two-sided", margin=None, subset=None)
+    test = _test("R-rep", "E-rep", "S+T")
     spread = repeat_spread(table, variants, test, {"E-rep": ["r0", "r1", "r2"]})
     assert spread.repeats == ("r0", "r1", "r2") and spread.n_questions == 3
     assert spread.estimates == pytest.approx((100 / 3, -50 / 3, 50 / 3))
-    assert spread.sd == pytest.approx(statistics.stdev([100 / 3, -50 / 3, 50 / 3])) == pytest.approx(25.0)
+    # mean 100/9; deviations 200/9, -250/9, 50/9; SD = sqrt((200² + 250² + 50²) / 81 / 2) = (50/9) sqrt(21)
+    assert spread.sd == pytest.approx(50 / 9 * math.sqrt(21)) == pytest.approx(25.4588, abs=1e-4)
     assert (spread.low, spread.high) == pytest.approx((-50 / 3, 100 / 3))
-    assert spread.mean == pytest.approx(100 / 9)  # = the pooled contrast: (1/3)(+50 + 50 + 0 ... ) by question
-    assert spread.mean == pytest.approx(sum((pooled[q] - st[q]) * 100 for q in st) / 3)
+    # the mean over repeats is the pooled contrast (per-question means first): (+33.3 + 16.7 - 16.7) / 3
+    assert spread.mean == pytest.approx(100 / 9) == pytest.approx(sum((pooled[q] - st[q]) * 100 for q in st) / 3)
 
 
 def test_spread_keeps_the_registered_subset_and_refuses_unrepeated_tests():
@@ -284,13 +290,11 @@ def test_spread_keeps_the_registered_subset_and_refuses_unrepeated_tests():
     table = pd.DataFrame(_rows("S+T", st) + _rows("E-rep", {q: (r0[q] + r1[q]) / 2 for q in st}))
     variants = pd.DataFrame(_rows("E-rep@r0", r0) + _rows("E-rep@r1", r1))
     # a one-cluster sample of two clusters; whichever is drawn, each repeat is measured on it alone
-    test = TestPlan(id="R", a="E-rep", b="S+T", retriever="hybrid", dataset="papers", metric="rec@512t",
-                    rule="two-sided", margin=None, subset=Subset(n_clusters=1, seed=7))
+    test = _test("R", "E-rep", "S+T", subset=Subset(n_clusters=1, seed=7))
     spread = repeat_spread(table, variants, test, {"E-rep": ["r0", "r1"]})
     assert spread.n_questions == 1
     assert spread.estimates in ((100.0, 0.0), (0.0, 50.0))
-    plain = TestPlan(id="P", a="S+T", b="S+T", retriever="hybrid", dataset="papers", metric="rec@512t",
-                     rule="two-sided", margin=None, subset=None)
+    plain = _test("P", "S+T", "S+T")
     with pytest.raises(HarnessError, match="neither S\\+T nor S\\+T has repeated generations"):
         repeat_spread(table, variants, plain, {"E-rep": ["r0", "r1"]})
 
