@@ -50,6 +50,17 @@ class ModelOption(Check):
         return value
 
 
+UNSET = object()  # a model option an arm does not set (for this dataset)
+
+
+def option_on(value: Any, dataset: str | None) -> Any:
+    """An arm's model option as it applies on `dataset`: a scalar applies everywhere, a mapping names
+    datasets (UNSET for a dataset it does not name, or when no dataset is given)."""
+    if isinstance(value, Mapping):
+        return value.get(dataset, UNSET) if dataset is not None else UNSET
+    return value
+
+
 @dataclass(frozen=True)
 class LlmArm:
     kind: str = setting(check=Text(non_empty=True))
@@ -92,10 +103,10 @@ class LlmArm:
 def check_repeats_sample(arm: str, cfg: "LlmArm", model_cfg: Any, datasets: Mapping[str, Any], where: Where) -> None:
     """An arm with `repeats` must sample (temperature > 0) on every dataset it covers: at temperature 0
     greedy decoding ignores the seed, so every repeat would be the same run (harness.arms.repeats)."""
-    from harness.arms.model_limits import effective_model_config  # imported on use, as the registry is
-
     for dataset in cfg.datasets or list(datasets):
-        temperature = getattr(effective_model_config(arm, cfg, model_cfg, dataset, datasets), "temperature", None)
+        temperature = option_on((cfg.model_options or {}).get("temperature", UNSET), dataset)
+        if temperature is UNSET:
+            temperature = getattr(model_cfg, "temperature", None)
         if temperature is None or float(temperature) <= 0:
             raise where.child("repeats").fail(
                 f"needs sampling, but the arm decodes at temperature {temperature} on dataset {dataset} (greedy "
