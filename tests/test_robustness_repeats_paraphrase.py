@@ -320,3 +320,18 @@ def test_editing_the_paraphrased_prompt_is_drift(tmp_path, monkeypatch):
     para.write_text(para.read_text(encoding="utf-8") + " ", encoding="utf-8")
     with pytest.raises(DriftError, match=r'input_files\["prompts/enrich_paraphrase\.txt"\]'):
         check_frozen(Study.at(root), stage="build-arms", note=lambda text: None)
+
+
+def test_the_shipped_paraphrase_asks_for_the_same_fields_in_other_words():
+    from pathlib import Path
+
+    from harness.arms.enrich import ENRICH_SCHEMA
+    from harness.llm.prompts import PromptTemplate
+
+    prompts = Path(__file__).resolve().parents[1] / "examples" / "demo" / "prompts"
+    original, para = PromptTemplate.load(prompts, "enrich.txt"), PromptTemplate.load(prompts, "enrich_paraphrase.txt")
+    assert sorted(para.placeholders) == sorted(original.placeholders)
+    for field in ENRICH_SCHEMA["required"]:
+        assert f'"{field}"' in para.text
+    shared = set(original.text.splitlines()) & set(para.text.splitlines())
+    assert shared <= {"", "<<<", ">>>", "{chunk_text}", "{key_dictionary}"}  # reworded, line by line
