@@ -335,3 +335,59 @@ def test_the_shipped_paraphrase_asks_for_the_same_fields_in_other_words():
         assert f'"{field}"' in para.text
     shared = set(original.text.splitlines()) & set(para.text.splitlines())
     assert shared <= {"", "<<<", ">>>", "{chunk_text}", "{key_dictionary}"}  # reworded, line by line
+
+
+# --- the report section ---
+
+
+def _report_ctx(tmp_path, table: pd.DataFrame):
+    from harness.files import atomic_write_json
+
+    study = SimpleNamespace(
+        arms={"S+T": SimpleNamespace(kind="S+T", datasets=None),
+              "E-rep": SimpleNamespace(kind="E", repeats=2, datasets=("papers",))},
+        datasets={"papers": {}}, results=tmp_path / "results", stats_dir=tmp_path / "results" / "stats",
+        chunks_path=lambda d, a: tmp_path / "results" / "chunks" / d / f"{a}.jsonl",
+        manifest_path=lambda d, a: tmp_path / "results" / "chunks" / d / f"{a}.manifest.json")
+    test = _test("R-rep", "E-rep", "S+T")
+    plan = SimpleNamespace(families=[SimpleNamespace(id="robustness", tests=[test])])
+    ctx = SimpleNamespace(study=study, outcomes=(True, []), plan=plan, frozen_hash=None, per_question=table)
+    return ctx, atomic_write_json
+
+
+def test_report_section_names_what_is_missing_then_shows_the_spread(tmp_path):
+    from harness.pipeline.parts import write_variants_part
+    from harness.pipeline.results import ResultRow
+    from harness.report.sections_robustness import repeat_generations
+
+    st = {"a1": 0.5, "a2": 0.0, "b1": 1.0}
+    r0 = {"a1": 1.0, "a2": 0.5, "b1": 1.0}
+    r1 = {"a1": 0.5, "a2": 0.0, "b1": 0.5}
+    table = pd.DataFrame(_rows("S+T", st) + _rows("E-rep", {q: (r0[q] + r1[q]) / 2 for q in st}))
+    ctx, write_json = _report_ctx(tmp_path, table)
+
+    blocked = repeat_generations(ctx)
+    said = {m.sentence() for m in blocked.missing}
+    assert "Missing: repeated chunk sets papers/E-rep; run `make build-arms`." in said
+    assert "Missing: statistics of family robustness (robustness.json); run `make stats`." in said
+    assert "Missing: per-repeat results of papers/E-rep/hybrid; run `make score`." in said
+    assert not blocked.tables
+
+    rows = [ResultRow(**r) for r in _rows("E-rep@r0", r0) + _rows("E-rep@r1", r1)]
+    write_variants_part(tmp_path / "results" / "per_question", "papers", "E-rep", "hybrid", rows)
+    write_json(tmp_path / "results" / "stats" / "robustness.json",
+               {"rows": [{"test": "R-rep", "a": "E-rep", "b": "S+T", "estimate": 25 / 3, "ci95_bca": [-10.0, 30.0]}]})
+    (tmp_path / "results" / "chunks" / "papers").mkdir(parents=True)
+    (tmp_path / "results" / "chunks" / "papers" / "E-rep.jsonl").write_text("", encoding="utf-8")
+    write_json(tmp_path / "results" / "chunks" / "papers" / "E-rep.manifest.json", {"llm": {"per_repeat": {
+        name: {"seeds": seeds, "chunks": 3, "failures": 0, "retries": 1,
+               "calls": {"calls": 4, "fresh_calls": fresh, "cache_hits": 4 - fresh}}
+        for name, seeds, fresh in (("r0", [0, 1], 0), ("r1", [1000, 1001], 4))}}})
+    shown = repeat_generations(ctx)
+    assert not shown.missing
+    runs, spread = shown.tables
+    assert runs.name == "repeat-runs" and [r[2:4] for r in runs.rows] == [("r0", "0, 1"), ("r1", "1000, 1001")]
+    assert spread.name == "repeat-spread"
+    # r0: +50, +50, 0 -> +33.3; r1: 0, 0, -50 -> -16.7; SD = |33.3 + 16.7| / sqrt(2) = 35.36
+    assert spread.rows == (("R-rep", "papers", "E-rep - S+T", "rec@512t", "3", "r0 +33.3; r1 -16.7", "35.36",
+                            "[-16.7, +33.3]", "+8.3", "[-10.0, 30.0]"),)
