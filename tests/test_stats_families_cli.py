@@ -25,6 +25,8 @@ ARMS = {"S": 0.0, "S+T": 0.01, "E": 0.01, "E-K": 0.0, "CR": 0.02, "F512c": -0.12
 # amendment 0002's arms (papers only, as in the demo), drawn in a second pass from the same seed: papers comes
 # first, so its questions and their bases are the same, and the draws of the arms above stay as they were
 ADDON_ARMS = {"M": 0.01, "RM": 0.0, "SM": 0.0, "M-TP": 0.01, "E+KX": 0.02, "E+AX": 0.01}
+# the robustness runs of E (papers only), drawn in a third pass the same way
+ROBUST_ARMS = {"E-para": 0.0, "E-rep": 0.01}
 
 
 def _table(arms=ARMS):
@@ -32,7 +34,8 @@ def _table(arms=ARMS):
     metrics = {"papers": ["rec@512t", "answer_f1@512t"], "docs": ["prec@1024t", "nugget_recall@1024t"]}
     base = long_table(np.random.default_rng(2027), datasets, arms, ["hybrid", "minilm", "bm25"], metrics)
     addon = long_table(np.random.default_rng(2027), datasets[:1], ADDON_ARMS, ["hybrid"], metrics)
-    return pd.concat([base, addon], ignore_index=True)
+    robust = long_table(np.random.default_rng(2027), datasets[:1], ROBUST_ARMS, ["hybrid"], metrics)
+    return pd.concat([base, addon, robust], ignore_index=True)
 
 
 @pytest.fixture(scope="module")
