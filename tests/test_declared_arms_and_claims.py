@@ -63,7 +63,7 @@ def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
         study = SimpleNamespace(arms={"A": arm_cfg}, run_path=lambda *parts: tmp_path / "A.run")
         return score_cell(study, dataset, "A", "bm25", [outside], context, ScoringCache(), (512,), run_depth=10)
 
-    rows, counts = score(SimpleNamespace(kind="PF", documents=1, seed=1))
+    rows, _, counts = score(SimpleNamespace(kind="PF", documents=1, seed=1))
     assert rows == [] and counts["questions_outside_arm"] == 1 and counts["questions"] == 0
-    rows, counts = score(SimpleNamespace(kind="S"))  # an arm over every document: an empty scope is a scored zero
+    rows, _, counts = score(SimpleNamespace(kind="S"))  # an arm over every document: an empty scope is a scored zero
     assert counts["questions_empty_scope"] == 1 and rows and all(r.value == 0 for r in rows if r.metric == "rec@512t")

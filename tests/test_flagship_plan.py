@@ -53,6 +53,11 @@ EXPECTED = {
                    [c for d in (Q, F) for r in ("bm25", "mxbai", "qwen3")
                     for c in (_cells("E", "S+T", r, "ci95-within-margin", datasets=(d,))
                               + _cells("E", "CR", r, "ci95-within-margin", datasets=(d,)))]),
+    # section 6, registered secondary analyses: H1 with a paraphrased prompt and over repeat generations,
+    # judged as the secondary retrievers are
+    "robustness_runs": ("secondary", "none", "plan",
+                        _cells("E-para", "S+T", "hybrid", "ci95-within-margin")
+                        + _cells("E-rep", "S+T", "hybrid", "ci95-within-margin")),
     "exploratory": ("exploratory", "none", "plan",
                     _cells("S+T", "S", "hybrid", "two-sided")
                     + [c for d in (Q, F) for c in (_cells("E", "S+T", "nomic", "two-sided", datasets=(d,))
@@ -180,6 +185,15 @@ def test_flagship_plan_validates_against_its_config():
     assert named <= set(study.arms)
     declared_only = {a for a, cfg in study.arms.items() if is_planned(cfg)}
     assert declared_only == {"E+keys", "E+entities"}  # H4, H5 and H7's arms are buildable
+
+
+def test_flagship_robustness_arms():
+    """E-para differs from E only in its enrichment prompt; E-rep samples (repeats need it) three times."""
+    study = Study.at(ROOT)
+    para, rep, e = study.arms["E-para"], study.arms["E-rep"], study.arms["E"]
+    assert para.prompts == {"enrich": "enrich_paraphrase.txt"} and (study.prompts_dir / "enrich_paraphrase.txt").is_file()
+    assert (para.model, para.model_options, para.datasets) == (e.model, e.model_options, e.datasets)
+    assert rep.repeats == 3 and rep.model_options["temperature"] == 0.7 and rep.prompts is None
 
 
 def test_flagship_config_model_limits_and_spend_cap():

@@ -108,7 +108,8 @@ def test_template_errors_name_the_file(tmp_path):
 def test_flagship_and_demo_prompts_are_the_same_files():
     names = sorted(p.name for p in (ROOT / "prompts").glob("*.txt"))
     assert names == [
-        "consolidate_keys.txt", "contextual.txt", "enrich.txt", "judge_nugget.txt", "pf_keywords.txt",
+        "consolidate_keys.txt", "contextual.txt", "enrich.txt", "enrich_paraphrase.txt", "judge_nugget.txt",
+        "pf_keywords.txt",
         "pf_questions.txt", "pf_summary.txt", "pf_title.txt", "reader.txt", "rerank_yes.txt",
     ]
     for name in names:

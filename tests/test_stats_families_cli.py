@@ -25,6 +25,8 @@ ARMS = {"S": 0.0, "S+T": 0.01, "E": 0.01, "E-K": 0.0, "CR": 0.02, "F512c": -0.12
 # amendment 0002's arms (papers only, as in the demo), drawn in a second pass from the same seed: papers comes
 # first, so its questions and their bases are the same, and the draws of the arms above stay as they were
 ADDON_ARMS = {"M": 0.01, "RM": 0.0, "SM": 0.0, "M-TP": 0.01, "E+KX": 0.02, "E+AX": 0.01}
+# the robustness runs of E (papers only), drawn in a third pass the same way
+ROBUST_ARMS = {"E-para": 0.0, "E-rep": 0.01}
 
 
 def _table(arms=ARMS):
@@ -35,7 +37,8 @@ def _table(arms=ARMS):
                "papers-pooled": ["rec@512t"]}
     base = long_table(np.random.default_rng(2027), datasets, arms, ["hybrid", "minilm", "bm25"], metrics)
     addon = long_table(np.random.default_rng(2027), datasets[:1], ADDON_ARMS, ["hybrid"], metrics)
-    return pd.concat([base, addon], ignore_index=True)
+    robust = long_table(np.random.default_rng(2027), datasets[:1], ROBUST_ARMS, ["hybrid"], metrics)
+    return pd.concat([base, addon, robust], ignore_index=True)
 
 
 @pytest.fixture(scope="module")
@@ -138,9 +141,9 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
 
     assert main(["audit", "--study", str(study.root)]) == 0
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 45 PASS, 0 FAIL" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 48 PASS, 0 FAIL" in out
     grid = [line for line in out.splitlines() if "(grid)" in line]
-    assert "PASS  (grid)/cells: 83 cell(s) not scored" in out and "released as a logged deviation" in out, grid
+    assert "PASS  (grid)/cells: 85 cell(s) not scored" in out and "released as a logged deviation" in out, grid
 
     released["rows"][1]["estimate"] += 0.01
     (study.stats_dir / "primary.json").write_text(json.dumps(released))

@@ -77,7 +77,7 @@ def random_merge(kind: ArmKind, inputs: BuildInputs, source: list[Chunk]) -> tup
     chunks = []
     for doc_id in by_document(source):  # document-major, so each document's chunks stay contiguous
         for s in seeds:
-            chunks += [_tag_variant(c, s) for c in per_seed[s].get(doc_id, [])]
+            chunks += [tag_variant(c, variant_name(s)) for c in per_seed[s].get(doc_id, [])]
     record = {
         "seeds": list(seeds),
         "chunks_per_seed": {variant_name(s): len(results[s].chunks) for s in seeds},
@@ -87,8 +87,8 @@ def random_merge(kind: ArmKind, inputs: BuildInputs, source: list[Chunk]) -> tup
     return chunks, record
 
 
-def _tag_variant(chunk: Chunk, seed: int) -> Chunk:
-    name = variant_name(seed)
+def tag_variant(chunk: Chunk, name: str) -> Chunk:
+    """One variant's copy of a chunk (RM's seed, an LLM arm's repeat): the name in its id and `generated`."""
     return replace(chunk, chunk_id=f"{chunk.chunk_id}@{name}", generated={**(chunk.generated or {}), VARIANT: name})
 
 

@@ -5,7 +5,9 @@ texts, whole documents for CR cut to the model's window, the rolling key diction
 stand-in for the LLM session. The stand-in answers every call with a well-formed object holding a fresh
 placeholder key, so the dictionary grows one key per call as it would with real keys. What a model would
 write into later prompts (the previous chunk's summary) is unknown before paying: it is counted as
-`summary_tokens` per call that follows a chunk. Tokens are cl100k counts of the rendered prompt;
+`summary_tokens` per call that follows a chunk. An arm with `repeats: N` makes every call N times (the
+prompts of a repeat differ only in what the model wrote earlier, unknown here), so its counts are N times
+one run's. Tokens are cl100k counts of the rendered prompt;
 output tokens are `output_tokens` per call (default: the model's output cap, an upper bound). Retries
 (seeds 1-3 after an unparseable answer) are not counted.
 """
@@ -16,12 +18,12 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
-from harness.arms.llm_arms import annotate_document, select_documents
+from harness.arms.llm_arms import annotate_document, arm_templates, select_documents
 from harness.arms.model_limits import effective_model_config
 from harness.arms.registry import CONTEXTUAL, get_kind, is_planned
+from harness.arms.repeats import repeat_count
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
-from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import JsonResult
 from harness.pipeline.grid import chunk_sets
@@ -43,6 +45,7 @@ class ArmEstimate:
     output_tokens: int
     price_in_per_mtok: float | None
     price_out_per_mtok: float | None
+    repeats: int = 1  # generation runs (harness.arms.repeats); every count above covers all of them
 
     @property
     def input_tokens(self) -> int:
@@ -89,7 +92,7 @@ def estimate_arm(study: Study, dataset, arm: str, *, header_chunks, output_token
     per_call_out = output_tokens if output_tokens is not None else cap
     if per_call_out is None:
         raise HarnessError(f"arm {arm}: model {cfg.model} has no output cap; pass --output-tokens")
-    templates = {role: PromptTemplate.load(study.prompts_dir, f) for role, f in kind.prompts.items()}
+    templates = arm_templates(study, arm)
     session = CountingSession(backend.prompt_token_limit)
     following = 0  # calls whose prompt carries a previous chunk's summary
     for doc in select_documents(arm, cfg, dataset.documents):
@@ -98,10 +101,11 @@ def estimate_arm(study: Study, dataset, arm: str, *, header_chunks, output_token
         annotate_document(session, kind, templates, doc, chunks, [0])
         if kind.annotation != CONTEXTUAL and chunks:
             following += (session.calls - before) * (len(chunks) - 1) // len(chunks)
+    runs = repeat_count(cfg)
     return ArmEstimate(
-        dataset=dataset.name, arm=arm, model=cfg.model, billed=bool(backend.billed), calls=session.calls,
-        prompt_tokens=session.prompt_tokens, summary_allowance_tokens=following * summary_tokens,
-        output_tokens=session.calls * per_call_out,
+        dataset=dataset.name, arm=arm, model=cfg.model, billed=bool(backend.billed), calls=runs * session.calls,
+        prompt_tokens=runs * session.prompt_tokens, summary_allowance_tokens=runs * following * summary_tokens,
+        output_tokens=runs * session.calls * per_call_out, repeats=runs,
         price_in_per_mtok=getattr(model_cfg, "price_in_per_mtok", None),
         price_out_per_mtok=getattr(model_cfg, "price_out_per_mtok", None),
     )

@@ -38,10 +38,12 @@ def render_with(keep: tuple[str, ...]):
 
 
 def source_arm(study: Any, dataset: str, arm: str) -> str:
-    """The arm `of:` names, else the one configured arm of kind E that applies to `dataset`."""
+    """The arm `of:` names, else the one configured arm of kind E that applies to `dataset`. E's robustness
+    variants (another prompt, repeated generations) are not E's outputs and are never re-rendered."""
     from harness.pipeline.grid import applies_to
 
-    found = [name for name, cfg in study.arms.items() if cfg.kind == SOURCE_KIND and applies_to(cfg, dataset)]
+    found = [name for name, cfg in study.arms.items() if cfg.kind == SOURCE_KIND and applies_to(cfg, dataset)
+             and not getattr(cfg, "prompts", None) and not getattr(cfg, "repeats", None)]
     of = getattr(study.arms[arm], "of", None)
     if of is not None:
         if of not in found:

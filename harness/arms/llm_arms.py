@@ -22,10 +22,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from harness.arms.addon_arms import tag_variant
 from harness.arms.contextual import contextualise_document
 from harness.arms.enrich import DocumentOutcome, enrich_document, pf_document
 from harness.arms.model_limits import effective_model_config
-from harness.arms.registry import CONTEXTUAL, ENRICH, ENRICH_WITHOUT_KEYS, PER_FIELD, ArmKind, get_kind
+from harness.arms.registry import (
+    CONTEXTUAL, ENRICH, ENRICH_WITHOUT_KEYS, PER_FIELD, ArmKind, arm_prompt_files, get_kind,
+)
+from harness.arms.repeats import repeat_count, repeat_seeds, repeat_variant
 from harness.config.arms import ALL_DOCUMENTS, LlmArm, documents_of
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
@@ -122,7 +126,7 @@ def build_llm_arm(
     cap = llm.spend_cap_usd
     if fresh and replay:
         raise HarnessError(f"arm {arm_name}: fresh (regenerate) and replay (cache only) contradict each other")
-    templates = {role: PromptTemplate.load(study.prompts_dir, f) for role, f in spec.prompts.items()}
+    templates = arm_templates(study, arm_name)
     missing = [d.doc_id for d in documents if d.doc_id not in header_chunks]
     if missing:
         raise HarnessError(f"arm {arm_name}: no header-led chunks for {len(missing)} document(s), e.g. {missing[0]}")
@@ -140,12 +144,17 @@ def build_llm_arm(
         servers = getattr(backend, "capacity", None)  # a pool (harness.llm.pool): one worker per slot
         if servers is not None:
             workers = max(workers, servers)
-        outcomes, stopped_by = _run_documents(session, spec, templates, selected, header_chunks, seeds, workers,
-                                              progress, allow_shortfall=arm_cfg.allow_shortfall)
+        runs = []  # one per generation run (repeats), each with its seeds and its own call counts
+        for repeat in range(repeat_count(arm_cfg)):
+            before = ledger.totals()
+            run_seeds = repeat_seeds(seeds, repeat)
+            outcomes, stopped_by = _run_documents(session.for_repeat(repeat), spec, templates, selected, header_chunks,
+                                                  run_seeds, workers, progress, allow_shortfall=arm_cfg.allow_shortfall)
+            runs.append(_Run(repeat, run_seeds, outcomes, _totals_since(ledger, before)))
         identity = session.identity
         pool_servers = backend.describe_servers() if hasattr(backend, "describe_servers") else None
     shortfall = None
-    if stopped_by is not None:  # only with allow_shortfall: keep the documents that completed, name the rest
+    if stopped_by is not None:  # only with allow_shortfall (never with repeats): keep the completed documents
         planned = selected
         selected = [d for d in planned if d.doc_id in outcomes]
         shortfall = {"planned_documents": len(planned), "completed_documents": len(selected),
@@ -153,16 +162,42 @@ def build_llm_arm(
                      "stopped_by": stopped_by}
 
     chunks: list[Chunk] = []
-    for doc in selected:
-        for chunk, generated in zip(header_chunks[doc.doc_id], outcomes[doc.doc_id].generated):
-            chunks.append(spec.render(replace(chunk, generated=generated)))
-    manifest = _manifest(arm_name, spec, model_name, identity, templates, selected, documents, outcomes, ledger, cache,
+    for doc in selected:  # document-major; a repeated arm holds each repeat's chunks as one variant
+        for run in runs:
+            for chunk, generated in zip(header_chunks[doc.doc_id], run.outcomes[doc.doc_id].generated):
+                rendered = spec.render(replace(chunk, generated=generated))
+                chunks.append(tag_variant(rendered, repeat_variant(run.repeat)) if len(runs) > 1 else rendered)
+    manifest = _manifest(arm_name, spec, model_name, identity, templates, selected, documents, runs, ledger, cache,
                          workers=workers)
     if pool_servers is not None:  # which servers answered: run facts, not inputs (no cache key holds them)
         manifest["run"]["servers"] = pool_servers
     if shortfall is not None:
         manifest["shortfall"] = shortfall
     return LlmArmResult(chunks, manifest)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One generation run of an arm (repeat 0 is the arm as configured; harness.arms.repeats)."""
+
+    repeat: int
+    seeds: list[int]
+    outcomes: dict[str, DocumentOutcome]
+    calls: dict[str, Any]  # this run's ledger counts (calls, fresh_calls, cache_hits, tokens, cost)
+
+
+def _totals_since(ledger: SpendLedger, before: Any) -> dict[str, Any]:
+    after = ledger.totals()
+    return {"calls": after.calls - before.calls, "fresh_calls": after.fresh_calls - before.fresh_calls,
+            "cache_hits": after.cache_hits - before.cache_hits,
+            "prompt_tokens": after.prompt_tokens - before.prompt_tokens,
+            "completion_tokens": after.completion_tokens - before.completion_tokens,
+            "cost_usd": round(after.cost_usd - before.cost_usd, 6)}
+
+
+def arm_templates(study: Study, arm: str) -> dict[str, PromptTemplate]:
+    """The arm's prompt templates by role: its kind's, with the arm's `prompts:` overrides (checked)."""
+    return {role: PromptTemplate.load(study.prompts_dir, f) for role, f in arm_prompt_files(study, arm).items()}
 
 
 def annotate_document(session: Any, kind: ArmKind, templates: Mapping[str, PromptTemplate], doc: Document,
@@ -227,13 +262,13 @@ def _manifest(
     templates: Mapping[str, PromptTemplate],
     selected: Sequence[Document],
     documents: Sequence[Document],
-    outcomes: Mapping[str, DocumentOutcome],
+    runs: Sequence[_Run],
     ledger: SpendLedger,
     cache: GenerationCache,
     *,
     workers: int,
 ) -> dict[str, Any]:
-    ordered = [outcomes[d.doc_id] for d in selected]
+    ordered = [run.outcomes[d.doc_id] for run in runs for d in selected]  # every run's calls count
     totals = ledger.totals().as_dict()
     # what generating the arm cost (same on a cache-warm rebuild) vs what this run did
     run = {k: totals.pop(k) for k in ("fresh_calls", "cache_hits")}
@@ -249,9 +284,11 @@ def _manifest(
         "model": model_name,
         "backend": dict(identity),
         "prompts": {t.path.name: t.sha256 for t in templates.values()},
+        "prompt_roles": {role: t.path.name for role, t in templates.items()},
         "documents": len(selected),
         "documents_in_corpus": len(documents),
         "chunks": sum(len(o.generated) for o in ordered),
+        "seeds": runs[0].seeds,
         "cost": cost,
         # workers actually used: a serial backend runs one document at a time whatever llm.workers says
         "run": run | {"cache_file": cache.path.name, "torn_bytes_dropped": cache.torn_bytes_dropped, "workers": workers},
@@ -259,5 +296,19 @@ def _manifest(
     if len(selected) < len(documents):
         manifest["document_ids"] = [d.doc_id for d in selected]
     if kind.annotation in (ENRICH, ENRICH_WITHOUT_KEYS):
-        manifest["keys"] = key_diagnostics([o.generated for o in ordered], sum(o.evictions for o in ordered))
+        first = [runs[0].outcomes[d.doc_id] for d in selected]  # repeat 0, the arm as configured
+        manifest["keys"] = key_diagnostics([o.generated for o in first], sum(o.evictions for o in first))
+    if len(runs) > 1:  # repeats: each run's seeds, calls and failures; the totals above sum over runs
+        manifest["repeats"] = len(runs)
+        manifest["per_repeat"] = {repeat_variant(run.repeat): _run_record(kind, run, selected) for run in runs}
     return manifest
+
+
+def _run_record(kind: ArmKind, run: _Run, selected: Sequence[Document]) -> dict[str, Any]:
+    ordered = [run.outcomes[d.doc_id] for d in selected]
+    record = {"repeat": run.repeat, "seeds": run.seeds, "calls": run.calls,
+              "chunks": sum(len(o.generated) for o in ordered), "failures": sum(o.failures for o in ordered),
+              "failed_calls": sum(o.failed_calls for o in ordered), "retries": sum(o.retries for o in ordered)}
+    if kind.annotation in (ENRICH, ENRICH_WITHOUT_KEYS):
+        record["keys"] = key_diagnostics([o.generated for o in ordered], sum(o.evictions for o in ordered))
+    return record

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-from harness.arms.llm_arms import generations_path
+from harness.arms.llm_arms import arm_templates, generations_path
 from harness.arms.model_limits import effective_model_config
 from harness.arms.registry import ArmKind
 from harness.errors import HarnessError
@@ -58,7 +58,7 @@ def open_session(
         raise HarnessError(f"arm {arm}: model {model_name!r} is not defined under `models:` in {study.config_path}")
     model_cfg = effective_model_config(arm, arm_cfg, study.models[model_name], dataset, study.datasets)
     llm = study.config.llm
-    templates = {role: PromptTemplate.load(study.prompts_dir, f) for role, f in kind.prompts.items()}
+    templates = arm_templates(study, arm)
     path = generations_path(study, model_name)
     with GenerationCache(path, fresh=fresh, read_only=replay) as cache:
         backend = make_backend(model_cfg, replay_from=cache if replay else None)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Mapping
 
+from harness.config.arms import UNSET, option_on
 from harness.config.fields import replace
 from harness.errors import HarnessError
 
@@ -35,8 +36,7 @@ def effective_model_config(
             if unknown:
                 raise HarnessError(f"arm {arm_name}: `model_options.{option}` names dataset {unknown[0]!r}, which "
                                    f"the config does not define ({', '.join(datasets)})")
-            if dataset is not None and dataset in value:
-                changes[option] = value[dataset]
-        else:
-            changes[option] = value
+        resolved = option_on(value, dataset)
+        if resolved is not UNSET:
+            changes[option] = resolved
     return replace(model_cfg, **changes) if changes else model_cfg

@@ -292,6 +292,23 @@ def render(kind: str, chunk: Chunk) -> Chunk:
     return get_kind(kind).render(chunk)
 
 
+def arm_prompt_files(study: Study, arm: str) -> dict[str, str]:
+    """role -> template file under prompts/ for a configured arm: its kind's templates, with the arm's own
+    `prompts:` overrides (a paraphrased prompt, issue 15). A named file that does not exist is an error
+    naming the arm and the key; the freeze hashes every file under prompts/."""
+    cfg = study.arms[arm]
+    kind = arm_kind(study, arm)
+    overrides = getattr(cfg, "prompts", None) or {}
+    for role, name in overrides.items():
+        if role not in kind.prompts:  # the schema checks this too; a hand-built config may skip it
+            raise HarnessError(f"{study.config_path}: arms.{arm}.prompts.{role}: kind {kind.name} has no prompt "
+                               f"role {role!r} (its roles: {', '.join(kind.prompts) or 'none'})")
+        if not (study.prompts_dir / name).is_file():
+            raise HarnessError(f"{study.config_path}: arms.{arm}.prompts.{role}: {name!r} is not a file under "
+                               f"{study.prompts_dir}")
+    return {role: overrides.get(role, name) for role, name in kind.prompts.items()}
+
+
 def source_arm(study: Study, arm: str) -> str:
     """The arm whose built chunks a derived arm starts from (its `of:`); checked to name a configured arm
     with a chunk set of its own."""
@@ -305,4 +322,7 @@ def source_arm(study: Study, arm: str) -> str:
     if arm_kind(study, of).retrieval_time:
         raise HarnessError(f"{study.config_path}: arm `{arm}`: `of: {of}` is expanded at retrieval time and has "
                            "no chunk set to start from")
+    if getattr(study.arms[of], "repeats", None):
+        raise HarnessError(f"{study.config_path}: arm `{arm}`: `of: {of}` has repeated generations; an add-on arm "
+                           "starts from one generation run")
     return of

@@ -48,7 +48,8 @@ def run(args) -> int:
     print(f"{'dataset/arm':<28} {'model':<14} {'calls':>8} {'input tok':>12} {'output tok':>12} {'USD':>10}")
     for r in rows:
         usd = "unpriced" if r.usd is None else ("local $0" if not r.billed else f"{r.usd:.4f}")
-        print(f"{r.dataset + '/' + r.arm:<28} {r.model:<14} {r.calls:>8} {r.input_tokens:>12} "
+        name = r.dataset + '/' + r.arm + (f' x{r.repeats}' if r.repeats > 1 else '')  # repeats: all runs counted
+        print(f"{name:<28} {r.model:<14} {r.calls:>8} {r.input_tokens:>12} "
               f"{r.output_tokens:>12} {usd:>10}")
     print(f"total: {sum(r.calls for r in rows)} calls, {sum(r.input_tokens for r in rows)} input and "
           f"{sum(r.output_tokens for r in rows)} output tokens, ${total:.4f}"

@@ -71,6 +71,17 @@ class ModelOption(Check):
         return value
 
 
+UNSET = object()  # a model option an arm does not set (for this dataset)
+
+
+def option_on(value: Any, dataset: str | None) -> Any:
+    """An arm's model option as it applies on `dataset`: a scalar applies everywhere, a mapping names
+    datasets (UNSET for a dataset it does not name, or when no dataset is given)."""
+    if isinstance(value, Mapping):
+        return value.get(dataset, UNSET) if dataset is not None else UNSET
+    return value
+
+
 @dataclass(frozen=True)
 class LlmArm:
     kind: str = setting(check=Text(non_empty=True))
@@ -83,15 +94,45 @@ class LlmArm:
     # a seeded-subset arm may stop short at the spend cap; its contrasts then use the completed clusters
     allow_shortfall: bool = setting(False, Flag())
     contextual_headers: bool | None = contextual_headers_setting()
+    # robustness (issue 15): another frozen template for one of the kind's prompt roles, e.g.
+    # `prompts: {enrich: enrich_paraphrase.txt}` (a file under the study's prompts/, hashed by the freeze)
+    prompts: dict[str, str] | None = setting(None, Optional(MapOf(Text(non_empty=True), non_empty=True)))
+    # robustness: N >= 2 generation runs of the arm (harness.arms.repeats). Repeat 0 is the arm exactly as
+    # configured (its cache keys are those of the arm without `repeats`); repeat r > 0 shifts every seed by
+    # r * REPEAT_SEED_STRIDE and carries r in its cache keys. Scores are averaged per question over the
+    # repeats (as RM's seeds) and kept per repeat for the between-run spread. The arm must sample
+    # (temperature > 0, e.g. `model_options: {temperature: 0.7}`): greedy decoding repeats itself exactly.
+    repeats: int | None = setting(None, Optional(Int(2)))
 
     def completed(self, where: Where) -> "LlmArm":
         if self.documents != ALL_DOCUMENTS and self.seed is None:
             raise where.child("seed").fail(f"is required with `documents: {self.documents}` (an integer seed)")
+        roles = _registry()[self.kind].prompts
+        for role in self.prompts or {}:
+            if role not in roles:
+                raise where.child("prompts").child(role).fail(
+                    f"is not a prompt role of kind {self.kind} (its roles: {', '.join(roles) or 'none'})")
+        if self.repeats is not None and self.allow_shortfall:
+            raise where.child("repeats").fail(
+                "cannot be combined with `allow_shortfall` (every repeat must cover the same documents)")
         for option in self.model_options:
             if option in ("backend", "name", "package", "path"):
                 raise where.child("model_options").child(option).fail(
                     "would change the model itself; define another entry under `models:` instead")
         return self
+
+
+def check_repeats_sample(arm: str, cfg: "LlmArm", model_cfg: Any, datasets: Mapping[str, Any], where: Where) -> None:
+    """An arm with `repeats` must sample (temperature > 0) on every dataset it covers: at temperature 0
+    greedy decoding ignores the seed, so every repeat would be the same run (harness.arms.repeats)."""
+    for dataset in cfg.datasets or list(datasets):
+        temperature = option_on((cfg.model_options or {}).get("temperature", UNSET), dataset)
+        if temperature is UNSET:
+            temperature = getattr(model_cfg, "temperature", None)
+        if temperature is None or float(temperature) <= 0:
+            raise where.child("repeats").fail(
+                f"needs sampling, but the arm decodes at temperature {temperature} on dataset {dataset} (greedy "
+                "decoding makes every repeat identical); set `model_options: {temperature: ...}` above 0")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.answers import Judge, Reader, check_answer_names
-from harness.config.arms import ARM, ArmConfig
+from harness.config.arms import ARM, ArmConfig, check_repeats_sample
 from harness.config.chunking import Chunking
 from harness.config.datasets import DATASET, DatasetConfig
 from harness.config.lab import Assembly, expand_sweeps
@@ -71,6 +71,8 @@ class StudyConfig:
             model = getattr(cfg, "model", None)
             if model is not None and model not in self.models:
                 raise _not_a_name(where.child("arms").child(arm).child("model"), model, self.models, "models")
+            if getattr(cfg, "repeats", None) is not None:
+                check_repeats_sample(arm, cfg, self.models[model], self.datasets, where.child("arms").child(arm))
         check_answer_names(self.reader, self.judge, self, where)
         return self
 

@@ -32,8 +32,10 @@ def cache_key(
     schema: Mapping[str, Any] | None,
     seed: int,
     options: Mapping[str, Any] | None = None,
+    repeat: int = 0,
 ) -> str:
-    """SHA-256 of backend, model, digest, options (with seed and schema) and prompt."""
+    """SHA-256 of backend, model, digest, options (with seed and schema) and prompt; a repeated generation
+    run r > 0 (an arm's `repeats`) adds r, so repeat 0 keeps the key of the arm without repeats."""
     material = {
         "backend": identity["backend"],
         "model": identity["model"],
@@ -41,6 +43,10 @@ def cache_key(
         "options": dict(identity["options"]) | dict(options or {}) | {"seed": seed, "schema": schema},
         "prompt": [dict(m) for m in messages],
     }
+    if repeat < 0:
+        raise ValueError(f"repeat index must be >= 0, got {repeat}")
+    if repeat:
+        material["repeat"] = repeat
     return sha256_text(canonical_json(material))
 
 

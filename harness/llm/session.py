@@ -38,14 +38,23 @@ class LlmSession:
         *,
         stop: threading.Event | None = None,
         retry_options: Mapping[str, Any] | None = None,
+        repeat: int = 0,
     ):
         self.backend = backend
         self.cache = cache
         self.ledger = ledger
         self.stop = stop or threading.Event()
         self.retry_options = dict(retry_options or {})  # merged into the options of attempts 2, 3, ...
+        self.repeat = repeat  # the generation run of a repeated arm; enters every cache key when > 0
         self._identity: dict[str, Any] | None = None
         self._identity_lock = threading.Lock()
+
+    def for_repeat(self, repeat: int) -> "LlmSession":
+        """The same backend, cache, ledger (one spend cap) and stop event, for generation run `repeat`."""
+        session = LlmSession(self.backend, self.cache, self.ledger, stop=self.stop, retry_options=self.retry_options,
+                             repeat=repeat)
+        session._identity = self.identity  # resolved once per arm: for llama.cpp it hashes the model file
+        return session
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -65,7 +74,7 @@ class LlmSession:
     ) -> CacheRecord:
         messages = as_messages(prompt)
         identity = self.identity
-        key = cache_key(identity, messages, schema=schema, seed=seed, options=options)
+        key = cache_key(identity, messages, schema=schema, seed=seed, options=options, repeat=self.repeat)
         hit = self.cache.get(key)
         if hit is not None:
             self.ledger.record(hit, fresh=False)

@@ -4,9 +4,11 @@
   cell's retriever, expands the ranked list (harness.retrieval.expansion), and the token budget then cuts
   the expanded list as any other; its run file holds the expanded ranking with rank-derived scores
   (n, n-1, ..., 1: an inserted chunk has no retriever score of its own);
-- an arm stored as several variants (RM: one chunk set per seed, harness.arms.addon_arms) is ranked and
-  scored once per variant, and each question's metric values are averaged over the variants, so every
-  statistic sees one row per question; its run file holds each variant's ranking under qid `<qid>@<variant>`.
+- an arm stored as several variants (RM: one chunk set per seed, harness.arms.addon_arms; an LLM arm's
+  repeat generations, harness.arms.repeats) is ranked and scored once per variant, and each question's
+  metric values are averaged over the variants, so every statistic sees one row per question; the values
+  per variant are kept beside the cell's part (arm `<arm>@<variant>`, harness.pipeline.parts) for the
+  between-run spread; its run file holds each variant's ranking under qid `<qid>@<variant>`.
 """
 
 from __future__ import annotations

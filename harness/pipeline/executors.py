@@ -65,8 +65,7 @@ def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, froze
     from harness.metrics.registry import ScoringCache, budgets_from_config
     from harness.arms.build import read_chunk_set
     from harness.pipeline.grid import Cell, mark_cell_done, per_question_dir
-    from harness.pipeline.parts import write_part
-    from harness.pipeline.score import score_cell, scopes
+    from harness.pipeline.score import score_cell, scopes, write_cell_parts
     from harness.provenance.timeline import record_first_outcome
     from harness.retrieval.registry import RetrieverContext
     from harness.study import Study
@@ -76,10 +75,10 @@ def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, froze
     budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
     scoped = scopes(dataset, read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash))
     context = RetrieverContext.for_study(study, progress=False)
-    rows, counts = score_cell(study, dataset, arm, retriever, scoped, context, ScoringCache(), budgets,
-                              run_depth=study.config.run_depth)
+    rows, variant_rows, counts = score_cell(study, dataset, arm, retriever, scoped, context, ScoringCache(), budgets,
+                                            run_depth=study.config.run_depth)
     record_first_outcome(study, frozen_hash=frozen_hash)
-    write_part(per_question_dir(study), dataset_name, arm, retriever, rows)
+    write_cell_parts(per_question_dir(study), dataset_name, arm, retriever, rows, variant_rows)
     mark_cell_done(study, Cell(dataset_name, arm, retriever), frozen_hash=frozen_hash, n_questions=counts["questions"])
     return counts
 

@@ -44,6 +44,35 @@ def write_part(
     return path
 
 
+VARIANTS_SUFFIX = ".variants.parquet"
+
+
+def variants_part_path(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> Path:
+    """<dataset>/<arm>__<retriever>.variants.parquet: an arm stored as variants (RM's seeds, an LLM arm's
+    repeats) scored per variant, its rows under arm `<arm>@<variant>`. The cell's own part holds the mean
+    over the variants, the only rows any registered test reads; these feed the between-run spread."""
+    part = part_path(per_question_dir, dataset, arm, retriever)
+    return part.with_name(part.name[: -len(PART_SUFFIX)] + VARIANTS_SUFFIX)
+
+
+def write_variants_part(
+    per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str, rows: Iterable[ResultRow]
+) -> Path:
+    path = variants_part_path(per_question_dir, dataset, arm, retriever)
+    df = check_and_sort(to_frame(rows), str(path))
+    foreign = df[(df["dataset"] != dataset) | (df["retriever"] != retriever) | ~df["arm"].str.startswith(f"{arm}@")]
+    if len(foreign):
+        row = foreign.iloc[0]
+        raise InputError(f"{path}: row of ({row['dataset']}, {row['arm']}, {row['retriever']}) is not a variant of "
+                         f"({dataset}, {arm}, {retriever})")
+    write_frame(df, path, None)
+    return path
+
+
+def read_variants_part(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> pd.DataFrame:
+    return read_per_question(variants_part_path(per_question_dir, dataset, arm, retriever))
+
+
 def read_part(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> pd.DataFrame:
     path = part_path(per_question_dir, dataset, arm, retriever)
     df = read_per_question(path)

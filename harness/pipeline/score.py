@@ -26,7 +26,7 @@ from harness.pipeline.executors import Executor, is_local, score_cells_on_ray
 from harness.pipeline.addon_cells import (
     cell_source, chunk_variants, expand, expanded_run_rows, expansion_mode, inserted_in_head, mean_over_variants,
 )
-from harness.pipeline.parts import combine_parts, write_part
+from harness.pipeline.parts import combine_parts, write_part, write_variants_part
 from harness.pipeline.results import ResultRow
 from harness.files import atomic_write_json, read_json, sha256_text
 from harness.provenance.timeline import record_first_outcome
@@ -81,7 +81,7 @@ def score_cell(
     retriever = context.get(retriever_name)
     tag = f"{arm}__{retriever_name}"
     mode = expansion_mode(study, arm)  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
-    run_rows, rows = [], []
+    run_rows, rows, variant_rows = [], [], []
     counts: dict[str, Any] = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
     inserted: list[int] = []
     averaged: list[str] = []  # variants averaged per question (RM's seeds)
@@ -120,12 +120,24 @@ def score_cell(
                                                       assembly=study.config.assembly))
             for metric, value in mean_over_variants(per_variant):
                 rows.append(ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value))
+            if len(per_variant) > 1:  # kept per variant too: the between-run spread of repeats reads them
+                variant_rows += [ResultRow(dataset.name, arm + v, retriever_name, q.qid, q.cluster, q.stratum, m, x)
+                                 for (v, _), values in zip(variants, per_variant) for m, x in values]
     if mode:
         counts["inserted_per_expansion"] = asdict(summarise_counts(inserted))
     if averaged:
         counts["variants_averaged"] = averaged
     write_run(study.run_path(dataset.name, arm, retriever_name), run_rows)
-    return rows, counts
+    return rows, variant_rows, counts
+
+
+def write_cell_parts(per_q, dataset: str, arm: str, retriever: str, rows: list[ResultRow],
+                     variant_rows: list[ResultRow]) -> None:
+    """The cell's part (one row per question and metric) and, for an arm stored as variants, the rows per
+    variant first, so a cell whose part exists always has them."""
+    if variant_rows:
+        write_variants_part(per_q, dataset, arm, retriever, variant_rows)
+    write_part(per_q, dataset, arm, retriever, rows)
 
 
 def score_study(
@@ -164,11 +176,11 @@ def score_study(
                 loaded.clear()  # one arm's chunks in memory at a time (todo is arm-major)
                 source = cell_source(study, cell.arm)  # an expansion arm ranks its `of:` arm's chunks
                 loaded[cell.arm] = scopes(dataset, read_chunk_set(study, dataset, source, frozen_hash=frozen_hash))
-            rows, counts = score_cell(
+            rows, variant_rows, counts = score_cell(
                 study, dataset, cell.arm, cell.retriever, loaded[cell.arm], context, cache, budgets, run_depth=run_depth
             )
             record_first_outcome(study, frozen_hash=frozen_hash)
-            write_part(per_q, name, cell.arm, cell.retriever, rows)
+            write_cell_parts(per_q, name, cell.arm, cell.retriever, rows, variant_rows)
             mark_cell_done(study, cell, frozen_hash=frozen_hash, n_questions=counts["questions"])
             cell_counts[str(cell)] = counts
         n = combine_parts(per_q, name, [(c.arm, c.retriever) for c in cells],

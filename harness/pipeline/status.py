@@ -100,7 +100,8 @@ def _llm_figures(kind: ArmKind, manifest: dict[str, Any] | None, s_chunks: int |
         return cost.get("calls"), cost.get("calls"), cost.get("failures")  # every answered call is cached
     subset = documents_of(arm_cfg) != ALL_DOCUMENTS  # PF on a sample: its chunk count is unknown here
     per_document = kind.calls_per_document > 0  # M-TP: status reads no dataset, so the document count is unknown
-    needed = None if s_chunks is None or subset or per_document else kind.calls_per_chunk * s_chunks
+    runs = getattr(arm_cfg, "repeats", None) or 1  # repeat generations: every call once per run
+    needed = None if s_chunks is None or subset or per_document else runs * kind.calls_per_chunk * s_chunks
     return needed, None, None
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import harness
-from harness.arms.registry import arm_kind
+from harness.arms.registry import arm_kind, arm_prompt_files
 from harness.config import to_plain
 from harness.errors import DriftError, HarnessError
 from harness.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text
@@ -258,6 +258,7 @@ def freeze(study: Study, *, force: bool = False) -> str:
         raise HarnessError(f"{study.selection_path}: missing: run `harness select` before freezing")
     for arm in study.arms:
         arm_kind(study, arm)  # a kind the registry does not know is refused before it is registered
+        arm_prompt_files(study, arm)  # a per-arm prompt override must name a file the freeze then hashes
     check_plan_against_config(study)  # a test naming an undefined arm, metric, ... fails now, not at stats
     record = current_record(study)
     if study.frozen_path.is_file() and not force and first_outcome_time(study) is not None:

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from harness import __version__
 from harness.files import atomic_write_text
-from harness.report import sections_addons, sections_exploratory, sections_inputs, sections_lab, sections_outcomes
+from harness.report import (
+    sections_addons, sections_exploratory, sections_inputs, sections_lab, sections_outcomes, sections_robustness,
+)
 from harness.report.context import ReportContext
 from harness.report.html import render_page
 from harness.report.model import Section
@@ -23,6 +25,7 @@ SECTION_BUILDERS = (
     sections_inputs.identity, sections_inputs.data, sections_inputs.chunk_sets, sections_inputs.costs,
     sections_addons.addon_arms,
     sections_outcomes.per_arm_means, sections_outcomes.verdicts, sections_outcomes.forest_plots,
+    sections_robustness.repeat_generations,
     sections_exploratory.exploratory,
     sections_outcomes.budget_sweeps, sections_lab.lab_results, sections_outcomes.spending_guide,
 )
