@@ -44,17 +44,17 @@ def test_estimate_counts_the_real_prompts_without_a_model(tmp_path, capsys, monk
     code, record, text = _estimate(study, capsys)
     assert code == 0 and "local $0" in text and "within the study-wide spend cap" in text
     arms = {r["arm"]: r for r in record["arms"]}
-    assert list(arms) == ["E", "E-K", "CR", "E-para", "E-rep"]  # the paid arms, papers only, config order
+    assert list(arms) == ["E", "E-K", "CR", "E-para", "CR-rep"]  # the paid arms, papers only, config order
     dataset = load_dataset(study, "papers", selection=read_selection(study))
     headers = _header_led(study, dataset.documents)
     n_chunks = sum(len(headers[d.doc_id]) for d in dataset.documents)
     full = [arms[a] for a in ("E", "E-K", "CR")]
     assert all(r["calls"] == n_chunks and r["output_tokens"] == n_chunks * 384 for r in full)
-    # the robustness arms run on one seeded paper; E-rep's two generation runs are both counted
+    # the robustness arms run on one seeded paper; CR-rep's two generation runs are both counted
     sampled = len(headers["papers/lattice-fatigue"])
     assert (arms["E-para"]["calls"], arms["E-para"]["repeats"]) == (sampled, 1)
-    assert (arms["E-rep"]["calls"], arms["E-rep"]["repeats"]) == (2 * sampled, 2)
-    assert arms["E-rep"]["output_tokens"] == 2 * sampled * 384
+    assert (arms["CR-rep"]["calls"], arms["CR-rep"]["repeats"]) == (2 * sampled, 2)
+    assert arms["CR-rep"]["output_tokens"] == 2 * sampled * 384
     # E-K sends the same prompts with "(not provided)" instead of the growing dictionary
     assert arms["E-K"]["prompt_tokens"] < arms["E"]["prompt_tokens"]
     assert arms["CR"]["prompt_tokens"] > 2 * arms["E"]["prompt_tokens"]  # the whole document per call
@@ -95,7 +95,7 @@ def test_estimate_refuses_a_billed_model_without_prices(tmp_path, capsys):
     _billed(study, 5.0, {})
     code, record, text = _estimate(study, capsys)
     assert code == 1 and record["unpriced_arms"] == ["papers/E", "papers/E-K", "papers/CR", "papers/E-para",
-                                                      "papers/E-rep", "papers-pooled/E"]
+                                                      "papers/CR-rep", "papers-pooled/E"]
     assert "without price_in_per_mtok" in text
 
 

@@ -26,7 +26,7 @@ ARMS = {"S": 0.0, "S+T": 0.01, "E": 0.01, "E-K": 0.0, "CR": 0.02, "F512c": -0.12
 # first, so its questions and their bases are the same, and the draws of the arms above stay as they were
 ADDON_ARMS = {"M": 0.01, "RM": 0.0, "SM": 0.0, "M-TP": 0.01, "E+KX": 0.02, "E+AX": 0.01}
 # the robustness runs of E (papers only), drawn in a third pass the same way
-ROBUST_ARMS = {"E-para": 0.0, "E-rep": 0.01}
+ROBUST_ARMS = {"E-para": 0.0, "CR-rep": 0.01}
 
 
 def _table(arms=ARMS):
