@@ -129,3 +129,27 @@ def test_missing_inputs_block_with_the_make_target():
     domains = records["domains-docs"]
     assert domains["status"] == "ran" and [r["group"] for r in domains["rows"]] == ["ledger", "tern", "ledger minus tern"]
     assert domains["rows"][2]["estimate"] == pytest.approx(domains["rows"][0]["estimate"] - domains["rows"][1]["estimate"])
+
+
+def test_win_tie_loss_reads_each_test_on_its_registered_questions():
+    """A test on a seeded subset (the demo's robustness arms, built on one paper) counts only that subset's
+    questions, and an arm that exists only there does not break the table."""
+    plan = load_plan(DEMO / "plan" / "plan.yaml", DEMO / "amendments")
+    para = next(t for f in plan.families for t in f.tests if t.id == "R-para-papers")
+    assert para.subset is not None and para.subset.n_clusters == 1
+    arms = {"S": 0.0, "S+T": 0.0, "E": 0.02, "F512c": -0.05}
+    table = long_table(np.random.default_rng(3), [SyntheticDataset("papers", 8, 2.0)], arms, ["hybrid"],
+                       {"papers": ["rec@512t"]})
+    from harness.stats.contrast import sample_clusters
+
+    kept = sample_clusters(table, dataset="papers", n_clusters=1, seed=para.subset.seed)
+    only = table[(table["arm"] == "E") & table["cluster"].astype(str).isin(kept)].assign(arm="E-para")
+    only = only.assign(value=1.0 - only["value"])
+    import pandas as pd
+
+    records = {r["id"]: r for r in run_analyses(plan, pd.concat([table, only], ignore_index=True), None)}
+    rows = {r["test"]: r for r in records["win-tie-loss"]["rows"]}
+    e_rows = table[(table["arm"] == "E") & table["cluster"].astype(str).isin(kept) & (table["metric"] == "rec@512t")]
+    assert rows["R-para-papers"]["n_questions"] == len(e_rows) < len(table[(table["arm"] == "E") & (table["metric"] == "rec@512t")])
+    diffs = (1.0 - e_rows["value"].to_numpy()) - e_rows["value"].to_numpy()
+    assert rows["R-para-papers"]["win"] == pytest.approx(float(np.mean(diffs > 0)))

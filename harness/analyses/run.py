@@ -20,6 +20,7 @@ from harness.stats import analysis_plan as ap
 from harness.stats.contrast import MissingResultsError, ResultTable, as_results, paired_differences
 from harness.stats.groups import group_contrast, group_mean, win_tie_loss
 from harness.stats.plan import Plan, derive_seed
+from harness.stats.subsets import registered_pairs
 
 TERCILES = ("bottom", "middle", "top")
 RECALL_GROUPS = ("more evidence", "less evidence", "unchanged")
@@ -168,13 +169,12 @@ def _win_tie_loss(plan, e, results, inputs):
             continue
         for t in fam.tests:
             try:
-                pairs = paired_differences(results, dataset=t.dataset, a=t.a, b=t.b, retriever=t.retriever,
-                                           metric=t.metric)
+                pairs = registered_pairs(results, t)
             except MissingResultsError:
                 continue
             win, tie, loss = win_tie_loss(pairs.diffs)
             rows.append({"family": fam.id, "test": t.id, "contrast": f"{t.a} - {t.b}", "dataset": t.dataset,
-                         "retriever": t.retriever, "metric": t.metric, "n_questions": len(pairs.diffs),
+                         "retriever": t.retriever if t.retriever_b is None else f"{t.retriever} - {t.retriever_b}", "metric": t.metric, "n_questions": len(pairs.diffs),
                          "win": win, "tie": tie, "loss": loss})
     if not rows:
         raise Blocked("per-question results of every registered test", INPUT_TARGETS["retrieval results"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.stats.contrast import ResultTable, sample_clusters
+from harness.stats.contrast import PairedDifferences, ResultTable, as_results, paired_differences, sample_clusters
 from harness.stats.plan import TestPlan
 
 
@@ -46,3 +46,13 @@ def select_questions(table: ResultTable, test: TestPlan) -> Selection:
     for arm, retriever in ((test.a, test.retriever), (test.b, test.retriever_b or test.retriever)):
         completed &= table.clusters_of(test.dataset, arm, retriever, test.metric)
     return Selection(completed, strata, subset.n_clusters, tuple(sorted(sampled - completed)))
+
+
+def registered_pairs(table, test: TestPlan) -> PairedDifferences:
+    """A registered test's paired differences on exactly its registered questions (subset, strata, and
+    B's retriever when it names one): what every per-test analysis reads."""
+    results = as_results(table)
+    selection = select_questions(results, test)
+    return paired_differences(results, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
+                              metric=test.metric, subset_clusters=selection.clusters, strata=selection.strata,
+                              retriever_b=test.retriever_b)
