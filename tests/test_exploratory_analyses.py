@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -13,6 +14,7 @@ from harness.analyses.moderators import BRIDGED, NO_MISSING, NOT_BRIDGED, modera
 from harness.analyses.run import run_analyses
 from harness.data.model import Chunk, Evidence, Question
 from harness.errors import InputError
+from harness.stats.contrast import sample_clusters
 from harness.stats.groups import group_contrast, group_mean, win_tie_loss
 from harness.stats.plan import load_plan
 from harness.stats.simulate import SyntheticDataset, long_table
@@ -140,13 +142,9 @@ def test_win_tie_loss_reads_each_test_on_its_registered_questions():
     arms = {"S": 0.0, "S+T": 0.0, "E": 0.02, "F512c": -0.05}
     table = long_table(np.random.default_rng(3), [SyntheticDataset("papers", 8, 2.0)], arms, ["hybrid"],
                        {"papers": ["rec@512t"]})
-    from harness.stats.contrast import sample_clusters
-
     kept = sample_clusters(table, dataset="papers", n_clusters=1, seed=para.subset.seed)
     only = table[(table["arm"] == "E") & table["cluster"].astype(str).isin(kept)].assign(arm="E-para")
     only = only.assign(value=1.0 - only["value"])
-    import pandas as pd
-
     records = {r["id"]: r for r in run_analyses(plan, pd.concat([table, only], ignore_index=True), None)}
     rows = {r["test"]: r for r in records["win-tie-loss"]["rows"]}
     e_rows = table[(table["arm"] == "E") & table["cluster"].astype(str).isin(kept) & (table["metric"] == "rec@512t")]
