@@ -478,8 +478,8 @@ def test_moving_a_model_from_host_to_hosts_is_no_drift_but_other_weights_are(tmp
         edit_yaml(config, lambda c: to_pool(c, server.host))
         notes = []
         assert check_frozen(fresh(study), stage="build-arms", note=notes.append) == frozen
-        assert f'config.models.served.host: "{server.host}" -> null' in notes[0]
-        assert "config.models.served.hosts: null -> " in notes[0]
+        assert f'config.models.served.host: "{server.host}" -> (absent)' in notes[0]
+        assert "config.models.served.hosts: (absent) -> [" in notes[0]
         edit_yaml(config, lambda c: to_pool(c, other_weights.host))  # same name, other weights
         with pytest.raises(DriftError, match=r"model_digests\.served: "):
             check_frozen(fresh(study), stage="build-arms", note=lambda text: None)
