@@ -68,10 +68,14 @@ def corpus(n_chunks: int, queries_per_1000: int, seed: int):
 
 
 class _Study:
-    """What score_cell reads from a study: the arm's config and where its run file goes."""
+    """What score_cell reads from a study: the arm's config (S, header-led chunks: no expansion, every
+    document), the default context assembly, and where its run file goes."""
 
     def __init__(self, folder: Path):
-        self.arms, self.folder = {}, folder
+        from types import SimpleNamespace
+
+        self.arms, self.folder = {"S": SimpleNamespace(kind="S")}, folder
+        self.config, self.config_path = SimpleNamespace(assembly=None), folder / "study.yaml"
 
     def run_path(self, dataset: str, arm: str, retriever: str) -> Path:
         return self.folder / f"{dataset}__{arm}__{retriever}.run"

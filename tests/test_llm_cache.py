@@ -57,6 +57,53 @@ def test_torn_last_line_is_cut_and_appends_stay_valid(tmp_path):
     assert lines[-1] == b"" and [json.loads(x)["key"] for x in lines[:-1]] == ["k1", "k3"]
 
 
+def test_put_writes_at_once_and_one_background_flush_covers_many_lines(tmp_path, monkeypatch):
+    import os
+    import threading
+    import time
+
+    path = tmp_path / "g.jsonl"
+    flushed_sizes, real_fsync = [], os.fsync
+
+    def slow_fsync(fd):  # a disk that takes 50 ms per flush
+        time.sleep(0.05)
+        flushed_sizes.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    cache = GenerationCache(path)
+    start = time.perf_counter()
+    threads = [threading.Thread(target=lambda i=i: [cache.put(record(f"k{i}-{j}")) for j in range(5)]) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.perf_counter() - start
+    assert took < 0.2, f"40 puts took {took:.2f} s: they waited for the disk"  # waiting: 5 x 50 ms at least
+    assert len(path.read_bytes().splitlines()) == 40  # in the file (a killed process keeps them) before any close
+    cache.close()
+    assert flushed_sizes and flushed_sizes[-1] == path.stat().st_size  # close returns only once all is flushed
+    assert len(flushed_sizes) < 40  # flushes were shared between lines
+
+
+def test_a_failed_flush_is_raised_naming_the_file(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    def failing_fsync(fd):
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    cache = GenerationCache(tmp_path / "g.jsonl")
+    cache.put(record("k1"))
+    with pytest.raises(OSError, match=r"g\.jsonl: flushing the generation cache to disk failed: .*I/O error"):
+        cache.wait_durable()
+    with pytest.raises(OSError, match="flushing the generation cache"):
+        cache.put(record("k2"))
+    with pytest.raises(OSError, match="flushing the generation cache"):
+        cache.close()
+
+
 def test_corrupt_complete_line_is_an_error_naming_file_and_line(tmp_path):
     path = tmp_path / "g.jsonl"
     with GenerationCache(path) as cache:

@@ -20,8 +20,11 @@ def outputs(study: Study) -> dict[str, bytes]:
     return {str(p.relative_to(study.results)): p.read_bytes() for p in sorted(wanted) if p.is_file()}
 
 
+RETRIEVERS = ("bm25", "minilm", "hybrid")  # lexical, dense (its encoding a task of its own on Ray) and fused
+
+
 def run_pipeline(root, *executor_args: str) -> Study:
-    study = make_llm_free_study(root)
+    study = make_llm_free_study(root, RETRIEVERS)
     assert main(["build-arms", "--study", str(root), "--no-progress"]) == 0
     assert main(["score", "--study", str(root), "--no-progress", *executor_args]) == 0
     assert main(["stats", "--study", str(root), *executor_args]) == 0
@@ -40,6 +43,7 @@ def test_ray_and_local_give_byte_identical_results_and_stats(tmp_path, capsys):
         ray.shutdown()
     printed = capsys.readouterr().out
     assert "scored (" in printed and "cells, ray)" in printed  # progress as cells complete
+    assert "encoded with minilm" in printed and "chunk sets, ray" in printed  # one task per chunk set
     assert "bootstrap done" in printed
     assert any(k.endswith(".parquet") for k in local) and any(k.startswith("stats") for k in local)
     assert any(k.startswith("runs") for k in local)
@@ -64,3 +68,48 @@ def test_an_unknown_executor_in_the_config_is_an_error(tmp_path):
     with pytest.raises(HarnessError, match=r"`executor\.kind`"):
         Study.at(tmp_path).config  # noqa: B018
     assert yaml.safe_load((tmp_path / "configs" / "study.yaml").read_text())["executor"] == {"kind": "dask"}
+
+
+def test_each_cell_ranking_with_embeddings_names_its_chunk_sets_once(tmp_path):
+    from harness.pipeline.executors import chunk_sets_to_encode
+    from harness.pipeline.grid import configured_cells
+
+    study = make_llm_free_study(tmp_path, ("bm25", "minilm", "hybrid"), freeze=False)
+    cells = [c for c in configured_cells(study) if c.dataset == "docs"]
+    pairs = chunk_sets_to_encode(study, cells)
+    arms = list(dict.fromkeys(c.arm for c in cells))
+    assert pairs == [(arm, "minilm") for arm in arms]  # minilm and hybrid cells share one encoding; bm25 none
+
+
+@pytest.mark.slow
+def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_results(tmp_path, capsys):
+    """The encoding task, run before scoring (as on Ray), leaves scoring nothing to embed, and the results
+    are byte-identical to a plain local run."""
+    pytest.importorskip("sentence_transformers")
+    from harness.pipeline.executors import chunk_sets_to_encode, encode_one_chunk_set
+    from harness.pipeline.grid import configured_cells
+    from harness.provenance.freeze import frozen_hash
+
+    retrievers = ("bm25", "minilm", "hybrid")
+    plain = make_llm_free_study(tmp_path / "plain", retrievers)
+    assert main(["build-arms", "--study", str(plain.root), "--no-progress"]) == 0
+    assert main(["score", "--study", str(plain.root), "--no-progress"]) == 0
+    first = capsys.readouterr().out
+    assert "'cache_misses': 0" not in first  # the plain run embedded while scoring
+
+    encoded = make_llm_free_study(tmp_path / "encoded", retrievers)
+    assert main(["build-arms", "--study", str(encoded.root), "--no-progress"]) == 0
+    cells = configured_cells(encoded)
+    for dataset in dict.fromkeys(c.dataset for c in cells):
+        for source, dense in chunk_sets_to_encode(encoded, [c for c in cells if c.dataset == dataset]):
+            counters = encode_one_chunk_set(str(encoded.root), dataset, source, dense, frozen_hash(encoded))
+            assert counters["cache_misses"] + counters["cache_hits"] > 0
+    capsys.readouterr()
+    assert main(["score", "--study", str(encoded.root), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "retriever counters" in printed and "'cache_misses': 0" in printed
+    assert "'cache_misses': " not in printed.replace("'cache_misses': 0", "")  # every vector came from the cache
+    ours, theirs = outputs(plain), outputs(encoded)
+    assert ours.keys() == theirs.keys() and any(k.startswith("runs") for k in ours)
+    for name in ours:
+        assert ours[name] == theirs[name], name

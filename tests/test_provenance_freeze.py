@@ -450,3 +450,36 @@ def test_cli_force_logs_a_deviation(study, capsys):
     assert main(["freeze", "--study", str(study.root), "--force", "tau_min was mistyped"]) == 0
     log = (study.root / "DEVIATIONS.md").read_text(encoding="utf-8")
     assert "`harness freeze --force`" in log and "reason: tau_min was mistyped" in log
+
+
+def test_moving_a_model_from_host_to_hosts_is_no_drift_but_other_weights_are(tmp_path, monkeypatch):
+    """The servers are run facts; the model digest (read from them, the same for one server or a pool of
+    it) is the frozen identity."""
+    import harness.llm.registry as registry
+    from llm_fake_ollama import FakeOllama
+
+    real, fake = registry.resolve_digest, FakeDigests()
+    root = make_study(tmp_path / "study")
+    for i, key in enumerate(model_keys(root / "configs" / "study.yaml")):
+        fake[key] = f"sha256:{i:064d}"
+    # the ollama model's digest comes from the (fake) server through the real backend and pool code
+    monkeypatch.setattr(registry, "resolve_digest",
+                        lambda cfg: real(cfg) if cfg.get("backend") == "ollama" else fake.resolve(cfg))
+    config = root / "configs" / "study.yaml"
+    with FakeOllama() as server, FakeOllama(blob="ef" * 32) as other_weights:
+        edit_yaml(config, lambda c: c["models"].update(served={"backend": "ollama", "name": "fake", "host": server.host}))
+        study = Study.at(root)
+        frozen = freeze(study)
+
+        def to_pool(c, url):
+            c["models"]["served"].pop("host", None)
+            c["models"]["served"]["hosts"] = [{"url": url, "concurrency": 2}]
+
+        edit_yaml(config, lambda c: to_pool(c, server.host))
+        notes = []
+        assert check_frozen(fresh(study), stage="build-arms", note=notes.append) == frozen
+        assert f'config.models.served.host: "{server.host}" -> (absent)' in notes[0]
+        assert "config.models.served.hosts: (absent) -> [" in notes[0]
+        edit_yaml(config, lambda c: to_pool(c, other_weights.host))  # same name, other weights
+        with pytest.raises(DriftError, match=r"model_digests\.served: "):
+            check_frozen(fresh(study), stage="build-arms", note=lambda text: None)

@@ -1,9 +1,16 @@
 """Where the grid's cells run: `local` (this process, one cell after another) or `ray` (each cell a task).
 
-With Ray, a scoring cell (dataset x arm x retriever) is one task and a registered contrast's bootstrap is
-another. A task runs the same function the local loop runs, on the same files, and writes its outputs
-under the cell's own name, so the per-question results, run files and statistics are byte-identical to a
-local run whatever the number of workers or the completion order (tests/test_pipeline_executors.py).
+With Ray, a scoring cell (dataset x arm x retriever) is one task, the dense encoding of a chunk set is
+another, and so is a registered contrast's bootstrap. Encoding runs first: one task per chunk set and
+dense retriever (however many cells rank with it: the retriever itself, a fusion or a reranker over it)
+embeds the set's chunks and its questions' queries into the study's shared vector cache
+(harness.retrieval.cache), scope by scope in the batches the local loop uses; the scoring tasks then find
+every vector there. A task runs the same code the local loop runs, on the same files, and writes its
+outputs under the cell's own name, so the per-question results, run files and statistics are
+byte-identical to a local run whatever the number of workers or the completion order
+(tests/test_pipeline_executors.py). That holds for an embedding model whose vector for a text does not
+depend on the other texts of its batch (true of the models tested here); two chunk sets sharing a text
+both embed it, and every run then reads the same stored vector (shards load in name order).
 
 Ray workers read the study directory by path: on a cluster it must be on storage every node mounts at the
 same path, or shipped with the job (README, "Running on a Ray cluster"). Ray is an optional extra
@@ -64,6 +71,7 @@ def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, froze
     from harness.data.load import load_dataset, read_selection
     from harness.metrics.registry import ScoringCache, budgets_from_config
     from harness.arms.build import read_chunk_set
+    from harness.pipeline.addon_cells import cell_source
     from harness.pipeline.grid import Cell, mark_cell_done, per_question_dir
     from harness.pipeline.score import score_cell, scopes, write_cell_parts
     from harness.provenance.timeline import record_first_outcome
@@ -73,7 +81,8 @@ def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, froze
     study = Study.at(root)
     dataset = load_dataset(study, dataset_name, selection=read_selection(study))
     budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
-    scoped = scopes(dataset, read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash))
+    # an expansion arm ranks its `of:` arm's chunks, as in the local loop
+    scoped = scopes(dataset, read_chunk_set(study, dataset, cell_source(study, arm), frozen_hash=frozen_hash))
     context = RetrieverContext.for_study(study, progress=False)
     rows, variant_rows, counts = score_cell(study, dataset, arm, retriever, scoped, context, ScoringCache(), budgets,
                                             run_depth=study.config.run_depth)
@@ -81,6 +90,37 @@ def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, froze
     write_cell_parts(per_question_dir(study), dataset_name, arm, retriever, rows, variant_rows)
     mark_cell_done(study, Cell(dataset_name, arm, retriever), frozen_hash=frozen_hash, n_questions=counts["questions"])
     return counts
+
+
+def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: str, frozen_hash: str | None) -> dict[str, int]:
+    """Embed one chunk set (the arm `source`'s) with one dense retriever into the study's vector cache, in the
+    batches a scoring cell uses (each scope's chunks, per variant, then its questions); returns its counters."""
+    from harness.arms.build import read_chunk_set
+    from harness.data.load import load_dataset, read_selection
+    from harness.pipeline.addon_cells import chunk_variants
+    from harness.pipeline.score import scopes
+    from harness.retrieval.registry import RetrieverContext
+    from harness.study import Study
+
+    study = Study.at(root)
+    dataset = load_dataset(study, dataset_name, selection=read_selection(study))
+    dense = RetrieverContext.for_study(study, progress=False).get(retriever)
+    for scope in scopes(dataset, read_chunk_set(study, dataset, source, frozen_hash=frozen_hash)):
+        if not scope.chunks:
+            continue  # the scoring cell searches nothing here either
+        for variant, chunks in chunk_variants(scope.chunks):
+            dense.index(scope.key + variant, chunks)
+        dense.embed_queries([q.query for q in scope.questions])
+    return dense.stats()
+
+
+def chunk_sets_to_encode(study: Any, cells: Sequence[Any]) -> list[tuple[str, str]]:
+    """(source arm, dense retriever) for every chunk set a cell ranks with embeddings, in grid order, once each."""
+    from harness.pipeline.addon_cells import cell_source
+    from harness.retrieval.registry import embedding_retrievers
+
+    pairs = [(cell_source(study, c.arm), d) for c in cells for d in embedding_retrievers(study.retrievers, c.retriever)]
+    return list(dict.fromkeys(pairs))
 
 
 def score_cells_on_ray(
@@ -93,6 +133,16 @@ def score_cells_on_ray(
     if not cells:
         return {}
     with ray_session(executor) as ray:
+        encodings = chunk_sets_to_encode(study, cells)
+        encode = ray.remote(encode_one_chunk_set)
+        pending_sets = {encode.remote(str(study.root), dataset_name, source, dense, frozen_hash): (source, dense)
+                        for source, dense in encodings}
+        while pending_sets:  # every vector is in the shared cache before a cell ranks with it
+            done, _ = ray.wait(list(pending_sets), num_returns=1)
+            source, dense = pending_sets.pop(done[0])
+            counters = ray.get(done[0])
+            log(f"{dataset_name}/{source}: encoded with {dense} ({len(encodings) - len(pending_sets)}/{len(encodings)} "
+                f"chunk sets, ray; cache hits {counters.get('cache_hits', 0)}, misses {counters.get('cache_misses', 0)})")
         task = ray.remote(score_one_cell)
         pending = {task.remote(str(study.root), dataset_name, c.arm, c.retriever, frozen_hash): c for c in cells}
         counts: dict[str, dict[str, int]] = {}

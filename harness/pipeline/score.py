@@ -38,18 +38,20 @@ from harness.study import Study
 
 
 class _Ranked(Sequence):
-    """A ranking's chunks, best first, materialised only where the metrics look."""
+    """A ranking's chunks, best first, materialised (and ordered, Ranking.position) only where the metrics look."""
 
     def __init__(self, chunks: Sequence[Chunk], ranking: Ranking):
-        self._chunks, self._order = chunks, ranking.order
+        self._chunks, self._ranking = chunks, ranking
 
     def __len__(self) -> int:
-        return len(self._order)
+        return len(self._ranking)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return [self._chunks[j] for j in self._order[i].tolist()]
-        return self._chunks[int(self._order[i])]
+            return [self._chunks[self._ranking.position(r)] for r in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        return self._chunks[self._ranking.position(i)]
 
 
 @dataclass(frozen=True)

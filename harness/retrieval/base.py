@@ -7,7 +7,6 @@ never by dict or hash order, so two runs over the same inputs write the same run
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -15,34 +14,125 @@ import numpy as np
 from harness.data.model import Chunk
 
 
-@dataclass(frozen=True, eq=False)
 class Ranking:
-    """`order`: positions into the scope's chunks, best first; `scores`: aligned with `order`."""
+    """A full ranking of a scope's chunks: `order` holds positions into the chunks, best first, and
+    `scores` the aligned scores (non-increasing).
 
-    order: np.ndarray  # int64, a permutation of range(n)
-    scores: np.ndarray  # float64, non-increasing
+    A ranking made by `rank_by_score` is lazy: it keeps the scores by position and orders only the head
+    a reader asks for (`top`, `head`, `position`), so a scope of 100,000 chunks whose run file and metrics
+    read 100 of them never sorts the rest. The full `order` is computed on first use. Either way every
+    prefix is the prefix of the one (-score, position) order."""
 
-    def __post_init__(self):
-        if self.order.shape != self.scores.shape or self.order.ndim != 1:
-            raise ValueError(f"order {self.order.shape} and scores {self.scores.shape} must be aligned 1-d arrays")
-        self.order.setflags(write=False)
-        self.scores.setflags(write=False)
+    def __init__(self, order: np.ndarray, scores: np.ndarray):
+        if order.shape != scores.shape or order.ndim != 1:
+            raise ValueError(f"order {order.shape} and scores {scores.shape} must be aligned 1-d arrays")
+        self._by_position: np.ndarray | None = None
+        self._set_prefix(order, scores)
+
+    @classmethod
+    def lazy(cls, by_position: np.ndarray) -> "Ranking":
+        """The (-score, position) ranking of `by_position` (float64 without NaN, checked by the caller)."""
+        ranking = cls.__new__(cls)
+        by_position.setflags(write=False)
+        ranking._by_position = by_position
+        ranking._set_prefix(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+        return ranking
+
+    def _set_prefix(self, order: np.ndarray, scores: np.ndarray) -> None:
+        order.setflags(write=False)
+        scores.setflags(write=False)
+        self._order, self._scores = order, scores
 
     def __len__(self) -> int:
-        return len(self.order)
+        return len(self._by_position) if self._by_position is not None else len(self._order)
+
+    def _ordered(self, k: int) -> None:
+        """Make sure at least the first min(k, len) entries are ordered."""
+        n = len(self)
+        if len(self._order) >= min(k, n):
+            return
+        assert self._by_position is not None  # an eager ranking is ordered in full
+        order = ordered_positions(self._by_position, n if 2 * k >= n else k)  # most of it: order it all
+        self._set_prefix(order, self._by_position[order])
+
+    @property
+    def order(self) -> np.ndarray:
+        self._ordered(len(self))
+        return self._order
+
+    @property
+    def scores(self) -> np.ndarray:
+        self._ordered(len(self))
+        return self._scores
 
     def top(self, k: int) -> np.ndarray:
-        return self.order[:k]
+        """The positions of the best `k` chunks (fewer when the scope is smaller)."""
+        self._ordered(k)
+        return self._order[:k]
+
+    def head(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Positions and scores of the best `k` chunks."""
+        self._ordered(k)
+        return self._order[:k], self._scores[:k]
+
+    def position(self, rank: int) -> int:
+        """The position of the chunk at 0-based `rank`; IndexError past the end (so it iterates as a sequence).
+        A reader walking down the ranking doubles the ordered head at each step past it."""
+        if not 0 <= rank < len(self):
+            raise IndexError(f"rank {rank} outside a ranking of {len(self)} chunks")
+        if rank >= len(self._order):
+            self._ordered(max(2 * len(self._order), rank + 1, HEAD_STEP))
+        return int(self._order[rank])
+
+    def scores_by_position(self) -> np.ndarray:
+        """Each chunk's score, indexed by its position in the scope."""
+        if self._by_position is not None:
+            return self._by_position
+        out = np.empty(len(self._order), dtype=np.float64)
+        out[self._order] = self._scores
+        return out
+
+
+HEAD_STEP = 64  # the smallest head a lazy ranking orders when read rank by rank
 
 
 def rank_by_score(scores: np.ndarray) -> Ranking:
-    """Full ranking by (-score, position): a stable sort keeps lower positions first among equal scores."""
-    scores = np.asarray(scores, dtype=np.float64)
+    """Full ranking by (-score, position), ordered lazily (Ranking.lazy): lower positions first among equal scores."""
+    scores = np.array(scores, dtype=np.float64)  # a private copy: the ranking must not change under its reader
     if np.isnan(scores).any():
         raise ValueError("scores contain NaN; a ranking needs comparable scores")
-    # Same result as a stable argsort of -scores, but faster: zeros (most lexical scores) skip the sort
-    # and keep position order between positives and negatives; the rest are sorted on distinct integer
-    # keys (rank of the score value, position), so the fast unstable quicksort gives the unique answer.
+    return Ranking.lazy(scores)
+
+
+def ordered_positions(scores: np.ndarray, k: int) -> np.ndarray:
+    """The first min(k, n) positions of the (-score, position) order of `scores`, without ordering the rest.
+
+    The k-th best value splits the head exactly: every position scoring above it is in the head (sorted
+    stably, so equal scores keep position order), then the positions scoring exactly that value fill the
+    rest in position order. Positive scores beat everything else, so when there are at least k of them
+    (most BM25 queries) only they are partitioned."""
+    n = len(scores)
+    k = min(k, n)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k == n:
+        return _full_order(scores)
+    candidates = np.flatnonzero(scores > 0)
+    if len(candidates) < k:
+        candidates = np.arange(n)
+    values = scores[candidates]
+    kth = np.partition(values, len(values) - k)[len(values) - k]
+    above = candidates[values > kth]
+    above = above[np.argsort(-scores[above], kind="stable")]
+    tied = candidates[values == kth][: k - len(above)]
+    return np.concatenate([above, tied]).astype(np.int64, copy=False)
+
+
+def _full_order(scores: np.ndarray) -> np.ndarray:
+    """Every position by (-score, position): same result as a stable argsort of -scores, but faster."""
+    # Zeros (most lexical scores) skip the sort and keep position order between positives and negatives;
+    # the rest are sorted on distinct integer keys (rank of the score value, position), so the fast
+    # unstable quicksort gives the unique answer.
     nonzero = np.flatnonzero(scores)
     keys = -scores[nonzero]
     by_key = np.argsort(keys)
@@ -53,8 +143,7 @@ def rank_by_score(scores: np.ndarray) -> Ranking:
     distinct[by_key] = value_rank * len(scores) + nonzero[by_key]
     nonzero = nonzero[np.argsort(distinct)]
     positive = scores[nonzero] > 0
-    order = np.concatenate([nonzero[positive], np.flatnonzero(scores == 0), nonzero[~positive]]).astype(np.int64)
-    return Ranking(order=order, scores=scores[order])
+    return np.concatenate([nonzero[positive], np.flatnonzero(scores == 0), nonzero[~positive]]).astype(np.int64)
 
 
 class ScopeIndex(ABC):

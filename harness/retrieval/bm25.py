@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from harness.data.model import Chunk
-from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
+from harness.retrieval.base import Ranking, Retriever, ScopeIndex
 from harness.tokens import words
 
 
@@ -65,7 +65,8 @@ class BM25Index(ScopeIndex):
         return np.bincount(rows, weights=weights, minlength=self.n_chunks).astype(np.float64, copy=False)
 
     def search(self, query: str) -> Ranking:
-        return rank_by_score(self.scores(query))
+        # a fresh array of finite sums (no NaN to check, nobody else holds it): ranked lazily as it is
+        return Ranking.lazy(self.scores(query))
 
 
 def _okapi_idf(doc_freq: np.ndarray, n_docs: int, epsilon: float) -> np.ndarray:

@@ -90,7 +90,7 @@ def chunk_graph(
 def seed_vector(base: np.ndarray, seeds: int) -> np.ndarray:
     """Restart vector: the top `seeds` positive base scores (ties by position), normalised to sum 1."""
     p0 = np.zeros(len(base))
-    top = [i for i in rank_by_score(base).order[:seeds] if base[i] > 0]
+    top = [i for i in rank_by_score(base).top(seeds) if base[i] > 0]
     if top:
         p0[top] = base[top] / base[top].sum()
     return p0

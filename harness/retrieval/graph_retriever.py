@@ -72,9 +72,7 @@ class GraphIndex(ScopeIndex):
         self.base, self.w, self.params = base, w, params
 
     def _rerank(self, base: Ranking) -> Ranking:
-        scores = np.zeros(self.n_chunks)
-        scores[base.order] = base.scores
-        return graph_ranking(scores, self.w, self.params)
+        return graph_ranking(base.scores_by_position(), self.w, self.params)
 
     def search(self, query: str) -> Ranking:
         return self._rerank(self.base.search(query))

@@ -60,6 +60,17 @@ class RetrieverContext:
         return {name: self.get(name) for name in self.configs}
 
 
+def embedding_retrievers(configs: Mapping[str, Any], name: str) -> list[str]:
+    """The dense retrievers whose chunk embeddings retriever `name` ranks with: itself if dense, else those it
+    fuses (`of:`), reranks (`first_stage:`) or builds its graph on (`base:`), in config order, each once."""
+    cfg = configs[name]
+    if isinstance(cfg, Dense):
+        return [name]
+    named = [*getattr(cfg, "of", ()), getattr(cfg, "first_stage", None), getattr(cfg, "base", None)]
+    found = [d for member in named if member is not None for d in embedding_retrievers(configs, member)]
+    return list(dict.fromkeys(found))
+
+
 def _bm25(name: str, cfg: Bm25, context: RetrieverContext) -> Retriever:
     from harness.retrieval.bm25 import BM25Retriever
 

@@ -29,10 +29,10 @@ def ranking_rows(qid: str, ranking: Ranking, chunk_ids: Sequence[str], tag: str,
     """The first `depth` entries (all when None) of a ranking as run rows."""
     if len(chunk_ids) != len(ranking):
         raise ValueError(f"question {qid!r}: ranking covers {len(ranking)} chunks but {len(chunk_ids)} chunk ids were given")
-    n = len(ranking) if depth is None else min(depth, len(ranking))
+    order, scores = ranking.head(len(ranking) if depth is None else depth)
     return [
         RunRow(qid, chunk_ids[pos], rank, float(score), tag)
-        for rank, (pos, score) in enumerate(zip(ranking.order[:n].tolist(), ranking.scores[:n].tolist()), start=1)
+        for rank, (pos, score) in enumerate(zip(order.tolist(), scores.tolist()), start=1)
     ]
 
 
