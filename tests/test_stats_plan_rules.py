@@ -188,3 +188,20 @@ def test_judged_rows_show_their_controls_even_when_one_failed(tmp_path, table):
     assert "(exploratory: judge not accepted) |" in md
     assert ("n1: judge j, positive control 91.0% (>= 85%), negative control 6.8% (<= 5%), no spot check on file "
             "(>= 0.6): not accepted, so the row is exploratory.") in md
+
+
+@pytest.mark.parametrize("rule", ["two-sided", "tost", "ci95-within-margin"])
+def test_a_test_on_one_cluster_is_reported_but_never_decided(tmp_path, table, rule):
+    """One sampled paper: the bootstrap CI collapses to the estimate, which excludes 0 whenever the
+    estimate is not 0, so a rule applied to it would call a difference; the row keeps its numbers and
+    says why it has no verdict."""
+    one = {"n_clusters": 1, "seed": 3}
+    tests = [_test("one", dataset="papers", metric="rec@512t", subset=one, **({"margin": 5} if rule != "two-sided" else {})),
+             _test("all", dataset="papers", metric="rec@512t", **({"margin": 5} if rule != "two-sided" else {}))]
+    plan = _load(tmp_path, [_family("f", tests, rule=rule)])
+    shifted = table.copy()
+    shifted.loc[shifted.arm == "A", "value"] += 0.2  # a clear difference, so a collapsed CI excludes 0
+    rows = {r["test"]: r for r in run_family(plan, plan.family("f"), shifted).rows}
+    assert rows["one"]["n_clusters"] == 1 and rows["one"]["ci95_bca"][0] == rows["one"]["ci95_bca"][1] != 0
+    assert rows["one"]["verdict"] == "too few clusters"
+    assert rows["all"]["n_clusters"] > 1 and rows["all"]["verdict"] in ("diff.", "incon.")

@@ -19,7 +19,7 @@ from harness.stats.holm import holm
 from harness.stats.power import POWER, minimum_detectable_difference
 from harness.stats.plan import CI95_MARGIN, TOST, Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
 from harness.stats.subsets import select_questions
-from harness.stats.verdicts import MISSING, ci_margin_verdict, tost_verdict, two_sided_verdict
+from harness.stats.verdicts import MISSING, ci_margin_verdict, too_few_clusters, tost_verdict, two_sided_verdict
 
 RAN, NOT_RUN = "ran", "not run"
 
@@ -155,6 +155,7 @@ def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates:
             verdict = two_sided_verdict(ci95=ci95, alpha=plan.alpha, p_signflip=float(p),
                                         signflip_required=family.signflip_required)
             row["ci_shown"] = "95"
+        verdict = too_few_clusters(int(c["n_clusters"])) or verdict
         row["verdict"] = verdict.label
         row["small_difference_within_margin"] = verdict.small_difference_within_margin
         if test.acceptance is not None:

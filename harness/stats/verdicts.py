@@ -9,6 +9,10 @@ DIFFERENT = "diff."
 INCONCLUSIVE = "incon."
 NO_DIFFERENCE = "n.d."
 MISSING = "missing"  # a registered test without per-question results: reported, never decided
+# a test on fewer clusters than this has no sampling distribution to resample: its bootstrap CI is a point
+# and its sign-flip p is 1, so it is reported with its estimate but never decided (e.g. a one-paper sample)
+MIN_CLUSTERS = 2
+TOO_FEW_CLUSTERS = "too few clusters"
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,11 @@ class Verdict:
 def excludes_zero(ci: tuple[float, float]) -> bool:
     lo, hi = ci
     return lo > 0 or hi < 0
+
+
+def too_few_clusters(n_clusters: int) -> Verdict | None:
+    """The verdict of a test on fewer than MIN_CLUSTERS clusters, else None (the rule decides)."""
+    return Verdict(TOO_FEW_CLUSTERS) if n_clusters < MIN_CLUSTERS else None
 
 
 def tost_verdict(*, p_tost: float, ci95: tuple[float, float], alpha: float) -> Verdict:
