@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.stats.contrast import PairedDifferences, ResultTable, as_results, paired_differences, sample_clusters
+from harness.stats.contrast import (
+    MissingResultsError, PairedDifferences, ResultTable, as_results, missing_for, paired_differences, sample_clusters,
+)
 from harness.stats.plan import TestPlan
 
 
@@ -52,6 +54,10 @@ def registered_pairs(table, test: TestPlan) -> PairedDifferences:
     """A registered test's paired differences on exactly its registered questions (subset, strata, and
     B's retriever when it names one): what every per-test analysis reads."""
     results = as_results(table)
+    missing = missing_for(results, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
+                          metric=test.metric, retriever_b=test.retriever_b)
+    if missing:  # before the subset is drawn: with no rows there are no clusters to draw from
+        raise MissingResultsError(missing)
     selection = select_questions(results, test)
     return paired_differences(results, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
                               metric=test.metric, subset_clusters=selection.clusters, strata=selection.strata,
