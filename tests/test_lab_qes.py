@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 
 from chunking_support import doc
 from harness.chunking.qes import (
+    ALPHA,
+    BUDGET_FACTOR,
+    FLOOR,
     MU,
     dp_ranges,
     greedy_ranges,
@@ -18,7 +21,7 @@ from harness.chunking.qes import (
     training_spans,
     unit_items,
 )
-from harness.chunking.sentences import sentence_units
+from harness.chunking.sentences import Unit, sentence_units
 from harness.data.question_evidence import lab_questions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lab"
@@ -150,3 +153,48 @@ def test_fixture_qes_chunks_are_exact_slices_and_cover_every_unit():
         assert all(c.text == text[s:e] for c in chunks for s, e in c.spans)
         for s, e in sentence_units(text):
             assert any(cs <= s and e <= ce for c in chunks for cs, ce in c.spans)
+
+
+def _greedy_by_plain_loops(units, items, L, *, doc_chars, alpha=ALPHA, floor=FLOOR, budget_factor=BUDGET_FACTOR):
+    """The greedy of the issue written as plain loops (every gain recounted each round): the vectorised
+    `greedy_ranges` must choose the same windows in the same order."""
+    n = len(units)
+    width = lambda j, i: units[i - 1].end - units[j].start  # noqa: E731
+    cands = [(j, i) for j in range(n) for i in range(j + 1, n + 1) if floor * L <= width(j, i) <= L]
+    span_done, q_done, unit_done = [False] * len(items.spans), [False] * len(items.questions), [False] * n
+    chosen, spent = [], 0
+    while True:
+        best, best_rate = None, 0.0
+        for j, i in cands:
+            if spent + width(j, i) > budget_factor * doc_chars:
+                continue
+            gain = sum(1 for k, (a, b) in enumerate(items.spans) if not span_done[k] and j <= a and b < i)
+            gain += sum(1 for k, q in enumerate(items.questions) if not q_done[k] and all(j <= a and b < i for a, b in q))
+            gain += alpha * sum(1 for u in range(j, i) if not unit_done[u])
+            if gain > 0 and gain / width(j, i) > best_rate:
+                best, best_rate = (j, i), gain / width(j, i)
+        if best is None:
+            return chosen
+        j, i = best
+        chosen.append(best)
+        spent += width(j, i)
+        span_done = [d or (j <= a and b < i) for d, (a, b) in zip(span_done, items.spans)]
+        q_done = [d or all(j <= a and b < i for a, b in q) for d, q in zip(q_done, items.questions)]
+        unit_done[j:i] = [True] * (i - j)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lengths=st.lists(st.integers(5, 60), min_size=1, max_size=14),
+       questions=st.lists(st.lists(st.integers(0, 13), min_size=1, max_size=3), max_size=6),
+       L=st.integers(40, 200), equal=st.booleans())
+def test_greedy_matches_plain_loops(lengths, questions, L, equal):
+    if equal:  # equal sentences make equal rates common: the earliest candidate must win the tie
+        lengths = [20] * len(lengths)
+    starts = [sum(lengths[:k]) for k in range(len(lengths))]
+    units = [Unit(s, s + w) for s, w in zip(starts, lengths)]
+    n = len(units)
+    spans = [tuple((units[k % n].start, units[k % n].end) for k in q) for q in questions]
+    items = unit_items(units, spans)
+    doc_chars = units[-1].end
+    chosen, _ = greedy_ranges(units, items, L, doc_chars=doc_chars)
+    assert chosen == sorted(_greedy_by_plain_loops(units, items, L, doc_chars=doc_chars))

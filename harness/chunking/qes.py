@@ -22,6 +22,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from harness.chunking.locate import chunks_from_slices
 from harness.chunking.sentences import LAB_L, Unit, sentence_units
 from harness.chunking.windows import _positive
@@ -114,33 +116,35 @@ def greedy_ranges(
         if floor * L <= _window_chars(units, j, i) <= L
     ]
     budget = budget_factor * doc_chars
-    span_done = [False] * len(items.spans)
-    q_done = [False] * len(items.questions)
-    unit_done = [False] * n
+    unit_done = np.zeros(n, dtype=bool)
     chosen: list[tuple[int, int]] = []
     spent = 0
-    while True:
-        best, best_rate = None, 0.0
-        for j, i in cands:
-            cost = _window_chars(units, j, i)
-            if spent + cost > budget:
-                continue
-            gain = sum(1 for k, (a, b) in enumerate(items.spans) if not span_done[k] and j <= a and b < i)
-            gain += sum(1 for k, q in enumerate(items.questions) if not q_done[k] and all(j <= a and b < i for a, b in q))
-            gain += alpha * sum(1 for u in range(j, i) if not unit_done[u])
-            if gain > 0 and gain / cost > best_rate:  # strict: ties keep the earliest candidate
-                best, best_rate = (j, i), gain / cost
-        if best is None:
-            break
-        j, i = best
-        chosen.append(best)
-        spent += _window_chars(units, j, i)
-        for k, (a, b) in enumerate(items.spans):
-            span_done[k] = span_done[k] or (j <= a and b < i)
-        for k, q in enumerate(items.questions):
-            q_done[k] = q_done[k] or all(j <= a and b < i for a, b in q)
-        for u in range(j, i):
-            unit_done[u] = True
+    if cands:
+        # what each candidate would cover, computed once; each round then only counts what is still open
+        first = np.array([j for j, _ in cands])
+        stop = np.array([i for _, i in cands])
+        cost = np.array([_window_chars(units, j, i) for j, i in cands])
+        spans_in = _inside(first, stop, [[sp] for sp in items.spans])
+        questions_in = _inside(first, stop, items.questions)
+        span_open = np.ones(len(items.spans), dtype=np.int64)
+        question_open = np.ones(len(items.questions), dtype=np.int64)
+        while True:
+            open_units = np.concatenate(([0], np.cumsum(~unit_done)))
+            # the same sums in the same order as gain = spans + questions + alpha * units (exact integers
+            # first), so rates, and the earliest candidate among equal rates, match a plain loop's
+            gain = (spans_in @ span_open + questions_in @ question_open).astype(np.float64)
+            gain = gain + alpha * (open_units[stop] - open_units[first])
+            fits = (spent + cost <= budget) & (gain > 0)
+            if not fits.any():
+                break
+            rate = np.where(fits, gain / cost, -np.inf)
+            best = int(np.argmax(rate))  # first maximum: ties keep the earliest candidate
+            j, i = cands[best]
+            chosen.append((j, i))
+            spent += int(cost[best])
+            span_open[spans_in[best]] = 0
+            question_open[questions_in[best]] = 0
+            unit_done[j:i] = True
     gaps: list[tuple[int, int]] = []
     u = 0
     while u < n:
@@ -153,6 +157,15 @@ def greedy_ranges(
         gaps.extend(_pack_range(units, u, run_end, L))
         u = run_end
     return sorted(chosen), gaps
+
+
+def _inside(first: np.ndarray, stop: np.ndarray, groups: Sequence[Sequence[tuple[int, int]]]) -> np.ndarray:
+    """candidates x groups: whether every unit range of a group lies in the candidate's [first, stop)."""
+    out = np.ones((len(first), len(groups)), dtype=bool)
+    for k, group in enumerate(groups):
+        for a, b in group:
+            out[:, k] &= (first <= a) & (b < stop)
+    return out
 
 
 def _pack_range(units: Sequence[Unit], first: int, stop: int, L: int) -> list[tuple[int, int]]:
