@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from harness.errors import HarnessError, InputError
-from harness.stats.families import run_family
+from harness.stats.families import run_family, run_plan
 from harness.stats.holm import holm
 from harness.stats.plan import load_plan
 from harness.stats.simulate import SyntheticDataset, long_table
@@ -205,3 +205,13 @@ def test_a_test_on_one_cluster_is_reported_but_never_decided(tmp_path, table, ru
     assert rows["one"]["n_clusters"] == 1 and rows["one"]["ci95_bca"][0] == rows["one"]["ci95_bca"][1] != 0
     assert rows["one"]["verdict"] == "too few clusters"
     assert rows["all"]["n_clusters"] > 1 and rows["all"]["verdict"] in ("diff.", "incon.")
+
+
+def test_threads_give_the_same_families(tmp_path, table):
+    """Contrasts computed in threads (each with its own seed) give the serial output exactly."""
+    tests = [_test("t1"), _test("t2", b="C"), _test("t3", dataset="papers", metric="rec@512t", subset={"n_clusters": 5, "seed": 1}),
+             _test("t4", a="C", dataset="papers", metric="rec@512t")]
+    plan = _load(tmp_path, [_family("f", tests, multiplicity="holm", signflip=True), _family("g", [_test("u1", a="C")])])
+    serial = [r.to_json() for r in run_plan(plan, table)]
+    threaded = [r.to_json() for r in run_plan(plan, table, threads=3)]
+    assert threaded == serial and all(f["status"] == "ran" for f in serial)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from harness.cli.main import add_study_argument
@@ -27,6 +28,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--deviation", metavar="REASON",
                         help="look at outcomes before every configured cell is scored; the look and its "
                              "reason are appended to DEVIATIONS.md and recorded in every output")
+    parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1),
+                        help="local executor: threads computing the contrasts (default: the cores, at most 4); "
+                             "the output is the same for any count")
     add_executor_arguments(parser)
 
 
@@ -46,7 +50,7 @@ def run(args) -> int:
     executor = choose_executor(study, args.executor, args.ray_address)
     rates = load_judge_rates(study)
     if is_local(executor):
-        families = run_plan(plan, table, only=args.family, judge_rates=rates)
+        families = run_plan(plan, table, only=args.family, judge_rates=rates, threads=max(1, args.threads))
     else:
         families = run_plan_on_ray(executor, plan, table, only=args.family, judge_rates=rates)
     results = [r.to_json() | stamp for r in families]

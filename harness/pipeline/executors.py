@@ -180,7 +180,7 @@ def run_plan_on_ray(
         for family in families:
             for test in family.tests:
                 if missing_for(results, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
-                               metric=test.metric):
+                               metric=test.metric, retriever_b=test.retriever_b):
                     continue  # run_family reports it as missing
                 ref = task.remote(shared, contrast_arguments(plan, family, test, results))
                 pending[ref] = (family.id, test.id)

@@ -89,19 +89,22 @@ class ResultTable:
         self.value = frame["value"].to_numpy(dtype=float)
         grouped = frame.groupby(["dataset", "arm", "retriever", "metric"], sort=False).indices
         self._groups = {tuple(map(str, key)): pos for key, pos in grouped.items()}
+        self._clusters: dict[tuple, list[str]] = {}
 
     def positions(self, dataset: str, arm: str, retriever: str, metric: str) -> np.ndarray:
         return self._groups.get((dataset, arm, retriever, metric), np.empty(0, dtype=np.intp))
 
     def clusters(self, dataset: str, strata: set[str] | None = None) -> list[str]:
-        """Sorted clusters of a dataset over every arm (optionally only questions of these strata)."""
-        found = set()
-        for (d, *_), pos in self._groups.items():
-            if d == dataset:
-                if strata is not None:
-                    pos = pos[np.isin(self.stratum[pos].astype(str), list(strata))]
-                found.update(str(c) for c in self.cluster[pos])
-        return sorted(found)
+        """Sorted clusters of a dataset over every arm (optionally only questions of these strata); computed
+        once per (dataset, strata), since every subset test of a family draws from it."""
+        key = (dataset, None if strata is None else tuple(sorted(strata)))
+        if key not in self._clusters:
+            parts = [pos for (d, *_), pos in self._groups.items() if d == dataset]
+            pos = np.concatenate(parts) if parts else np.empty(0, dtype=np.intp)
+            if strata is not None:
+                pos = pos[np.isin(self.stratum[pos].astype(str), list(strata))]
+            self._clusters[key] = sorted({str(c) for c in set(self.cluster[pos].tolist())})
+        return list(self._clusters[key])
 
     def clusters_of(self, dataset: str, arm: str, retriever: str, metric: str) -> set[str]:
         return {str(c) for c in self.cluster[self.positions(dataset, arm, retriever, metric)]}

@@ -7,6 +7,7 @@ The JSON written per family (results/stats/<family>.json) is `FamilyResult.to_js
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -102,10 +103,27 @@ def run_family(
 
 def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
              judge_rates: Mapping[str, Mapping[str, float]] | None = None,
-             contrast: Callable[[FamilyPlan, TestPlan, ResultTable], Any] | None = None) -> list[FamilyResult]:
+             contrast: Callable[[FamilyPlan, TestPlan, ResultTable], Any] | None = None,
+             threads: int = 1) -> list[FamilyResult]:
+    """Every family (or those in `only`). With `threads` > 1 the contrasts' bootstraps and sign-flips run
+    in that many threads first (NumPy's draws and sums release the GIL); each contrast has its own seed,
+    so the output is the same for any thread count."""
     families = plan.families if not only else [plan.family(f) for f in only]
     results = as_results(table)
+    if contrast is None and threads > 1:
+        contrast = _contrasts_in_threads(plan, families, results, threads)
     return [run_family(plan, fam, results, judge_rates=judge_rates, contrast=contrast) for fam in families]
+
+
+def _contrasts_in_threads(plan: Plan, families: list[FamilyPlan], results: ResultTable, threads: int):
+    jobs = {(fam.id, test.id): contrast_arguments(plan, fam, test, results)
+            for fam in families for test in fam.tests
+            if not missing_for(results, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
+                               metric=test.metric, retriever_b=test.retriever_b)}
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        futures = {key: pool.submit(compare, results, **arguments) for key, arguments in jobs.items()}
+        computed = {key: future.result() for key, future in futures.items()}  # first failure in plan order
+    return lambda family, test, _table: computed[(family.id, test.id)]
 
 
 def _decisive_p(test: TestPlan, contrast: dict | None) -> float:
