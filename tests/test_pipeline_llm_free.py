@@ -153,17 +153,25 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
     # the embedding cache counters are per dataset (the retrievers are shared across datasets)
     misses = {line.split(":")[0]: int(line.split("'cache_misses': ")[1].split("}")[0])
               for line in out.splitlines() if "retriever counters" in line}
-    encoded = {}
-    for name in ("papers", "docs"):
+    encoded, seen_chunks, seen_queries = {}, set(), set()
+    for name in misses:  # in scoring order; the vector cache is shared, so a text is encoded once overall
         dataset = load_dataset(study, name, selection=read_selection(study))
         chunks = {c.indexed_text for arm in LLM_FREE for c in read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash(study))}
-        encoded[name] = len(chunks) + len({q.query for q in dataset.questions})
-    assert misses == encoded  # first run: each distinct chunk text and query of a dataset encoded once, for it
+        queries = {q.query for q in dataset.questions}
+        encoded[name] = len(chunks - seen_chunks) + len(queries - seen_queries)
+        seen_chunks |= chunks
+        seen_queries |= queries
+    assert list(misses) == ["papers", "papers-pooled", "docs"] and encoded["papers-pooled"] == 0
+    assert misses == encoded  # first run: each distinct chunk text and query encoded once, by its first dataset
     h3 = read_json(study.stats_dir / "H3.json")
     assert h3["status"] == "ran" and h3["frozen_config_hash"] == frozen_hash(study)
     assert [r["test"] for r in h3["rows"]] == ["H3-F512c-papers", "H3-F256t-papers", "H3-F512c-docs", "H3-F256t-docs"]
     assert all(r["n_questions"] == {"papers": 48, "docs": 47}[r["dataset"]] for r in h3["rows"])
-    assert sorted(p.stem for p in study.stats_dir.glob("*.json")) == ["H3", "exploratory"]  # LLM-free families only
+    # LLM-free families only; robustness runs on its one LLM-free test (the section-path prefix, pooled)
+    assert sorted(p.stem for p in study.stats_dir.glob("*.json")) == ["H3", "exploratory", "robustness"]
+    robustness = read_json(study.stats_dir / "robustness.json")["rows"]
+    assert [(r["test"], r["dataset"], r["verdict"] != "missing") for r in robustness] == [
+        ("R-pooled-prefix-papers", "papers-pooled", True)]
     assert (study.stats_dir / "H3.png").is_file() and "H3" in (study.stats_dir / "summary.md").read_text()
     report = (study.results / "report" / "report.md").read_text(encoding="utf-8")
     assert "## Chunk sets" in report and "| F256t |" in report
