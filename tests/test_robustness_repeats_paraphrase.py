@@ -272,7 +272,7 @@ def test_spread_of_a_contrast_over_repeats_by_hand():
     table = pd.DataFrame(_rows("S+T", st) + _rows("E-rep", pooled))
     variants = pd.DataFrame(_rows("E-rep@r0", r0) + _rows("E-rep@r1", r1) + _rows("E-rep@r2", r2))
     test = _test("R-rep", "E-rep", "S+T")
-    spread = repeat_spread(table, variants, test, {"E-rep": ["r0", "r1", "r2"]})
+    spread = repeat_spread(pd.concat([table, variants]), test, {"E-rep": ["r0", "r1", "r2"]})
     assert spread.repeats == ("r0", "r1", "r2") and spread.n_questions == 3
     assert spread.estimates == pytest.approx((100 / 3, -50 / 3, 50 / 3))
     # mean 100/9; deviations 200/9, -250/9, 50/9; SD = sqrt((200² + 250² + 50²) / 81 / 2) = (50/9) sqrt(21)
@@ -291,12 +291,12 @@ def test_spread_keeps_the_registered_subset_and_refuses_unrepeated_tests():
     variants = pd.DataFrame(_rows("E-rep@r0", r0) + _rows("E-rep@r1", r1))
     # a one-cluster sample of two clusters; whichever is drawn, each repeat is measured on it alone
     test = _test("R", "E-rep", "S+T", subset=Subset(n_clusters=1, seed=7))
-    spread = repeat_spread(table, variants, test, {"E-rep": ["r0", "r1"]})
+    spread = repeat_spread(pd.concat([table, variants]), test, {"E-rep": ["r0", "r1"]})
     assert spread.n_questions == 1
     assert spread.estimates in ((100.0, 0.0), (0.0, 50.0))
     plain = _test("P", "S+T", "S+T")
     with pytest.raises(HarnessError, match="neither S\\+T nor S\\+T has repeated generations"):
-        repeat_spread(table, variants, plain, {"E-rep": ["r0", "r1"]})
+        repeat_spread(pd.concat([table, variants]), plain, {"E-rep": ["r0", "r1"]})
 
 
 # --- freeze: the paraphrase is a frozen input ---

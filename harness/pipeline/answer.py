@@ -46,7 +46,7 @@ from harness.metrics.nuggets import (
     seeded_derangement,
 )
 from harness.metrics.registry import ANSWER_METRICS
-from harness.pipeline.grid import SCORED, Cell, answers_dir, answers_path, cell_state, mark_answer_done
+from harness.pipeline.grid import SCORED, Cell, answer_cells, answers_dir, answers_path, cell_state, mark_answer_done
 from harness.pipeline.reading import ReaderContext, Verdict, ask_reader, judge_nuggets, reader_context
 from harness.pipeline.results import COLUMNS, ResultRow, check_and_sort, read_per_question, to_frame, write_frame
 from harness.retrieval.runfile import read_run
@@ -195,7 +195,7 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
                 control_rows += _controls(dataset, judge, judge_template, judge_cfg.control_seed, controls,
                                           judge_seed=judge_model.seed)
             rows: list[ResultRow] = []
-            cells = [Cell(name, arm, c.retriever) for c in reader_cfg.cells if c.dataset == name for arm in c.arms]
+            cells = [cell for cell in answer_cells(study) if cell.dataset == name]
             for cell in tqdm(cells, desc=f"answer {name}", unit="cell", disable=not progress):
                 cell_rows, counts = _answer_cell(study, dataset, cell, budget, tokens, reader, reader_template, seeds,
                                                  judge if judged else None, judge_template, frozen_hash,
@@ -338,9 +338,9 @@ def answer_test_gaps(study: Study, test: Any) -> list[str]:
     if name not in (ANSWER_F1, NUGGET_RECALL):
         return []
     reader, judge = study.config.reader, study.config.judge
-    covered = {(c.dataset, c.retriever, arm) for c in reader.cells for arm in c.arms}
-    why = [f"no reader cell {Cell(test.dataset, arm, test.retriever)}" for arm in dict.fromkeys((test.a, test.b))
-           if (test.dataset, test.retriever, arm) not in covered]
+    covered = set(answer_cells(study))
+    why = [f"no reader cell {cell}" for cell in dict.fromkeys(Cell(test.dataset, arm, test.retriever) for arm in (test.a, test.b))
+           if cell not in covered]
     metric_set = study.datasets[test.dataset]["metric_set"] if test.dataset in study.datasets else None
     if metric_set is not None and budget != f"{reader.budgets.get(metric_set)}t":
         why.append(f"the reader's budget is {reader.budgets.get(metric_set)} tokens")

@@ -17,6 +17,7 @@ from harness.pipeline.parts import read_variants_part, variants_part_path
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, interval, points, table
 from harness.report.sections_outcomes import families, withheld
+from harness.stats.contrast import as_results
 from harness.stats.spread import repeat_spread
 from harness.stats.tables import contrast_label
 
@@ -60,6 +61,7 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
     if lacking:
         sec.missing.append(Missing("per-repeat results of " + ", ".join(lacking), "make score"))
         return sec
+    combined = as_results(pd.concat([ctx.per_question, variants], ignore_index=True))  # read by every test
     rows = []
     for family_id, test in tests:
         row = pooled.get(test.id)
@@ -67,7 +69,7 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
             sec.missing.append(Missing(f"pooled result of test {test.id} (family {family_id})", "make stats"))
             continue
         try:
-            spread = repeat_spread(ctx.per_question, variants, test, repeated)
+            spread = repeat_spread(combined, test, repeated)
         except HarnessError as e:
             sec.missing.append(Missing(f"per-repeat contrast of test {test.id} ({e})", "make score"))
             continue

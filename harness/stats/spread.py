@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from harness.errors import HarnessError
-from harness.stats.contrast import as_results, paired_differences
+from harness.stats.contrast import ResultTable, as_results, paired_differences
 from harness.stats.plan import TestPlan
 from harness.stats.subsets import select_questions
 
@@ -48,11 +48,12 @@ class RepeatSpread:
         return statistics.fmean(self.estimates)
 
 
-def repeat_spread(table: pd.DataFrame, variants: pd.DataFrame, test: TestPlan,
+def repeat_spread(rows: pd.DataFrame | ResultTable, test: TestPlan,
                   repeated: Mapping[str, Sequence[str]]) -> RepeatSpread:
-    """The test's estimate per repeat. `table` holds the pooled rows the registered test reads, `variants`
-    the per-variant rows (arm `<arm>@<variant>`), `repeated` maps each repeated arm to its variant names.
-    When both sides are repeated they must have the same repeats, paired by index."""
+    """The test's estimate per repeat. `rows` holds both the pooled rows the registered test reads and the
+    per-variant rows (arm `<arm>@<variant>`; a variant's clusters are its arm's, so the registered subset
+    draws the same clusters from them); `repeated` maps each repeated arm to its variant names. When both
+    sides are repeated they must have the same repeats, paired by index."""
     sides = [arm for arm in (test.a, test.b) if arm in repeated]
     if not sides:
         raise HarnessError(f"test {test.id}: neither {test.a} nor {test.b} has repeated generations")
@@ -60,8 +61,8 @@ def repeat_spread(table: pd.DataFrame, variants: pd.DataFrame, test: TestPlan,
     if len(set(names)) != 1 or len(names[0]) < 2:
         raise HarnessError(f"test {test.id}: repeated arms {', '.join(sides)} need the same two or more repeats, "
                            f"got {', '.join(map(str, names))}")
-    selection = select_questions(as_results(table), test)  # the registered test's questions, as registered
-    combined = as_results(pd.concat([table, variants], ignore_index=True))
+    combined = as_results(rows)
+    selection = select_questions(combined, test)  # the registered test's questions, as registered
     estimates = []
     n = None
     for variant in names[0]:
