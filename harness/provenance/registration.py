@@ -91,7 +91,8 @@ def _verify_file(study: Study, rel: str, frozen_sha: str, first_outcome) -> list
     if current != shas[-1]:
         out.append(Check(SUBJECT, rel, FAIL, f"uncommitted change: differs from its last commit ({_at(*head)})"))
     if rel.startswith("plan/") and first_outcome is not None and registered[1] > first_outcome:
-        out.append(Check(SUBJECT, rel, FAIL, f"registered in {_at(*registered)}, after the first outcome "
+        replaced = f" (replacing the version of {_at(*commits[i - 1])})" if i else ""
+        out.append(Check(SUBJECT, rel, FAIL, f"registered in {_at(*registered)}{replaced}, after the first outcome "
                                              f"({utc_iso(first_outcome)}): the plan moved once outcomes existed"))
     if not out:
         out.append(Check(SUBJECT, rel, PASS, f"registered in {_at(*registered)}, unchanged since"))
