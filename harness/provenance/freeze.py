@@ -258,13 +258,13 @@ def _git_output(cwd: Path, *args: str) -> str | None:
 
 
 def freeze(study: Study, *, force: bool = False) -> str:
-    """Write frozen_config.json from the current inputs and return its SHA-256.
+    """Write frozen_config.json from the current inputs and return the frozen hash (`record_hash`).
 
     The plan and amendments are validated against the config first (plan_check), so a test that names
     an undefined arm, retriever, metric or stratum, or an unknown rule, stops the freeze.
 
-    Re-freezing over a different record once outcomes exist would orphan them, so it needs `force`
-    (the CLI then logs a deviation)."""
+    Inputs that give the frozen hash already recorded write nothing. A record with another hash once
+    outcomes exist would orphan them, so it needs `force` (the CLI then logs a deviation)."""
     study.config  # a config the schema refuses is the first thing to fix
     if not study.plan_path.is_file():
         raise HarnessError(f"{study.plan_path}: missing: register the plan before freezing")

@@ -81,12 +81,13 @@ def _verify_listed(study: Study, rel: str, entry: Any) -> Check | None:
     path = study.results / rel
     if not path.is_file():
         return Check(SUBJECT, f"results/{rel}", FAIL, "listed in the manifest but missing")
+    if not isinstance(entry, dict):
+        return Check(SUBJECT, f"results/{rel}", FAIL, f"malformed manifest entry {entry!r}")
     size, sha = path.stat().st_size, sha256_file(path)
-    if not isinstance(entry, dict) or (entry.get("sha256"), entry.get("bytes")) != (sha, size):
-        return Check(SUBJECT, f"results/{rel}", FAIL, f"edited after it was written: SHA-256 {sha[:12]} ({size} bytes), "
-                                                      f"manifest {str(entry.get('sha256'))[:12]} ({entry.get('bytes')} bytes)"
-                     if isinstance(entry, dict) else "malformed manifest entry")
-    return None
+    if (entry.get("sha256"), entry.get("bytes")) == (sha, size):
+        return None
+    return Check(SUBJECT, f"results/{rel}", FAIL, f"edited after it was written: SHA-256 {sha[:12]} ({size} bytes), "
+                                                  f"manifest {str(entry.get('sha256'))[:12]} ({entry.get('bytes')} bytes)")
 
 
 def per_question_csvs(study: Study) -> list[Path]:
