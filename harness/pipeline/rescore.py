@@ -64,18 +64,22 @@ def draw_cells(study: Study, k: int, seed: int) -> tuple[list, int]:
     return random.Random(seed).sample(eligible, min(k, len(eligible))), len(cells) - len(eligible)
 
 
-def _arms_to_build(study: Study, arm: str) -> list[str]:
-    """The cell's chunk set and every set it is built from (`of:` chains), sources first."""
-    from harness.arms.build import sources_first
+def _arms_to_build(study: Study, dataset: str, arm: str) -> list[str]:
+    """The cell's chunk set and every set it is built from (`of:` chains, a field ablation's E), sources first."""
+    from harness.arms import field_ablation
     from harness.arms.registry import arm_kind, source_arm
     from harness.pipeline.addon_cells import cell_source
 
     todo, arm = [], cell_source(study, arm)
     while True:
         todo.append(arm)
-        if not arm_kind(study, arm).derived:
-            return sources_first(study, todo)
-        arm = source_arm(study, arm)
+        kind = arm_kind(study, arm)
+        if kind.derived:
+            arm = source_arm(study, arm)
+        elif kind.source_kind:  # re-renders the built chunk set of another arm
+            arm = field_ablation.source_arm(study, dataset, arm)
+        else:
+            return todo[::-1]
 
 
 def _scratch(study: Study, folder: Path) -> ScratchStudy:
@@ -128,7 +132,7 @@ def rescore_cell(study: Study, cell, frozen: str, folder: Path) -> CellCheck:
     scratch = _scratch(study, folder)
     source = cell_source(study, cell.arm)
     try:
-        build_arms(scratch, datasets=[cell.dataset], arms=_arms_to_build(study, cell.arm), frozen_hash=frozen,
+        build_arms(scratch, datasets=[cell.dataset], arms=_arms_to_build(study, cell.dataset, cell.arm), frozen_hash=frozen,
                    progress=False, replay=True, log=lambda _: None)
     except ReplayMiss as e:
         return CellCheck(str(cell), False, f"rebuilding {cell.dataset}/{source}: {e}")
