@@ -22,6 +22,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rel-tol", type=float, default=1e-9,
                         help="relative tolerance for floating-point fields (default 1e-9; reruns on one "
                              "platform are bit-identical)")
+    parser.add_argument("--rescore", type=int, metavar="K",
+                        help="also re-run K seeded cells from the frozen inputs in a scratch folder and compare "
+                             "their chunk, run and per-question bytes with the released ones (no model is called)")
+    parser.add_argument("--rescore-seed", type=int, default=None,
+                        help="seed drawing the rescored cells (default: harness.pipeline.rescore.DEFAULT_SEED)")
 
 
 def _grid_check(study: Study, frozen: str):
@@ -76,6 +81,11 @@ def run(args) -> int:
     for path in sorted(study.stats_dir.glob("*.json")):
         if path.stem not in planned:
             checks.append(RowCheck(path.stem, "(family)", False, f"{path.name} is not a family of the plan"))
+    if args.rescore is not None:
+        from harness.pipeline.rescore import DEFAULT_SEED, rescore
+
+        seed = DEFAULT_SEED if args.rescore_seed is None else args.rescore_seed
+        checks += [RowCheck("(rescore)", r.cell, r.passed, r.detail) for r in rescore(study, args.rescore, seed, frozen)]
     for c in checks:
         print(f"{'PASS' if c.passed else 'FAIL'}  {c.family}/{c.test}: {c.detail}")
     failed = sum(not c.passed for c in checks)
