@@ -1,6 +1,6 @@
 """Cluster BCa: the harness's cluster_bootstrap against scipy.stats.bootstrap (method BCa) on cluster totals.
 
-    .venv/bin/python benchmarks/bench_bca_scipy.py [--questions 1000] [--clusters 288] [--resamples 10000]
+    .venv/bin/python benchmarks/bench_bca_scipy.py [--questions 1000] [--clusters 288] [--resamples 10000] [--quick]
 
 The same synthetic paired differences (seeded), grouped into clusters of unequal size. SciPy resamples the
 clusters' (sum, size) pairs and takes the ratio of sums, which is the harness's estimator; both use 10,000
@@ -22,7 +22,10 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from goals import add_quick, goal  # noqa: E402
 from harness.stats.bootstrap import cluster_bootstrap, cluster_totals  # noqa: E402
+
+GAP_GOAL = 0.05  # endpoint gap / SciPy's interval width: Monte Carlo agreement (two streams differ by a few %)
 
 
 def synthetic(n_questions: int, n_clusters: int, seed: int):
@@ -50,7 +53,10 @@ def main() -> int:
     parser.add_argument("--resamples", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    add_quick(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.questions, args.clusters, args.resamples, args.repeats = 100, 30, 500, 1
     values, clusters = synthetic(args.questions, args.clusters, args.seed)
     data = cluster_totals(values, clusters)
 
@@ -75,6 +81,10 @@ def main() -> int:
     print(f"  {'harness':22} {ours_s:>10.4f} {f'[{lo:.5f}, {hi:.5f}]':>26}   {scipy_s / ours_s:.2f}x SciPy's speed")
     print(f"  endpoint gaps / SciPy's width: lower {abs(lo - slo) / width:.1%}, upper {abs(hi - shi) / width:.1%} "
           f"(estimate {ours.estimate:.5f}; z0 {ours.z0:.4f}, acceleration {ours.acceleration:.5f})")
+    gap = max(abs(lo - slo), abs(hi - shi)) / width
+    goal(f"95% BCa endpoints within {GAP_GOAL:.0%} of SciPy's interval width", gap <= GAP_GOAL, f"{gap:.1%}",
+         quick=args.quick)
+    goal("harness no slower than SciPy", ours_s <= scipy_s, f"{scipy_s / ours_s:.2f}x SciPy's speed", quick=args.quick)
     return 0
 
 

@@ -1,12 +1,12 @@
 """Harness overhead per LLM call, and the cache-warm rebuild time of the demo's LLM arms.
 
-    .venv/bin/python benchmarks/bench_llm_overhead.py [--calls 2000] [--study examples/demo (default)] [--real-e 3]
+    .venv/bin/python benchmarks/bench_llm_overhead.py [--calls 2000] [--study examples/demo (default)] [--real-e 3] [--quick]
 
 1. A no-op backend (answers instantly) isolates what the harness adds per call: cache key, cache
    lookup, JSON line append (flushed to disk by a background thread), ledger; then the same calls again as cache hits; then a whole
    E enrichment per chunk (template, JSON parse, validation, key dictionary). Target: < 5 ms per call.
-2. With --study: rebuild the study's E, E-K and CR arms from its header-led (S) chunks with a warm
-   generation cache (no model call; skipped when the cache is missing). Target: < 30 s.
+2. With --study: rebuild the study's LLM arms (E, E-K, CR, M-TP, ...) in memory with a warm generation
+   cache (no model call; skipped when the cache is missing). Target: < 30 s. --quick: replay, first dataset.
 3. With --real-e N: time N real E calls with the study's embedded model (not cached).
 """
 
@@ -22,8 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from goals import add_quick, goal  # noqa: E402
 from harness.arms.enrich import enrich_document  # noqa: E402
-from harness.data.model import Chunk, Document, make_chunk_id  # noqa: E402
+from harness.data.model import Chunk, make_chunk_id  # noqa: E402
 from harness.llm.base import Backend, Completion  # noqa: E402
 from harness.llm.cache import GenerationCache  # noqa: E402
 from harness.llm.ledger import SpendLedger  # noqa: E402
@@ -65,7 +66,7 @@ def per_call_ms(fn, n: int) -> float:
     return (time.perf_counter() - start) * 1000 / n
 
 
-def bench_overhead(n: int) -> None:
+def bench_overhead(n: int, quick: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cache = GenerationCache(Path(tmp) / "g.jsonl")
         session = LlmSession(NoOpBackend(), cache, SpendLedger("bench", None))
@@ -98,59 +99,55 @@ def bench_overhead(n: int) -> None:
     print(f"  E enrichment per chunk, cache miss (prompt, parse, keys): {e_miss:.3f} ms")
     print(f"  E enrichment per chunk, cache hit:                        {e_hit:.3f} ms")
     print(f"  reopening a cache of {n} lines:                            {reopen_ms:.1f} ms")
+    goal("harness overhead per call < 5 ms (cache miss, the costliest path)", max(miss, e_miss) < 5,
+         f"{max(miss, e_miss):.3f} ms", quick=quick)
 
 
-def load_inputs(study_root: Path, dataset: str) -> tuple[list[Document], dict[str, list[Chunk]]]:
-    """The dataset's selected documents (through its adapter, as build-arms reads them) and its S chunks."""
+def bench_warm_rebuild(study_root: Path, replay: bool, quick: bool) -> None:
+    """Every LLM arm of the study (E, E-K, CR, M-TP, ...) rebuilt from the generation cache by the arms'
+    own builders, as build-arms runs them (header-led chunks computed, `of:` arms from this run), in memory:
+    nothing is written to the study. With `quick`, the first dataset only."""
+    from harness.arms.build import _header_led, sources_first
+    from harness.arms.llm_arms import generations_path
+    from harness.arms.registry import BuildInputs, arm_kind
     from harness.data.load import load_dataset, read_selection
-    from harness.study import Study
-
-    study = Study.at(study_root)
-    docs = list(load_dataset(study, dataset, selection=read_selection(study)).documents)
-    by_doc: dict[str, list[Chunk]] = {d.doc_id: [] for d in docs}
-    with open(study.chunks_path(dataset, "S"), encoding="utf-8") as f:
-        for line in f:
-            chunk = Chunk.from_json(json.loads(line))
-            by_doc[chunk.doc_id].append(chunk)
-    return docs, by_doc
-
-
-def bench_warm_rebuild(study_root: Path, replay: bool) -> None:
-    from harness.arms.llm_arms import build_llm_arm, generations_path
-    from harness.arms.registry import get_kind
     from harness.pipeline.grid import applies_to
     from harness.study import Study
 
     study = Study.at(study_root)
-    kinds = {a: get_kind(cfg.kind) for a, cfg in study.arms.items()}
-    llm_arms = {a: cfg for a, cfg in study.arms.items() if kinds[a].needs_model and kinds[a].implemented}
-    missing = {generations_path(study, cfg.model) for cfg in llm_arms.values()}
-    missing = [p for p in missing if not p.exists()]
+    llm_arms = [a for a, cfg in study.arms.items() if arm_kind(study, a).needs_model and arm_kind(study, a).implemented]
+    missing = sorted({str(generations_path(study, study.arms[a].model)) for a in llm_arms
+                      if not generations_path(study, study.arms[a].model).exists()})
     if missing:
-        print(f"warm rebuild: skipped, no generation cache at {', '.join(map(str, missing))}")
+        print(f"warm rebuild: skipped, no generation cache at {', '.join(missing)}")
         return
     total_start = time.perf_counter()
-    for dataset in study.datasets:
-        if not study.chunks_path(dataset, "S").exists():
-            print(f"warm rebuild: skipped {dataset}, no S chunks at {study.chunks_path(dataset, 'S')}")
-            continue
-        docs, by_doc = load_inputs(study_root, dataset)
-        for arm, cfg in llm_arms.items():
-            if not applies_to(cfg, dataset):
-                continue
+    for dataset_name in list(study.datasets)[: 1 if quick else None]:
+        dataset = load_dataset(study, dataset_name, selection=read_selection(study))
+        todo = [a for a in llm_arms if applies_to(study.arms[a], dataset_name)]
+        header: dict[str, dict] = {}
+        built: dict[str, list[Chunk]] = {}
+        for arm in sources_first(study, todo):
+            kind = arm_kind(study, arm)
             start = time.perf_counter()
-            result = build_llm_arm(study, arm, cfg, docs, by_doc, progress=False, fresh=False, replay=replay)
-            run = result.manifest["run"]
-            print(
-                f"  {dataset}/{arm}: {len(result.chunks)} chunks in {time.perf_counter() - start:.2f} s "
-                f"(cache hits {run['cache_hits']}, fresh calls {run['fresh_calls']})"
-            )
-    print(f"warm rebuild of the LLM arms ({'replay' if replay else 'with model identity'}, target < 30 s): "
-          f"{time.perf_counter() - total_start:.2f} s")
+            result = kind.build(BuildInputs(
+                dataset.documents, study.chunking, lambda: header.setdefault("h", _header_led(study, dataset.documents)),
+                study=study, arm=arm, arm_config=study.arms[arm], progress=False, dataset=dataset_name,
+                replay=replay, questions=dataset.questions, read_arm=built.__getitem__,
+            ))
+            built[arm] = result.chunks
+            run = result.manifest.get("llm", {}).get("run", {})
+            print(f"  {dataset_name}/{arm}: {len(result.chunks)} chunks in {time.perf_counter() - start:.2f} s "
+                  f"(cache hits {run.get('cache_hits', 0)}, fresh calls {run.get('fresh_calls', 0)})")
+    elapsed = time.perf_counter() - total_start
+    goal(f"warm rebuild of the LLM arms ({'replay' if replay else 'with model identity'}) under 30 s", elapsed < 30,
+         f"{elapsed:.2f} s", quick=quick)
 
 
 def bench_real_e(study_root: Path, n: int) -> None:
+    from harness.arms.build import _header_led
     from harness.arms.keydict import KeyDictionary
+    from harness.data.load import load_dataset, read_selection
     from harness.arms.enrich import ENRICH_SCHEMA, enrich_prompt_values, previous_summary_text
     from harness.llm.registry import make_backend
     from harness.study import Study
@@ -160,8 +157,8 @@ def bench_real_e(study_root: Path, n: int) -> None:
     backend = make_backend(model_cfg)
     template = PromptTemplate.load(study.prompts_dir, "enrich.txt")
     dataset = next(iter(study.datasets))
-    _, by_doc = load_inputs(study_root, dataset)
-    chunks = next(iter(by_doc.values()))[:n]
+    documents = load_dataset(study, dataset, selection=read_selection(study)).documents
+    chunks = next(iter(_header_led(study, documents[:1]).values()))[:n]
     start = time.perf_counter()
     backend.llama()
     print(f"real E calls with {backend.model} ({dataset}, first document):")
@@ -186,10 +183,13 @@ def main() -> None:
                              "until its S chunks are built, e.g. by `make demo`)")
     parser.add_argument("--replay", action="store_true", help="rebuild with the replay backend (no model file)")
     parser.add_argument("--real-e", type=int, default=0, help="time this many real E calls")
+    add_quick(parser)
     args = parser.parse_args()
-    bench_overhead(args.calls)
+    if args.quick:
+        args.calls, args.replay, args.real_e = 50, True, 0  # never a model call in a quick run
+    bench_overhead(args.calls, args.quick)
     if args.study:
-        bench_warm_rebuild(args.study, args.replay)
+        bench_warm_rebuild(args.study, args.replay, args.quick)
         if args.real_e:
             bench_real_e(args.study, args.real_e)
 

@@ -1,6 +1,6 @@
 """A pool of model servers (harness.llm.pool) against fake Ollama servers on loopback.
 
-    .venv/bin/python benchmarks/bench_llm_pool.py [--latency 0.2] [--concurrency 4] [--calls-per-slot 8]
+    .venv/bin/python benchmarks/bench_llm_pool.py [--latency 0.2] [--concurrency 4] [--calls-per-slot 8] [--quick]
 
 Each fake server answers every chat call after a fixed latency; the servers run in a child process (as
 real servers are other processes, so their request handling does not compete with the harness for its
@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from goals import add_quick, goal  # noqa: E402
 from llm_fake_ollama import FakeOllama  # noqa: E402
 
 from harness.llm.cache import GenerationCache  # noqa: E402
@@ -143,15 +144,19 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per chat call on every server")
     parser.add_argument("--concurrency", type=int, default=4, help="slots per server")
     parser.add_argument("--calls-per-slot", type=int, default=8)
+    add_quick(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.latency, args.concurrency, args.calls_per_slot = 0.02, 2, 2
     print(f"LLM pool: fake Ollama servers, {args.latency * 1000:.0f} ms per call, {args.concurrency} slots each")
     print(f"{'servers':>7} {'slots':>5} {'calls':>5} {'wall s':>7} {'calls/s':>8} {'vs linear':>9} "
           f"{'slot use':>8} {'overhead ms':>11} {'http ms':>7}")
     with tempfile.TemporaryDirectory() as tmp:
-        base = None
+        base, rows = None, []
         for n in (1, 2, 4):
             r = run(n, args, Path(tmp))
             base = base or r["throughput"]
+            rows.append((n, r, r["throughput"] / (base * n)))
             print(f"{r['servers']:>7} {r['slots']:>5} {r['calls']:>5} {r['wall_s']:>7.2f} {r['throughput']:>8.1f} "
                   f"{r['throughput'] / (base * n):>9.1%} {r['utilisation']:>8.1%} {r['overhead_ms']:>11.2f} "
                   f"{r['transport_ms']:>7.2f}")
@@ -160,7 +165,13 @@ def main() -> int:
               f"repeated {k['repeated']}, requeued {k['requeued']}, answered per server {k['served']} "
               f"({k['server_answers']} chat answers sent by the servers), "
               f"{k['throughput']:.1f} calls/s")
-    print("goals: throughput within 10% of linear, slot use >= 90%, overhead < 5 ms, 0 lost, 0 repeated")
+    for n, r, linear in rows:
+        goal(f"{n} server(s): throughput within 10% of linear", linear >= 0.9, f"{linear:.1%}", quick=args.quick)
+        goal(f"{n} server(s): slot use >= 90%", r["utilisation"] >= 0.9, f"{r['utilisation']:.1%}", quick=args.quick)
+        goal(f"{n} server(s): harness overhead < 5 ms per call", r["overhead_ms"] < 5, f"{r['overhead_ms']:.2f} ms",
+             quick=args.quick)
+    goal("a server killed midway: 0 calls lost", k["lost"] == 0, str(k["lost"]))
+    goal("a server killed midway: 0 calls repeated", k["repeated"] == 0, str(k["repeated"]))
     return 0
 
 

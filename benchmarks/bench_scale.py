@@ -2,13 +2,15 @@
 
     .venv/bin/python benchmarks/bench_scale.py [--chunks 100000 --chunks 200000] [--queries-per-1000 10]
     .venv/bin/python benchmarks/bench_scale.py --chunks 1000000 --queries-per-1000 10   # the issue's size
+    .venv/bin/python benchmarks/bench_scale.py --quick   # 2,000 and 4,000 chunks: checks that it runs
 
 Each size runs in its own process (so peak memory is that size's alone) through the scoring stage's own
 code: `scopes` groups the chunks by question scope (a document of 100 chunks, as in Qasper) and
 `score_cell` indexes each scope, ranks its questions, scores every metric and writes the TREC run file.
 Printed per size: wall time, peak resident memory, memory per chunk above the interpreter's baseline, and
 the marginal memory per chunk added since the previous size; memory must grow linearly (the marginal
-figure stays flat), with no per-cell copy of the corpus.
+figure stays flat), with no per-cell copy of the corpus. Goal: the marginal memory per chunk of the last size
+at most the first size's memory per chunk (which also carries the fixed costs).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from goals import add_quick, goal  # noqa: E402
 
 CHUNKS_PER_DOC = 100
 WORDS = [f"w{i}" for i in range(5000)]
@@ -100,7 +104,7 @@ def one_size(n_chunks: int, queries_per_1000: int, seed: int) -> dict:
 
         start = time.perf_counter()
         scoped = scopes(dataset, chunks)
-        rows, counts = score_cell(_Study(Path(tmp)), dataset, "S", "bm25", scoped, Context(), ScoringCache(),
+        rows, _variant_rows, counts = score_cell(_Study(Path(tmp)), dataset, "S", "bm25", scoped, Context(), ScoringCache(),
                                   get_metric_set("qasper").default_budgets, run_depth=100)
         scored = time.perf_counter() - start
     return {"chunks": len(chunks), "questions": counts["questions"], "rows": len(rows), "build_s": built,
@@ -113,7 +117,10 @@ def main() -> int:
     parser.add_argument("--queries-per-1000", type=int, default=10, help="questions per 1,000 chunks")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child process: one size, JSON out
+    add_quick(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.chunks = args.chunks or [2_000, 4_000]
     if args.one:
         print(json.dumps(one_size(args.one, args.queries_per_1000, args.seed)))
         return 0
@@ -121,20 +128,27 @@ def main() -> int:
           f"{args.queries_per_1000} questions per 1,000 chunks")
     print(f"{'chunks':>9} {'questions':>9} {'corpus s':>8} {'score s':>8} {'q/s':>7} {'peak MB':>8} {'KB/chunk':>9} "
           f"{'marginal KB/chunk':>17}")
-    previous = None
+    previous, first_per_chunk, marginal_kb = None, None, None
     for n in args.chunks or [100_000, 200_000]:
         out = subprocess.run([sys.executable, __file__, "--one", str(n), "--queries-per-1000",
                               str(args.queries_per_1000), "--seed", str(args.seed)],
                              check=True, capture_output=True, text=True).stdout
         r = json.loads(out.strip().splitlines()[-1])
         per_chunk = (r["peak_mb"] - r["baseline_mb"]) * 1024 / r["chunks"]
-        marginal = "" if previous is None else \
-            f"{(r['peak_mb'] - previous['peak_mb']) * 1024 / (r['chunks'] - previous['chunks']):.2f}"
+        first_per_chunk = per_chunk if first_per_chunk is None else first_per_chunk
+        if previous is not None:
+            marginal_kb = (r['peak_mb'] - previous['peak_mb']) * 1024 / (r['chunks'] - previous['chunks'])
+        marginal = "" if previous is None else f"{marginal_kb:.2f}"
         print(f"{r['chunks']:>9} {r['questions']:>9} {r['build_s']:>8.1f} {r['score_s']:>8.1f} "
               f"{r['questions'] / r['score_s']:>7.1f} {r['peak_mb']:>8.0f} {per_chunk:>9.2f} {marginal:>17}")
         previous = r
     print("linear memory: the marginal KB per added chunk stays flat as the corpus grows (the corpus itself,\n"
           "held once, is most of it: chunk objects and their text)")
+    if marginal_kb is None:
+        print("goal: linear memory: not measured (give two sizes or more)")
+    else:
+        goal("linear memory: marginal KB per added chunk at most the first size's KB per chunk",
+             marginal_kb <= first_per_chunk, f"{marginal_kb:.2f} vs {first_per_chunk:.2f}", quick=args.quick)
     return 0
 
 

@@ -12,7 +12,7 @@ construction (TOST on the margin, Holm on independent nulls) are judged strictly
 Carlo error (<= 0.05 + 1.645 s.e.); coverage also prints a normal-theory cluster-robust interval on the same
 simulated studies, which separates a method's bias from the luck of the simulated draw.
 
-Run:  .venv/bin/python benchmarks/bench_stats_calibration.py [--studies 2000] [--resamples 10000]
+Run:  .venv/bin/python benchmarks/bench_stats_calibration.py [--studies 2000] [--resamples 10000] [--quick]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from goals import add_quick, goal  # noqa: E402
 from harness.stats.bootstrap import cluster_bootstrap  # noqa: E402
 from harness.stats.holm import holm  # noqa: E402
 from harness.stats.signflip import cluster_sign_flip  # noqa: E402
@@ -61,10 +62,10 @@ def coverage(rng, studies, resamples, stratified):
     return hits / studies, normal_hits / studies
 
 
-def _judge(rate: float, n: int) -> str:
-    strict = "PASS" if rate <= 0.05 else "FAIL"
-    within = "PASS" if rate <= 0.05 + 1.645 * _mc_se(0.05, n) else "FAIL"
-    return f"strict {strict}, within MC error {within}"
+def _judge(what: str, rate: float, n: int, quick: bool) -> None:
+    goal(f"{what} <= 0.05", rate <= 0.05, f"{rate:.3f}", quick=quick)
+    bound = 0.05 + 1.645 * _mc_se(0.05, n)
+    goal(f"{what} <= 0.05 within Monte Carlo error (<= {bound:.3f})", rate <= bound, f"{rate:.3f}", quick=quick)
 
 
 def tost_size(rng, studies, resamples, margin):
@@ -96,32 +97,34 @@ def main() -> int:
     parser.add_argument("--studies", type=int, default=2000, help="simulated studies per check (default 2000)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=int, default=20270, help="simulation seed (default 20270)")
+    add_quick(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.studies, args.resamples = 20, 200
     n = args.studies
     print(f"{n} simulated studies per check, {args.resamples:,} resamples. Coverage: skewed noise, Qasper-like "
           f"(300 clusters, ~3.3 questions each) and FreshStack-like (235 questions, 3 strata); TOST and Holm: "
           f"Qasper-like / 80 clusters of ~3 questions, normal noise")
-    failures = 0
     for stratified in (False, True):
         start = time.perf_counter()
         cov, normal = coverage(np.random.default_rng(args.seed + stratified), n, args.resamples, stratified)
-        ok = 0.935 <= cov <= 0.965
-        failures += not ok
         print(f"95% BCa coverage{', FreshStack-like, stratified' if stratified else ', Qasper-like'}: {cov:.3f} "
               f"(MC s.e. {_mc_se(0.95, n):.3f}; normal-theory reference {normal:.3f}); "
-              f"target 0.935-0.965 -> {'PASS' if ok else 'FAIL'} [{time.perf_counter() - start:.0f} s]")
+              f"[{time.perf_counter() - start:.0f} s]")
+        goal(f"95% BCa coverage in 0.935-0.965{' (stratified)' if stratified else ''}", 0.935 <= cov <= 0.965,
+             f"{cov:.3f}", quick=args.quick)
     start = time.perf_counter()
     size = tost_size(np.random.default_rng(args.seed + 2), n, args.resamples, margin=4.0)
-    failures += size > 0.05 + 1.645 * _mc_se(0.05, n)
     print(f"TOST rejection with the true difference on the margin (±4, Qasper-like): {size:.3f} "
-          f"(MC s.e. {_mc_se(0.05, n):.3f}); target <= 0.05 -> {_judge(size, n)} [{time.perf_counter() - start:.0f} s]")
+          f"(MC s.e. {_mc_se(0.05, n):.3f}) [{time.perf_counter() - start:.0f} s]")
+    _judge("TOST rejection on the margin", size, n, args.quick)
     start = time.perf_counter()
     fwer, fwer_flip = holm_fwer(np.random.default_rng(args.seed + 3), n, args.resamples)
-    failures += fwer > 0.05 + 1.645 * _mc_se(0.05, n)
     print(f"Holm family-wise error, 4 independent null tests (80 clusters): diff. verdicts {fwer:.3f}, sign-flip "
           f"alone {fwer_flip:.3f} (MC s.e. {_mc_se(0.05, n):.3f}; Holm's exact level here is "
-          f"{1 - (1 - 0.05 / 4) ** 4:.4f}); target <= 0.05 -> {_judge(fwer, n)} [{time.perf_counter() - start:.0f} s]")
-    return 1 if failures else 0
+          f"{1 - (1 - 0.05 / 4) ** 4:.4f}) [{time.perf_counter() - start:.0f} s]")
+    _judge("Holm family-wise error (diff. verdicts)", fwer, n, args.quick)
+    return 0
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from data_support import CHECKOUT, assert_counts_add_up, freshstack_study, read, span_after, write_jsonl
@@ -110,8 +112,10 @@ def test_selection_restricts_questions_and_uses_recorded_distractors(tmp_path):
     assert (c["questions_in_input"], c["questions_dropped_not_selected"], c["questions_dropped_no_located_gold"]) \
         == (3, 1, 1)
     assert_counts_add_up(c)
-    # the checkout files read are the gold files sliced (all questions' gold) and the distractor drawn
-    checkout = CHECKOUT.resolve().as_posix()
+    # the checkout files read are the gold files sliced (all questions' gold) and the distractor drawn; the
+    # path normalised as the reader does (harness.data.common.display_path): `..` collapsed as text, a symbolic
+    # link such as ../shared kept, never resolved
+    checkout = Path(os.path.normpath(CHECKOUT)).as_posix()
     assert [f.path for f in loaded.input_files] == [f"{checkout}/{p}" for p in (
         "blade.md", "cache.md", "helpers.md", "routing.md")] + ["data/corpus.jsonl", "data/queries.jsonl"]
     entry["domains"]["laravel"]["distractors"] = ["no-such-page.md"]

@@ -8,7 +8,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.config.retrievers import PREFIX_PRESETS, resolve_prefixes
-from harness.retrieval.dense import DenseRetriever, SentenceTransformerEmbedder
+from harness.retrieval.dense import SCORE_DECIMALS, DenseRetriever, SentenceTransformerEmbedder
 from harness.retrieval.registry import RetrieverContext
 from retrieval_support import CountingEmbedder, chunks_of
 
@@ -35,7 +35,9 @@ def test_scores_are_cosine_of_normalised_vectors_with_prefixes(tmp_path):
     query = query[0] / np.linalg.norm(query[0])
     expected = docs.astype(np.float64) @ query.astype(np.float64)
     assert ranking.order.tolist() == np.lexsort((np.arange(4), -expected)).tolist()
-    np.testing.assert_allclose(ranking.scores, np.sort(expected)[::-1], rtol=1e-6)
+    # cosine rounded to SCORE_DECIMALS places (half a unit of the last place off at most)
+    np.testing.assert_allclose(ranking.scores, np.sort(expected)[::-1], rtol=0, atol=0.5 * 10.0 ** -SCORE_DECIMALS + 1e-12)
+    assert (np.round(ranking.scores, SCORE_DECIMALS) == ranking.scores).all()
     assert ranking.order[0] == 0
 
 

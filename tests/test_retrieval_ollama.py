@@ -11,6 +11,7 @@ from llm_fake_ollama import DIGEST, FakeOllama, fake_vector
 
 from harness.errors import HarnessError
 from harness.llm.base import BackendUnavailable, ModelNotFound
+from harness.retrieval.dense import SCORE_DECIMALS
 from harness.retrieval.registry import RetrieverContext
 from retrieval_support import chunks_of
 
@@ -54,7 +55,9 @@ def test_prefixes_digest_window_and_cosine_ranking(tmp_path, fake, server):
     query = np.array(fake_vector("search_query: redis cache"))
     expected = (docs / np.linalg.norm(docs, axis=1, keepdims=True)) @ (query / np.linalg.norm(query))
     assert ranking.order.tolist() == np.lexsort((np.arange(3), -expected)).tolist() and ranking.order[0] == 0
-    np.testing.assert_allclose(ranking.scores, expected[ranking.order], rtol=1e-6)
+    # cosine rounded to SCORE_DECIMALS places before ranking
+    np.testing.assert_allclose(ranking.scores, expected[ranking.order], rtol=0,
+                               atol=0.5 * 10.0 ** -SCORE_DECIMALS + 1e-12)
 
 
 def test_only_inputs_over_the_window_are_truncated_and_counted(tmp_path, fake, server):

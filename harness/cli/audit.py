@@ -29,6 +29,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--registered-hash", metavar="H",
                         help="the frozen hash published at registration (printed by `harness freeze`); the "
                              "freeze must still have it")
+    parser.add_argument("--rescore", type=int, metavar="K",
+                        help="also re-run K seeded cells from the frozen inputs in a scratch folder and compare "
+                             "their chunk, run and per-question bytes with the released ones (no model is called)")
+    parser.add_argument("--rescore-seed", type=int, default=None,
+                        help="seed drawing the rescored cells (default: harness.pipeline.rescore.DEFAULT_SEED)")
 
 
 def _grid_check(study: Study, frozen: str):
@@ -87,6 +92,11 @@ def run(args) -> int:
     for path in sorted(study.stats_dir.glob("*.json")):
         if path.stem not in planned:
             checks.append(RowCheck(path.stem, "(family)", False, f"{path.name} is not a family of the plan"))
+    if args.rescore is not None:
+        from harness.pipeline.rescore import DEFAULT_SEED, rescore
+
+        seed = DEFAULT_SEED if args.rescore_seed is None else args.rescore_seed
+        checks += [RowCheck("(rescore)", r.cell, r.passed, r.detail) for r in rescore(study, args.rescore, seed, frozen)]
     for a in anchors:
         print(a.line())
     for c in checks:

@@ -8,9 +8,9 @@ embeds the set's chunks and its questions' queries into the study's shared vecto
 every vector there. A task runs the same code the local loop runs, on the same files, and writes its
 outputs under the cell's own name, so the per-question results, run files and statistics are
 byte-identical to a local run whatever the number of workers or the completion order
-(tests/test_pipeline_executors.py). That holds for an embedding model whose vector for a text does not
-depend on the other texts of its batch (true of the models tested here); two chunk sets sharing a text
-both embed it, and every run then reads the same stored vector (shards load in name order).
+(tests/test_pipeline_executors.py). That holds because a sentence-transformers vector depends on its text
+alone (harness.retrieval.dense: one text per forward pass, one torch thread, whatever Ray sets
+OMP_NUM_THREADS to); two chunk sets sharing a text both embed it, to the same bytes.
 
 Ray workers read the study directory by path: on a cluster it must be on storage every node mounts at the
 same path, or shipped with the job (README, "Running on a Ray cluster"). Ray is an optional extra

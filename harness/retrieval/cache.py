@@ -31,9 +31,12 @@ class CacheNamespace:
     model: str
     digest: str
     prefix: str
+    encoding: str = ""  # how a vector is computed, when that decides its bytes (harness.retrieval.dense)
 
     def as_dict(self) -> dict[str, str]:
-        return {"kind": self.kind, "model": self.model, "digest": self.digest, "prefix": self.prefix}
+        identity = {"kind": self.kind, "model": self.model, "digest": self.digest, "prefix": self.prefix}
+        # absent when empty, so namespaces without a protocol keep their directory (shipped pair scores)
+        return identity | ({"encoding": self.encoding} if self.encoding else {})
 
     @property
     def dirname(self) -> str:

@@ -3,11 +3,19 @@
 Texts are prefixed per model (query / document prefixes), embedded through the on-disk cache, L2-normalised
 and ranked by cosine (dot product of unit vectors). Inputs longer than the model window are truncated on
 purpose and counted; the flag is cached with the vector so a cached rerun reports the same counts.
+
+Same bytes wherever they are computed (docs/determinism.md): a sentence-transformers vector is a function
+of its text alone, since each text is encoded in a forward pass of its own (no padding, no batch-mates) on
+one torch thread, whatever the batch size, the environment's thread count or the executor; that protocol
+is part of the vector cache's namespace. Cosine scores are float64 and rounded to SCORE_DECIMALS places
+before ranking, so a different float64 summation order cannot move a score; ties then break by corpus
+position, as everywhere.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import contextlib
 from abc import ABC, abstractmethod
 from functools import lru_cache
 from pathlib import Path
@@ -24,12 +32,19 @@ from harness.llm.ollama_client import InputTooLong, OllamaClient
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
 from harness.retrieval.cache import CacheNamespace, VectorCache
 
+# Decimal places kept of a cosine score: float32 vectors carry ~7 significant digits, and rounding below
+# them absorbs float64 summation-order differences (BLAS threads, SIMD width) in the dot products.
+SCORE_DECIMALS = 6
+
+
 class Embedder(ABC):
-    """One embedding model: identity (model, digest), window, and a batch encoder that counts truncation."""
+    """One embedding model: identity (model, digest), window, and a batch encoder that counts truncation.
+    `encoding` names how a vector is computed when that decides its bytes (it enters the cache namespace)."""
 
     backend: str
     model: str
     batch_size: int = BATCH_SIZE
+    encoding: str = ""
 
     @property
     @abstractmethod
@@ -44,7 +59,8 @@ class Embedder(ABC):
         """(vectors [n, dim] float32, truncated [n] bool) for already-prefixed texts."""
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, "model": self.model, "digest": self.digest, "max_tokens": self.max_tokens}
+        identity = {"backend": self.backend, "model": self.model, "digest": self.digest, "max_tokens": self.max_tokens}
+        return identity | ({"encoding": self.encoding} if self.encoding else {})
 
 
 # --- sentence-transformers -------------------------------------------------------------------------------
@@ -110,8 +126,25 @@ def _load_sentence_transformers():
     return sentence_transformers
 
 
+@contextlib.contextmanager
+def one_torch_thread():
+    """torch's intra-op thread count at 1 for the block (restored after): the split of a matrix product
+    over threads changes float32 sums, and Ray workers, OMP_NUM_THREADS and core counts all set it."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 class SentenceTransformerEmbedder(Embedder):
     backend = "sentence-transformers"
+    # batch_size no longer shapes the bytes: a batch pads its texts to the longest, and the padded shapes
+    # change the float32 sums of the others (measured: batch 32 vs 8 vs 1 give other bits)
+    encoding = "one text per forward pass, 1 torch thread"
 
     def __init__(self, model: str, *, max_tokens: int | None = None, batch_size: int = BATCH_SIZE, root: Path | None = None):
         self.model = model
@@ -150,8 +183,11 @@ class SentenceTransformerEmbedder(Embedder):
         model = self._loaded()
         lengths = [len(ids) for ids in model.tokenizer(texts, add_special_tokens=True, verbose=False)["input_ids"]]
         truncated = np.array([n > model.max_seq_length for n in lengths], dtype=bool)
-        vectors = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32), truncated
+        if not texts:
+            return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32), truncated
+        with one_torch_thread():
+            vectors = [model.encode([t], batch_size=1, convert_to_numpy=True, show_progress_bar=False)[0] for t in texts]
+        return np.asarray(np.stack(vectors), dtype=np.float32), truncated
 
 
 # --- Ollama ----------------------------------------------------------------------------------------------
@@ -231,8 +267,9 @@ class DenseIndex(ScopeIndex):
         self.n_truncated = n_truncated  # chunks of this scope whose text exceeded the model window
 
     def _rank(self, query_vector: np.ndarray) -> Ranking:
-        # One matrix-vector product per query, so a query scores the same alone or in a batch.
-        return rank_by_score(self.matrix @ query_vector if self.n_chunks else np.zeros(0))
+        # One matrix-vector product per query, so a query scores the same alone or in a batch; rounded
+        # (SCORE_DECIMALS) so the summation order of the product cannot reach the ranking or the run file.
+        return rank_by_score(np.round(self.matrix @ query_vector, SCORE_DECIMALS) if self.n_chunks else np.zeros(0))
 
     def search(self, query: str) -> Ranking:
         return self._rank(self.retriever.embed_queries([query])[0])
@@ -262,7 +299,8 @@ class DenseRetriever(Retriever):
 
     def _cache(self, prefix: str) -> VectorCache:
         if prefix not in self._caches:
-            namespace = CacheNamespace("embedding", self.embedder.model, self.embedder.digest, prefix)
+            namespace = CacheNamespace("embedding", self.embedder.model, self.embedder.digest, prefix,
+                                       self.embedder.encoding)
             self._caches[prefix] = VectorCache(self.cache_dir, namespace)
         return self._caches[prefix]
 
@@ -287,6 +325,7 @@ class DenseRetriever(Retriever):
             "truncation": "inputs beyond max_tokens are cut by the model's tokenizer/server and counted",
             "normalisation": "l2",
             "similarity": "cosine",
+            "score_decimals": SCORE_DECIMALS,
         }
 
     def stats(self) -> dict[str, int]:

@@ -1,0 +1,108 @@
+"""`harness audit --rescore K` (harness.pipeline.rescore) on a scored copy of the demo: it passes, and fails
+naming the cell and the first differing line when one chunk text, one run-file line or one per-question
+value of a drawn cell is edited."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from harness.cli.main import main
+from harness.pipeline.rescore import DEFAULT_SEED, draw_cells
+from harness.provenance.freeze import frozen_hash
+from harness.study import Study
+from pipeline_support import make_llm_free_study
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    study = make_llm_free_study(tmp_path_factory.mktemp("released"))
+    for command in ("build-arms", "score", "stats"):
+        assert main([command, "--study", str(study.root), *(["--no-progress"] if command != "stats" else [])]) == 0
+    return study
+
+
+@pytest.fixture
+def copy(released, tmp_path):
+    shutil.copytree(released.root, tmp_path / "s")
+    return Study.at(tmp_path / "s")
+
+
+def audit(study, capsys) -> tuple[int, list[str]]:
+    capsys.readouterr()
+    # outside git the published hash anchors the registration (else the audit exits 3, not verifiable)
+    code = main(["audit", "--study", str(study.root), "--rescore", "5", "--registered-hash", frozen_hash(study)])
+    return code, [line for line in capsys.readouterr().out.splitlines() if "(rescore)" in line or "rescore:" in line]
+
+
+def first_cell(study):
+    return draw_cells(study, 5, DEFAULT_SEED)[0][0]
+
+
+@pytest.mark.slow
+def test_rescore_of_five_seeded_cells_passes_on_the_released_results(released, capsys):
+    code, lines = audit(released, capsys)
+    assert code == 0
+    assert lines[0].startswith(f"rescore: 5 cell(s) drawn with seed {DEFAULT_SEED}")
+    passed = [line for line in lines if line.startswith("PASS  (rescore)/")]
+    assert len(passed) == 5 and "per-question rows identical" in passed[0]
+    cells, _ = draw_cells(released, 5, DEFAULT_SEED)
+    assert [line.split("/", 1)[1].split(":")[0] for line in passed] == [str(c) for c in cells]
+    assert draw_cells(released, 5, DEFAULT_SEED) == draw_cells(released, 5, DEFAULT_SEED)  # the seed decides
+
+
+@pytest.mark.slow
+def test_an_edited_chunk_text_fails_its_cell(copy, capsys):
+    cell = first_cell(copy)
+    path = copy.chunks_path(cell.dataset, cell.arm)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    chunk = json.loads(lines[3])
+    chunk["text"] = chunk["text"].replace(" ", "  ", 1)
+    lines[3] = json.dumps(chunk, ensure_ascii=False)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out = audit(copy, capsys)
+    assert code == 1
+    assert any(line.startswith(f"FAIL  (rescore)/{cell}: ") and f"{cell.arm}.jsonl line 4 differs" in line
+               for line in out), out
+
+
+@pytest.mark.slow
+def test_an_edited_run_file_line_fails_its_cell(copy, capsys):
+    cell = first_cell(copy)
+    path = copy.run_path(cell.dataset, cell.arm, cell.retriever)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    qid, q0, chunk_id, rank, score, tag = lines[1].split()
+    lines[1] = " ".join((qid, q0, chunk_id, rank, repr(float(score) + 1e-9), tag))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out = audit(copy, capsys)
+    assert code == 1
+    assert any(line.startswith(f"FAIL  (rescore)/{cell}: ") and f"{cell.arm}__{cell.retriever}.run line 2 differs"
+               in line for line in out), out
+
+
+@pytest.mark.slow
+def test_an_edited_per_question_value_no_family_reads_fails_its_cell(copy, capsys):
+    """The value edited in both released tables (CSV and Parquet) is a metric no family tests, so the plain
+    audit of the statistics still passes: only the rescore sees it."""
+    cell = first_cell(copy)
+    csv_path, parquet_path = copy.per_question_path(cell.dataset, "csv"), copy.per_question_path(cell.dataset)
+    table = pd.read_parquet(parquet_path)
+    tested = {t["metric"] for f in __import__("yaml").safe_load(copy.plan_path.read_text())["families"] for t in f["tests"]}
+    mask = (table.arm == cell.arm) & (table.retriever == cell.retriever) & ~table.metric.isin(tested)
+    i = table.index[mask][0]
+    old = table.at[i, "value"]
+    new = 1.0 if old < 0.5 else 0.0
+    table.at[i, "value"] = new
+    table.to_parquet(parquet_path, index=False)
+    text = csv_path.read_text(encoding="utf-8").splitlines()
+    row = ",".join(str(table.at[i, c]) for c in ("dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric"))
+    n = next(n for n, line in enumerate(text) if line.startswith(row + ","))
+    text[n] = f"{row},{new!r}"
+    csv_path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    code, out = audit(copy, capsys)
+    assert code == 1
+    fails = [line for line in out if line.startswith("FAIL")]
+    assert len(fails) == 1 and fails[0].startswith(f"FAIL  (rescore)/{cell}: ") and f"{cell.dataset}.csv" in fails[0]
