@@ -81,7 +81,10 @@ def test_partly_built_study(tmp_path, capsys):
     assert row(out, "papers", "S", "S").split() == ["papers", "S", "S", "built", str(s_chunks), "-", "-"]
     assert row(out, "papers", "E", "E").split() == ["papers", "E", "E", "missing", "-", f"?/{s_chunks}", "-"]
     assert row(out, "docs", "F256t", "F256t").split()[3] == "missing"
-    assert "next: make build-arms (13 chunk sets missing)" in out  # 3 x 6 + E, minus S and P on 3 datasets
+    # the config was edited after the freeze: status names the drift first (build-arms would refuse) ...
+    assert "next: the inputs drifted from the freeze (1 file(s) changed: configs/study.yaml)" in out
+    # ... and counts the grid of the edited config: 3 x 6 + E, minus S and P on 3 datasets
+    assert replace(grid_status(study), drifted_files=[]).next_step() == "make build-arms (13 chunk sets missing)"
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +198,10 @@ def test_answer_cells_are_answered_missing_or_stale_by_their_marker(tmp_path, ca
     assert row(text, "papers", "S+T", "bm25").split() == ["papers", "S+T", "bm25", "stale"]
     assert row(text, "docs", "S", "bm25").split() == ["docs", "S", "bm25", "missing"]
     assert "answer cells: 3 (1 answered, 1 stale, 1 missing)" in text
-    # the chunk sets come first; once every cell is scored, the answer cells are what is next
+    # the chunk sets come first; once every cell is scored, the answer cells are what is next (the fixture
+    # adds its reader after the freeze, a drift status reports first and which is set aside here)
+    assert status.drifted_files == ["configs/study.yaml"]
+    status = replace(status, drifted_files=[])
     assert status.next_step().startswith("make build-arms")
     scored = replace(status, chunk_sets=[], cells=[replace(c, state=SCORED) for c in status.cells])
     assert scored.next_step() == "make answer (1 answer cell missing, 1 answer cell stale)"

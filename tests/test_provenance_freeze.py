@@ -20,6 +20,7 @@ from harness.provenance.freeze import (
     check_frozen,
     compare_records,
     current_record,
+    record_hash,
     format_differences,
     freeze,
     frozen_hash,
@@ -64,7 +65,7 @@ def test_round_trip_same_hash_no_drift(study):
     notes = []
     digest = freeze(study)
     assert digest == frozen_hash(study)
-    assert digest == hashlib.sha256(study.frozen_path.read_bytes()).hexdigest()
+    assert digest == record_hash(json.loads(study.frozen_path.read_bytes()))  # canonical content, not bytes
     assert check_frozen(fresh(study), stage="build-arms", note=notes.append) == digest
     assert notes == []
     first_bytes = study.frozen_path.read_bytes()

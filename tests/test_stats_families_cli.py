@@ -139,18 +139,21 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
     assert (study.stats_dir / "H3.png").read_bytes() == png
     capsys.readouterr()
 
-    assert main(["audit", "--study", str(study.root)]) == 0
+    assert main(["audit", "--study", str(study.root)]) == 3  # outside git: registration not verifiable
+    assert capsys.readouterr().out.rstrip().endswith("audit: 49 PASS, 0 FAIL, 1 NOT VERIFIABLE (not a pass)")
+    assert main(["audit", "--study", str(study.root), "--registered-hash", frozen_hash(study)]) == 0
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 48 PASS, 0 FAIL" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 50 PASS, 0 FAIL" in out
     grid = [line for line in out.splitlines() if "(grid)" in line]
     assert "PASS  (grid)/cells: 85 cell(s) not scored" in out and "released as a logged deviation" in out, grid
 
     released["rows"][1]["estimate"] += 0.01
     (study.stats_dir / "primary.json").write_text(json.dumps(released))
     (study.stats_dir / "stray.json").write_text("{}")
-    assert main(["audit", "--study", str(study.root)]) == 1
+    assert main(["audit", "--study", str(study.root), "--registered-hash", frozen_hash(study)]) == 1
     out = capsys.readouterr().out
     assert "FAIL  primary/H2-papers: differs in estimate" in out
+    assert "FAIL  (results)/results/stats/primary.json: edited after it was written" in out
     assert "FAIL  stray/(family): stray.json is not a family of the plan" in out
 
 
@@ -202,9 +205,9 @@ def test_audit_fails_when_the_plan_changed_after_freezing(tmp_path, capsys):
     capsys.readouterr()
     plan = study.root / "plan" / "PLAN.md"
     plan.write_text(plan.read_text() + "\nA sentence added after freezing.\n")
-    assert main(["audit", "--study", str(study.root)]) == 1
-    out = capsys.readouterr().out
-    assert "FAIL  (frozen)/plan: plan/PLAN.md: frozen as" in out
+    assert main(["audit", "--study", str(study.root)]) == 2  # drift, refused as build-arms refuses it
+    err = capsys.readouterr().err
+    assert "audit: refusing to run" in err and 'input_files["plan/PLAN.md"]' in err
 
 
 def test_load_per_question_refuses_a_result_repeated_across_files(tmp_path):

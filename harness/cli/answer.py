@@ -9,6 +9,7 @@ from harness.cli.build_arms import llm_mode
 from harness.cli.main import add_study_argument
 from harness.pipeline.answer import answer_study
 from harness.provenance.freeze import check_frozen
+from harness.provenance.release import record_results
 from harness.study import Study
 
 HELP = ("answer every configured answer cell (`reader.cells`) with the fixed reader from exactly B source "
@@ -36,6 +37,7 @@ def run(args) -> int:
     study = Study.at(args.study)
     frozen = check_frozen(study, stage="answer")
     summary = answer_study(study, frozen_hash=frozen, fresh=fresh, replay=replay, progress=not args.no_progress)
+    record_results(study)
     if summary.get("controls") is not None:
         c = summary["controls"]
         shown = lambda v: "not computable" if v is None else f"{v:.3f}"  # noqa: E731

@@ -10,9 +10,13 @@ from harness.study import Study
 HELP = 'recompute every family and check it row by row against the released results/stats/*.json'
 
 DESCRIPTION = (
-    "Audit released statistics: recompute every family of the plan and amendments from the per-question "
-    "results and compare each row with results/stats/<family>.json (PASS/FAIL per row). Exits 1 on any "
-    "FAIL, including a released family missing from the plan or a planned family never released."
+    "Audit released statistics: refuse drifted inputs as build-arms does (exit 2, with the diff); check the "
+    "plan and amendments against git history and --registered-hash, every released file against "
+    "results/results_manifest.json and each per-question CSV against its Parquet; recompute every family of "
+    "the plan and amendments from the per-question results and compare each row with "
+    "results/stats/<family>.json (PASS/FAIL per row). Exits 1 on any FAIL, including a released family "
+    "missing from the plan or a planned family never released; exits 3 when nothing fails but the "
+    "registration is NOT VERIFIABLE (no git history and no --registered-hash): that is not a pass."
 )
 
 
@@ -22,6 +26,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rel-tol", type=float, default=1e-9,
                         help="relative tolerance for floating-point fields (default 1e-9; reruns on one "
                              "platform are bit-identical)")
+    parser.add_argument("--registered-hash", metavar="H",
+                        help="the frozen hash published at registration (printed by `harness freeze`); the "
+                             "freeze must still have it")
     parser.add_argument("--rescore", type=int, metavar="K",
                         help="also re-run K seeded cells from the frozen inputs in a scratch folder and compare "
                              "their chunk, run and per-question bytes with the released ones (no model is called)")
@@ -53,11 +60,15 @@ def run(args) -> int:
     study = Study.at(args.study)
     if not study.stats_dir.is_dir():
         raise HarnessError(f"{study.stats_dir}: no released statistics to audit; run `harness stats` first")
-    from harness.provenance.freeze import check_registered_hashes, frozen_hash
+    from harness.provenance.checks import exit_code
+    from harness.provenance.freeze import check_frozen, check_registered_hashes
+    from harness.provenance.registration import verify_registration
+    from harness.provenance.release import verify_results
     from harness.stats.io import results_frozen_hash
 
     checks: list[RowCheck] = []
-    frozen = frozen_hash(study)
+    frozen = check_frozen(study, stage="audit")
+    anchors = verify_registration(study, registered_hash=args.registered_hash) + verify_results(study)
     problems = check_registered_hashes(study)
     checks += [RowCheck("(frozen)", "plan", False, p) for p in problems]
     if not problems:
@@ -86,8 +97,12 @@ def run(args) -> int:
 
         seed = DEFAULT_SEED if args.rescore_seed is None else args.rescore_seed
         checks += [RowCheck("(rescore)", r.cell, r.passed, r.detail) for r in rescore(study, args.rescore, seed, frozen)]
+    for a in anchors:
+        print(a.line())
     for c in checks:
         print(f"{'PASS' if c.passed else 'FAIL'}  {c.family}/{c.test}: {c.detail}")
-    failed = sum(not c.passed for c in checks)
-    print(f"audit: {len(checks) - failed} PASS, {failed} FAIL")
-    return 1 if failed else 0
+    statuses = [a.status for a in anchors] + ["PASS" if c.passed else "FAIL" for c in checks]
+    unverifiable = len(statuses) - statuses.count("PASS") - statuses.count("FAIL")
+    print(f"audit: {statuses.count('PASS')} PASS, {statuses.count('FAIL')} FAIL"
+          + (f", {unverifiable} NOT VERIFIABLE (not a pass)" if unverifiable else ""))
+    return exit_code(statuses)

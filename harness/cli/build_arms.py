@@ -10,6 +10,7 @@ from harness.arms.build import build_arms
 from harness.cli.main import add_study_argument
 from harness.errors import HarnessError
 from harness.provenance.freeze import check_frozen
+from harness.provenance.release import record_results
 from harness.study import Study
 
 HELP = "build every arm the study config names, for every dataset, into results/chunks/ (resumable)"
@@ -70,6 +71,7 @@ def run(args) -> int:
         fresh=fresh,
         replay=replay,
     )
+    record_results(study)
     built = sum(not b.skipped for b in builds)
     mode = " (fresh)" if fresh else " (replay)" if replay else ""
     print(f"build-arms{mode}: {len(builds)} chunk set(s), {built} built, {len(builds) - built} up to date "

@@ -56,8 +56,10 @@ def run(args) -> int:
 
     study = owning_study(Path(args.results))
     if study is not None:  # no interim looks at a registered study's outcomes
+        from harness.provenance.freeze import check_frozen
         from harness.provenance.interim import require_outcomes_allowed
 
+        check_frozen(study, stage="compare")
         require_outcomes_allowed(study, command="compare", deviation_reason=args.deviation)
     table = read_per_question(args.results)
     try:

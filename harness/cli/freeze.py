@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from harness.cli.main import add_study_argument
-from harness.provenance.freeze import check_frozen, freeze
+from harness.provenance.freeze import check_frozen, freeze, frozen_hash
 from harness.provenance.interim import record_deviation
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
 from harness.files import read_json
@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--check", action="store_true", help="compare the current inputs with the frozen ones (exit 2 on drift)")
     mode.add_argument("--show-timeline", action="store_true", help="print the registration timeline of the plan and amendments")
     parser.add_argument("--strict", action="store_true", help="with --check: also refuse changed package versions and harness commit")
-    parser.add_argument("--force", metavar="REASON", help="re-freeze although results exist under the old freeze; REASON goes to DEVIATIONS.md")
+    parser.add_argument("--force", metavar="REASON", help="re-freeze although results exist under the old freeze; REASON (required) goes to DEVIATIONS.md")
 
 
 def run(args) -> int:
@@ -32,19 +32,25 @@ def run(args) -> int:
         digest = check_frozen(study, stage="freeze --check", strict=args.strict)
         print(f"no drift: the current inputs match {study.frozen_path} (frozen hash {digest})")
         return 0
+    before = frozen_hash(study) if study.frozen_path.is_file() else None
     digest = freeze(study, force=bool(args.force))
-    if args.force:
+    if digest == before:
+        print(f"unchanged: the inputs match {study.frozen_path}, nothing written"
+              + (" and no deviation logged (--force not needed)" if args.force else ""))
+    elif args.force:
         record_deviation(study, args.force, "harness freeze --force")
-    print(_summary(read_json(study.frozen_path), study, digest))
+    print(_summary(read_json(study.frozen_path), study, digest, verb="kept" if digest == before else "froze"))
+    print(f"publish this hash (a public registry, a tag, the paper); `harness audit --registered-hash {digest}` "
+          "checks the freeze against it")
     return 0
 
 
-def _summary(record: dict, study: Study, digest: str) -> str:
+def _summary(record: dict, study: Study, digest: str, *, verb: str) -> str:
     config = record["config"]
     selection = record["selection"]["sha256"]
     files = record["input_files"]
     lines = [
-        f"froze {study.frozen_path}",
+        f"{verb} {study.frozen_path}",
         f"  datasets {len(config['datasets'])}, arms {len(config['arms'])}, retrievers {len(config['retrievers'])}, "
         f"models {len(record['model_digests'])}, prompts {sum(p.startswith('prompts/') for p in files)}, "
         f"input files {len(files)}",

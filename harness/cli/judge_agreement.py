@@ -4,6 +4,7 @@ from pathlib import Path
 
 from harness.metrics.judge_agreement import read_spot_check
 from harness.pipeline.judge_sample import record_agreement
+from harness.provenance.release import record_results
 from harness.study import Study
 
 HELP = "Cohen's kappa between the judge and a human on a labelled spot-check CSV (the plan requires >= 0.6)"
@@ -22,6 +23,8 @@ def run(args) -> int:
           f"expected {result.expected_agreement:.4f}, kappa {kappa}: "
           + ("PASS (>= %g)" % result.threshold if result.passed else f"FAIL ({result.reason})"))
     if args.study is not None:
-        path = record_agreement(Study.at(args.study), result, Path(args.file))
+        study = Study.at(args.study)
+        path = record_agreement(study, result, Path(args.file))
+        record_results(study)
         print(f"judge-agreement: recorded in {path}")
     return 0 if result.passed else 1

@@ -48,8 +48,10 @@ def run(args) -> int:
 
     study = owning_study(Path(args.pilot))
     if study is not None:
+        from harness.provenance.freeze import check_frozen
         from harness.provenance.interim import require_outcomes_allowed
 
+        check_frozen(study, stage="power")
         require_outcomes_allowed(study, command="power", deviation_reason=args.deviation)
     pairs = paired_differences(read_per_question(args.pilot), dataset=args.dataset, a=args.a, b=args.b,
                                retriever=args.retriever, metric=args.metric)

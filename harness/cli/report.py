@@ -1,6 +1,7 @@
 """`harness report`."""
 
 from harness.cli.main import add_study_argument
+from harness.provenance.freeze import check_frozen
 from harness.report.build import build_report
 from harness.study import Study
 
@@ -13,6 +14,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    path = build_report(Study.at(args.study))
+    study = Study.at(args.study)
+    if study.frozen_path.is_file():  # before the freeze no outcome exists and there is nothing to drift from
+        check_frozen(study, stage="report")
+    path = build_report(study)
     print(f"report: wrote {path} (and report.md, tables/, figures/ beside it)")
     return 0

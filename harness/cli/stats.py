@@ -40,8 +40,11 @@ def run(args) -> int:
     from harness.provenance.interim import require_outcomes_allowed
     from harness.stats.io import load_judge_rates, load_per_question, results_frozen_hash, write_outputs
     from harness.stats.plan import load_study_plan
+    from harness.provenance.freeze import check_frozen
+    from harness.provenance.release import record_results
 
     study = Study.at(args.study)
+    check_frozen(study, stage="stats")  # an edited plan or input is refused here as in build-arms and score
     plan = load_study_plan(study)
     frozen = results_frozen_hash(study)
     deviation = require_outcomes_allowed(study, command="stats", deviation_reason=args.deviation)
@@ -72,5 +75,6 @@ def run(args) -> int:
             state = record["status"] if record["status"] == "ran" else \
                 "blocked: " + "; ".join(f"{m['what']} (run `{m['target']}`)" for m in record["missing"])
             print(f"analysis {record['id']} ({record['analysis']}): {state}")
+    record_results(study)
     print(f"wrote {study.stats_dir}")
     return 0

@@ -1,5 +1,6 @@
 """The grid's state as one record, and what the next `make` target would do. Read-only: status
-reads manifests and markers, never a dataset, a model or a results table."""
+reads manifests and markers and hashes the frozen input files (to say when they drifted), never loads a
+dataset, a model or a results table."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ class GridStatus:
     stats_state: str  # "none", STALE (another freeze) or "released"
     report_written: bool
     generation_cache: dict[str, int]  # model -> cached answers in results/generations/<model>.jsonl
+    drifted_files: list[str]  # input files whose bytes differ from frozen_config.json (build-arms would refuse)
 
     def chunk_set_counts(self) -> Counter:
         return Counter(s.state for s in self.chunk_sets)
@@ -64,6 +66,11 @@ class GridStatus:
             return "make select (no selection/selection.json yet)"
         if self.frozen_hash is None:
             return "make freeze (no frozen_config.json yet)"
+        if self.drifted_files:
+            listed = ", ".join(self.drifted_files[:5]) + (" ..." if len(self.drifted_files) > 5 else "")
+            return (f"the inputs drifted from the freeze ({len(self.drifted_files)} file(s) changed: {listed}); "
+                    "every stage refuses to run: revert them, or run `harness freeze` "
+                    "(`--force REASON` once outcomes exist)")
         if sets[MISSING] or sets[STALE]:
             return f"make build-arms ({_counted(sets, 'chunk set')}){self.planned_note()}"
         if cells[MISSING] or cells[STALE]:
@@ -158,7 +165,15 @@ def grid_status(study: Study) -> GridStatus:
         stats_state=_stats_state(study, current),
         report_written=(study.results / "report" / "report.md").is_file(),
         generation_cache=_cache_sizes(study),
+        drifted_files=_drifted_files(study) if current is not None else [],
     )
+
+
+def _drifted_files(study: Study) -> list[str]:
+    """The byte-level drift check (no dataset or model is loaded): paths of changed input files."""
+    from harness.provenance.freeze import changed_input_files
+
+    return [d.keys[-1] for d in changed_input_files(study)]
 
 
 # --- text ---

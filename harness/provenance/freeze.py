@@ -1,9 +1,15 @@
 """The frozen configuration (DESIGN section 9): one record of every input that could move a result.
 
-`freeze` writes the record to frozen_config.json (key-sorted, no timestamps of its own, so the same
-inputs give the same bytes); `check_frozen` rebuilds it and refuses to run on drift (DriftError, exit 2)
-with a diff naming each changed key; every output records `frozen_hash` and results under two hashes
-are never combined (`assert_same_frozen_hash`).
+`freeze` writes the record to frozen_config.json (key-sorted, no timestamps of its own); `check_frozen`
+rebuilds it and refuses to run on drift (DriftError, exit 2) with a diff naming each changed key; every
+output records `frozen_hash` and results under two hashes are never combined (`assert_same_frozen_hash`).
+
+The frozen hash is the SHA-256 of the record's canonical JSON without the reported-only fields below
+(`hashed_content`): the volatile facts (harness commit, package versions, registration times and their
+source) are recorded beside the hashed inputs, not inside the hash. So re-freezing unchanged inputs gives
+the same hash and writes nothing, and reformatting frozen_config.json by hand (whitespace, key order)
+orphans no result; editing a hashed value by hand changes the hash, which the audit checks against git
+history and the published hash (harness.provenance.registration).
 
 What is compared. Refused on any difference: the effective typed config (harness.config: every
 section of configs/study.yaml with the schema's defaults filled in, exactly what `harness config`
@@ -252,13 +258,13 @@ def _git_output(cwd: Path, *args: str) -> str | None:
 
 
 def freeze(study: Study, *, force: bool = False) -> str:
-    """Write frozen_config.json from the current inputs and return its SHA-256.
+    """Write frozen_config.json from the current inputs and return the frozen hash (`record_hash`).
 
     The plan and amendments are validated against the config first (plan_check), so a test that names
     an undefined arm, retriever, metric or stratum, or an unknown rule, stops the freeze.
 
-    Re-freezing over a different record once outcomes exist would orphan them, so it needs `force`
-    (the CLI then logs a deviation)."""
+    Inputs that give the frozen hash already recorded write nothing. A record with another hash once
+    outcomes exist would orphan them, so it needs `force` (the CLI then logs a deviation)."""
     study.config  # a config the schema refuses is the first thing to fix
     if not study.plan_path.is_file():
         raise HarnessError(f"{study.plan_path}: missing: register the plan before freezing")
@@ -269,17 +275,36 @@ def freeze(study: Study, *, force: bool = False) -> str:
         arm_prompt_files(study, arm)  # a per-arm prompt override must name a file the freeze then hashes
     check_plan_against_config(study)  # a test naming an undefined arm, metric, ... fails now, not at stats
     record = current_record(study)
-    if study.frozen_path.is_file() and not force and first_outcome_time(study) is not None:
-        changed = [d for d in record_differences(_read_frozen(study), record) if d.refused]
-        if changed:
+    if study.frozen_path.is_file():
+        old = _read_frozen(study)
+        if record_hash(old) == record_hash(record):
+            return record_hash(old)  # same inputs: the file (and its recorded facts) stays as it is
+        if not force and first_outcome_time(study) is not None:
+            changed = compare_records(hashed_content(old), hashed_content(record))
             raise HarnessError(
                 f"per-question results already exist under frozen hash {frozen_hash(study)[:12]}; "
                 f"re-freezing with {len(changed)} changed input(s) would orphan them:\n"
                 f"{format_differences(changed)}\n"
-                "pass --force to re-freeze anyway (it is logged in DEVIATIONS.md)"
+                "pass --force REASON to re-freeze anyway (REASON is logged in DEVIATIONS.md)"
             )
     atomic_write_json(study.frozen_path, record)
     return frozen_hash(study)
+
+
+def hashed_content(record: dict[str, Any]) -> dict[str, Any]:
+    """The record without its reported-only (volatile) fields: what the frozen hash covers."""
+
+    def strip(value: Any, keys: tuple[str, ...]) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {k: strip(v, keys + (k,)) for k, v in value.items() if not _is_reported(keys + (k,))}
+
+    return strip(record, ())
+
+
+def record_hash(record: dict[str, Any]) -> str:
+    """The frozen hash of a record: SHA-256 of the canonical JSON of its hashed content."""
+    return sha256_text(canonical_json(hashed_content(record)))
 
 
 def check_registered_hashes(study: Study) -> list[str]:
@@ -304,7 +329,7 @@ def check_registered_hashes(study: Study) -> list[str]:
 def frozen_hash(study: Study) -> str:
     if not study.frozen_path.is_file():
         raise HarnessError(f"{study.frozen_path}: missing: run `harness freeze` first")
-    return sha256_file(study.frozen_path)
+    return record_hash(_read_frozen(study))
 
 
 def _read_frozen(study: Study) -> dict[str, Any]:
@@ -337,10 +362,11 @@ def check_frozen(
             f"{FORMAT}: run `harness freeze` again"
         )
     unloadable = ""
+    study.config  # a config the schema refuses is a config error (exit 1, naming file and key), not drift
     try:
         diffs = record_differences(frozen, current_record(study))
     except HarnessError as e:
-        diffs = _changed_files(study, frozen)
+        diffs = changed_input_files(study, frozen)
         if not diffs:
             raise
         unloadable = f"\n(the changed inputs no longer load: {e})"
@@ -349,8 +375,8 @@ def check_frozen(
         raise DriftError(
             f"{stage}: refusing to run: {len(refused)} input(s) differ from {study.frozen_path.name} "
             f"(frozen hash {hash_[:12]}):\n{format_differences(refused)}{unloadable}\n"
-            "If the change is intended, run `harness freeze` again; results produced under the old "
-            "freeze cannot be combined with new ones."
+            "If the change is intended, run `harness freeze` again (`--force REASON` once outcomes exist); "
+            "results produced under the old freeze cannot be combined with new ones."
         )
     if diffs:
         note(
@@ -376,8 +402,10 @@ def record_differences(frozen: dict[str, Any], current: dict[str, Any]) -> list[
     return [replace(d, refused=False) if d.keys == file_keys else d for d in diffs]
 
 
-def _changed_files(study: Study, frozen: dict[str, Any]) -> list[Difference]:
-    """Byte-level drift of the input files, for when the current inputs cannot be loaded."""
+def changed_input_files(study: Study, frozen: dict[str, Any] | None = None) -> list[Difference]:
+    """Byte-level drift of the input files: for when the current inputs cannot be loaded, and for
+    `status`, which loads no dataset or model."""
+    frozen = _read_frozen(study) if frozen is None else frozen
     then = frozen.get("input_files", {})
     now = {k: v for k, v in current_file_hashes(study, then).items() if v is not None}
     then = {k: v for k, v in then.items() if k in now or not k.startswith(NON_FILE_PREFIX)}

@@ -100,19 +100,30 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess | None:
     return proc if proc.returncode == 0 else None
 
 
-def first_commit(root: Path, rel: str) -> tuple[str, dt.datetime] | None:
-    """(commit, commit time) of the oldest commit that touched `rel`, or None."""
+def in_git(root: Path) -> bool:
+    """Whether `root` lies inside a git work tree (git installed and the folder tracked by a repository)."""
+    proc = _git(root, "rev-parse", "--is-inside-work-tree")
+    return proc is not None and proc.stdout.strip() == b"true"
+
+
+def file_commits(root: Path, rel: str) -> list[tuple[str, dt.datetime]]:
+    """(commit, commit time) of every commit that changed `rel` (a file or folder), oldest first."""
     proc = _git(root, "log", "--format=%H %ct", "--", rel)
     if proc is None:
-        return None
-    fields = proc.stdout.decode().split()  # newest first: the last pair is the first commit
-    if len(fields) < 2:
-        return None
-    commit, seconds = fields[-2], fields[-1]
-    return commit, dt.datetime.fromtimestamp(int(seconds), dt.timezone.utc)
+        return []
+    fields = proc.stdout.decode().split()  # newest first
+    pairs = [(fields[i], dt.datetime.fromtimestamp(int(fields[i + 1]), dt.timezone.utc))
+             for i in range(0, len(fields) - 1, 2)]
+    return pairs[::-1]
 
 
-def _committed_bytes(root: Path, commit: str, rel: str) -> bytes | None:
+def first_commit(root: Path, rel: str) -> tuple[str, dt.datetime] | None:
+    """(commit, commit time) of the oldest commit that touched `rel`, or None."""
+    commits = file_commits(root, rel)
+    return commits[0] if commits else None
+
+
+def committed_bytes(root: Path, commit: str, rel: str) -> bytes | None:
     proc = _git(root, "show", f"{commit}:./{rel}")
     return None if proc is None else proc.stdout
 
@@ -192,7 +203,7 @@ def _entry(study: Study, entry_id: str, path: Path, first_outcome: dt.datetime |
     if committed is not None:
         commit, registered = committed
         source = SOURCE_GIT
-        original = _committed_bytes(study.root, commit, rel)
+        original = committed_bytes(study.root, commit, rel)
         changed = None if original is None else original != data
     else:
         for field in RECORDED_TIME_FIELDS:

@@ -58,6 +58,8 @@ def results_frozen_hash(study) -> str:
 
     folder = study.results / "per_question"
     tables = {p.stem for p in folder.glob("*.parquet")} | {p.stem for p in folder.glob("*.csv")}
+    if not tables:
+        raise HarnessError(f"{folder}: no per-question results (*.parquet or *.csv); run `harness score` first")
     orphans = sorted(t for t in tables if not (folder / f"{t}.manifest.json").is_file())
     if orphans:
         raise HarnessError(

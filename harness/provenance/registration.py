@@ -1,0 +1,99 @@
+"""Registration anchored outside the editable files: the audit's check of the plan and amendments.
+
+frozen_config.json records the SHA-256 of every plan and amendment file, but whoever edits the plan can
+patch that hash too. Two anchors the editor does not control:
+  - git history: for each file of plan/ and amendments/ the frozen content must be committed. Its
+    registering commit is the oldest commit holding exactly that content (earlier versions are re-
+    registrations, shown by `harness freeze --show-timeline`); a later commit that changed the file, or an
+    uncommitted change, fails with the commit and its time. A plan file whose registering commit comes
+    after the first outcome (FIRST_OUTCOME.json, or the first commit of results/per_question) fails too:
+    the plan moved once outcomes existed. Amendments may be registered after outcomes; the timeline labels
+    them post-outcome.
+  - the published hash: `harness freeze` prints the frozen hash to publish (a registry, a tag, a paper);
+    `harness audit --registered-hash H` checks the freeze against it.
+A study outside git checked without --registered-hash is NOT VERIFIABLE, never a pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.files import read_json, sha256_bytes, sha256_file
+from harness.provenance.checks import FAIL, NOT_VERIFIABLE, PASS, Check
+from harness.provenance.timeline import (
+    committed_bytes, file_commits, first_outcome_time, in_git, utc_iso,
+)
+from harness.study import Study
+
+SUBJECT = "(registration)"
+REGISTERED_FOLDERS = ("plan/", "amendments/")
+
+
+def registered_file_hashes(study: Study, frozen: dict[str, Any]) -> dict[str, str]:
+    """path -> frozen SHA-256 of every file of plan/ and amendments/ the freeze recorded."""
+    return {k: v for k, v in sorted(frozen.get("input_files", {}).items())
+            if k.startswith(REGISTERED_FOLDERS) and isinstance(v, str)}
+
+
+def verify_registration(study: Study, *, registered_hash: str | None = None) -> list[Check]:
+    """Checks of the freeze against git history and, when given, the published hash."""
+    from harness.provenance.freeze import frozen_hash  # freeze imports the timeline; keep this module a leaf
+
+    checks = []
+    if registered_hash is not None:
+        current = frozen_hash(study)
+        same = current == registered_hash.strip().lower()
+        checks.append(Check(SUBJECT, "published hash", PASS if same else FAIL,
+                            f"frozen hash {current} " + ("matches the published hash" if same else
+                                                         f"differs from the published hash {registered_hash}")))
+    if in_git(study.root):
+        frozen = read_json(study.frozen_path)
+        outcome = _first_outcome(study)
+        for rel, sha in registered_file_hashes(study, frozen).items():
+            checks += _verify_file(study, rel, sha, outcome)
+    elif registered_hash is None:
+        checks.append(Check(SUBJECT, "plan and amendments", NOT_VERIFIABLE,
+                            "registration not verifiable: the study is not in a git repository and no "
+                            "--registered-hash was given, so nothing outside its editable files anchors the "
+                            "frozen plan hashes"))
+    return checks
+
+
+def _first_outcome(study: Study):
+    """The earliest evidence of outcomes: the recorded first outcome or the first commit of results."""
+    times = [t for t in (first_outcome_time(study),) if t is not None]
+    committed = file_commits(study.root, "results/per_question")
+    if committed:
+        times.append(committed[0][1])
+    return min(times) if times else None
+
+
+def _at(commit: str, moment) -> str:
+    return f"commit {commit[:12]} at {utc_iso(moment)}"
+
+
+def _verify_file(study: Study, rel: str, frozen_sha: str, first_outcome) -> list[Check]:
+    commits = file_commits(study.root, rel)
+    if not commits:
+        return [Check(SUBJECT, rel, FAIL, "never committed: its frozen hash has no anchor in git history")]
+    shas = [sha256_bytes(committed_bytes(study.root, c, rel) or b"") for c, _ in commits]
+    path = study.root / rel
+    current = sha256_file(path) if path.is_file() else None
+    head = commits[-1]
+    if frozen_sha not in shas:
+        return [Check(SUBJECT, rel, FAIL, f"the frozen content ({frozen_sha[:12]}) is in no commit; "
+                                          f"last committed in {_at(*head)}"
+                                          + ("; the file has uncommitted changes" if current != shas[-1] else ""))]
+    i = shas.index(frozen_sha)
+    registered = commits[i]
+    out = [Check(SUBJECT, rel, FAIL, f"changed after its registration ({_at(*registered)}) in {_at(c, t)}")
+           for c, t in commits[i + 1:]]
+    if current != shas[-1]:
+        out.append(Check(SUBJECT, rel, FAIL, f"uncommitted change: differs from its last commit ({_at(*head)})"))
+    if rel.startswith("plan/") and first_outcome is not None and registered[1] > first_outcome:
+        replaced = f" (replacing the version of {_at(*commits[i - 1])})" if i else ""
+        out.append(Check(SUBJECT, rel, FAIL, f"registered in {_at(*registered)}{replaced}, after the first outcome "
+                                             f"({utc_iso(first_outcome)}): the plan moved once outcomes existed"))
+    if not out:
+        out.append(Check(SUBJECT, rel, PASS, f"registered in {_at(*registered)}, unchanged since"))
+    return out

@@ -1,0 +1,130 @@
+"""Released results carry content hashes: results/results_manifest.json lists the SHA-256 and size of
+every file under the released folders (chunk sets, run files, per-question tables and their parts,
+answers, judge records, statistics).
+
+Every stage that writes there calls `record_results` last. It walks the folders generically (so a file a
+new stage adds is covered without a list to keep up to date) and rewrites the manifest; it holds no time,
+so a rerun that changes nothing writes the same bytes. The audit (`verify_results`) re-hashes every
+listed file, reports files under those folders that the manifest does not list, and compares each
+per-question CSV with its Parquet twin value by value: any edit is a FAIL naming the file.
+A file edited between two stages is listed afresh by the second; the CSV-Parquet comparison and the
+audit's recomputation from Parquet are what catch an edit there.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.files import atomic_write_json, read_json, sha256_file
+from harness.provenance.checks import FAIL, PASS, Check
+from harness.study import Study
+
+MANIFEST_NAME = "results_manifest.json"
+RELEASED_FOLDERS = ("chunks", "runs", "per_question", "answers", "judges", "stats")
+SUBJECT = "(results)"
+MAX_LISTED = 20
+
+
+def manifest_path(study: Study) -> Path:
+    return study.results / MANIFEST_NAME
+
+
+def released_files(study: Study) -> dict[str, Path]:
+    """results-relative path -> file, for every file under the released folders (temporary files too:
+    a leftover of a killed run is not part of a release and must show)."""
+    out = {}
+    for name in RELEASED_FOLDERS:
+        folder = study.results / name
+        if folder.is_dir():
+            for p in sorted(folder.rglob("*")):
+                if p.is_file():
+                    out[p.relative_to(study.results).as_posix()] = p
+    return out
+
+
+def record_results(study: Study) -> Path:
+    """Write the results manifest for the released files as they are now; returns its path."""
+    from harness.provenance.freeze import frozen_hash
+
+    files = {rel: {"sha256": sha256_file(p), "bytes": p.stat().st_size} for rel, p in released_files(study).items()}
+    path = manifest_path(study)
+    atomic_write_json(path, {"frozen_config_hash": frozen_hash(study), "files": files})
+    return path
+
+
+def verify_results(study: Study) -> list[Check]:
+    path = manifest_path(study)
+    if not path.is_file():
+        return [Check(SUBJECT, MANIFEST_NAME, FAIL, f"{path} is missing: the released results carry no content "
+                                                   "hashes; rerun the last stage that wrote them")]
+    listed = read_json(path).get("files")
+    if not isinstance(listed, dict):
+        raise HarnessError(f"{path}: expected an object with a `files` object")
+    present = released_files(study)
+    checks = [_verify_listed(study, rel, entry) for rel, entry in sorted(listed.items())]
+    failed = [c for c in checks if c is not None]
+    if not failed:
+        failed.append(Check(SUBJECT, MANIFEST_NAME, PASS, f"{len(listed)} released file(s) match their SHA-256"))
+    unlisted = sorted(set(present) - set(listed))
+    failed += [Check(SUBJECT, f"results/{rel}", FAIL, f"not listed in {MANIFEST_NAME}: added after the last stage")
+               for rel in unlisted[:MAX_LISTED]]
+    if len(unlisted) > MAX_LISTED:
+        failed.append(Check(SUBJECT, "(unlisted)", FAIL, f"... and {len(unlisted) - MAX_LISTED} more unlisted files"))
+    return failed + [csv_matches_parquet(p) for p in per_question_csvs(study) if p.with_suffix(".parquet").is_file()]
+
+
+def _verify_listed(study: Study, rel: str, entry: Any) -> Check | None:
+    path = study.results / rel
+    if not path.is_file():
+        return Check(SUBJECT, f"results/{rel}", FAIL, "listed in the manifest but missing")
+    if not isinstance(entry, dict):
+        return Check(SUBJECT, f"results/{rel}", FAIL, f"malformed manifest entry {entry!r}")
+    size, sha = path.stat().st_size, sha256_file(path)
+    if (entry.get("sha256"), entry.get("bytes")) == (sha, size):
+        return None
+    return Check(SUBJECT, f"results/{rel}", FAIL, f"edited after it was written: SHA-256 {sha[:12]} ({size} bytes), "
+                                                  f"manifest {str(entry.get('sha256'))[:12]} ({entry.get('bytes')} bytes)")
+
+
+def per_question_csvs(study: Study) -> list[Path]:
+    """Every CSV under results/per_question (one without a Parquet twin is the table itself: nothing to compare)."""
+    folder = study.results / "per_question"
+    return sorted(folder.rglob("*.csv")) if folder.is_dir() else []
+
+
+def csv_matches_parquet(csv_path: Path) -> Check:
+    """The CSV and its Parquet twin hold the same rows, value by value (floats exactly)."""
+    from harness.pipeline.results import COLUMNS, read_per_question
+
+    name = csv_path.name
+    parquet = csv_path.with_suffix(".parquet")
+    table = read_per_question(parquet)
+    expected = [list(map(str, row[:-1])) + [float(row[-1])]
+                for row in table[list(COLUMNS)].itertuples(index=False, name=None)]
+    with open(csv_path, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows or tuple(rows[0]) != COLUMNS:
+        return Check(SUBJECT, name, FAIL, f"header {rows[0] if rows else '(empty file)'} is not {list(COLUMNS)}")
+    body = rows[1:]
+    differences = []
+    for i, (got, want) in enumerate(zip(body, expected)):
+        for column, g, w in zip(COLUMNS, got, want):
+            if (column == "value" and not _same_float(g, w)) or (column != "value" and g != w):
+                differences.append(f"line {i + 2} {column}: {g!r} in the CSV, {w!r} in {parquet.name}")
+    if len(body) != len(expected) or any(len(r) != len(COLUMNS) for r in body):
+        differences.append(f"{len(body)} rows in the CSV, {len(expected)} in {parquet.name}")
+    if differences:
+        return Check(SUBJECT, name, FAIL, f"{len(differences)} value(s) differ from {parquet.name}: {differences[0]}")
+    return Check(SUBJECT, name, PASS, f"{len(body)} rows equal to {parquet.name}, value by value")
+
+
+def _same_float(text: str, value: float) -> bool:
+    try:
+        parsed = float(text)
+    except ValueError:
+        return False
+    return parsed == value or (math.isnan(parsed) and math.isnan(value))
