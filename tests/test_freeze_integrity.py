@@ -277,3 +277,33 @@ def test_point9_stats_before_score_says_to_run_score(tmp_path, capsys):
     study = make_llm_free_study(tmp_path / "s")
     code, _, err = run(capsys, "stats", "--study", str(study.root))
     assert code == 1 and "no per-question results" in err and "run `harness score` first" in err
+
+
+# --- the outcome stages need no model server ---
+
+
+def test_outcome_stages_check_the_freeze_without_asking_a_model_server(tmp_path, monkeypatch):
+    """stats, compare, report, power and audit read outcomes, never a model: an auditor without the study's
+    model servers still gets the freeze check (an edited plan is refused), while build-arms asks for every
+    digest."""
+    import harness.provenance.freeze as freeze_mod
+    from harness.errors import DriftError
+
+    demo = Path(__file__).resolve().parents[1] / "examples" / "demo"
+    root = tmp_path / "demo"
+    shutil.copytree(demo, root, ignore=shutil.ignore_patterns("results"))
+    study = Study.at(root)
+    frozen = json.loads(study.frozen_path.read_text(encoding="utf-8"))
+    assert frozen["model_digests"], "the demo freezes its models' digests"
+
+    def unreachable(*args):
+        raise ConnectionError("server unreachable")
+
+    monkeypatch.setattr(freeze_mod, "_resolve_digest", unreachable)
+    monkeypatch.setattr(freeze_mod, "_retriever_model_identity", unreachable)
+    assert freeze_mod.check_frozen(study, stage="stats", models=False) == frozen_hash(study)
+    with pytest.raises(Exception, match="unreachable"):
+        freeze_mod.check_frozen(study, stage="build-arms")
+    edit_margin(study)
+    with pytest.raises(DriftError, match="plan/plan.yaml"):
+        freeze_mod.check_frozen(study, stage="stats", models=False)

@@ -59,7 +59,7 @@ def run(args) -> int:
         from harness.provenance.freeze import check_frozen
         from harness.provenance.interim import require_outcomes_allowed
 
-        check_frozen(study, stage="compare")
+        check_frozen(study, stage="compare", models=False)
         require_outcomes_allowed(study, command="compare", deviation_reason=args.deviation)
     table = read_per_question(args.results)
     try:

@@ -51,7 +51,7 @@ def run(args) -> int:
         from harness.provenance.freeze import check_frozen
         from harness.provenance.interim import require_outcomes_allowed
 
-        check_frozen(study, stage="power")
+        check_frozen(study, stage="power", models=False)
         require_outcomes_allowed(study, command="power", deviation_reason=args.deviation)
     pairs = paired_differences(read_per_question(args.pilot), dataset=args.dataset, a=args.a, b=args.b,
                                retriever=args.retriever, metric=args.metric)

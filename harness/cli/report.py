@@ -16,7 +16,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     study = Study.at(args.study)
     if study.frozen_path.is_file():  # before the freeze no outcome exists and there is nothing to drift from
-        check_frozen(study, stage="report")
+        check_frozen(study, stage="report", models=False)
     path = build_report(study)
     print(f"report: wrote {path} (and report.md, tables/, figures/ beside it)")
     return 0

@@ -44,7 +44,7 @@ def run(args) -> int:
     from harness.provenance.release import record_results
 
     study = Study.at(args.study)
-    check_frozen(study, stage="stats")  # an edited plan or input is refused here as in build-arms and score
+    check_frozen(study, stage="stats", models=False)  # an edited plan or input is refused here as in build-arms and score
     plan = load_study_plan(study)
     frozen = results_frozen_hash(study)
     deviation = require_outcomes_allowed(study, command="stats", deviation_reason=args.deviation)

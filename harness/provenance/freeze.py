@@ -112,14 +112,23 @@ MAX_VALUE_CHARS = 72
 # --- the record ---
 
 
-def current_record(study: Study) -> dict[str, Any]:
-    """Everything that could move a result, as it is now (key-sorted JSON-ready dict)."""
+def current_record(study: Study, *, served_from: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything that could move a result, as it is now (key-sorted JSON-ready dict).
+
+    With `served_from` (a frozen record), the facts only a model server can tell (model digests, retriever
+    model identities) are taken from it instead of asked for: see `check_frozen(models=False)`."""
+    if served_from is None:
+        digests = {name: _model_digest(name, cfg) for name, cfg in sorted(study.models.items())}
+        identities = None
+    else:
+        digests = served_from.get("model_digests", {})
+        identities = served_from.get("retrieval", {}).get("model_identity", {})
     return {
         "format": FORMAT,
         "study": study.name,
         "config": _jsonable(to_plain(study.config)),
-        "model_digests": {name: _model_digest(name, cfg) for name, cfg in sorted(study.models.items())},
-        "retrieval": _retrieval_record(study),
+        "model_digests": digests,
+        "retrieval": _retrieval_record(study, identities),
         **input_record(study),  # input_files, dataset_content, checkouts
         "config_file": {"parsed_sha256": sha256_text(canonical_json(_jsonable(study.raw_config)))},
         "tokenizer": _tokenizer_record(study),
@@ -165,11 +174,16 @@ def _model_digest(name: str, cfg: Any) -> str:
     return digest
 
 
-def _retrieval_record(study: Study) -> dict[str, Any]:
+def _retrieval_record(study: Study, identities: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the config cannot say: the code's token pattern and the identity of each retriever model
-    (k, depth, prefixes and the default model are in `config`, filled in by the schema)."""
+    (k, depth, prefixes and the default model are in `config`, filled in by the schema). Given
+    `identities` (the frozen ones), a configured model's identity is taken from there, not asked for."""
     models = {}
     for name, cfg in sorted(study.retrievers.items()):
+        if identities is not None:
+            if name in identities:
+                models[name] = identities[name]
+            continue
         model = getattr(cfg, "model", None)
         if model is not None and model not in study.models:  # models-section entries have digests already
             models[name] = _retriever_model_identity(study, name, cfg)
@@ -348,12 +362,15 @@ def check_frozen(
     *,
     stage: str,
     strict: bool = False,
+    models: bool = True,
     note: Callable[[str], None] = _print_note,
 ) -> str:
     """Return the frozen hash, or raise DriftError naming every refused difference.
 
     Differences in reported-only fields (module docstring) are passed to `note` instead, unless
-    `strict`, which refuses them too."""
+    `strict`, which refuses them too. `models=False` (the stages that read outcomes, never a model: stats,
+    compare, report, power, audit) checks everything but what only a model server can tell, so an auditor
+    needs no server; the stages that call models (build-arms, score, answer) checked those under this hash."""
     hash_ = frozen_hash(study)
     frozen = _read_frozen(study)
     if frozen.get("format") != FORMAT:
@@ -364,7 +381,7 @@ def check_frozen(
     unloadable = ""
     study.config  # a config the schema refuses is a config error (exit 1, naming file and key), not drift
     try:
-        diffs = record_differences(frozen, current_record(study))
+        diffs = record_differences(frozen, current_record(study, served_from=None if models else frozen))
     except HarnessError as e:
         diffs = changed_input_files(study, frozen)
         if not diffs:
