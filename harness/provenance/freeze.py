@@ -84,6 +84,7 @@ REPORTED = (
     ("config", "llm", "spend_cap_usd"),
     ("config_file",),  # the parsed config's hash: only tells a value edit from a comment edit (below)
     ("config", "models", "*", "timeout_s"),  # how long to wait for a server, not what it answers
+    ("config", "models", "*", "stall_s"),
     # Which servers answer is a run fact: the model identity that keys the cache is its digest, compared
     # under `model_digests` (a single OpenAI-compatible server's digest includes its base_url; a pool's
     # servers must report the same weights), so moving `host:` to `hosts:` with the same server is no drift.
