@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from harness.cli.main import main
-from harness.files import read_json, remove_stale_temporaries
+from harness.files import read_json
 from pipeline_support import make_llm_free_study
 
 KILL_AT_THIRD_MARKER = textwrap.dedent("""
@@ -62,6 +62,8 @@ def test_issue23_case6_a_killed_score_resumes_with_every_cell_count_and_no_tempo
 
 def test_only_a_dead_writers_temporary_is_removed(tmp_path):
     import socket
+
+    from harness.files import remove_stale_temporaries
 
     host = socket.gethostname()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
