@@ -149,8 +149,7 @@ class OpenAICompatibleBackend(Backend):
 
     def _client_or_fail(self):
         if self._client is None:
-            import httpx
-            from openai import OpenAI
+            from openai import OpenAI, Timeout
 
             key = os.environ.get(self.api_key_env)
             if not key and not self.local:
@@ -158,11 +157,10 @@ class OpenAICompatibleBackend(Backend):
                                 "(only a server on loopback is asked without one)")
             # the client needs a string; a local server without a key ignores it
             self._client = OpenAI(api_key=key or "no-key", base_url=self.base_url, max_retries=self.max_retries,
-                                  timeout=httpx.Timeout(self.timeout_s, read=self.stall_s))
+                                  timeout=Timeout(self.timeout_s, read=self.stall_s))
         return self._client
 
     def _error(self, e: BaseException) -> LlmError:
-        import httpx
         import openai
 
         if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
@@ -171,7 +169,13 @@ class OpenAICompatibleBackend(Backend):
             return AuthError(f"{self.base_url} refused the API key in {self.api_key_env}: {e}")
         if isinstance(e, openai.NotFoundError):
             return ModelNotFound(f"{self.base_url} has no model {self.model!r} (check `name`): {e}")
-        if isinstance(e, openai.APIConnectionError):  # refused, dropped or timed out
+        # the client's own HTTP library: a connect timeout is "unreachable", a read timeout a stall
+        if isinstance(e, openai.APITimeoutError) and type(e.__cause__).__name__ != "ConnectTimeout":
+            return ServerStalled(f"{self.base_url}: no answer in {self.stall_s:g} s (per attempt, "
+                                 f"{self.max_retries + 1} attempts) from a server that accepted the connection: it "
+                                 "is hung or overloaded (restart it, or raise the model's `stall_s`); rerun to resume "
+                                 "from the cache")
+        if isinstance(e, openai.APIConnectionError):  # refused or dropped
             return BackendUnavailable(f"{self.base_url} is unreachable ({e}); rerun to resume from the cache")
         if isinstance(e, openai.InternalServerError):
             return ServerFailed(f"{self.base_url} failed (HTTP 5xx): {e}")
