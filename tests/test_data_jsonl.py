@@ -197,3 +197,11 @@ def test_locator_verbatim_then_normalised_with_original_offsets():
     assert text[7:25] == "beta\n\tgamma delta."
     assert loc.locate("epsilon") == (None, None, None)
     assert loc.locate("   ") == (None, None, None)
+
+
+def test_issue23_case7_a_zero_byte_questions_file_is_a_clear_error_naming_it(tmp_path):
+    study = make_study(tmp_path, DOCS, [])
+    path = tmp_path / "data" / "questions.jsonl"
+    assert path.read_bytes() == b""
+    with pytest.raises(InputError, match=rf"{path}.*holds no questions \(the file is empty or blank\)"):
+        load_dataset(study, "papers", selection=None)
