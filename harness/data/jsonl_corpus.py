@@ -60,7 +60,8 @@ def read_documents(path: Path, counts: Counter, reader: InputReader) -> dict[str
                 raise InputError(f"document {doc_id!r}: file {file} not found", path=path, record=where)
             text, changed = reader.read_markdown(file)
         else:
-            text, changed = normalise_newlines(_text_field(row, "text", path, line))
+            text, changed = normalise_newlines(reader.without_bom(_text_field(row, "text", path, line),
+                                                                  f"{reader.display_path(path)}:{line}"))
         counts["documents_in_input"] += 1
         counts["documents_crlf_normalised"] += changed
         counts["documents_empty"] += not text.strip()

@@ -74,7 +74,10 @@ def load_dataset(study, name: str, *, selection: dict | None) -> LoadedDataset:
             raise HarnessError(f"{study.selection_path}: dataset `{name}` was selected with adapter "
                                f"{entry.get('adapter')!r} but is configured with {options['adapter']!r}; "
                                "rerun `harness select`")
-    raw = ADAPTERS[options["adapter"]](study, name, options, entry, InputReader(study.root))
+    reader = InputReader(study.root)
+    raw = ADAPTERS[options["adapter"]](study, name, options, entry, reader)
+    if reader.bom_stripped:  # only when nonzero: a study without one keeps its frozen counts
+        raw = replace(raw, counts={**raw.counts, "texts_bom_stripped": len(reader.bom_stripped)})
     if options.get("retrieval_scope") == POOLED_SCOPE:
         raw = pooled(raw)
     return finish(raw)
@@ -110,7 +113,9 @@ def finish(raw: LoadedDataset) -> LoadedDataset:
     documents = sorted((d for d in raw.documents if d.doc_id in scoped), key=lambda d: d.doc_id)
     counts["documents_dropped_unscoped"] += len(raw.documents) - len(documents)
     counts["documents"] = len(documents)
-    counts["documents_empty"] = sum(1 for d in documents if not d.text.strip())
+    # over every loaded document: an empty body drops its questions (no evidence) and then the document
+    # (unscoped); counting only the kept ones would hide it
+    counts["documents_empty"] = sum(1 for d in raw.documents if not d.text.strip())
     counts["questions"] = len(raw.questions)
     check_accounting(raw.name, counts, "questions", required=True)
     check_accounting(raw.name, counts, "documents", required=False)
