@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from harness.cli.main import add_study_argument
+from harness.data.load import loss_summary
 from harness.provenance.freeze import check_frozen, freeze
 from harness.provenance.interim import record_deviation
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
@@ -35,7 +36,10 @@ def run(args) -> int:
     digest = freeze(study, force=bool(args.force))
     if args.force:
         record_deviation(study, args.force, "harness freeze --force")
-    print(_summary(read_json(study.frozen_path), study, digest))
+    record = read_json(study.frozen_path)
+    print(_summary(record, study, digest))
+    for name, content in sorted(record["dataset_content"].items()):
+        print(loss_summary(name, content["counts"]))
     return 0
 
 

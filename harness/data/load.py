@@ -35,7 +35,22 @@ ADAPTERS: dict[str, Adapter] = {
     "question_evidence": question_evidence.load,
 }
 
-__all__ = ["ADAPTERS", "LoadedDataset", "dataset_options", "load_dataset", "read_selection"]
+__all__ = ["ADAPTERS", "LoadedDataset", "dataset_options", "load_dataset", "loss_summary", "read_selection"]
+
+# counts of records dropped, not found, emptied or changed on the way in (besides every `*_dropped_*`)
+LOSS_COUNTS = ("evidence_unlocated", "evidence_span_text_mismatch", "evidence_float_selected", "evidence_section_names",
+               "documents_empty", "paragraphs_empty", "documents_crlf_normalised", "texts_bom_stripped")
+
+
+def loss_summary(name: str, counts: dict[str, int]) -> str:
+    """One line naming every nonzero drop, loss or change count of a dataset (select, freeze and
+    build-arms print it), by its key in the dataset's counts."""
+    lost = {k: v for k, v in sorted(counts.items())
+            if v and ("_dropped_" in k or k.startswith("gold_") or k in LOSS_COUNTS)}
+    if not lost:
+        return f"{name}: nothing dropped or changed on loading ({counts.get('questions', 0)} questions kept)"
+    return (f"{name}: dropped or changed on loading ({counts.get('questions', 0)} questions kept): "
+            + ", ".join(f"{k} {v}" for k, v in lost.items()))
 
 
 def dataset_options(study, name: str) -> dict:
