@@ -27,7 +27,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-
 from harness.arms.build import read_chunk_set
 from harness.arms.llm_arms import generations_path
 from harness.config.fields import replace
