@@ -119,7 +119,8 @@ class LocalOpenAI:
                 fake.auth.append(self.headers.get("Authorization"))
                 data = json.dumps({
                     "id": "c1", "object": "chat.completion", "created": 0, "model": "org/model-7b",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": "{}"}}],
                     "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -141,7 +142,8 @@ class LocalOpenAI:
         self.server.server_close()
 
 
-def test_issue23_case9_a_local_server_needs_no_key_and_a_zero_cap_lets_its_zero_cost_call_through(tmp_path, monkeypatch):
+def test_issue23_case9_a_local_server_needs_no_key_and_a_zero_cap_lets_its_zero_cost_call_through(
+        tmp_path, monkeypatch):
     monkeypatch.delenv("HARNESS_TEST_UNSET_KEY", raising=False)
     with LocalOpenAI() as local:
         backend = make_backend(openai(local.url))
@@ -155,7 +157,8 @@ def test_issue23_case9_a_local_server_needs_no_key_and_a_zero_cap_lets_its_zero_
     ("http://localhost:8000", {}, False),
     ("http://[::1]:8000", {}, False),
     ("http://127.0.0.2:8000", {}, False),
-    ("http://127.0.0.1:8000", {"price_in_per_mtok": 1.0, "price_out_per_mtok": 2.0}, True),  # a local proxy to a paid API
+    # a local proxy to a paid API declares its prices
+    ("http://127.0.0.1:8000", {"price_in_per_mtok": 1.0, "price_out_per_mtok": 2.0}, True),
     ("https://api.example.invalid", {}, True),
     ("https://api.example.invalid", {"price_in_per_mtok": 0, "price_out_per_mtok": 0}, False),
 ])
@@ -166,5 +169,6 @@ def test_which_openai_compatible_calls_are_billed(url, prices, billed):
 def test_a_remote_server_still_needs_its_key(monkeypatch):
     monkeypatch.delenv("HARNESS_TEST_UNSET_KEY", raising=False)
     backend = make_backend(openai("https://api.example.invalid"))
-    with pytest.raises(AuthError, match=r"set the environment variable HARNESS_TEST_UNSET_KEY .*only a server on loopback"):
+    with pytest.raises(AuthError,
+                       match=r"set the environment variable HARNESS_TEST_UNSET_KEY .*only a server on loopback"):
         backend.complete("hi", schema=None, seed=0)

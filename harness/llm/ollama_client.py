@@ -8,9 +8,11 @@ Both paths go through `OllamaClient`, so the two things that must not differ bet
   never a guess. `harness freeze`, the chat backend and the embedding retriever all read it this way.
 - the error mapping (`ollama_error`): HTTP 404 -> ModelNotFound, 401/403 -> AuthError, a refused
   connection -> BackendUnavailable ("unreachable", with `ollama serve`), no answer within the stall time ->
-  ServerStalled ("no answer in N s"), a dropped connection -> BackendUnavailable, any other HTTP error (5xx) -> LlmError, each naming the host,
-  the model and what was being done; a 5xx is ServerFailed, which a pool of servers retries elsewhere. An embedding input longer than the context window (HTTP 400,
-  "context length") is InputTooLong, which the embedder handles by truncating and counting.
+  ServerStalled ("no answer in N s", no `ollama serve`: the server is there), a dropped connection ->
+  BackendUnavailable, any other HTTP error (5xx) -> LlmError, each naming the host, the model and what was
+  being done; a 5xx is ServerFailed, which a pool of servers retries elsewhere. An embedding input longer
+  than the context window (HTTP 400, "context length") is InputTooLong, which the embedder handles by
+  truncating and counting.
 
 The host is the caller's `host:` setting, else $OLLAMA_HOST (the variable the Ollama CLI and the `ollama`
 package read), else http://127.0.0.1:11434; it is resolved once, in `resolve_host`, and recorded.
