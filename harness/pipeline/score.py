@@ -197,8 +197,9 @@ def score_study(
             "clusters": len({q.cluster for q in dataset.questions}),
             "dataset_counts": dict(sorted(dataset.counts.items())),
             "cells": [f"{c.arm}__{c.retriever}" for c in cells],
-            # from the cells' done markers: a cell scored by an earlier, interrupted run keeps its entry
-            "cell_counts": {str(c): cell_counts(study, c) for c in cells},
+            # from the cells' done markers: a cell scored by an earlier, interrupted run keeps its entry (a
+            # marker written before markers held counts has none: rescoring that cell records them)
+            "cell_counts": {str(c): counts for c in cells if (counts := cell_counts(study, c)) is not None},
             "retrievers": {r: context.get(r).describe() for r in retrievers},
         })
         combined[name] = n
