@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -24,6 +26,7 @@ __all__ = [
     "iter_jsonl",
     "jsonl_lines",
     "read_json",
+    "remove_stale_temporaries",
     "sha256_bytes",
     "sha256_file",
     "sha256_text",
@@ -54,7 +57,10 @@ def canonical_json(obj: Any) -> str:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the writer's host and pid in the name let remove_stale_temporaries tell a killed writer's leftover
+    # from a live writer's file
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}-", suffix=".tmp",
+                               dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -65,6 +71,38 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+# atomic_write_bytes's temporaries, and the `.<name>.<pid>.tmp` form (same host) of an exclusive-link write
+_TEMPORARY = re.compile(r"^\..*(?:\.tmp-(?P<host>.+)-(?P<pid>\d+)-[a-z0-9_]+|\.(?P<own_pid>\d+))\.tmp$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
+
+
+def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
+    """Delete, under `folder`, the temporaries of atomic writes whose writer (on this host) no longer runs:
+    what a killed process leaves. A live writer's temporary, or one of another host, is kept. Returns the
+    removed paths, sorted."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    host, removed = socket.gethostname(), []
+    for path in sorted(folder.rglob(".*.tmp")):
+        match = _TEMPORARY.match(path.name)
+        if match is None or not path.is_file() or (match["host"] is not None and match["host"] != host):
+            continue
+        if not _alive(int(match["pid"] or match["own_pid"])):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

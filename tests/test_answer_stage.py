@@ -270,22 +270,46 @@ def test_answer_sections_must_name_configured_entries(tmp_path):
 # --- answer rows, the question sample and the spot check ---
 
 
-def test_answer_rows_replace_only_their_metric_in_the_per_question_table(tmp_path):
-    from harness.pipeline.answer import _merge_rows
-    from harness.pipeline.results import ResultRow, read_per_question, to_frame, write_frame
+def test_the_table_holds_only_answer_rows_of_cells_answered_under_the_current_freeze(tmp_path):
+    """Assembly takes an answer cell's part only when its marker names the current freeze (a stale answer is
+    left out and said so), and status calls a cell answered only once the table holds its rows."""
+    from harness.pipeline.grid import (
+        ANSWERED, MISSING, STALE, Cell, answer_part_path, answer_state, answers_path, mark_answer_done,
+        mark_cell_done, per_question_dir, per_question_sidecar,
+    )
+    from harness.pipeline.parts import write_part
+    from harness.pipeline.results import ResultRow, read_per_question
+    from harness.pipeline.table import assemble_per_question
+    from pipeline_support import edit_config
 
-    study = make_study(tmp_path / "s", {}, {"S": {"kind": "S"}})
-    parquet = study.per_question_path("papers", "parquet")
-    parquet.parent.mkdir(parents=True)
-    old = [ResultRow("papers", "S", "bm25", "q1", "c1", "", "rec@512t", 0.5),
-           ResultRow("papers", "S", "bm25", "q1", "c1", "", "answer_f1@512t", 0.1),
-           ResultRow("papers", "T", "bm25", "q1", "c1", "", "answer_f1@512t", 0.3)]
-    write_frame(to_frame(old), parquet, study.per_question_path("papers", "csv"))
-    _merge_rows(study, "papers", [ResultRow("papers", "S", "bm25", "q1", "c1", "", "answer_f1@512t", 0.9)],
-                {"answer_f1@512t"}, {("S", "bm25")})
-    table = read_per_question(parquet)
-    got = sorted(zip(table["arm"], table["metric"], table["value"]))
-    assert got == [("S", "answer_f1@512t", 0.9), ("S", "rec@512t", 0.5), ("T", "answer_f1@512t", 0.3)]
+    study = make_study(tmp_path / "s", {}, {"S": {"kind": "S"}, "T": {"kind": "S+T"}})
+    edit_config(study.root, lambda cfg: cfg.update({
+        "models": {"fake": {"backend": "ollama", "name": "fake-model"}},
+        "reader": {"model": "fake", "cells": [{"dataset": "papers", "retriever": "bm25", "arms": ["S", "T"]}]}}))
+    from harness.study import Study
+
+    study = Study.at(study.root)
+    per_q = per_question_dir(study)
+    for arm in ("S", "T"):
+        write_part(per_q, "papers", arm, "bm25", [ResultRow("papers", arm, "bm25", "q1", "c1", "", "rec@512t", 0.5)])
+        cell = Cell("papers", arm, "bm25")
+        mark_cell_done(study, cell, frozen_hash="f" * 64, counts={"questions": 1})
+        write_part(study.results / "answers", "papers", arm, "bm25",
+                   [ResultRow("papers", arm, "bm25", "q1", "c1", "", "answer_f1@512t", 0.25)])
+        answers_path(study, cell).write_text("{}\n")
+        mark_answer_done(study, cell, frozen_hash="f" * 64 if arm == "S" else "0" * 64, counts={})
+    assert answer_part_path(study, Cell("papers", "S", "bm25")) == study.results / "answers/papers/S__bm25.parquet"
+    said = []
+    assert assemble_per_question(study, "papers", "f" * 64, log=said.append) == 3
+    table = read_per_question(study.per_question_path("papers"))
+    assert sorted(zip(table.arm, table.metric)) == [("S", "answer_f1@512t"), ("S", "rec@512t"), ("T", "rec@512t")]
+    assert said == ["papers: 1 answer cell(s) answered under another freeze left out of the per-question table "
+                    "until `harness answer` reruns: papers/T/bm25"]
+    assert read_json(per_question_sidecar(study, "papers"))["answer_cells"] == ["papers/S/bm25"]
+    assert answer_state(study, Cell("papers", "S", "bm25"), "f" * 64) == ANSWERED
+    assert answer_state(study, Cell("papers", "T", "bm25"), "f" * 64) == STALE
+    answer_part_path(study, Cell("papers", "S", "bm25")).unlink()  # the rows are gone: not answered
+    assert answer_state(study, Cell("papers", "S", "bm25"), "f" * 64) == MISSING
 
 
 def test_question_sample_is_seeded_and_all_keeps_everything():
@@ -442,3 +466,56 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
     calls = len(order)
     stage.answer_study(study, frozen_hash=frozen_hash(study), progress=False, log=lambda m: None)
     assert len(order) == calls  # a rerun is answered from the generation cache
+
+
+def test_issue23_case5_a_rerun_of_score_keeps_the_answer_stages_rows(tmp_path, monkeypatch):
+    """Issue 23, case 5: `score` with 0 cells to score rewrote papers.parquet without answer_f1 rows (and
+    docs.csv without nugget_recall rows) while status still said "answered". Each stage now owns its part
+    of the table: the rerun keeps the answer rows and the released files keep their exact bytes; with the
+    answer rows gone, status no longer says answered."""
+    import harness.pipeline.answer as stage
+    from harness.cli.main import main
+    from harness.pipeline.grid import ANSWERED, MISSING, answer_cells
+    from harness.pipeline.results import read_per_question
+    from harness.pipeline.status import grid_status
+    from harness.provenance.freeze import frozen_hash
+    from harness.study import Study
+    from pipeline_support import edit_config, make_llm_free_study
+    from provenance_support import FakeDigests, install_fake_digests
+
+    install_fake_digests(monkeypatch, FakeDigests({"fake-model": "sha256:fake"}))
+    root = tmp_path / "s"
+    make_llm_free_study(root, freeze=False)
+    edit_config(root, lambda cfg: cfg.update({
+        "models": {"fake": {"backend": "ollama", "name": "fake-model"}},
+        "reader": {"model": "fake", "questions": 3, "seed": 1,
+                   "cells": [{"dataset": "papers", "retriever": "bm25", "arms": ["S", "S+T"]},
+                             {"dataset": "docs", "retriever": "bm25", "arms": ["S"]}]},
+        "judge": {"model": "fake"},
+    }))
+    for command in ("select", "freeze", "build-arms", "score"):
+        assert main([command, "--study", str(root), *(["--no-progress"] if command in ("build-arms", "score") else [])]) == 0
+    study = Study.at(root)
+    monkeypatch.setattr(stage, "make_backend", lambda cfg, replay_from=None: ScriptedJudge(
+        lambda p: _fact_judge(p) if "Required fact:" in p else '{"answer": "an answer"}'))
+    stage.answer_study(study, frozen_hash=frozen_hash(study), progress=False, log=lambda m: None)
+    released = {p.name: p.read_bytes() for p in sorted((root / "results/per_question").glob("*.*"))
+                if p.suffix in (".parquet", ".csv")}
+    assert sorted(released) == ["docs.csv", "docs.parquet", "papers-pooled.csv", "papers-pooled.parquet",
+                                "papers.csv", "papers.parquet"]
+
+    assert main(["score", "--study", str(root), "--no-progress"]) == 0  # 0 cells to score
+    for name, data in released.items():
+        assert (root / "results/per_question" / name).read_bytes() == data, name
+    papers = read_per_question(study.per_question_path("papers", "csv"))
+    assert (papers.metric == "answer_f1@512t").sum() == 6
+    docs = read_per_question(study.per_question_path("docs", "csv"))
+    assert (docs.metric == "nugget_recall@1024t").sum() == 3
+    assert {a.state for a in grid_status(study).answer_cells} == {ANSWERED}
+
+    from harness.pipeline.grid import answer_part_path
+
+    answer_part_path(study, answer_cells(study)[0]).unlink()
+    status = grid_status(study)
+    assert [a.state for a in status.answer_cells] == [MISSING, ANSWERED, ANSWERED]
+    assert status.next_step() == "make answer (1 answer cell missing)"

@@ -197,3 +197,39 @@ def test_locator_verbatim_then_normalised_with_original_offsets():
     assert text[7:25] == "beta\n\tgamma delta."
     assert loc.locate("epsilon") == (None, None, None)
     assert loc.locate("   ") == (None, None, None)
+
+
+def test_issue23_case7_a_zero_byte_questions_file_is_a_clear_error_naming_it(tmp_path):
+    study = make_study(tmp_path, DOCS, [])
+    path = tmp_path / "data" / "questions.jsonl"
+    assert path.read_bytes() == b""
+    with pytest.raises(InputError, match=rf"{path}.*holds no questions \(the file is empty or blank\)"):
+        load_dataset(study, "papers", selection=None)
+
+
+def test_issue23_case7_a_byte_order_mark_is_stripped_and_counted(tmp_path):
+    docs = [{"doc_id": "p/tides", "domain": "papers", "path": "docs/tides.md"},
+            {"doc_id": "p/inline", "domain": "papers", "text": "\ufeffLine one.\n"}]
+    questions = [q("a", [{"doc_id": "p/tides", "text": "Neap tides are weaker."}], scope={"domain": "papers"},
+                   cluster="question")]
+    study = make_study(tmp_path, docs, questions)
+    plain = load_dataset(study, "papers", selection=None)
+    (tmp_path / "data/docs/tides.md").write_bytes(b"\xef\xbb\xbf" + TIDES.encode())
+    marked = load_dataset(study, "papers", selection=None)
+    texts = {d.doc_id: d.text for d in marked.documents}
+    assert texts == {"p/inline": "Line one.\n", "p/tides": TIDES}  # the title is a heading again
+    assert marked.counts["texts_bom_stripped"] == 2 and plain.counts["texts_bom_stripped"] == 1
+    assert marked.questions == plain.questions
+
+
+def test_issue23_case7_an_empty_body_is_counted_even_when_its_paper_drops_out(tmp_path):
+    (tmp_path / "data/docs").mkdir(parents=True)
+    (tmp_path / "data/docs/empty.md").write_bytes(b"")
+    docs = [*DOCS[:1], {"doc_id": "p/zero", "domain": "papers", "path": "docs/empty.md"}]
+    questions = [q("a", [{"doc_id": "p/tides", "text": "Neap tides are weaker."}]),
+                 q("z", [{"doc_id": "p/zero", "text": "Anything at all."}], scope={"doc": "p/zero"})]
+    loaded = load_dataset(make_study(tmp_path, docs, questions), "papers", selection=None)
+    assert [d.doc_id for d in loaded.documents] == ["p/tides"]
+    c = loaded.counts
+    assert c["documents_empty"] == 1 and c["documents_dropped_unscoped"] == 1
+    assert c["questions_dropped_no_located_evidence"] == 1

@@ -11,7 +11,7 @@ from harness.llm.registry import make_backend, resolve_digest
 HOSTED = {
     "backend": "openai-compatible",
     "name": "vendor/model-7b",
-    "base_url": "http://127.0.0.1:9/v1",
+    "base_url": "https://api.example.invalid/v1",  # not loopback: a hosted server needs its key
     "api_key_env": "HARNESS_TEST_NO_SUCH_KEY",
     "price_in_per_mtok": 1.0,
     "price_out_per_mtok": 2.0,

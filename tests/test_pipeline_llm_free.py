@@ -178,3 +178,31 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
     report = (study.results / "report" / "report.md").read_text(encoding="utf-8")
     assert "## Chunk sets" in report and "| F256t |" in report
     assert (study.results / "report" / "index.html").is_file()
+
+
+def test_issue23_case7_select_freeze_and_build_arms_name_every_drop_in_one_line_per_dataset(tmp_path, capsys):
+    """A question whose evidence is not in its document was dropped with no word on the console (only a
+    manifest count); a BOM opening a Markdown body was kept uncounted. Each stage now prints one line per
+    dataset naming every nonzero drop, loss or change count."""
+    import json
+
+    from harness.cli.main import main
+    from pipeline_support import make_llm_free_study
+
+    root = tmp_path / "s"
+    make_llm_free_study(root, freeze=False)
+    questions = root / "data/papers/questions.jsonl"
+    first = json.loads(questions.read_text(encoding="utf-8").splitlines()[0])
+    lost = {**first, "qid": "p01-lost", "evidence": [{"doc_id": first["evidence"][0]["doc_id"],
+                                                      "text": "A sentence that is in no document."}]}
+    questions.write_text(questions.read_text(encoding="utf-8") + json.dumps(lost) + "\n", encoding="utf-8")
+    document = root / "data/papers/docs/tide-gauge-drift.md"
+    document.write_bytes(b"\xef\xbb\xbf" + document.read_bytes())
+    expected = ("papers: dropped or changed on loading (48 questions kept): evidence_unlocated 1, "
+                "questions_dropped_no_located_evidence 1, texts_bom_stripped 1")
+    for command in ("select", "freeze", "build-arms"):
+        capsys.readouterr()
+        assert main([command, "--study", str(root), *(["--no-progress"] if command == "build-arms" else [])]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert expected in lines, (command, lines)
+        assert "docs: nothing dropped or changed on loading (47 questions kept)" in lines

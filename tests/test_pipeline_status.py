@@ -174,8 +174,11 @@ def _with_reader(study, cells):
 
 
 def test_answer_cells_are_answered_missing_or_stale_by_their_marker(tmp_path, capsys):
-    from harness.pipeline.grid import ANSWERED, Cell, answers_path, mark_answer_done
+    from harness.pipeline.grid import ANSWERED, Cell, answers_dir, answers_path, mark_answer_done
+    from harness.pipeline.parts import write_part
+    from harness.pipeline.results import ResultRow
     from harness.pipeline.status import format_status
+    from harness.pipeline.table import update_manifest
 
     study = _with_reader(make_llm_free_study(tmp_path / "s"), [
         {"dataset": "papers", "retriever": "bm25", "arms": ["S", "S+T"]},
@@ -187,10 +190,13 @@ def test_answer_cells_are_answered_missing_or_stale_by_their_marker(tmp_path, ca
         ("papers/S/bm25", MISSING), ("papers/S+T/bm25", MISSING), ("docs/S/bm25", MISSING)]
     s, st, docs = Cell("papers", "S", "bm25"), Cell("papers", "S+T", "bm25"), Cell("docs", "S", "bm25")
     for cell, frozen in ((s, current), (st, "an-older-freeze"), (docs, current)):
-        answers_path(study, cell).parent.mkdir(parents=True, exist_ok=True)
+        write_part(answers_dir(study), *cell, [ResultRow(*cell, "q1", "c1", "", "answer_f1@512t", 0.5)])
         answers_path(study, cell).write_text('{"qid": "q1"}\n', encoding="utf-8")
         mark_answer_done(study, cell, frozen_hash=frozen, counts={"questions": 1})
     answers_path(study, docs).unlink()  # a marker without its answers file proves nothing
+    # answered once the per-question table holds the rows (its manifest lists the cell)
+    assert [a.state for a in grid_status(study).answer_cells] == [MISSING, STALE, MISSING]
+    update_manifest(study, "papers", {"answer_cells": [str(s)]})
     status = grid_status(study)
     assert [a.state for a in status.answer_cells] == [ANSWERED, STALE, MISSING]
     text = format_status(status)

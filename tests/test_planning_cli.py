@@ -68,9 +68,11 @@ def test_estimate_counts_the_real_prompts_without_a_model(tmp_path, capsys, monk
 
 
 def _billed(study: Study, cap: float, prices: dict) -> None:
+    """A hosted (not loopback, so billed) OpenAI-compatible model with these prices."""
     edit_config(study.root, lambda cfg: (
         cfg.__setitem__("models", {"embedded": {"backend": "openai-compatible", "name": "some/model",
-                                                "base_url": "http://127.0.0.1:9", "max_tokens": 200, **prices}}),
+                                                "base_url": "https://api.example.invalid/v1", "max_tokens": 200,
+                                                **prices}}),
         cfg["llm"].__setitem__("spend_cap_usd", cap),
         cfg["retrievers"].pop("rerank", None),
     ))

@@ -23,7 +23,7 @@ def score_cell(study: Study, cell: Cell, frozen_hash: str = "f" * 64) -> None:
     run.parent.mkdir(parents=True, exist_ok=True)
     run.write_text(f"q1 Q0 c1 1 1.0 {cell.arm}\n")
     write_part(per_question_dir(study), *cell, [ResultRow(*cell, "q1", "c1", "", "hit@1", 1.0)])
-    mark_cell_done(study, cell, frozen_hash=frozen_hash, n_questions=1)
+    mark_cell_done(study, cell, frozen_hash=frozen_hash, counts={"questions": 1})
 
 
 def _unrestricted(study) -> Study:

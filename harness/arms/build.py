@@ -20,7 +20,7 @@ from harness.arms.registry import BuildInputs, arm_kind, buildable_arm_kind, get
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
 from harness.config import to_plain
-from harness.data.load import LoadedDataset, load_dataset, read_selection
+from harness.data.load import LoadedDataset, load_dataset, loss_summary, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_jsonl, canonical_json, iter_jsonl, read_json, sha256_text
@@ -220,13 +220,16 @@ def build_arms(
         buildable_arm_kind(study, a)  # fail on an unknown or unbuildable arm before any work
     selection = read_selection(study)
     todo = [cs for cs in chunk_sets(study) if cs.arm in arm_names]
-    out = []
+    out, losses = [], []
     for name in names:
         dataset = load_dataset(study, name, selection=selection)
+        losses.append(loss_summary(name, dataset.counts))
         applicable = [cs.arm for cs in todo if cs.dataset == name]
         out += build_dataset_arms(
             study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log, fresh=fresh, replay=replay
         )
+    for line in losses:
+        log(line)
     return out
 
 

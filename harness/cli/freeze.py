@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from harness.cli.main import add_study_argument
+from harness.data.load import loss_summary
 from harness.provenance.freeze import check_frozen, freeze, frozen_hash
 from harness.provenance.interim import record_deviation
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
@@ -39,7 +40,10 @@ def run(args) -> int:
               + (" and no deviation logged (--force not needed)" if args.force else ""))
     elif args.force:
         record_deviation(study, args.force, "harness freeze --force")
-    print(_summary(read_json(study.frozen_path), study, digest, verb="kept" if digest == before else "froze"))
+    record = read_json(study.frozen_path)
+    print(_summary(record, study, digest, verb="kept" if digest == before else "froze"))
+    for name, content in sorted(record["dataset_content"].items()):
+        print(loss_summary(name, content["counts"]))
     print(f"publish this hash (a public registry, a tag, the paper); `harness audit --registered-hash {digest}` "
           "checks the freeze against it")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.cli.main import add_study_argument
+from harness.data.load import load_dataset, loss_summary
 from harness.data.selection import build_selection, summary_lines
 from harness.study import Study
 
@@ -18,5 +19,7 @@ def run(args) -> int:
     selection = build_selection(study)
     for line in summary_lines(selection):
         print(line)
+    for name in sorted(study.datasets):  # what the selected study loads: every drop, loss or change counted
+        print(loss_summary(name, load_dataset(study, name, selection=selection).counts))
     print(f"wrote {study.selection_path}")
     return 0

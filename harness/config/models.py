@@ -17,6 +17,9 @@ OLLAMA_OPTIONS = {"temperature": 0.0, "num_ctx": 8192, "num_predict": 512}
 LLAMACPP_OPTIONS = {"temperature": 0.0, "n_ctx": 8192, "max_tokens": 512, "chat_format": "gemma", "repeat_penalty": 1.0}
 OPENAI_OPTIONS = {"temperature": 0.0, "max_tokens": 1024}
 TIMEOUT_S = 600.0  # per call, for server backends
+# `stall_s`: the longest a server that took the call may stay silent before the call fails as stalled
+# (harness.llm.base.ServerStalled; a pool moves the call to another server). Calls are not streamed, so
+# the server's first byte is its whole answer: unset, it is the model's `timeout_s`.
 OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
 FIRST_SEED = 0  # the seed of a model's first attempt; retries take `llm.retry_seeds`
 HOST_CONCURRENCY = 4  # calls one pooled server runs at once (`hosts: [{url, concurrency}]`)
@@ -82,6 +85,7 @@ class OllamaModel(_Model):
     hosts: tuple[ServerHost, ...] | None = setting(None, _HOSTS)  # a pool of servers instead of `host:`
     failover: Failover | None = setting(None, _FAILOVER)  # None: Failover's defaults
     timeout_s: float = setting(TIMEOUT_S, Number(0, above=True))
+    stall_s: float | None = setting(None, Optional(Number(0, above=True)))  # None: timeout_s
     temperature: float = setting(OLLAMA_OPTIONS["temperature"], _TEMPERATURE)
     num_ctx: int = setting(OLLAMA_OPTIONS["num_ctx"], _POSITIVE)
     num_predict: int = setting(OLLAMA_OPTIONS["num_predict"], _POSITIVE)
@@ -131,6 +135,7 @@ class OpenAIModel(_Model):
     revision: str | None = setting(None, Optional(Text(non_empty=True)))  # the weights' revision, pinned in a pool
     api_key_env: str = setting(OPENAI_API_KEY_ENV, Text(non_empty=True))
     timeout_s: float = setting(TIMEOUT_S, Number(0, above=True))
+    stall_s: float | None = setting(None, Optional(Number(0, above=True)))  # None: timeout_s
     temperature: float = setting(OPENAI_OPTIONS["temperature"], _TEMPERATURE)
     max_tokens: int = setting(OPENAI_OPTIONS["max_tokens"], _POSITIVE)
     reasoning_effort: str | None = setting(None, Optional(OneOf(("none", "minimal", "low", "medium", "high"))))

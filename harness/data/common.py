@@ -8,7 +8,9 @@ one, and tests/test_data_contract.py watches every file an adapter opens).
 Markdown files are read as UTF-8; bytes that are not UTF-8 raise InputError naming the file, because decoding
 with replacement characters would silently shift the character offsets that gold spans depend on. CRLF and
 lone CR line endings become LF (as Python's universal-newline reading does), and the adapter counts the
-documents where that happened.
+documents where that happened. A UTF-8 byte-order mark opening a text (a file, or a document's inline text)
+is stripped, since it would hide a title from the header parser; the reader records each such text and
+load_dataset counts them as `texts_bom_stripped` (present when nonzero).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from harness.errors import InputError
 from harness.files import sha256_bytes
 
 METRIC_SETS = ("qasper", "freshstack")
+BOM = "\ufeff"
 # `retrieval_scope` of a dataset (harness.data.load.pooled): `document` keeps the scope each
 # question records (Qasper: its own paper; JSONL: its `scope` field), `pooled` searches every selected
 # document of the dataset in one index. Unset means `document`, so a config without it is unchanged.
@@ -56,6 +59,7 @@ class InputReader:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self._files: dict[str, str] = {}
+        self.bom_stripped: set[str] = set()  # labels of the texts that opened with a byte-order mark
 
     @property
     def files(self) -> tuple[InputFile, ...]:
@@ -79,7 +83,14 @@ class InputReader:
         return data
 
     def read_text(self, path: str | Path, *, what: str = "file") -> str:
-        return decode_utf8(self.read_bytes(path, what=what), path)
+        return self.without_bom(decode_utf8(self.read_bytes(path, what=what), path), self.display_path(path))
+
+    def without_bom(self, text: str, label: str) -> str:
+        """`text` without an opening byte-order mark; `label` (a path, or a file and line) records one."""
+        if not text.startswith(BOM):
+            return text
+        self.bom_stripped.add(label)
+        return text[len(BOM):]
 
     def read_markdown(self, path: str | Path) -> tuple[str, bool]:
         """A Markdown file's text with LF line endings, and whether line endings were normalised."""

@@ -60,7 +60,8 @@ def read_documents(path: Path, counts: Counter, reader: InputReader) -> dict[str
                 raise InputError(f"document {doc_id!r}: file {file} not found", path=path, record=where)
             text, changed = reader.read_markdown(file)
         else:
-            text, changed = normalise_newlines(_text_field(row, "text", path, line))
+            text, changed = normalise_newlines(reader.without_bom(_text_field(row, "text", path, line),
+                                                                  f"{reader.display_path(path)}:{line}"))
         counts["documents_in_input"] += 1
         counts["documents_crlf_normalised"] += changed
         counts["documents_empty"] += not text.strip()
@@ -133,7 +134,11 @@ def read_questions(path: Path, dataset: str, documents: dict[str, Document], cou
     for doc_id in sorted(documents):
         by_domain.setdefault(documents[doc_id].domain, []).append(doc_id)
     questions, seen = [], set()
-    for line, row in reader.iter_jsonl(path):
+    rows = list(reader.iter_jsonl(path))
+    if not rows:  # else freeze says "rerun select" and select fails on no eligible cluster: a loop
+        raise InputError("holds no questions (the file is empty or blank); a questions file needs one JSON object "
+                         "per line (docs/jsonl-format.md)", path=path)
+    for line, row in rows:
         where = f"line {line}"
         qid = _text_field(row, "qid", path, line)
         if not qid.strip() or qid in seen:

@@ -35,7 +35,22 @@ ADAPTERS: dict[str, Adapter] = {
     "question_evidence": question_evidence.load,
 }
 
-__all__ = ["ADAPTERS", "LoadedDataset", "dataset_options", "load_dataset", "read_selection"]
+__all__ = ["ADAPTERS", "LoadedDataset", "dataset_options", "load_dataset", "loss_summary", "read_selection"]
+
+# counts of records dropped, not found, emptied or changed on the way in (besides every `*_dropped_*`)
+LOSS_COUNTS = ("evidence_unlocated", "evidence_span_text_mismatch", "evidence_float_selected", "evidence_section_names",
+               "documents_empty", "paragraphs_empty", "documents_crlf_normalised", "texts_bom_stripped")
+
+
+def loss_summary(name: str, counts: dict[str, int]) -> str:
+    """One line naming every nonzero drop, loss or change count of a dataset (select, freeze and
+    build-arms print it), by its key in the dataset's counts."""
+    lost = {k: v for k, v in sorted(counts.items())
+            if v and ("_dropped_" in k or k.startswith("gold_") or k in LOSS_COUNTS)}
+    if not lost:
+        return f"{name}: nothing dropped or changed on loading ({counts.get('questions', 0)} questions kept)"
+    return (f"{name}: dropped or changed on loading ({counts.get('questions', 0)} questions kept): "
+            + ", ".join(f"{k} {v}" for k, v in lost.items()))
 
 
 def dataset_options(study, name: str) -> dict:
@@ -74,7 +89,10 @@ def load_dataset(study, name: str, *, selection: dict | None) -> LoadedDataset:
             raise HarnessError(f"{study.selection_path}: dataset `{name}` was selected with adapter "
                                f"{entry.get('adapter')!r} but is configured with {options['adapter']!r}; "
                                "rerun `harness select`")
-    raw = ADAPTERS[options["adapter"]](study, name, options, entry, InputReader(study.root))
+    reader = InputReader(study.root)
+    raw = ADAPTERS[options["adapter"]](study, name, options, entry, reader)
+    if reader.bom_stripped:  # only when nonzero: a study without one keeps its frozen counts
+        raw = replace(raw, counts={**raw.counts, "texts_bom_stripped": len(reader.bom_stripped)})
     if options.get("retrieval_scope") == POOLED_SCOPE:
         raw = pooled(raw)
     return finish(raw)
@@ -110,7 +128,9 @@ def finish(raw: LoadedDataset) -> LoadedDataset:
     documents = sorted((d for d in raw.documents if d.doc_id in scoped), key=lambda d: d.doc_id)
     counts["documents_dropped_unscoped"] += len(raw.documents) - len(documents)
     counts["documents"] = len(documents)
-    counts["documents_empty"] = sum(1 for d in documents if not d.text.strip())
+    # over every loaded document: an empty body drops its questions (no evidence) and then the document
+    # (unscoped); counting only the kept ones would hide it
+    counts["documents_empty"] = sum(1 for d in raw.documents if not d.text.strip())
     counts["questions"] = len(raw.questions)
     check_accounting(raw.name, counts, "questions", required=True)
     check_accounting(raw.name, counts, "documents", required=False)

@@ -42,6 +42,11 @@ class BackendUnavailable(LlmError):
     """The server went away (refused or dropped connection)."""
 
 
+class ServerStalled(BackendUnavailable):
+    """The server took the call but sent nothing for the stall time (`stall_s`): it is reachable but hung
+    or overloaded. A pool moves the call to another server."""
+
+
 class ServerFailed(LlmError):
     """The server answered with an HTTP 5xx: it may recover, so a pool of servers retries elsewhere."""
 

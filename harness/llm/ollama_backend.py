@@ -27,10 +27,11 @@ class OllamaBackend(Backend):
         *,
         host: str | None = None,
         timeout_s: float = TIMEOUT_S,
+        stall_s: float | None = None,
         client: OllamaClient | None = None,
     ):
         super().__init__(model, options)
-        self.client = client if client is not None else OllamaClient(host, timeout_s=timeout_s)
+        self.client = client if client is not None else OllamaClient(host, timeout_s=timeout_s, stall_s=stall_s)
         self.host = self.client.host
 
     @classmethod
@@ -38,7 +39,7 @@ class OllamaBackend(Backend):
         cfg = model_settings(cfg)
         return cls(
             str(cfg["name"]), cls.config_options(cfg), host=cfg.get("host"), timeout_s=float(cfg["timeout_s"]),
-            client=client,
+            stall_s=cfg.get("stall_s"), client=client,
         )
 
     @property

@@ -6,10 +6,13 @@ Both paths go through `OllamaClient`, so the two things that must not differ bet
   (what `ollama list` shows as the ID; it pins the weights blob and the Modelfile), after /api/show has
   confirmed the model exists. Always "sha256:" + 64 hex digits; a server that lists none is an error,
   never a guess. `harness freeze`, the chat backend and the embedding retriever all read it this way.
-- the error mapping (`ollama_error`): HTTP 404 -> ModelNotFound, 401/403 -> AuthError, a refused or
-  dropped connection -> BackendUnavailable, any other HTTP error (5xx) -> LlmError, each naming the host,
-  the model and what was being done; a 5xx is ServerFailed, which a pool of servers retries elsewhere. An embedding input longer than the context window (HTTP 400,
-  "context length") is InputTooLong, which the embedder handles by truncating and counting.
+- the error mapping (`ollama_error`): HTTP 404 -> ModelNotFound, 401/403 -> AuthError, a refused
+  connection -> BackendUnavailable ("unreachable", with `ollama serve`), no answer within the stall time ->
+  ServerStalled ("no answer in N s", no `ollama serve`: the server is there), a dropped connection ->
+  BackendUnavailable, any other HTTP error (5xx) -> LlmError, each naming the host, the model and what was
+  being done; a 5xx is ServerFailed, which a pool of servers retries elsewhere. An embedding input longer
+  than the context window (HTTP 400, "context length") is InputTooLong, which the embedder handles by
+  truncating and counting.
 
 The host is the caller's `host:` setting, else $OLLAMA_HOST (the variable the Ollama CLI and the `ollama`
 package read), else http://127.0.0.1:11434; it is resolved once, in `resolve_host`, and recorded.
@@ -22,7 +25,7 @@ import re
 import threading
 from typing import Any, Callable, Mapping, TypeVar
 
-from harness.llm.base import AuthError, BackendUnavailable, LlmError, ModelNotFound, ServerFailed
+from harness.llm.base import AuthError, BackendUnavailable, LlmError, ModelNotFound, ServerFailed, ServerStalled
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 _DIGEST_RE = re.compile(r"(?:sha256[:-])?([0-9a-f]{64})")
@@ -45,7 +48,7 @@ def full_name(model: str) -> str:
     return model if ":" in model else f"{model}:latest"
 
 
-def ollama_error(e: BaseException, *, host: str, model: str, doing: str) -> LlmError:
+def ollama_error(e: BaseException, *, host: str, model: str, doing: str, stall_s: float | None = None) -> LlmError:
     """The project's error for a failure of the `ollama` client; the same for chat and embeddings."""
     import httpx
     import ollama
@@ -65,6 +68,18 @@ def ollama_error(e: BaseException, *, host: str, model: str, doing: str) -> LlmE
             return InputTooLong(message)
         failed = ServerFailed if status >= 500 else LlmError  # a 5xx may pass: a pool retries another server
         return failed(f"ollama at {host} failed for model {model!r} while {doing}: HTTP {status}: {message}")
+    if isinstance(e, (httpx.ReadTimeout, httpx.WriteTimeout)):  # connected: the server is there but silent
+        waited = f"{stall_s:g} s" if stall_s is not None else "the stall time"
+        return ServerStalled(
+            f"ollama at {host}: no answer in {waited} (while {doing} for model {model!r}); the server accepted "
+            "the connection but sent nothing: it is hung or overloaded (restart it, or raise the model's "
+            "`stall_s` for a slow model); completed calls are cached and a rerun resumes"
+        )
+    if isinstance(e, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return BackendUnavailable(
+            f"ollama at {host} dropped the call (while {doing} for model {model!r}; {type(e).__name__}: {e}); "
+            "completed calls are cached and a rerun resumes"
+        )
     if isinstance(e, (ConnectionError, httpx.TransportError)):
         return BackendUnavailable(
             f"ollama at {host} is unreachable (while {doing} for model {model!r}; {type(e).__name__}): start it "
@@ -78,14 +93,18 @@ class OllamaClient:
     """One server connection. /api/show answers and digests are remembered per model, so a client shared by
     the chat backend and an embedding retriever reads each model's digest once."""
 
-    def __init__(self, host: str | None = None, *, timeout_s: float = 600, client: Any = None):
+    def __init__(self, host: str | None = None, *, timeout_s: float = 600, stall_s: float | None = None,
+                 client: Any = None):
         self.host = resolve_host(host)
+        self.stall_s = timeout_s if stall_s is None else stall_s
         if client is None:
             try:
+                import httpx
                 import ollama
             except ImportError:
                 raise LlmError("the `ollama` package is not installed (pip install ollama; make .venv installs it)") from None
-            client = ollama.Client(host=self.host, timeout=timeout_s)
+            # read: the longest silence from a server that took the call (no streaming: its whole answer)
+            client = ollama.Client(host=self.host, timeout=httpx.Timeout(timeout_s, read=self.stall_s))
         self._client = client
         self._shown: dict[str, dict[str, Any]] = {}
         self._digests: dict[str, str] = {}
@@ -99,7 +118,7 @@ class OllamaClient:
         try:
             return fn(*args, **kwargs)
         except (ollama.ResponseError, ConnectionError, httpx.TransportError) as e:
-            raise ollama_error(e, host=self.host, model=model, doing=doing) from None
+            raise ollama_error(e, host=self.host, model=model, doing=doing, stall_s=self.stall_s) from None
 
     def show(self, model: str) -> dict[str, Any]:
         """/api/show as plain JSON (Modelfile, parameters, model_info); a missing model is ModelNotFound."""

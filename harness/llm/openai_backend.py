@@ -3,14 +3,24 @@
 Config keys (schema and defaults: harness.config.models.OpenAIModel): name, base_url, api_key_env,
 temperature, max_tokens, reasoning_effort, provider (routing: e.g. {order: [x], allow_fallbacks: false,
 data_collection: deny}), price_in_per_mtok / price_out_per_mtok (USD per million tokens, used when the
-response carries no cost and for the pre-call cap estimate), context_tokens (the model's window, when known).
+response carries no cost and for the pre-call cap estimate), context_tokens (the model's window, when known),
+timeout_s and stall_s (no answer within stall_s: ServerStalled, "no answer in N s").
+
+Local servers (the rule for the API key and the spend cap): a server whose base_url host is loopback
+(localhost, 127.0.0.0/8, ::1) is local. A local server is asked without a key when the `api_key_env`
+variable is unset (a self-hosted llama.cpp or vLLM server needs none; one that does answers 401, an
+AuthError naming the variable); any other server needs the variable set before the first call. A call is
+billed (the spend cap applies, even a $0 cap) unless the model declares both prices 0, or the server is
+local and declares no prices; a local proxy to a paid API must declare its prices to be capped.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import time
 from typing import Any, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from harness.config.models import OPENAI_API_KEY_ENV, OPENAI_OPTIONS, TIMEOUT_S, model_settings
 from harness.llm.base import (
@@ -22,6 +32,7 @@ from harness.llm.base import (
     Message,
     ModelNotFound,
     ServerFailed,
+    ServerStalled,
     as_messages,
 )
 from harness.files import canonical_json, sha256_text
@@ -29,9 +40,19 @@ from harness.files import canonical_json, sha256_text
 DEFAULT_OPTIONS = OPENAI_OPTIONS  # written once, in the config schema
 
 
+def is_loopback(url: str) -> bool:
+    """Whether the URL's host is this machine (localhost, 127.0.0.0/8, ::1)."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class OpenAICompatibleBackend(Backend):
     name = "openai-compatible"
-    billed = True
     default_options = DEFAULT_OPTIONS
 
     def __init__(
@@ -45,6 +66,7 @@ class OpenAICompatibleBackend(Backend):
         price_out_per_mtok: float | None = None,
         context_tokens: int | None = None,
         timeout_s: float = TIMEOUT_S,
+        stall_s: float | None = None,
         revision: str | None = None,
         max_retries: int = 2,
     ):
@@ -57,6 +79,11 @@ class OpenAICompatibleBackend(Backend):
         self.price_out = price_out_per_mtok
         self.context_tokens = context_tokens
         self.timeout_s = timeout_s
+        self.stall_s = timeout_s if stall_s is None else stall_s
+        self.local = is_loopback(base_url)
+        prices = (price_in_per_mtok, price_out_per_mtok)
+        declared_free = all(p is not None and p == 0 for p in prices)
+        self.billed = not (declared_free or (self.local and all(p is None for p in prices)))
         self._client = None
 
     @classmethod
@@ -72,6 +99,7 @@ class OpenAICompatibleBackend(Backend):
             price_out_per_mtok=cfg.get("price_out_per_mtok"),
             context_tokens=cfg.get("context_tokens"),
             timeout_s=float(cfg["timeout_s"]),
+            stall_s=cfg.get("stall_s"),
             revision=cfg.get("revision"),
         )
 
@@ -121,22 +149,33 @@ class OpenAICompatibleBackend(Backend):
 
     def _client_or_fail(self):
         if self._client is None:
-            from openai import OpenAI
+            from openai import OpenAI, Timeout
 
             key = os.environ.get(self.api_key_env)
-            if not key:
-                raise AuthError(f"set the environment variable {self.api_key_env} to the API key for {self.base_url}")
-            self._client = OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=self.max_retries)
+            if not key and not self.local:
+                raise AuthError(f"set the environment variable {self.api_key_env} to the API key for {self.base_url} "
+                                "(only a server on loopback is asked without one)")
+            # the client needs a string; a local server without a key ignores it
+            self._client = OpenAI(api_key=key or "no-key", base_url=self.base_url, max_retries=self.max_retries,
+                                  timeout=Timeout(self.timeout_s, read=self.stall_s))
         return self._client
 
     def _error(self, e: BaseException) -> LlmError:
         import openai
 
         if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
+            if not os.environ.get(self.api_key_env):
+                return AuthError(f"{self.base_url} refused a call without an API key: set {self.api_key_env}: {e}")
             return AuthError(f"{self.base_url} refused the API key in {self.api_key_env}: {e}")
         if isinstance(e, openai.NotFoundError):
             return ModelNotFound(f"{self.base_url} has no model {self.model!r} (check `name`): {e}")
-        if isinstance(e, openai.APIConnectionError):  # refused, dropped or timed out
+        # the client's own HTTP library: a connect timeout is "unreachable", a read timeout a stall
+        if isinstance(e, openai.APITimeoutError) and type(e.__cause__).__name__ != "ConnectTimeout":
+            return ServerStalled(f"{self.base_url}: no answer in {self.stall_s:g} s (per attempt, "
+                                 f"{self.max_retries + 1} attempts) from a server that accepted the connection: it "
+                                 "is hung or overloaded (restart it, or raise the model's `stall_s`); rerun to resume "
+                                 "from the cache")
+        if isinstance(e, openai.APIConnectionError):  # refused or dropped
             return BackendUnavailable(f"{self.base_url} is unreachable ({e}); rerun to resume from the cache")
         if isinstance(e, openai.InternalServerError):
             return ServerFailed(f"{self.base_url} failed (HTTP 5xx): {e}")

@@ -5,8 +5,10 @@ question from exactly B source tokens of the cell's run file (harness.pipeline.r
 
 - results/answers/<dataset>/<arm>__<retriever>.jsonl: per question the answer, what the reader saw
   (context hash, chunk ids, cut) and flags (failed, truncated);
-- answer_f1@<B>t rows (metric set qasper) and nugget_recall@<B>t rows (metric set freshstack) merged into
-  results/per_question/<dataset>.parquet/.csv, so stats, audit and report read them like any metric;
+- results/answers/<dataset>/<arm>__<retriever>.parquet: the cell's answer_f1@<B>t rows (metric set qasper)
+  or nugget_recall@<B>t rows (metric set freshstack), this stage's part of the per-question table;
+  harness.pipeline.table assembles it with score's parts into results/per_question/<dataset>.parquet/.csv,
+  so stats, audit and report read them like any metric, and a rerun of `score` keeps them;
 - results/judges/<dataset>/<arm>__<retriever>.jsonl: every nugget verdict; results/judges/controls.jsonl
   and results/judges/acceptance.json (the controls, judged before any arm; stats reads the rates);
 - results/answers/summary.json: counts per cell (questions, dropped, failed, truncated contexts).
@@ -24,8 +26,6 @@ from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
-
-import pandas as pd
 
 from harness.arms.build import read_chunk_set
 from harness.arms.llm_arms import generations_path
@@ -48,7 +48,9 @@ from harness.metrics.nuggets import (
 from harness.metrics.registry import ANSWER_METRICS
 from harness.pipeline.grid import SCORED, Cell, answer_cells, answers_dir, answers_path, cell_state, mark_answer_done
 from harness.pipeline.reading import ReaderContext, Verdict, ask_reader, judge_nuggets, reader_context
-from harness.pipeline.results import COLUMNS, ResultRow, check_and_sort, read_per_question, to_frame, write_frame
+from harness.pipeline.parts import write_part
+from harness.pipeline.results import ResultRow
+from harness.pipeline.table import assemble_per_question
 from harness.retrieval.runfile import read_run
 from harness.study import Study
 
@@ -194,19 +196,17 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
                 judged_any = True
                 control_rows += _controls(dataset, judge, judge_template, judge_cfg.control_seed, controls,
                                           judge_seed=judge_model.seed)
-            rows: list[ResultRow] = []
             cells = [cell for cell in answer_cells(study) if cell.dataset == name]
             for cell in tqdm(cells, desc=f"answer {name}", unit="cell", disable=not progress):
                 cell_rows, counts = _answer_cell(study, dataset, cell, budget, tokens, reader, reader_template, seeds,
                                                  judge if judged else None, judge_template, frozen_hash,
                                                  judge_seed=None if judge is None else judge_model.seed,
                                                  f1=ANSWER_F1 in metrics)
-                rows += cell_rows
+                write_part(answers_dir(study), *cell, cell_rows)  # this stage's rows: only it writes them
+                mark_answer_done(study, cell, frozen_hash=frozen_hash, counts=counts)
                 summary["cells"][str(cell)] = counts
                 log(f"answer {cell}: {counts}")
-            _merge_rows(study, name, rows, {f"{m}@{budget}t" for m in metrics}, {(c.arm, c.retriever) for c in cells})
-            for cell in cells:  # after the merge: a marked cell's rows are in the per-question table
-                mark_answer_done(study, cell, frozen_hash=frozen_hash, counts=summary["cells"][str(cell)])
+            assemble_per_question(study, name, frozen_hash, log=log)
         if judged_any:  # written even when no reference answer made the controls computable
             _jsonl(judges_dir(study) / "controls.jsonl", control_rows)
             summary["controls"] = _write_acceptance(study, judge_cfg.name, controls)
@@ -310,24 +310,6 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
     if judge is not None:
         _jsonl(judges_dir(study) / dataset.name / f"{cell.arm}__{cell.retriever}.jsonl", verdict_rows)
     return rows, dict(counts)
-
-
-def _merge_rows(study: Study, dataset: str, rows: list[ResultRow], metrics: set[str],
-                cells: set[tuple[str, str]]) -> None:
-    """Replace this stage's metrics for these cells in the dataset's per-question files (score wrote the rest)."""
-    parquet, csv = study.per_question_path(dataset, "parquet"), study.per_question_path(dataset, "csv")
-    if not parquet.is_file():
-        raise HarnessError(f"{parquet}: no per-question results; run `harness score` first")
-    table = read_per_question(parquet)
-    stale = table["metric"].isin(metrics) & pd.Series(list(zip(table["arm"], table["retriever"]))).isin(cells).values
-    merged = pd.concat([table[~stale], to_frame(rows)], ignore_index=True)[list(COLUMNS)]
-    write_frame(check_and_sort(merged, str(parquet)), parquet, csv)
-    sidecar = parquet.with_name(f"{dataset}.manifest.json")
-    if sidecar.is_file():
-        record = read_json(sidecar)
-        record["rows"] = int(len(merged))
-        record["answer_metrics"] = sorted(metrics)
-        atomic_write_json(sidecar, record)
 
 
 def answer_test_gaps(study: Study, test: Any) -> list[str]:

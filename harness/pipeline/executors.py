@@ -88,7 +88,7 @@ def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, froze
                                             run_depth=study.config.run_depth)
     record_first_outcome(study, frozen_hash=frozen_hash)
     write_cell_parts(per_question_dir(study), dataset_name, arm, retriever, rows, variant_rows)
-    mark_cell_done(study, Cell(dataset_name, arm, retriever), frozen_hash=frozen_hash, n_questions=counts["questions"])
+    mark_cell_done(study, Cell(dataset_name, arm, retriever), frozen_hash=frozen_hash, counts=counts)
     return counts
 
 

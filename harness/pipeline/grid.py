@@ -7,8 +7,9 @@ entry declares (`datasets: [...]` on arms and retrievers, `arms: [...]` on retri
 A chunk set is built when its .jsonl and manifest exist and the manifest names the current frozen hash;
 built under another freeze it is stale. A cell is scored when its run file, part file and done marker
 exist and the marker names the current frozen hash; scored under another freeze it is stale. An answer
-cell (a `reader.cells` entry's dataset x arm x retriever) is answered when its answers file and done
-marker exist and the marker names the current frozen hash; answered under another freeze it is stale.
+cell (a `reader.cells` entry's dataset x arm x retriever) is answered when its answers file, its rows part
+and done marker exist, the marker names the current frozen hash and the dataset's per-question table was
+assembled with its rows (the table's manifest lists it); answered under another freeze it is stale.
 States are read from files only: nothing here loads a dataset or a model.
 """
 
@@ -99,6 +100,12 @@ def answers_path(study: Study, cell: Cell) -> Path:
     return answers_dir(study) / cell.dataset / f"{cell.arm}__{cell.retriever}.jsonl"
 
 
+def answer_part_path(study: Study, cell: Cell) -> Path:
+    """The answer stage's metric rows of one cell (answer F1, nugget recall): its part of the dataset's
+    per-question table, written only by that stage (harness.pipeline.table assembles the table)."""
+    return part_path(answers_dir(study), *cell)
+
+
 def answer_marker_path(study: Study, cell: Cell) -> Path:
     return answers_dir(study) / cell.dataset / f"{cell.arm}__{cell.retriever}.done.json"
 
@@ -119,18 +126,23 @@ def per_question_sidecar(study: Study, dataset: str) -> Path:
     return per_question_dir(study) / f"{dataset}.manifest.json"
 
 
-def mark_cell_done(study: Study, cell: Cell, *, frozen_hash: str, n_questions: int) -> Path:
-    """Written by `score` after a cell's run file and per-question part are safely on disk."""
+def mark_cell_done(study: Study, cell: Cell, *, frozen_hash: str, counts: dict[str, Any]) -> Path:
+    """Written by `score` after a cell's run file and per-question part are safely on disk. The cell's
+    counts live here, so the dataset manifest gathers every cell's counts even across interrupted runs."""
     path = done_marker_path(study, cell)
-    atomic_write_json(
-        path,
-        {**cell._asdict(), "frozen_hash": frozen_hash, "n_questions": n_questions, "completed_at": _now_iso()},
-    )
+    atomic_write_json(path, {**cell._asdict(), "frozen_hash": frozen_hash, "n_questions": counts["questions"],
+                             "counts": counts, "completed_at": _now_iso()})
     return path
 
 
+def cell_counts(study: Study, cell: Cell) -> dict[str, Any] | None:
+    """The counts `score` recorded in the cell's done marker (None: not scored)."""
+    marker = done_marker_path(study, cell)
+    return _object(marker).get("counts") if marker.is_file() else None
+
+
 def mark_answer_done(study: Study, cell: Cell, *, frozen_hash: str | None, counts: dict[str, int]) -> Path:
-    """Written by `answer` once a cell's answers file exists and its metric rows are merged."""
+    """Written by `answer` once a cell's answers file and its rows part exist."""
     path = answer_marker_path(study, cell)
     atomic_write_json(path, {**cell._asdict(), "frozen_hash": frozen_hash, "counts": dict(sorted(counts.items())),
                              "completed_at": _now_iso()})
@@ -182,12 +194,24 @@ def cell_state(study: Study, cell: Cell, current_hash: str | None) -> str:
     return SCORED if _under(_object(marker).get("frozen_hash"), current_hash) == BUILT else STALE
 
 
-def answer_state(study: Study, cell: Cell, current_hash: str | None) -> str:
-    """ANSWERED, STALE (answered under another freeze) or MISSING."""
+def answer_rows_state(study: Study, cell: Cell, current_hash: str | None) -> str:
+    """ANSWERED when the cell's answers, rows part and marker exist under `current_hash`, STALE under
+    another freeze, else MISSING: whether the table assembly takes the cell's rows."""
     marker = answer_marker_path(study, cell)
-    if not (marker.is_file() and answers_path(study, cell).is_file()):
+    if not (marker.is_file() and answers_path(study, cell).is_file() and answer_part_path(study, cell).is_file()):
         return MISSING
     return ANSWERED if _under(_object(marker).get("frozen_hash"), current_hash) == BUILT else STALE
+
+
+def answer_state(study: Study, cell: Cell, current_hash: str | None) -> str:
+    """answer_rows_state, and MISSING while the dataset's per-question table lacks the cell's rows (its
+    manifest does not list the cell: the table was not assembled since, e.g. after a killed run)."""
+    state = answer_rows_state(study, cell, current_hash)
+    if state != ANSWERED:
+        return state
+    sidecar = per_question_sidecar(study, cell.dataset)
+    assembled = _object(sidecar).get("answer_cells", []) if sidecar.is_file() else []
+    return ANSWERED if str(cell) in assembled else MISSING
 
 
 def unscored_cells(study: Study, current_hash: str | None, cells: list[Cell] | None = None) -> list[Cell]:

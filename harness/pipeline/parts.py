@@ -1,6 +1,7 @@
 """Per-cell part files: `score` writes each finished (dataset, arm, retriever) cell atomically as
-results/per_question/<dataset>/<arm>__<retriever>.parquet; combine_parts joins exactly the configured
-cells into the dataset's per-question files. Whether a cell counts as scored is harness.pipeline.grid's.
+results/per_question/<dataset>/<arm>__<retriever>.parquet (`answer` its own rows the same way under
+results/answers/); combine_parts joins exactly the configured cells, plus the other stages' parts it is
+given, into the dataset's per-question files. Whether a cell counts as scored is harness.pipeline.grid's.
 """
 
 from __future__ import annotations
@@ -89,8 +90,11 @@ def combine_parts(
     cells: Sequence[tuple[str, str]],
     parquet_path: str | os.PathLike,
     csv_path: str | os.PathLike | None,
+    *,
+    extra: Sequence[pd.DataFrame] = (),
 ) -> int:
-    """Join the parts of exactly these (arm, retriever) cells into the dataset's files; returns the row count.
+    """Join the parts of exactly these (arm, retriever) cells, and the `extra` rows of later stages (answer
+    metrics), into the dataset's files; returns the row count.
 
     Parts of cells not listed (e.g. an arm since removed from the config) are left out, never mixed in.
     """
@@ -102,7 +106,7 @@ def combine_parts(
         shown = ", ".join(f"{a} / {r}" for a, r in missing)
         raise HarnessError(f"dataset {dataset!r}: {len(missing)} cell(s) not scored yet: {shown}")
     frames = [read_part(per_question_dir, dataset, a, r) for a, r in cells]
-    df = pd.concat(frames, ignore_index=True)
+    df = pd.concat([*frames, *extra], ignore_index=True)
     df = df.astype({c: object for c in TEXT} | {"value": "float64"})
     df = check_and_sort(df, str(parquet_path))
     write_frame(df, parquet_path, csv_path)

@@ -1,9 +1,10 @@
 """`score`: every dataset x arm x retriever cell of the grid -> run file + per-question rows.
 
 A rerun skips the cells the grid (harness.pipeline.grid) counts as scored under the current frozen
-hash, so an interrupted scoring run resumes. At the end the parts of exactly the
-configured cells are combined into results/per_question/<dataset>.parquet and .csv, with a sidecar
-<dataset>.manifest.json recording the frozen hash, the cells, question counts and retriever provenance.
+hash, so an interrupted scoring run resumes. At the end the parts of exactly the configured cells (and the
+answer stage's rows, harness.pipeline.table) are assembled into results/per_question/<dataset>.parquet and
+.csv, with a sidecar <dataset>.manifest.json recording the frozen hash, the cells, every cell's counts (from
+its done marker), question counts and retriever provenance.
 """
 
 from __future__ import annotations
@@ -19,16 +20,15 @@ from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
-from harness.pipeline.grid import (
-    SCORED, cell_state, configured_cells, mark_cell_done, per_question_dir, per_question_sidecar,
-)
+from harness.pipeline.grid import SCORED, cell_counts, cell_state, configured_cells, mark_cell_done, per_question_dir
 from harness.pipeline.executors import Executor, is_local, score_cells_on_ray
 from harness.pipeline.addon_cells import (
     cell_source, chunk_variants, expand, expanded_run_rows, expansion_mode, inserted_in_head, mean_over_variants,
 )
-from harness.pipeline.parts import combine_parts, write_part, write_variants_part
+from harness.pipeline.parts import write_part, write_variants_part
+from harness.pipeline.table import assemble_per_question, update_manifest
 from harness.pipeline.results import ResultRow
-from harness.files import atomic_write_json, read_json, sha256_text
+from harness.files import remove_stale_temporaries, sha256_text
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking
 from harness.retrieval.expansion import ChunkSet as ExpansionChunkSet
@@ -154,6 +154,10 @@ def score_study(
     context = RetrieverContext.for_study(study, progress=progress)
     run_depth = study.config.run_depth
     per_q = per_question_dir(study)
+    leftovers = [p for folder in (per_q, study.results / "runs") for p in remove_stale_temporaries(folder)]
+    if leftovers:
+        log(f"removed {len(leftovers)} temporary file(s) a killed run left: "
+            + ", ".join(str(p.relative_to(study.results)) for p in leftovers))
     combined = {}
     for name in datasets or list(study.datasets):
         dataset = load_dataset(study, name, selection=selection)
@@ -166,9 +170,8 @@ def score_study(
         log(f"{name}: {len(cells)} cells, {len(cells) - len(todo)} already scored, {len(todo)} to score")
         counters_before = {r: context.get(r).stats() for r in retrievers}  # retrievers are shared across datasets
         cache = ScoringCache()
-        cell_counts: dict[str, dict] = {}
         if executor is not None and not is_local(executor):
-            cell_counts = score_cells_on_ray(study, executor, name, todo, frozen_hash=frozen_hash, log=log)
+            score_cells_on_ray(study, executor, name, todo, frozen_hash=frozen_hash, log=log)
             todo = []  # scored by the tasks; combined below exactly as after the local loop
         bar = tqdm(todo, desc=f"score {name}", unit="cell", disable=not progress)
         loaded: dict[str, list[Scope]] = {}
@@ -183,13 +186,9 @@ def score_study(
             )
             record_first_outcome(study, frozen_hash=frozen_hash)
             write_cell_parts(per_q, name, cell.arm, cell.retriever, rows, variant_rows)
-            mark_cell_done(study, cell, frozen_hash=frozen_hash, n_questions=counts["questions"])
-            cell_counts[str(cell)] = counts
-        n = combine_parts(per_q, name, [(c.arm, c.retriever) for c in cells],
-                          study.per_question_path(name, "parquet"), study.per_question_path(name, "csv"))
-        sidecar = per_question_sidecar(study, name)
-        previous = read_json(sidecar) if sidecar.is_file() else {}
-        atomic_write_json(sidecar, {
+            mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
+        n = assemble_per_question(study, name, frozen_hash, log=log)
+        update_manifest(study, name, {
             "dataset": name,
             "frozen_config_hash": frozen_hash,
             "metric_set": dataset.metric_set,
@@ -198,10 +197,10 @@ def score_study(
             "clusters": len({q.cluster for q in dataset.questions}),
             "dataset_counts": dict(sorted(dataset.counts.items())),
             "cells": [f"{c.arm}__{c.retriever}" for c in cells],
-            "cell_counts": {**previous.get("cell_counts", {}), **cell_counts}
-            if previous.get("frozen_config_hash") == frozen_hash else cell_counts,
+            # from the cells' done markers: a cell scored by an earlier, interrupted run keeps its entry (a
+            # marker written before markers held counts has none: rescoring that cell records them)
+            "cell_counts": {str(c): counts for c in cells if (counts := cell_counts(study, c)) is not None},
             "retrievers": {r: context.get(r).describe() for r in retrievers},
-            "rows": n,
         })
         combined[name] = n
         stats = {r: _counter_delta(context.get(r).stats(), counters_before[r]) for r in retrievers}

@@ -28,7 +28,7 @@ pins live in pyproject.toml; refusing every upgrade would make the harness unusa
 developed), registration times and computed outcome flags (they change when a file is first
 committed, not when its content does), `llm.workers` (calls are cached and ordered within a document,
 so parallelism cannot move a result), `llm.spend_cap_usd` (a cap stops a run, it cannot change one),
-a model's `timeout_s`, its server or pool of servers (`host`, `base_url`, `hosts`, `failover`, and an
+a model's `timeout_s` and `stall_s`, its server or pool of servers (`host`, `base_url`, `hosts`, `failover`, and an
 Ollama embedder's `host`: the model's digest, which is compared, is the identity that keys the cache, and
 every server of a pool must report the same one, harness.llm.pool, so which one answers cannot move a
 result), and `executor` (local or Ray).
@@ -90,6 +90,7 @@ REPORTED = (
     ("config", "llm", "spend_cap_usd"),
     ("config_file",),  # the parsed config's hash: only tells a value edit from a comment edit (below)
     ("config", "models", "*", "timeout_s"),  # how long to wait for a server, not what it answers
+    ("config", "models", "*", "stall_s"),
     # Which servers answer is a run fact: the model identity that keys the cache is its digest, compared
     # under `model_digests` (a single OpenAI-compatible server's digest includes its base_url; a pool's
     # servers must report the same weights), so moving `host:` to `hosts:` with the same server is no drift.

@@ -1,0 +1,56 @@
+"""Issue 23, case 7 (duplicate keys): every YAML the harness reads goes through one loader
+(harness.study.load_yaml), which refuses a key given twice naming the file, the key and both lines."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.stats.plan import load_plan
+from harness.study import Study, load_yaml
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
+
+
+def _with_second_line(path: Path, after: str, extra: str) -> int:
+    """Insert `extra` after the first line starting with `after`; returns both keys' line numbers."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    i = next(n for n, line in enumerate(lines) if line.lstrip().startswith(after))
+    lines.insert(i + 1, extra + "\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return i + 1
+
+
+def test_issue23_case7_a_duplicate_key_in_the_study_config_is_refused(tmp_path):
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO / "configs", root / "configs")
+    first = _with_second_line(root / "configs/study.yaml", "tau_min:", "  tau_min: 50")
+    with pytest.raises(HarnessError, match=re.escape(
+            f"{root / 'configs/study.yaml'}: key 'tau_min' is given twice, at line {first} and line {first + 1}")):
+        Study.at(root).config
+
+
+def test_issue23_case7_a_duplicate_key_in_the_plan_is_refused(tmp_path):
+    shutil.copytree(DEMO / "plan", tmp_path / "plan")
+    plan = tmp_path / "plan/plan.yaml"
+    first = _with_second_line(plan, "alpha:", "alpha: 0.10")
+    with pytest.raises(HarnessError, match=re.escape(
+            f"{plan}: key 'alpha' is given twice, at line {first} and line {first + 1}")):
+        load_plan(plan)
+
+
+def test_the_same_key_in_two_mappings_is_not_a_duplicate(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("a: {k: 1}\nb: {k: 2}\n", encoding="utf-8")
+    assert load_yaml(path) == {"a": {"k": 1}, "b": {"k": 2}}
+
+
+def test_no_module_loads_yaml_but_the_one_loader():
+    package = Path(__file__).resolve().parents[1] / "harness"
+    loads = [f"{p.relative_to(package)}" for p in sorted(package.rglob("*.py"))
+             if re.search(r"yaml\.(safe_)?load\(", p.read_text(encoding="utf-8"))]
+    assert loads == ["study.py"]
