@@ -182,10 +182,42 @@ def test_case3_tampered_per_question_csv_fails_the_audit(released, tmp_path, cap
     assert code == 1
     assert "FAIL  (results)/results/per_question/papers.csv: edited after it was written" in out
     assert "FAIL  (results)/papers.csv: 1 value(s) differ from papers.parquet: line 2 value" in out
-    # a stage run after the edit lists the CSV afresh; the value-by-value comparison still fails it
+    # a stage run after the edit refuses to read it, so the edit cannot be recorded afresh
+    code, _, err = run(capsys, "stats", "--study", str(study.root))
+    assert code == 1 and "results/per_question/papers.csv: edited after it was written" in err
+
+
+def edit_parquet_value(path: Path) -> None:
+    import pandas as pd
+
+    table = pd.read_parquet(path)
+    table.loc[0, "value"] = 1.0 - table.loc[0, "value"] if table.loc[0, "value"] != 0.5 else 0.25
+    table.to_parquet(path, index=False)
+
+
+def test_an_edited_table_or_part_is_never_read_and_recorded_afresh(released, tmp_path, capsys):
+    """Without the check, stats over a hand-edited Parquet table would release consistent numbers whose
+    manifest lists the edited file, and score would assemble an edited part into the table."""
+    study = copy_of(released, tmp_path)
+    table = study.results / "per_question" / "papers.parquet"
+    kept = table.read_bytes()
+    edit_parquet_value(table)
+    code, _, err = run(capsys, "stats", "--study", str(study.root))
+    assert code == 1 and "results/per_question/papers.parquet: edited after it was written" in err
+    # score rebuilds the assembled table from its parts, which are intact: the edit is undone
+    assert run(capsys, "score", "--study", str(study.root), "--no-progress")[0] == 0
+    assert table.read_bytes() == kept
     assert run(capsys, "stats", "--study", str(study.root))[0] == 0
-    code, out, _ = run(capsys, "audit", "--study", str(study.root), "--registered-hash", published)
-    assert code == 1 and "FAIL  (results)/papers.csv: 1 value(s) differ" in out and "edited after" not in out
+    part = study.results / "per_question" / "papers" / "S__bm25.parquet"
+    edit_parquet_value(part)
+    for stage in (["score", "--no-progress"], ["stats"]):
+        code, _, err = run(capsys, *stage, "--study", str(study.root))
+        assert code == 1 and "results/per_question/papers/S__bm25.parquet: edited after it was written" in err
+    # an unrecorded file under per_question/ (added by hand, or by an interrupted run) is not read by stats
+    part.unlink()
+    (study.results / "per_question" / "extra.csv").write_text("x\n", encoding="utf-8")
+    code, _, err = run(capsys, "stats", "--study", str(study.root))
+    assert code == 1 and "results/per_question/extra.csv: not recorded" in err
 
 
 def test_results_manifest_covers_stats_runs_chunks_and_unlisted_files(released, tmp_path, capsys):

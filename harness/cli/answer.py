@@ -9,7 +9,7 @@ from harness.cli.build_arms import llm_mode
 from harness.cli.main import add_study_argument
 from harness.pipeline.answer import answer_study
 from harness.provenance.freeze import check_frozen
-from harness.provenance.release import record_results
+from harness.provenance.release import record_results, require_recorded
 from harness.study import Study
 
 HELP = ("answer every configured answer cell (`reader.cells`) with the fixed reader from exactly B source "
@@ -36,6 +36,9 @@ def run(args) -> int:
     fresh, replay = llm_mode(args, os.environ)
     study = Study.at(args.study)
     frozen = check_frozen(study, stage="answer")
+    # the answer stage assembles the table from every stage's parts: none may have been edited by hand
+    require_recorded(study, stage="answer", folders=("per_question", "answers", "runs"), allow_unlisted=True,
+                     parts_only=True)
     summary = answer_study(study, frozen_hash=frozen, fresh=fresh, replay=replay, progress=not args.no_progress)
     record_results(study)
     if summary.get("controls") is not None:

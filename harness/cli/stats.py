@@ -41,10 +41,11 @@ def run(args) -> int:
     from harness.stats.io import load_judge_rates, load_per_question, results_frozen_hash, write_outputs
     from harness.stats.plan import load_study_plan
     from harness.provenance.freeze import check_frozen
-    from harness.provenance.release import record_results
+    from harness.provenance.release import record_results, require_recorded
 
     study = Study.at(args.study)
     check_frozen(study, stage="stats", models=False)  # an edited plan or input is refused here as in build-arms and score
+    require_recorded(study, stage="stats", folders=("per_question",))  # no hand edit since score recorded it
     plan = load_study_plan(study)
     frozen = results_frozen_hash(study)
     deviation = require_outcomes_allowed(study, command="stats", deviation_reason=args.deviation)

@@ -21,6 +21,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, read_json, sha256_file
 from harness.provenance.checks import FAIL, PASS, Check
+from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 
 MANIFEST_NAME = "results_manifest.json"
@@ -48,7 +49,6 @@ def released_files(study: Study) -> dict[str, Path]:
 
 def record_results(study: Study) -> Path:
     """Write the results manifest for the released files as they are now; returns its path."""
-    from harness.provenance.freeze import frozen_hash
 
     files = {rel: {"sha256": sha256_file(p), "bytes": p.stat().st_size} for rel, p in released_files(study).items()}
     path = manifest_path(study)
@@ -128,3 +128,41 @@ def _same_float(text: str, value: float) -> bool:
     except ValueError:
         return False
     return parsed == value or (math.isnan(parsed) and math.isnan(value))
+
+
+def require_recorded(study: Study, *, stage: str, folders: tuple[str, ...], allow_unlisted: bool = False,
+                     parts_only: bool = False) -> None:
+    """Refuse to read released files edited since the stage that wrote them recorded them.
+
+    Without this an edit made between two stages would be listed afresh by the second (its manifest is
+    rewritten from the files as they are), so `stats` over a hand-edited per-question table would release
+    consistent, audited numbers. A stage that writes into `folders` itself (score) may find files an
+    interrupted run of its own wrote and never recorded (`allow_unlisted`); a stage that only reads them
+    may not; a writer checks only a manifest recorded under the current freeze. `parts_only` skips the tables assembled at the top of a folder (per_question/<dataset>.parquet),
+    which the assembling stages rebuild from the parts whatever they hold."""
+    path = manifest_path(study)
+    present = {rel: p for rel, p in released_files(study).items()
+               if rel.split("/", 1)[0] in folders and not (parts_only and rel.count("/") < 2)}
+    if not present:
+        return
+    manifest = read_json(path) if path.is_file() else {}
+    if allow_unlisted and manifest.get("frozen_config_hash") != frozen_hash(study):
+        return  # a writer under a new freeze rewrites what the old one listed; its own record follows
+    listed = manifest.get("files", {})
+    problems = []
+    for rel, p in present.items():
+        entry = listed.get(rel)
+        if entry is None:
+            if not allow_unlisted:
+                problems.append(f"results/{rel}: not recorded in {MANIFEST_NAME} (written by an interrupted run, "
+                                "or added by hand)")
+        elif (check := _verify_listed(study, rel, entry)) is not None:
+            problems.append(f"{check.item}: {check.detail}")
+    if problems:
+        shown = "\n".join(f"  {p}" for p in problems[:MAX_LISTED])
+        more = f"\n  ... and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""
+        raise HarnessError(
+            f"{stage}: refusing to read {len(problems)} released file(s) that differ from {path}:\n{shown}{more}\n"
+            "Restore them, or rerun the stage that writes them (`harness score` rebuilds the per-question "
+            "tables from its parts and records them)."
+        )
