@@ -110,7 +110,8 @@ def contrast_arguments(plan: Plan, family: FamilyPlan, test: TestPlan, table: Re
     return dict(
         dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever, metric=test.metric,
         seed=derive_seed(family.seed, test.id), resamples=plan.resamples, max_flips=plan.max_flips,
-        margin=test.margin if RULES[test.rule].computes_p_tost else None, stratified=plan.datasets[test.dataset].stratified,
+        margin=test.margin if RULES[test.rule].computes_p_tost else None,
+        stratified=plan.datasets[test.dataset].stratified,
         subset_clusters=selection.clusters, strata=selection.strata, retriever_b=test.retriever_b,
     )
 
