@@ -55,8 +55,8 @@ def test_a_plan_test_may_name_retriever_b_and_the_tables_say_so(tmp_path):
     path = _plan(tmp_path, {"id": "X-S-hybrid-bm25", "a": "S", "b": "S", "retriever": "hybrid",
                             "retriever_b": "bm25", "dataset": "papers", "metric": "rec@512t"})
     plan = load_plan(path)
-    fam = run_plan(plan, _table(), only=["exploratory"])[0].to_json()
-    row = fam["rows"][0]
+    fam = run_plan(plan, _table(), only=["exploratory"])[0]
+    row = fam.rows[0]
     assert row["retriever_b"] == "bm25" and 3 < row["estimate"] < 8
     assert "S (hybrid) - S (bm25)" in to_markdown(fam) and "hybrid vs bm25" in to_markdown(fam)
 

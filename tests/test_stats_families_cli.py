@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from harness.cli.main import build_parser, main
-from harness.stats.families import run_plan
+from harness.stats.families import FamilyResult, run_plan
 from harness.stats.holm import holm
 from harness.stats.plan import load_plan
 from harness.stats.simulate import SyntheticDataset, long_table
@@ -85,19 +85,21 @@ def test_rerun_is_bit_identical(demo_plan, results):
 
 def test_family_with_a_missing_arm_is_not_run(demo_plan):
     arms = {k: v for k, v in ARMS.items() if k != "E-K"}
-    out = run_plan(demo_plan, _table(arms), only=["H4"])[0].to_json()
+    result = run_plan(demo_plan, _table(arms), only=["H4"])[0]
+    out = result.to_json()
     assert out["status"] == "not run" and out["rows"] == []
     assert out["missing"] == ["arm E-K on papers under hybrid (rec@512t)"]
-    assert "**Not run.**" in to_markdown(out) and "arm E-K on papers" in to_markdown(out)
+    assert "**Not run.**" in to_markdown(result) and "arm E-K on papers" in to_markdown(result)
 
 
 def test_tables_are_generated_from_the_json(results):
-    fam = results[0]
+    fam = FamilyResult.from_json(json.loads(json.dumps(results[0])), "primary.json")
+    assert fam.to_json() == results[0]  # read back from a released file, it writes the same JSON
     md = to_markdown(fam)
     assert md.count("\n| H") == 2 and "Holm over 2" in md
     rows = list(csv.DictReader(io.StringIO(to_csv(fam))))
-    assert [float(r["estimate"]) for r in rows] == [row["estimate"] for row in fam["rows"]]
-    assert [float(r["ci90_bca_hi"]) for r in rows] == [row["ci90_bca"][1] for row in fam["rows"]]
+    assert [float(r["estimate"]) for r in rows] == [row["estimate"] for row in fam.rows]
+    assert [float(r["ci90_bca_hi"]) for r in rows] == [row["ci90_bca"][1] for row in fam.rows]
     tex = to_latex(fam)
     assert "S+T" in tex and "rec@512t" in tex and "\\toprule" in tex and " 90\\% " in tex
     assert "_" not in tex.replace("\\_", "")  # every underscore escaped (key\_secondary style ids)

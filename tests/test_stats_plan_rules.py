@@ -153,9 +153,9 @@ def test_missing_metric_is_a_missing_row_and_holm_keeps_the_family_size(tmp_path
     assert [r["p_signflip_holm"] for r in rows[:2]] == pytest.approx(flips[:2])
     from harness.stats.tables import to_csv, to_markdown
 
-    md = to_markdown(result.to_json())
+    md = to_markdown(result)
     assert "| k3 |" in md and "missing" in md and "p sign-flip Holm" in md
-    assert to_csv(result.to_json()).count("\n") == 4
+    assert to_csv(result).count("\n") == 4
 
 
 def test_family_without_any_results_is_not_run(tmp_path, table):
@@ -184,7 +184,7 @@ def test_judged_rows_show_their_controls_even_when_one_failed(tmp_path, table):
     acceptance = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
     plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
     result = run_family(plan, plan.family("nr"), table, judge_rates={"j": {"positive": 0.91, "negative": 0.068}})
-    md = to_markdown(result.to_json())
+    md = to_markdown(result)
     assert "(exploratory: judge not accepted) |" in md
     assert ("n1: judge j, positive control 91.0% (>= 85%), negative control 6.8% (<= 5%), no spot check on file "
             "(>= 0.6): not accepted, so the row is exploratory.") in md

@@ -55,14 +55,14 @@ def test_every_verdict_row_carries_its_mdd_and_the_tables_show_it():
                                                    SyntheticDataset("docs", 40, 1.0, ("x", "y"))],
                        {a: 0.0 for a in ("S", "S+T", "E", "E-K", "CR", "F512c", "F256t", "P", "FL")},
                        ["hybrid", "minilm", "bm25"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
-    fam = run_plan(plan, table, only=["primary"])[0].to_json()
-    for row in fam["rows"]:
+    fam = run_plan(plan, table, only=["primary"])[0]
+    for row in fam.rows:
         assert row["mdd"] == pytest.approx(minimum_detectable_difference(row["se_cluster"], alpha=plan.alpha))
         assert row["mdd"] > 0
     md = to_markdown(fam)
-    assert "| MDD |" in md and f"{fam['rows'][0]['mdd']:.2f}" in md
+    assert "| MDD |" in md and f"{fam.rows[0]['mdd']:.2f}" in md
     assert "minimum detectable difference" in md
-    assert f"{fam['rows'][0]['mdd']:.2f}" in to_latex(fam)
+    assert f"{fam.rows[0]['mdd']:.2f}" in to_latex(fam)
 
 
 def test_power_grows_with_clusters_and_the_answer_is_the_first_size_reaching_target():

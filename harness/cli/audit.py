@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.cli.main import add_study_argument
 from harness.errors import HarnessError
 from harness.files import read_json
@@ -82,13 +84,13 @@ def run(args) -> int:
     table = load_per_question(study)
     planned = set()
     for result in run_plan(plan, table, judge_rates=load_judge_rates(study)):
-        fam = result.to_json() | {"frozen_config_hash": scored_under}
-        planned.add(fam["family"])
-        path = study.stats_dir / f"{fam['family']}.json"
+        planned.add(result.family)
+        path = study.stats_dir / f"{result.family}.json"
         if not path.is_file():
-            checks.append(RowCheck(fam["family"], "(family)", False, f"{path.name} was not released"))
+            checks.append(RowCheck(result.family, "(family)", False, f"{path.name} was not released"))
             continue
-        checks += check_family(read_json(path), fam, rel_tol=args.rel_tol)
+        recomputed = replace(result, frozen_config_hash=scored_under).to_json()
+        checks += check_family(read_json(path), recomputed, rel_tol=args.rel_tol)
     for path in sorted(study.stats_dir.glob("*.json")):
         if path.stem not in planned:
             checks.append(RowCheck(path.stem, "(family)", False, f"{path.name} is not a family of the plan"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 
 from harness.cli.main import add_study_argument
 from harness.cli.score import add_executor_arguments
@@ -57,14 +58,15 @@ def run(args) -> int:
         families = run_plan(plan, table, only=args.family, judge_rates=rates, threads=max(1, args.threads))
     else:
         families = run_plan_on_ray(executor, plan, table, only=args.family, judge_rates=rates)
-    results = [r.to_json() | stamp for r in families]
+    results = [replace(r, frozen_config_hash=frozen, deviation=args.deviation if deviation else None)
+               for r in families]
     write_outputs(study.stats_dir, results)
     for fam in results:
-        if fam["status"] == "ran":
-            verdicts = ", ".join(f"{r['test']} {r['verdict']}" for r in fam["rows"])
-            print(f"{fam['family']}: {verdicts}")
+        if fam.ran:
+            verdicts = ", ".join(f"{r['test']} {r['verdict']}" for r in fam.rows)
+            print(f"{fam.family}: {verdicts}")
         else:
-            print(f"{fam['family']}: not run (missing {'; '.join(fam['missing'])})")
+            print(f"{fam.family}: not run (missing {'; '.join(fam.missing)})")
     if plan.analyses and not args.family:
         from harness.analyses.inputs import StudyInputs
         from harness.analyses.run import run_analyses

@@ -7,6 +7,7 @@ cells are missing and shows no number.
 from __future__ import annotations
 
 from harness.files import read_json
+from harness.stats.families import FamilyResult
 from harness.stats.tables import contrast_label, retriever_label
 from harness.provenance.interim import describe_missing
 from harness.report.context import ReportContext
@@ -24,7 +25,7 @@ def withheld(ctx: ReportContext, sec: Section) -> bool:
     return not allowed
 
 
-def families(ctx: ReportContext) -> tuple[list[dict], list[Missing]]:
+def families(ctx: ReportContext) -> tuple[list[FamilyResult], list[Missing]]:
     """Every family the plan registers, as its results/stats JSON; absent or stale ones become Missing."""
     if ctx.plan is None:
         return [], [Missing("plan/plan.yaml (write the plan first)", "make freeze stats")]
@@ -34,8 +35,8 @@ def families(ctx: ReportContext) -> tuple[list[dict], list[Missing]]:
         if not path.is_file():
             missing.append(Missing(f"statistics of family {fam.id} ({path.name})", "make stats"))
             continue
-        data = read_json(path)
-        stamp = data.get("frozen_config_hash")
+        data = FamilyResult.from_json(read_json(path), str(path))
+        stamp = data.frozen_config_hash
         if ctx.frozen_hash and stamp and stamp != ctx.frozen_hash:
             missing.append(Missing(f"family {fam.id}: statistics from another freeze ({stamp[:12]})", "make stats"))
             continue
@@ -71,9 +72,9 @@ def per_arm_means(ctx: ReportContext) -> Section:
     return sec
 
 
-def _verdict_rows(fam: dict) -> list[list]:
+def _verdict_rows(fam: FamilyResult) -> list[list]:
     rows = []
-    for r in fam["rows"]:
+    for r in fam.rows:
         rows.append([r["test"], contrast_label(r), r["dataset"], retriever_label(r), r["metric"],
                      f"{r['n_questions']} ({r['n_clusters']})", points(r["estimate"], 2), interval(r["ci90_bca"], 2),
                      interval(r["ci95_bca"], 2), _with_holm(r.get("p_tost"), r.get("p_tost_holm")),
@@ -98,14 +99,14 @@ def verdicts(ctx: ReportContext) -> Section:
     found, missing = families(ctx)
     sec.missing += missing
     for fam in found:
-        if fam["status"] != "ran":
-            sec.missing.append(Missing(f"family {fam['family']} not run: " + "; ".join(fam["missing"]),
+        if not fam.ran:
+            sec.missing.append(Missing(f"family {fam.family} not run: " + "; ".join(fam.missing),
                                        "make build-arms score stats"))
             continue
         notes = ["† equivalent within the margin, but the 95% CI excludes 0: a small difference."] \
-            if any(r["small_difference_within_margin"] for r in fam["rows"]) else []
+            if any(r["small_difference_within_margin"] for r in fam.rows) else []
         notes += acceptance_notes(fam)
-        sec.tables.append(table(f"verdicts-{fam['family']}", caption(fam),
+        sec.tables.append(table(f"verdicts-{fam.family}", caption(fam),
                                 ["test", "A - B", "dataset", "retriever", "metric", "n (clusters)", "estimate",
                                  "90% CI", "95% CI", "p TOST (Holm)", "p sign-flip (Holm)", "margin", "MDD", "tier", "verdict"],
                                 _verdict_rows(fam), notes))
@@ -121,11 +122,11 @@ def forest_plots(ctx: ReportContext) -> Section:
     found, missing = families(ctx)
     sec.missing += missing
     for fam in found:
-        if fam["status"] != "ran":
-            sec.missing.append(Missing(f"forest plot of family {fam['family']} (not run)", "make stats"))
+        if not fam.ran:
+            sec.missing.append(Missing(f"forest plot of family {fam.family} (not run)", "make stats"))
             continue
-        sec.figures.append(Figure(f"forest-{fam['family']}", f"Family {fam['family']} "
-                                  f"({TIER_NAMES.get(fam['tier'], fam['tier'])}): A - B in points; shaded band "
+        sec.figures.append(Figure(f"forest-{fam.family}", f"Family {fam.family} "
+                                  f"({TIER_NAMES.get(fam.tier, fam.tier)}): A - B in points; shaded band "
                                   "±margin on TOST rows; marker and colour give the verdict.", forest_svg(fam)))
     return sec
 
@@ -159,7 +160,7 @@ def spending_guide(ctx: ReportContext) -> Section:
         return sec
     found, missing = families(ctx)
     sec.missing += missing
-    rows = [r | {"family": f["family"]} for f in found if f["status"] == "ran" for r in f["rows"]]
+    rows = [r | {"family": f.family} for f in found if f.ran for r in f.rows]
     if not rows:
         sec.missing.append(Missing("a family that ran", "make stats"))
         return sec

@@ -52,7 +52,7 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
                               + ", ".join(repeated) + "), so there is no spread to report.")
         return sec
     released, missing = families(ctx)
-    pooled = {row["test"]: row for fam in released for row in fam.get("rows", [])}
+    pooled = {row["test"]: row for fam in released for row in fam.rows}
     sec.missing += [m for m in missing if any(f"family {fid}" in m.what for fid, _ in tests)]
     if ctx.per_question is None:
         sec.missing.append(Missing("per-question results", "make score"))

@@ -6,38 +6,86 @@ The JSON written per family (results/stats/<family>.json) is `FamilyResult.to_js
 
 from __future__ import annotations
 
+import enum
 import math
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from harness import __version__
+from harness.errors import InputError
 from harness.stats.contrast import ResultTable, as_results, compare, missing_for
 from harness.stats.holm import holm
 from harness.stats.power import POWER, minimum_detectable_difference
-from harness.stats.plan import CI95_MARGIN, TOST, Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
+from harness.stats.plan import Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
+from harness.stats.rules import RULES, Evidence
 from harness.stats.subsets import select_questions
-from harness.stats.verdicts import MISSING, ci_margin_verdict, too_few_clusters, tost_verdict, two_sided_verdict
+from harness.stats.verdicts import MISSING, too_few_clusters
 
-RAN, NOT_RUN = "ran", "not run"
+
+class Status(str, enum.Enum):
+    RAN = "ran"
+    NOT_RUN = "not run"  # no test of the family has per-question results
 
 
 @dataclass(frozen=True)
 class FamilyResult:
-    family: FamilyPlan
-    settings: dict
-    status: str
+    """One family's statistics; `to_json()` is results/stats/<family>.json, key for key and in this order."""
+
+    family: str
+    description: str
+    tier: str
+    multiplicity: str
+    rule: str
+    signflip_required: bool
+    alpha: float
+    seed: int
+    resamples: int
+    max_flips: int
+    source: str
+    n_tests: int
+    study: str
+    harness_version: str
+    status: Status
     missing: tuple[str, ...]
     rows: tuple[dict, ...]
+    # stamped by `harness stats`: the frozen config the results were scored under, and a logged deviation
+    frozen_config_hash: str | None = None
+    deviation: str | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.status is Status.RAN
 
     def to_json(self) -> dict:
-        return {**self.settings, "status": self.status, "missing": list(self.missing), "rows": list(self.rows)}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out |= {"status": self.status.value, "missing": list(self.missing), "rows": list(self.rows)}
+        return {k: v for k, v in out.items() if v is not None or k not in _STAMPS}
+
+    @classmethod
+    def from_json(cls, data: Mapping, where: str) -> "FamilyResult":
+        """A released <family>.json read back; `where` (its path) names it in errors."""
+        required = [f.name for f in fields(cls) if f.name not in _STAMPS]
+        absent = [k for k in required if k not in data]
+        if absent:
+            raise InputError(f"{where}: not a family's statistics; missing {', '.join(absent)}")
+        try:
+            status = Status(data["status"])
+        except ValueError:
+            raise InputError(f"{where}: status {data['status']!r} is not one of "
+                             f"{', '.join(s.value for s in Status)}") from None
+        return cls(**{k: data[k] for k in required if k not in ("status", "missing", "rows")},
+                   status=status, missing=tuple(data["missing"]), rows=tuple(data["rows"]),
+                   **{k: data.get(k) for k in _STAMPS})
 
 
-def family_settings(plan: Plan, family: FamilyPlan) -> dict:
+_STAMPS = ("frozen_config_hash", "deviation")
+
+
+def _settings(plan: Plan, family: FamilyPlan) -> dict:
     return {
         "family": family.id,
         "description": family.description,
@@ -62,7 +110,8 @@ def contrast_arguments(plan: Plan, family: FamilyPlan, test: TestPlan, table: Re
     return dict(
         dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever, metric=test.metric,
         seed=derive_seed(family.seed, test.id), resamples=plan.resamples, max_flips=plan.max_flips,
-        margin=test.margin if test.rule == "tost" else None, stratified=plan.datasets[test.dataset].stratified,
+        margin=test.margin if RULES[test.rule].computes_p_tost else None,
+        stratified=plan.datasets[test.dataset].stratified,
         subset_clusters=selection.clusters, strata=selection.strata, retriever_b=test.retriever_b,
     )
 
@@ -78,7 +127,7 @@ def run_family(
     (`positive`: on the accepted answer, `negative`: on another question's answer); a test whose judge
     misses a registered threshold, or has no recorded rates, is reported as exploratory. `contrast`
     (family, test, table) -> compare's result replaces the in-process call (harness.pipeline.executors)."""
-    settings = family_settings(plan, family)
+    settings = _settings(plan, family)
     table = as_results(table)
     contrasts, missing = [], []
     for test in family.tests:
@@ -96,9 +145,9 @@ def run_family(
         contrasts.append((test, result.to_json() | {"subset": selection.to_json(test)}, ()))
     missing = sorted(set(missing))
     if all(c is None for _, c, _ in contrasts):
-        return FamilyResult(family, settings, NOT_RUN, tuple(missing), ())
+        return FamilyResult(**settings, status=Status.NOT_RUN, missing=tuple(missing), rows=())
     rows = _decide(plan, family, contrasts, judge_rates or {})
-    return FamilyResult(family, settings, RAN, tuple(missing), tuple(rows))
+    return FamilyResult(**settings, status=Status.RAN, missing=tuple(missing), rows=tuple(rows))
 
 
 def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
@@ -127,17 +176,17 @@ def _contrasts_in_threads(plan: Plan, families: list[FamilyPlan], results: Resul
 
 
 def _decisive_p(test: TestPlan, contrast: dict | None) -> float:
-    """The p Holm acts on: p_tost for TOST rows, the sign-flip p otherwise; a missing test counts as 1."""
+    """The p Holm acts on (the rule's `decisive_p`); a missing test counts as 1."""
     if contrast is None:
         return 1.0
-    return contrast["p_tost"] if test.rule == TOST else contrast["p_signflip"]
+    return contrast[RULES[test.rule].decisive_p]
 
 
 def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates: Mapping[str, Mapping[str, float]]) -> list[dict]:
-    """Holm over each row's decisive p (p_tost for TOST rows, sign-flip p for two-sided rows), then verdicts.
+    """Holm over each row's decisive p (its rule's: p_tost for TOST rows, else the sign-flip p), then verdicts.
 
-    TOST rows also get the Holm-adjusted sign-flip p over the family's sign-flip p's: the verdict does not
-    use it, but it is reported beside the TOST result."""
+    Rows deciding on p_tost also get the Holm-adjusted sign-flip p over the family's sign-flip p's: the verdict
+    does not use it, but it is reported beside the TOST result."""
     holm_family = family.multiplicity == "holm"
     decisive = np.array([_decisive_p(t, c) for t, c, _ in contrasts])
     adjusted = holm(decisive) if holm_family else None
@@ -157,22 +206,17 @@ def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates:
                "p_tost_holm": None, "p_signflip_holm": None,
                # how large a difference this row could have seen (80% power at the family's alpha)
                "mdd": minimum_detectable_difference(c["se_cluster"], alpha=plan.alpha, power=POWER)}
+        rule = RULES[test.rule]
         p = decisive[i] if adjusted is None else adjusted[i]
-        ci95 = tuple(c["ci95_bca"])
         if flips_adjusted is not None:
-            row["p_signflip_holm"] = float(flips_adjusted[i]) if test.rule == TOST else float(adjusted[i])
-        if test.rule == TOST:
-            if adjusted is not None:
-                row["p_tost_holm"] = float(adjusted[i])
-            verdict = tost_verdict(p_tost=float(p), ci95=ci95, alpha=plan.alpha)
-            row["ci_shown"] = "90"
-        elif test.rule == CI95_MARGIN:
-            verdict = ci_margin_verdict(ci95=ci95, margin=test.margin)
-            row["ci_shown"] = "95"
-        else:
-            verdict = two_sided_verdict(ci95=ci95, alpha=plan.alpha, p_signflip=float(p),
-                                        signflip_required=family.signflip_required)
-            row["ci_shown"] = "95"
+            row["p_signflip_holm"] = float(flips_adjusted[i])
+            row[f"{rule.decisive_p}_holm"] = float(adjusted[i])
+        verdict = rule.decide(Evidence(p=float(p), ci95=tuple(c["ci95_bca"]), margin=test.margin, alpha=plan.alpha,
+                                       signflip_required=family.signflip_required))
+        if verdict.label not in rule.verdicts:
+            raise ValueError(f"rule {rule.name} gave verdict {verdict.label!r}, not one of its labels "
+                             f"{', '.join(rule.verdicts)}")
+        row["ci_shown"] = rule.ci_shown
         verdict = too_few_clusters(int(c["n_clusters"])) or verdict
         row["verdict"] = verdict.label
         row["small_difference_within_margin"] = verdict.small_difference_within_margin
@@ -218,7 +262,8 @@ class RowCheck:
 
 
 def check_family(released: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> list[RowCheck]:
-    """PASS/FAIL per row (and one check for the family's settings and status)."""
+    """PASS/FAIL per row (and one check for the family's settings and status). Both sides are JSON as
+    written (`FamilyResult.to_json()`), compared key by key, so the released file is judged as it is on disk."""
     fam = recomputed["family"]
     checks = []
     settings_diff = [

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from harness.errors import HarnessError
 from harness.pipeline.results import check_per_question, read_per_question
+
+if TYPE_CHECKING:
+    from harness.stats.families import FamilyResult
 
 
 def load_per_question(study) -> pd.DataFrame:
@@ -23,7 +27,7 @@ def load_per_question(study) -> pd.DataFrame:
     return table
 
 
-def write_outputs(stats_dir: str | Path, families: list[dict]) -> list[Path]:
+def write_outputs(stats_dir: str | Path, families: list[FamilyResult]) -> list[Path]:
     """Write <family>.json and .md for every family, .csv/.tex/.png for those that ran, and summary.md.
 
     A family that did not run has its stale .csv/.tex/.png removed so no old numbers survive beside it.
@@ -34,11 +38,11 @@ def write_outputs(stats_dir: str | Path, families: list[dict]) -> list[Path]:
     stats_dir = Path(stats_dir)
     written = []
     for fam in families:
-        base = stats_dir / fam["family"]
-        atomic_write_json(base.with_suffix(".json"), fam)
+        base = stats_dir / fam.family
+        atomic_write_json(base.with_suffix(".json"), fam.to_json())
         atomic_write_text(base.with_suffix(".md"), tables.to_markdown(fam))
         written += [base.with_suffix(".json"), base.with_suffix(".md")]
-        if fam["status"] == "ran":
+        if fam.ran:
             atomic_write_text(base.with_suffix(".csv"), tables.to_csv(fam))
             atomic_write_text(base.with_suffix(".tex"), tables.to_latex(fam))
             atomic_write_bytes(base.with_suffix(".png"), plots.forest_png(fam))

@@ -18,15 +18,11 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.stats.analysis_plan import AnalysisPlan, parse_analyses
+from harness.stats.rules import RULES
 from harness.study import load_yaml
 
 TIERS = ("confirmatory", "secondary", "exploratory")
 MULTIPLICITY = ("holm", "none")
-TOST, TWO_SIDED, CI95_MARGIN = "tost", "two-sided", "ci95-within-margin"
-# ci95-within-margin: the rule the paper applies to its secondary retrievers (no TOST was registered there):
-# equiv. when the unadjusted 95% CI lies inside (-margin, +margin), else diff. when it excludes 0, else incon.
-RULES = (TOST, TWO_SIDED, CI95_MARGIN)
-MARGIN_RULES = (TOST, CI95_MARGIN)
 BOOTSTRAP_METHODS = ("bca-cluster",)
 PERMUTATION_METHODS = ("cluster-sign-flip",)
 _AMENDMENT_NAME = re.compile(r"^(\d{4})-[a-z0-9][a-z0-9-]*\.yaml$")
@@ -88,7 +84,7 @@ class TestPlan:
     retriever: str
     dataset: str
     metric: str
-    rule: str  # one of RULES; defaults to the family's rule
+    rule: str  # a key of harness.stats.rules.RULES; defaults to the family's rule
     margin: float | None
     subset: Subset | None
     source: str  # "plan" or "amendment NNNN"
@@ -318,10 +314,10 @@ def _add_family(doc: _Doc, key: str, raw, source: str, state: _State) -> None:
     if fam_id in state.tests:
         doc.fail(f"{key}.id", f"family {fam_id!r} already exists; amendments add families, never edit them")
     decision = doc.mapping(raw["decision"], f"{key}.decision", required=("rule", "signflip_required"))
-    rule = doc.choice(decision["rule"], f"{key}.decision.rule", RULES)
+    rule = doc.choice(decision["rule"], f"{key}.decision.rule", tuple(RULES))
     signflip_required = doc.boolean(decision["signflip_required"], f"{key}.decision.signflip_required")
-    if rule == CI95_MARGIN and raw.get("multiplicity") != "none":
-        doc.fail(f"{key}.decision.rule", f"rule {CI95_MARGIN} judges unadjusted 95% CIs; use multiplicity: none")
+    if RULES[rule].unadjusted_only and raw.get("multiplicity") != "none":
+        doc.fail(f"{key}.decision.rule", f"rule {rule} {RULES[rule].unadjusted_only}; use multiplicity: none")
     state.families.append(dict(
         id=fam_id,
         tier=doc.choice(raw["tier"], f"{key}.tier", TIERS),
@@ -365,24 +361,26 @@ def _add_test(doc: _Doc, key: str, raw, fam_id: str, source: str, state: _State)
     if metric not in state.datasets[dataset].metrics:
         test.fail(f"{key}.metric", f"metric {metric!r} is not registered for dataset {dataset!r}")
     fam = next(f for f in state.families if f["id"] == fam_id)
-    if "rule" in raw and raw["rule"] not in RULES:
+    if "rule" in raw and raw["rule"] not in tuple(RULES):  # a tuple: a malformed (unhashable) value is no crash
         test.fail(f"{key}.rule", f"unknown decision rule {raw['rule']!r} (known: {', '.join(RULES)})")
     rule = raw.get("rule", fam["rule"])
-    if rule == TWO_SIDED and fam["multiplicity"] == "holm" and not fam["signflip_required"]:
-        test.fail(f"{key}.rule", f"a two-sided test in Holm family {fam_id!r} needs decision.signflip_required: "
+    spec = RULES[rule]
+    if spec.holm_needs_signflip and fam["multiplicity"] == "holm" and not fam["signflip_required"]:
+        test.fail(f"{key}.rule", f"a {spec.title} test in Holm family {fam_id!r} needs decision.signflip_required: "
                   "true (the Holm-adjusted sign-flip p is what the adjustment acts on)")
-    if rule == CI95_MARGIN and fam["multiplicity"] != "none":
-        test.fail(f"{key}.rule", f"rule {CI95_MARGIN} judges unadjusted 95% CIs, so its family {fam_id!r} needs "
+    if spec.unadjusted_only and fam["multiplicity"] != "none":
+        test.fail(f"{key}.rule", f"rule {rule} {spec.unadjusted_only}, so its family {fam_id!r} needs "
                   "multiplicity: none")
     margin = None
-    if rule in MARGIN_RULES:
+    if spec.needs_margin:
         if "margin" not in raw:
-            test.fail(f"{key}.margin", f"required for a {'TOST' if rule == TOST else rule} test")
+            test.fail(f"{key}.margin", f"required for a {spec.title} test")
         margin = doc.number(raw["margin"], f"{key}.margin")
         if margin <= 0:
             test.fail(f"{key}.margin", f"must be positive; got {margin}")
     elif "margin" in raw:
-        test.fail(f"{key}.margin", f"only TOST tests (and {CI95_MARGIN} tests) take a margin")
+        takers = " and ".join(f"{r.title} tests" for r in RULES.values() if r.needs_margin)
+        test.fail(f"{key}.margin", f"only {takers} take a margin")
     subset = _subset(test, f"{key}.subset", raw["subset"], state.datasets[dataset]) if "subset" in raw else None
     acceptance = _acceptance(test, f"{key}.acceptance", raw["acceptance"]) if "acceptance" in raw else None
     state.test_ids.add(test_id)

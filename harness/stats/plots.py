@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import io
 import re
+from typing import TYPE_CHECKING
 
 import matplotlib
 
 matplotlib.use("Agg")  # headless and deterministic; never a GUI backend
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.stats.tables import SMALL_MARK, contrast_label, retriever_label  # noqa: E402
+from harness.stats.tables import MISSING, SMALL_MARK, contrast_label, retriever_label  # noqa: E402
+
+if TYPE_CHECKING:
+    from harness.stats.families import FamilyResult
 
 _VERDICT_MARKERS = {"equiv.": "D", "diff.": "s", "incon.": "o", "n.d.": "o"}
 _VERDICT_COLOURS = {"equiv.": "#1b7837", "diff.": "#b2182b", "incon.": "#7f7f7f", "n.d.": "#4d4d4d"}
 
 
-def forest_png(fam: dict) -> bytes:
+def forest_png(fam: FamilyResult) -> bytes:
     """PNG bytes of the family's forest plot; the same JSON gives the same bytes."""
     fig = forest_figure(fam)
     buf = io.BytesIO()
@@ -26,7 +30,7 @@ def forest_png(fam: dict) -> bytes:
     return buf.getvalue()
 
 
-def forest_svg(fam: dict) -> str:
+def forest_svg(fam: FamilyResult) -> str:
     """The forest plot as a standalone SVG document (text as paths, no fonts or links), with the margin
     drawn as a shaded band; the same JSON gives the same text."""
     fig = forest_figure(fam, margin_band=True)
@@ -45,18 +49,19 @@ def svg_text(fig) -> str:
                      and "DTD/svg11.dtd" not in line) + "\n"
 
 
-def forest_figure(fam: dict, *, margin_band: bool = False):
-    """The family's forest plot as a matplotlib figure (the caller closes it)."""
-    if fam["status"] != "ran":
-        raise ValueError(f"family {fam['family']!r} was not run; there is nothing to plot")
-    rows = [r for r in fam["rows"] if r["verdict"] != "missing"]  # missing tests are listed in the tables
-    any_tost = any(r["rule"] == "tost" for r in rows)
+def forest_figure(fam: FamilyResult, *, margin_band: bool = False):
+    """The family's forest plot as a matplotlib figure (the caller closes it). Rows whose rule shows the 90%
+    CI (TOST) get it drawn thick over the 95% one."""
+    if not fam.ran:
+        raise ValueError(f"family {fam.family!r} was not run; there is nothing to plot")
+    rows = [r for r in fam.rows if r["verdict"] != MISSING]  # missing tests are listed in the tables
+    any_tost = any(r["ci_shown"] == "90" for r in rows)
     fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.45 * len(rows)), dpi=120)
     for y, row in enumerate(reversed(rows)):
         colour = _VERDICT_COLOURS.get(row["verdict"], "black")
         lo95, hi95 = row["ci95_bca"]
         ax.plot([lo95, hi95], [y, y], color=colour, linewidth=1.0)
-        if row["rule"] == "tost":
+        if row["ci_shown"] == "90":
             lo90, hi90 = row["ci90_bca"]
             ax.plot([lo90, hi90], [y, y], color=colour, linewidth=3.5, solid_capstyle="butt")
         if row["margin"] is not None:
@@ -75,7 +80,7 @@ def forest_figure(fam: dict, *, margin_band: bool = False):
     ax.set_ylim(-0.7, len(rows) - 0.3)
     shown = "thick: 90% BCa CI (TOST rows), thin: 95%, blue ticks: ±margin" if any_tost else "95% BCa CI"
     ax.set_xlabel(f"A - B (points); {shown}")
-    ax.set_title(f"{fam['family']} ({fam['tier']}, {fam['multiplicity']})", fontsize=10)
+    ax.set_title(f"{fam.family} ({fam.tier}, {fam.multiplicity})", fontsize=10)
     if margin_band and any_tost:
         ax.set_xlabel(f"A - B (points); {shown.replace('blue ticks', 'blue band and ticks')}\n"
                       "marker: diamond equiv., square diff., circle incon./n.d.", fontsize=8)

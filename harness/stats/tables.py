@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import TYPE_CHECKING
+
+from harness.stats.rules import rule
+
+if TYPE_CHECKING:
+    from harness.stats.families import FamilyResult
 
 # CSV columns: the row fields, intervals split into lo/hi
 CSV_COLUMNS = (
@@ -17,19 +23,14 @@ MISSING = "missing"
 SMALL_MARK = "†"
 
 
-def caption(fam: dict) -> str:
-    rules = {"tost": "TOST rows show the 90% BCa CI against the margin; equiv. needs p_tost < alpha",
-             "two-sided": "two-sided rows show the 95% BCa CI; diff. needs it to exclude 0"
-             + (" and the sign-flip p < alpha" if fam["signflip_required"] else ""),
-             "ci95-within-margin": "margin rows show the unadjusted 95% BCa CI; equiv. needs it inside the "
-             "margin, else diff. needs it to exclude 0"}
-    kinds = sorted({r["rule"] for r in fam["rows"]}) if fam["rows"] else [fam["rule"]]
-    adjust = (f"Holm over {fam['n_tests']} (p Holm)" if fam["multiplicity"] == "holm"
+def caption(fam: FamilyResult) -> str:
+    kinds = sorted({r["rule"] for r in fam.rows}) if fam.rows else [fam.rule]
+    adjust = (f"Holm over {fam.n_tests} (p Holm)" if fam.multiplicity == "holm"
               else "unadjusted, no multiplicity correction")
-    return (f"Family {fam['family']} ({fam['tier']}, {fam['source']}): {fam['description']} "
-            f"A - B in points (x100); {'; '.join(rules[k] for k in kinds)}; p-values {adjust}; "
-            f"alpha {fam['alpha']}; MDD: minimum detectable difference, 80% power at alpha from the cluster "
-            f"standard error; BCa cluster bootstrap, {fam['resamples']} resamples, family seed {fam['seed']}.")
+    return (f"Family {fam.family} ({fam.tier}, {fam.source}): {fam.description} "
+            f"A - B in points (x100); {'; '.join(rule(k).caption(fam.signflip_required) for k in kinds)}; "
+            f"p-values {adjust}; alpha {fam.alpha}; MDD: minimum detectable difference, 80% power at alpha from "
+            f"the cluster standard error; BCa cluster bootstrap, {fam.resamples} resamples, family seed {fam.seed}.")
 
 
 _HEADER = ("test", "A - B", "dataset", "retriever", "metric", "questions (clusters)", "estimate", "CI",
@@ -48,7 +49,7 @@ def _cells(row: dict) -> list[str]:
                    _p(row["p_signflip"]), _p(row["p_signflip_holm"]), _verdict(row)]
 
 
-def acceptance_notes(fam: dict) -> list[str]:
+def acceptance_notes(fam: FamilyResult) -> list[str]:
     """One line per judged test: its judge's controls and spot check against the plan's thresholds, shown
     even when a control failed (the row is then exploratory)."""
 
@@ -56,7 +57,7 @@ def acceptance_notes(fam: dict) -> list[str]:
         return "not computable" if v is None else f"{100 * v:.1f}%"
 
     notes = []
-    for row in fam.get("rows", []):
+    for row in fam.rows:
         acc = row.get("acceptance")
         if not acc:
             continue
@@ -68,29 +69,29 @@ def acceptance_notes(fam: dict) -> list[str]:
     return notes
 
 
-def to_markdown(fam: dict) -> str:
-    lines = [f"## {fam['family']}", "", caption(fam), ""]
-    if fam["status"] != "ran":
-        lines += ["**Not run.** Missing:", ""] + [f"- {m}" for m in fam["missing"]]
+def to_markdown(fam: FamilyResult) -> str:
+    lines = [f"## {fam.family}", "", caption(fam), ""]
+    if not fam.ran:
+        lines += ["**Not run.** Missing:", ""] + [f"- {m}" for m in fam.missing]
         return "\n".join(lines) + "\n"
     lines += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
-    lines += ["| " + " | ".join(_cells(row)) + " |" for row in fam["rows"]]
-    if any(r.get("small_difference_within_margin") for r in fam["rows"]):
+    lines += ["| " + " | ".join(_cells(row)) + " |" for row in fam.rows]
+    if any(r.get("small_difference_within_margin") for r in fam.rows):
         lines += ["", f"{SMALL_MARK} equivalent within the margin, but the 95% CI excludes 0: a small difference."]
     judged = acceptance_notes(fam)
     if judged:
         lines += [""] + judged
-    if fam.get("missing"):
+    if fam.missing:
         lines += ["", "Tests without per-question results (counted in Holm as p = 1): "
-                  + "; ".join(fam["missing"]) + "."]
+                  + "; ".join(fam.missing) + "."]
     return "\n".join(lines) + "\n"
 
 
-def to_csv(fam: dict) -> str:
+def to_csv(fam: FamilyResult) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for row in fam["rows"]:
+    for row in fam.rows:
         flat = dict(row)
         for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile"):
             if key in row:
@@ -100,34 +101,34 @@ def to_csv(fam: dict) -> str:
     return out.getvalue()
 
 
-def to_latex(fam: dict) -> str:
+def to_latex(fam: FamilyResult) -> str:
     lines = ["\\begin{table}[t]", "\\centering", "\\small",
-             f"\\caption{{{_tex(caption(fam))}}}", f"\\label{{tab:stats-{_tex(fam['family'])}}}"]
-    if fam["status"] != "ran":
-        lines += [f"Not run; missing: {_tex('; '.join(fam['missing']))}.", "\\end{table}"]
+             f"\\caption{{{_tex(caption(fam))}}}", f"\\label{{tab:stats-{_tex(fam.family)}}}"]
+    if not fam.ran:
+        lines += [f"Not run; missing: {_tex('; '.join(fam.missing))}.", "\\end{table}"]
         return "\n".join(lines) + "\n"
     lines += ["\\begin{tabular}{" + "l" * 5 + "r" * 10 + "l}", "\\toprule",
               " & ".join(_tex(h) for h in _HEADER) + " \\\\", "\\midrule"]
-    for row in fam["rows"]:
+    for row in fam.rows:
         lines.append(" & ".join(_tex(c) for c in _cells(row)) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
     return "\n".join(lines) + "\n"
 
 
-def summary_markdown(families: list[dict]) -> str:
+def summary_markdown(families: list[FamilyResult]) -> str:
     lines = ["# Statistics: every registered family", "",
              "| family | tier | source | tests | rule | multiplicity | status | verdicts / missing |",
              "|---|---|---|---|---|---|---|---|"]
     for fam in families:
-        if fam["status"] == "ran":
+        if fam.ran:
             counts: dict[str, int] = {}
-            for row in fam["rows"]:
+            for row in fam.rows:
                 counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
             detail = ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
         else:
-            detail = "missing: " + "; ".join(fam["missing"])
-        lines.append(f"| [{fam['family']}]({fam['family']}.md) | {fam['tier']} | {fam['source']} | "
-                     f"{fam['n_tests']} | {fam['rule']} | {fam['multiplicity']} | {fam['status']} | {detail} |")
+            detail = "missing: " + "; ".join(fam.missing)
+        lines.append(f"| [{fam.family}]({fam.family}.md) | {fam.tier} | {fam.source} | "
+                     f"{fam.n_tests} | {fam.rule} | {fam.multiplicity} | {fam.status.value} | {detail} |")
     return "\n".join(lines) + "\n"
 
 
