@@ -188,7 +188,13 @@ def _retrieval_record(study: Study, identities: dict[str, Any] | None = None) ->
         model = getattr(cfg, "model", None)
         if model is not None and model not in study.models:  # models-section entries have digests already
             models[name] = _retriever_model_identity(study, name, cfg)
-    return {"bm25_token_pattern": WORD_RE.pattern, "model_identity": models}
+    record = {"bm25_token_pattern": WORD_RE.pattern, "model_identity": models}
+    if any(cfg.type == "dense" for cfg in study.retrievers.values()):
+        # code constants that decide a dense run file's bytes (docs/determinism.md), hashed like the token pattern
+        dense = _dense_module()
+        record["dense"] = {"score_decimals": dense.SCORE_DECIMALS,
+                           "sentence_transformers_encoding": dense.SentenceTransformerEmbedder.encoding}
+    return record
 
 
 def _dense_module():
