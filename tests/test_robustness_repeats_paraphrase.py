@@ -359,6 +359,7 @@ def test_report_section_names_what_is_missing_then_shows_the_spread(tmp_path):
     from harness.pipeline.parts import write_variants_part
     from harness.pipeline.results import ResultRow
     from harness.report.sections_robustness import repeat_generations
+    from harness.stats.families import FamilyResult, Status
 
     st = {"a1": 0.5, "a2": 0.0, "b1": 1.0}
     r0 = {"a1": 1.0, "a2": 0.5, "b1": 1.0}
@@ -375,8 +376,12 @@ def test_report_section_names_what_is_missing_then_shows_the_spread(tmp_path):
 
     rows = [ResultRow(**r) for r in _rows("E-rep@r0", r0) + _rows("E-rep@r1", r1)]
     write_variants_part(tmp_path / "results" / "per_question", "papers", "E-rep", "hybrid", rows)
-    write_json(tmp_path / "results" / "stats" / "robustness.json",
-               {"rows": [{"test": "R-rep", "a": "E-rep", "b": "S+T", "estimate": 25 / 3, "ci95_bca": [-10.0, 30.0]}]})
+    family = FamilyResult(
+        family="robustness", description="", tier="exploratory", multiplicity="none", rule="tost",
+        signflip_required=False, alpha=0.05, seed=1, resamples=1000, max_flips=1000, source="plan", n_tests=1,
+        study="s", harness_version="0", status=Status.RAN, missing=(),
+        rows=({"test": "R-rep", "a": "E-rep", "b": "S+T", "estimate": 25 / 3, "ci95_bca": [-10.0, 30.0]},))
+    write_json(tmp_path / "results" / "stats" / "robustness.json", family.to_json())
     (tmp_path / "results" / "chunks" / "papers").mkdir(parents=True)
     (tmp_path / "results" / "chunks" / "papers" / "E-rep.jsonl").write_text("", encoding="utf-8")
     write_json(tmp_path / "results" / "chunks" / "papers" / "E-rep.manifest.json", {"llm": {"per_repeat": {
