@@ -394,16 +394,11 @@ def test_an_answer_test_without_a_reader_cell_is_named(tmp_path):
     ]
 
 
-def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_path, monkeypatch):
-    """select, freeze, build-arms, score (BM25, LLM-free arms), then `answer` with a scripted model: answer F1
-    and nugget recall rows join the per-question table, controls come before the arms, and what the reader
-    saw is recorded."""
-    import harness.pipeline.answer as stage
+def _scored_study_with_answer_cells(tmp_path, monkeypatch):
+    """An LLM-free study with a fake model as reader and judge on three answer cells, selected, frozen, built
+    and scored; returns its root."""
     from harness.cli.main import main
-    from harness.pipeline.results import read_per_question
-    from harness.provenance.freeze import frozen_hash
     from pipeline_support import edit_config, make_llm_free_study
-
     from provenance_support import FakeDigests, install_fake_digests
 
     install_fake_digests(monkeypatch, FakeDigests({"fake-model": "sha256:fake"}))
@@ -418,6 +413,18 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
     }))
     for command in ("select", "freeze", "build-arms", "score"):
         assert main([command, "--study", str(root), *(["--no-progress"] if command in ("build-arms", "score") else [])]) == 0
+    return root
+
+
+def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_path, monkeypatch):
+    """select, freeze, build-arms, score (BM25, LLM-free arms), then `answer` with a scripted model: answer F1
+    and nugget recall rows join the per-question table, controls come before the arms, and what the reader
+    saw is recorded."""
+    import harness.pipeline.answer as stage
+    from harness.cli.main import main
+    from harness.pipeline.results import read_per_question
+    from harness.provenance.freeze import frozen_hash
+    root = _scored_study_with_answer_cells(tmp_path, monkeypatch)
     from harness.study import Study
 
     study = Study.at(root)
@@ -480,21 +487,8 @@ def test_issue23_case5_a_rerun_of_score_keeps_the_answer_stages_rows(tmp_path, m
     from harness.pipeline.status import grid_status
     from harness.provenance.freeze import frozen_hash
     from harness.study import Study
-    from pipeline_support import edit_config, make_llm_free_study
-    from provenance_support import FakeDigests, install_fake_digests
 
-    install_fake_digests(monkeypatch, FakeDigests({"fake-model": "sha256:fake"}))
-    root = tmp_path / "s"
-    make_llm_free_study(root, freeze=False)
-    edit_config(root, lambda cfg: cfg.update({
-        "models": {"fake": {"backend": "ollama", "name": "fake-model"}},
-        "reader": {"model": "fake", "questions": 3, "seed": 1,
-                   "cells": [{"dataset": "papers", "retriever": "bm25", "arms": ["S", "S+T"]},
-                             {"dataset": "docs", "retriever": "bm25", "arms": ["S"]}]},
-        "judge": {"model": "fake"},
-    }))
-    for command in ("select", "freeze", "build-arms", "score"):
-        assert main([command, "--study", str(root), *(["--no-progress"] if command in ("build-arms", "score") else [])]) == 0
+    root = _scored_study_with_answer_cells(tmp_path, monkeypatch)
     study = Study.at(root)
     monkeypatch.setattr(stage, "make_backend", lambda cfg, replay_from=None: ScriptedJudge(
         lambda p: _fact_judge(p) if "Required fact:" in p else '{"answer": "an answer"}'))
