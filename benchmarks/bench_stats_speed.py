@@ -34,7 +34,7 @@ def main() -> int:
     import numpy as np
 
     from harness.stats.families import run_plan
-    from harness.stats.plan import load_plan
+    from harness.plan.load import load_plan
     from harness.stats.simulate import SyntheticDataset, long_table
 
     plan = load_plan(ROOT / "plan" / "plan.yaml", ROOT / "amendments")

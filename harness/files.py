@@ -1,6 +1,7 @@
-"""Hashes, canonical JSON and atomic writes: a file is either absent or complete, never half-written.
+"""Hashes, canonical JSON and atomic writes (a file is either absent or complete, never half-written), and
+the one YAML reader.
 
-The lowest layer of the package: it imports only the standard library and harness.errors (itself a leaf),
+The lowest layer of the package: it imports only the standard library, PyYAML and harness.errors (a leaf),
 so any module (data model, provenance, caches) can use it without an import cycle.
 """
 
@@ -15,7 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from harness.errors import InputError
+import yaml
+
+from harness.errors import HarnessError, InputError
 
 __all__ = [
     "atomic_write_bytes",
@@ -157,3 +160,36 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
             if not isinstance(obj, dict):
                 raise InputError(f"line {lineno} is not a JSON object", path=path, record=lineno)
             yield obj
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a mapping key given twice (YAML would keep the last value silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise DuplicateKey(f"key {key!r} is given twice, at line {seen[key]} and line {line}")
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+class DuplicateKey(yaml.YAMLError):
+    pass
+
+
+def load_yaml(path: Path) -> Any:
+    """Every YAML file the harness reads (study config, plan, amendments) goes through here: safe loading,
+    and a key given twice in one mapping is refused naming the file, the key and both lines."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return yaml.load(f, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except FileNotFoundError:
+        raise HarnessError(f"{path}: file not found") from None
+    except DuplicateKey as e:
+        raise HarnessError(f"{path}: {e}") from None
+    except yaml.YAMLError as e:
+        raise HarnessError(f"{path}: not valid YAML: {e}") from None

@@ -13,47 +13,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from harness.config import StudyConfig, load_study_config, to_plain
 from harness.config.arms import ArmConfig
 from harness.config.chunking import Chunking
 from harness.config.models import ModelConfig
 from harness.config.retrievers import RetrieverConfig
 from harness.errors import HarnessError
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a mapping key given twice (YAML would keep the last value silently)."""
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=True)
-                line = key_node.start_mark.line + 1
-                if key in seen:
-                    raise DuplicateKey(f"key {key!r} is given twice, at line {seen[key]} and line {line}")
-                seen[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-
-class DuplicateKey(yaml.YAMLError):
-    pass
-
-
-def load_yaml(path: Path) -> Any:
-    """Every YAML file the harness reads (study config, plan, amendments) goes through here: safe loading,
-    and a key given twice in one mapping is refused naming the file, the key and both lines."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return yaml.load(f, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except FileNotFoundError:
-        raise HarnessError(f"{path}: file not found") from None
-    except DuplicateKey as e:
-        raise HarnessError(f"{path}: {e}") from None
-    except yaml.YAMLError as e:
-        raise HarnessError(f"{path}: not valid YAML: {e}") from None
+from harness.files import load_yaml
 
 
 @dataclass(frozen=True)

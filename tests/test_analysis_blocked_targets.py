@@ -16,7 +16,7 @@ import pytest
 
 from harness.analyses.inputs import StudyInputs
 from harness.analyses.run import INPUT_TARGETS, Blocked, run_analyses
-from harness.stats.plan import load_plan
+from harness.plan.load import load_plan
 from harness.stats.simulate import SyntheticDataset, long_table
 from pipeline_support import make_llm_free_study
 

@@ -26,7 +26,7 @@ from harness.pipeline.answer import _controls, _write_acceptance, check_judge_fa
 from harness.pipeline.reading import UNIT_SEPARATOR, ask_reader, judge_nuggets, reader_context
 from harness.stats.families import judge_passed
 from harness.stats.io import load_judge_rates
-from harness.stats.plan import Acceptance
+from harness.plan.model import Acceptance
 from harness.tokens import cl100k
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -359,7 +359,7 @@ def test_judge_sample_is_seeded_and_agreement_is_recorded_for_stats(tmp_path):
 @pytest.mark.parametrize("root", [ROOT, ROOT / "examples" / "demo"], ids=["flagship", "demo"])
 def test_every_answer_level_test_of_the_plan_is_runnable_once_answers_exist(root):
     from harness.pipeline.answer import uncovered_answer_tests
-    from harness.stats.plan import load_study_plan
+    from harness.plan.load import load_study_plan
     from harness.study import Study
 
     study = Study.at(root)
@@ -376,7 +376,7 @@ def test_an_answer_test_without_a_reader_cell_is_named(tmp_path):
     import yaml
 
     from harness.pipeline.answer import uncovered_answer_tests
-    from harness.stats.plan import load_study_plan
+    from harness.plan.load import load_study_plan
     from harness.study import Study
 
     demo = ROOT / "examples" / "demo"

@@ -17,7 +17,7 @@ from harness.data.answer_types import ANSWER_TYPES, combined_answer_type
 from harness.data.load import load_dataset
 from harness.data.model import Question
 from harness.errors import InputError
-from harness.stats.plan import load_plan
+from harness.plan.load import load_plan
 from harness.stats.simulate import SyntheticDataset, long_table
 from harness.study import Study
 

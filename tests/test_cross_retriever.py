@@ -12,7 +12,7 @@ import yaml
 from harness.errors import InputError
 from harness.stats.contrast import compare, paired_differences
 from harness.stats.families import run_plan
-from harness.stats.plan import load_plan
+from harness.plan.load import load_plan
 from harness.stats.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_markdown
 

@@ -8,7 +8,7 @@ import pytest
 
 from harness.arms.registry import is_planned
 from harness.provenance.plan_check import check_plan_against_config
-from harness.stats.plan import load_plan
+from harness.plan.load import load_plan
 from harness.study import Study
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from harness.cli.main import main
 from harness.report.build import SECTION_BUILDERS
 from harness.data.model import Chunk, Evidence, Question
 from harness.report.chunksets import chunk_set_stats
-from harness.stats.plan import load_study_plan
+from harness.plan.load import load_study_plan
 from harness.study import Study
 
 from pipeline_support import make_llm_free_study  # noqa: E402

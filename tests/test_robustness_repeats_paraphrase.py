@@ -22,7 +22,7 @@ from harness.files import canonical_json, sha256_text
 from harness.llm.cache import GenerationCache, cache_key
 from harness.llm.ledger import SpendLedger
 from harness.llm.session import LlmSession
-from harness.stats.plan import TestPlan as RegisteredTest
+from harness.plan.model import TestPlan as RegisteredTest
 from harness.stats.spread import repeat_spread
 
 OLLAMA = {"backend": "ollama", "name": "fake", "host": "http://127.0.0.1:1", "seed": 0, "num_ctx": 4096,
@@ -283,7 +283,7 @@ def test_spread_of_a_contrast_over_repeats_by_hand():
 
 
 def test_spread_keeps_the_registered_subset_and_refuses_unrepeated_tests():
-    from harness.stats.plan import Subset
+    from harness.plan.model import Subset
 
     st = {"a1": 0.0, "b1": 0.0}
     r0, r1 = {"a1": 1.0, "b1": 0.0}, {"a1": 0.0, "b1": 0.5}

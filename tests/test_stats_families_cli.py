@@ -11,7 +11,7 @@ import pytest
 from harness.cli.main import build_parser, main
 from harness.stats.families import FamilyResult, run_plan
 from harness.stats.holm import holm
-from harness.stats.plan import load_plan
+from harness.plan.load import load_plan
 from harness.stats.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_csv, to_latex, to_markdown
 from harness.study import Study

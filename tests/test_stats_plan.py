@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from harness.errors import InputError
-from harness.stats.plan import derive_seed, load_plan
+from harness.plan.load import load_plan
+from harness.plan.model import derive_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo"

@@ -8,7 +8,7 @@ import yaml
 from harness.errors import HarnessError, InputError
 from harness.stats.families import run_family, run_plan
 from harness.stats.holm import holm
-from harness.stats.plan import load_plan
+from harness.plan.load import load_plan
 from harness.stats.simulate import SyntheticDataset, long_table
 from harness.stats.verdicts import ci_margin_verdict
 

@@ -7,7 +7,7 @@ import pytest
 
 from harness.stats.bootstrap import cluster_bootstrap
 from harness.stats.families import run_plan
-from harness.stats.plan import load_plan
+from harness.plan.load import load_plan
 from harness.stats.power import cluster_standard_error, minimum_detectable_difference, tost_clusters_for_power
 from harness.stats.simulate import SyntheticDataset, clustered_sample, long_table
 from harness.stats.tables import to_latex, to_markdown

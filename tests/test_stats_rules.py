@@ -1,4 +1,5 @@
-"""Decision rules as one registry (harness.stats.rules) and family results as typed records."""
+"""Decision rules as two registries keyed alike (what the plan must give: harness.plan.rules; how a rule
+reads a contrast: harness.stats.rules) and family results as typed records."""
 
 import dataclasses
 import json
@@ -10,7 +11,8 @@ import yaml
 from harness.errors import InputError
 from harness.stats import rules
 from harness.stats.families import FamilyResult, Status, run_family
-from harness.stats.plan import load_plan
+from harness.plan.load import load_plan
+from harness.plan.rules import RULE_TERMS, RuleTerms
 from harness.stats.plots import forest_png
 from harness.stats.rules import RULES, Evidence, Rule
 from harness.stats.simulate import SyntheticDataset, long_table
@@ -41,7 +43,7 @@ def _load(tmp_path, doc):
 
 def _accepts(tmp_path, name: str) -> bool:
     # margins go only to rules that take one; a rule judging unadjusted values gets multiplicity: none
-    extra = {"margin": 4} if RULES.get(name) is None or RULES[name].needs_margin else {}
+    extra = {"margin": 4} if RULE_TERMS.get(name) is None or RULE_TERMS[name].needs_margin else {}
     try:
         _load(tmp_path, _plan_doc(name, **extra))
     except InputError as e:
@@ -56,13 +58,17 @@ def table():
                       ["hybrid"], {"docs": ["prec@1024t"]})
 
 
+def test_the_plan_and_the_statistics_know_the_same_rules():
+    assert list(RULE_TERMS) == list(RULES)
+
+
 @pytest.mark.parametrize("name", list(RULES))
 def test_every_registered_rule_has_every_field(name):
-    rule = RULES[name]
-    assert rule.name == name and rule.title
+    rule, terms = RULES[name], RULE_TERMS[name]
+    assert rule.name == terms.name == name and terms.title
     assert rule.decisive_p in ("p_tost", "p_signflip") and rule.ci_shown in ("90", "95")
-    assert isinstance(rule.needs_margin, bool) and isinstance(rule.holm_needs_signflip, bool)
-    assert isinstance(rule.unadjusted_only, str) and rule.verdicts
+    assert isinstance(terms.needs_margin, bool) and isinstance(terms.holm_needs_signflip, bool)
+    assert isinstance(terms.unadjusted_only, str) and rule.verdicts
     for signflip in (False, True):
         assert isinstance(rule.caption(signflip), str) and rule.caption(signflip)
     for ci95, p in (((-1.0, 1.0), 0.01), ((2.0, 6.0), 0.5), ((-3.0, 9.0), 0.9)):
@@ -71,10 +77,10 @@ def test_every_registered_rule_has_every_field(name):
 
 
 def test_the_plan_accepts_exactly_the_registered_rule_names(tmp_path, monkeypatch):
-    assert all(_accepts(tmp_path, name) for name in RULES)
+    assert all(_accepts(tmp_path, name) for name in RULE_TERMS)
     assert not _accepts(tmp_path, "bayes")
-    # a rule added to the registry alone is accepted by the plan schema
-    monkeypatch.setitem(RULES, "bayes", dataclasses.replace(RULES["two-sided"], name="bayes"))
+    # a rule added to the plan's registry is accepted by the plan schema
+    monkeypatch.setitem(RULE_TERMS, "bayes", dataclasses.replace(RULE_TERMS["two-sided"], name="bayes"))
     assert _accepts(tmp_path, "bayes")
 
 
@@ -84,14 +90,14 @@ def test_an_unknown_rule_in_a_released_file_is_named():
 
 
 def test_a_rule_added_to_the_registry_alone_runs_and_renders(tmp_path, table, monkeypatch):
-    """Adding a rule touches the registry only: plan, families, tables and plots look it up."""
+    """Adding a rule touches the two registries only: plan, families, tables and plots look it up."""
 
     def ci90_inside(e: Evidence) -> Verdict:
         return Verdict(EQUIVALENT) if -e.margin < e.ci95[0] and e.ci95[1] < e.margin else Verdict(INCONCLUSIVE)
 
-    added = Rule(name="ci-inside", title="CI-inside", decisive_p="p_tost", needs_margin=True, ci_shown="90",
-                 verdicts=(EQUIVALENT, INCONCLUSIVE), decide=ci90_inside,
-                 caption=lambda _signflip: "CI-inside rows need the 95% CI inside the margin")
+    added = Rule(name="ci-inside", decisive_p="p_tost", ci_shown="90", verdicts=(EQUIVALENT, INCONCLUSIVE),
+                 decide=ci90_inside, caption=lambda _signflip: "CI-inside rows need the 95% CI inside the margin")
+    monkeypatch.setitem(RULE_TERMS, added.name, RuleTerms(name="ci-inside", title="CI-inside", needs_margin=True))
     monkeypatch.setitem(RULES, added.name, added)
     plan = _load(tmp_path, _plan_doc("ci-inside", multiplicity="holm", margin=50))
     result = run_family(plan, plan.family("f"), table)

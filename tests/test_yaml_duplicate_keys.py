@@ -1,5 +1,5 @@
 """Issue 23, case 7 (duplicate keys): every YAML the harness reads goes through one loader
-(harness.study.load_yaml), which refuses a key given twice naming the file, the key and both lines."""
+(harness.files.load_yaml), which refuses a key given twice naming the file, the key and both lines."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.stats.plan import load_plan
-from harness.study import Study, load_yaml
+from harness.files import load_yaml
+from harness.plan.load import load_plan
+from harness.study import Study
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
@@ -53,4 +54,4 @@ def test_no_module_loads_yaml_but_the_one_loader():
     package = Path(__file__).resolve().parents[1] / "harness"
     loads = [f"{p.relative_to(package)}" for p in sorted(package.rglob("*.py"))
              if re.search(r"yaml\.(safe_)?load\(", p.read_text(encoding="utf-8"))]
-    assert loads == ["study.py"]
+    assert loads == ["files.py"]

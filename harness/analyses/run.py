@@ -16,10 +16,10 @@ import pandas as pd
 from harness.analyses.moderators import BRIDGED, BRIDGING_GROUPS, NOT_BRIDGED, moderators, terciles
 from harness.data.answer_types import ANSWER_TYPES, EXTRACTIVE, YES_NO
 from harness.errors import HarnessError
-from harness.stats import analysis_plan as ap
+from harness.plan import analyses as ap
 from harness.stats.contrast import MissingResultsError, ResultTable, as_results, paired_differences
 from harness.stats.groups import group_contrast, group_mean, win_tie_loss
-from harness.stats.plan import Plan, derive_seed
+from harness.plan.model import Plan, derive_seed
 from harness.stats.subsets import registered_pairs
 
 TERCILES = ("bottom", "middle", "top")

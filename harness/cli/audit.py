@@ -57,7 +57,7 @@ def _grid_check(study: Study, frozen: str):
 def run(args) -> int:
     from harness.stats.families import RowCheck, check_family, run_plan
     from harness.stats.io import load_judge_rates, load_per_question
-    from harness.stats.plan import load_study_plan
+    from harness.plan.load import load_study_plan
 
     study = Study.at(args.study)
     if not study.stats_dir.is_dir():

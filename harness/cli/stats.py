@@ -40,7 +40,7 @@ def run(args) -> int:
     from harness.stats.families import run_plan
     from harness.provenance.interim import require_outcomes_allowed
     from harness.stats.io import load_judge_rates, load_per_question, results_frozen_hash, write_outputs
-    from harness.stats.plan import load_study_plan
+    from harness.plan.load import load_study_plan
     from harness.provenance.freeze import check_frozen
     from harness.provenance.release import record_results, require_recorded
 

@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from harness.errors import InputError
 from harness.metrics.registry import budgets_from_config, known_metric_names
-from harness.stats.plan import Plan, TestPlan, load_study_plan
+from harness.plan.load import load_study_plan
+from harness.plan.model import Plan, TestPlan
 from harness.study import Study
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.files import atomic_write_json, read_json, sha256_bytes
-from harness.study import Study, load_yaml
+from harness.files import atomic_write_json, load_yaml, read_json, sha256_bytes
+from harness.study import Study
 
 FIRST_OUTCOME_NAME = "FIRST_OUTCOME.json"
 RECORDED_TIME_FIELDS = ("created_at", "registered_at")  # amendments use the first, plan.yaml the second

@@ -26,7 +26,7 @@ class ReportContext:
 
     @cached_property
     def plan(self):
-        from harness.stats.plan import load_study_plan
+        from harness.plan.load import load_study_plan
 
         return load_study_plan(self.study) if self.study.plan_path.is_file() else None
 

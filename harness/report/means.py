@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.stats.bootstrap import cluster_bootstrap
-from harness.stats.plan import derive_seed
+from harness.plan.model import derive_seed
 
 MEANS_SEED = 20_270
 MEANS_RESAMPLES = 2_000

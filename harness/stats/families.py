@@ -20,7 +20,7 @@ from harness.errors import InputError
 from harness.stats.contrast import ResultTable, as_results, compare, missing_for
 from harness.stats.holm import holm
 from harness.stats.power import POWER, minimum_detectable_difference
-from harness.stats.plan import Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
+from harness.plan.model import Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
 from harness.stats.rules import RULES, Evidence
 from harness.stats.subsets import select_questions
 from harness.stats.verdicts import MISSING, too_few_clusters

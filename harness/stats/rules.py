@@ -1,7 +1,8 @@
-"""Decision rules, one registry entry each: how a rule reads a contrast into a verdict, what the plan
-requires of it, and how tables caption it. Nothing else in the harness compares a rule's name.
+"""Decision rules, one registry entry each: how a rule reads a contrast into a verdict and how tables
+caption it. Nothing else in the harness compares a rule's name.
 
-To add a rule, add one `Rule` to `RULES` (and a test); the plan schema, the families, the tables, the
+What the plan must give for a rule (a margin, a multiplicity) is harness.plan.rules, keyed by the same names:
+adding a rule is one entry there and one `Rule` in `RULES` here (and a test); the families, the tables, the
 plots and the report look it up here.
 """
 
@@ -29,19 +30,13 @@ class Evidence:
 @dataclass(frozen=True)
 class Rule:
     name: str  # as written in plan.yaml (`decision.rule`, a test's `rule`)
-    title: str  # in messages: "required for a <title> test"
     # the p Holm acts on; its adjusted value is written to "<decisive_p>_holm". p_tost is computed against
     # the margin only for a rule that decides on it.
     decisive_p: str
-    needs_margin: bool
     ci_shown: str  # the BCa CI level tables and the spending guide show for its rows ("90" or "95")
     verdicts: tuple[str, ...]  # every label `decide` can give (besides "too few clusters")
     decide: Callable[[Evidence], Verdict]
     caption: Callable[[bool], str]  # its clause in a family's caption, given the family's signflip_required
-    # why the rule only takes multiplicity: none (it judges unadjusted values); "" when any multiplicity fits
-    unadjusted_only: str = ""
-    # in a Holm family its tests need decision.signflip_required: true
-    holm_needs_signflip: bool = False
 
     @property
     def computes_p_tost(self) -> bool:
@@ -50,29 +45,27 @@ class Rule:
 
 RULES: dict[str, Rule] = {r.name: r for r in (
     Rule(
-        name="tost", title="TOST", decisive_p="p_tost", needs_margin=True, ci_shown="90",
+        name="tost", decisive_p="p_tost", ci_shown="90",
         verdicts=(EQUIVALENT, DIFFERENT, INCONCLUSIVE),
         decide=lambda e: tost_verdict(p_tost=e.p, ci95=e.ci95, alpha=e.alpha),
         caption=lambda _signflip: "TOST rows show the 90% BCa CI against the margin; equiv. needs p_tost < alpha",
     ),
     Rule(
-        name="two-sided", title="two-sided", decisive_p="p_signflip", needs_margin=False, ci_shown="95",
+        name="two-sided", decisive_p="p_signflip", ci_shown="95",
         verdicts=(DIFFERENT, NO_DIFFERENCE),
         decide=lambda e: two_sided_verdict(ci95=e.ci95, alpha=e.alpha, p_signflip=e.p,
                                            signflip_required=e.signflip_required),
         caption=lambda signflip: "two-sided rows show the 95% BCa CI; diff. needs it to exclude 0"
         + (" and the sign-flip p < alpha" if signflip else ""),
-        holm_needs_signflip=True,
     ),
     # the rule the paper applies to its secondary retrievers (no TOST was registered there): equiv. when the
     # unadjusted 95% CI lies inside (-margin, +margin), else diff. when it excludes 0, else incon.
     Rule(
-        name="ci95-within-margin", title="ci95-within-margin", decisive_p="p_signflip", needs_margin=True,
-        ci_shown="95", verdicts=(EQUIVALENT, DIFFERENT, INCONCLUSIVE),
+        name="ci95-within-margin", decisive_p="p_signflip", ci_shown="95",
+        verdicts=(EQUIVALENT, DIFFERENT, INCONCLUSIVE),
         decide=lambda e: ci_margin_verdict(ci95=e.ci95, margin=e.margin),
         caption=lambda _signflip: "margin rows show the unadjusted 95% BCa CI; equiv. needs it inside the margin, "
         "else diff. needs it to exclude 0",
-        unadjusted_only="judges unadjusted 95% CIs",
     ),
 )}
 

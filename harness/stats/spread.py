@@ -19,7 +19,7 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.stats.contrast import ResultTable, as_results, paired_differences
-from harness.stats.plan import TestPlan
+from harness.plan.model import TestPlan
 from harness.stats.subsets import select_questions
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from harness.stats.contrast import (
     MissingResultsError, PairedDifferences, ResultTable, as_results, missing_for, paired_differences, sample_clusters,
 )
-from harness.stats.plan import TestPlan
+from harness.plan.model import TestPlan
 
 
 @dataclass(frozen=True)
