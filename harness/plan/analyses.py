@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, Mapping
+
+from harness.config.fields import Check, Int, Where, build, setting
+from harness.plan.checks import Name, Names, check_keys
 
 BRIDGING, TARGETING, OVERLAP = "bridging", "targeting-terciles", "overlap-terciles"
 ANSWER_TYPE, WIN_TIE_LOSS, CONDITIONAL, SUBSET = "answer-type", "win-tie-loss", "conditional-means", "subset-contrast"
@@ -50,73 +54,99 @@ class AnalysisPlan:
     seed: int = 0
 
 
-def parse_analyses(doc, key: str, raw, state, source: str, seen: set[str]) -> list[AnalysisPlan]:
-    """`doc` is plan._Doc (errors name the file); `state` holds the registered datasets, arms, retrievers."""
+@dataclass(frozen=True)
+class EntrySpec:
+    """Every field an entry may have; which it must have and may have depends on its analysis (FIELDS)."""
+
+    id: str = setting(None, Name())
+    analysis: str = setting(None)
+    dataset: str | None = setting(None, Name())
+    a: str | None = setting(None, Name())
+    b: str | None = setting(None, Name())
+    metric: str | None = setting(None, Name())
+    by: str | None = setting(None, Name())
+    retriever: str | None = setting(None, Name())
+    retrievers: tuple[str, ...] | None = setting(None, Names())
+    first: tuple[str, ...] | None = setting(None, Names())
+    second: tuple[str, ...] | None = setting(None, Names())
+    families: tuple[str, ...] = setting((), Names())
+    seed: int = setting(0, Int(0))
+
+
+@dataclass(frozen=True)
+class Entries(Check):
+    """The `exploratory:` list: each entry's keys are those of its analysis."""
+
+    def __call__(self, value: Any, where: Where) -> Any:
+        if not isinstance(value, list):
+            raise where.fail("expected a non-empty list")
+        return tuple(_entry_spec(entry, where.child(f"[{i}]"), i) for i, entry in enumerate(value))
+
+
+def _entry_spec(entry: Any, where: Where, i: int) -> EntrySpec:
+    if not isinstance(entry, Mapping):
+        raise where.fail(f"expected a mapping; got {type(entry).__name__}")
+    analysis = entry.get("analysis")
+    if not isinstance(analysis, str) or analysis not in FIELDS:
+        raise where.child("analysis").fail(f"unknown analysis {analysis!r} [entry {entry.get('id', f'#{i}')}] "
+                                           f"(known: {', '.join(ANALYSES)})")
+    required, optional = FIELDS[analysis]
+    return build(EntrySpec, check_keys(where, entry, ("id", "analysis", *required), optional), where)
+
+
+def analysis_plans(where: Where, specs: tuple[EntrySpec, ...], state, source: str,
+                   seen: set[str]) -> list[AnalysisPlan]:
+    """The entries checked against `state`, the registered datasets, arms, retrievers and families."""
     out = []
-    for i, entry in enumerate(doc.sequence(raw, key, non_empty=False)):
-        where = f"{key}[{i}]"
-        if not isinstance(entry, dict):
-            doc.fail(where, f"expected a mapping; got {type(entry).__name__}")
-        name = entry.get("id", f"#{i}")
-        analysis = entry.get("analysis")
-        if analysis not in FIELDS:
-            doc.fail(f"{where}.analysis", f"unknown analysis {analysis!r} [entry {name}] "
-                     f"(known: {', '.join(ANALYSES)})")
-        required, optional = FIELDS[analysis]
-        entry = doc.mapping(entry, where, required=("id", "analysis", *required), optional=optional)
-        aid = doc.text(entry["id"], f"{where}.id")
-        if not re.fullmatch(r"[A-Za-z0-9_-]+", aid):
-            doc.fail(f"{where}.id", f"{aid!r} must use letters, digits, '_' or '-' (it names output files)")
-        if aid in seen:
-            doc.fail(f"{where}.id", f"analysis {aid!r} already exists")
-        seen.add(aid)
-        out.append(_entry(doc, where, aid, analysis, entry, state, source))
+    for i, spec in enumerate(specs):
+        here = where.child(f"[{i}]")
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", spec.id):
+            raise here.child("id").fail(f"{spec.id!r} must use letters, digits, '_' or '-' (it names output files)")
+        if spec.id in seen:
+            raise here.child("id").fail(f"analysis {spec.id!r} already exists")
+        seen.add(spec.id)
+        out.append(_analysis_plan(here, spec, state, source))
     return out
 
 
-def _entry(doc, where: str, aid: str, analysis: str, entry: dict, state, source: str) -> AnalysisPlan:
+def _analysis_plan(where: Where, spec: EntrySpec, state, source: str) -> AnalysisPlan:
     def fail(field: str, message: str):
-        doc.fail(f"{where}.{field}", f"{message} [entry {aid}]")
+        return where.child(field).fail(f"{message} [entry {spec.id}]")
 
     values: dict = {}
-    if "dataset" in entry:
-        dataset = doc.text(entry["dataset"], f"{where}.dataset")
-        if dataset not in state.datasets:
-            fail("dataset", f"dataset {dataset!r} is not in the plan")
-        values["dataset"] = dataset
-        metrics = state.datasets[dataset].metrics
+    if spec.dataset is not None:
+        if spec.dataset not in state.datasets:
+            raise fail("dataset", f"dataset {spec.dataset!r} is not in the plan")
+        values["dataset"] = spec.dataset
+        metrics = state.datasets[spec.dataset].metrics
         for field in ("metric", "by"):
-            if field in entry:
-                metric = doc.text(entry[field], f"{where}.{field}")
+            metric = getattr(spec, field)
+            if metric is not None:
                 if metric not in metrics:
-                    fail(field, f"metric {metric!r} is not registered for dataset {dataset!r}")
+                    raise fail(field, f"metric {metric!r} is not registered for dataset {spec.dataset!r}")
                 values[field] = metric
     for side in ("a", "b"):
-        if side in entry:
-            arm = doc.text(entry[side], f"{where}.{side}")
+        arm = getattr(spec, side)
+        if arm is not None:
             if arm not in state.arms:
-                fail(side, f"arm {arm!r} is not registered")
+                raise fail(side, f"arm {arm!r} is not registered")
             values[side] = arm
-    retrievers = list(doc.names(entry["retrievers"], f"{where}.retrievers")) if "retrievers" in entry else []
-    if "retriever" in entry:
-        retrievers = [doc.text(entry["retriever"], f"{where}.retriever")]
+    retrievers = [spec.retriever] if spec.retriever is not None else list(spec.retrievers or ())
     for r in retrievers:
         if r not in state.retrievers:
-            fail("retrievers", f"retriever {r!r} is not registered")
-    if "retrievers" in entry and not retrievers:
-        fail("retrievers", "expected at least one retriever")
+            raise fail("retrievers", f"retriever {r!r} is not registered")
+    if spec.retrievers is not None and not retrievers:
+        raise fail("retrievers", "expected at least one retriever")
     for side in ("first", "second"):
-        if side in entry:
-            strata = tuple(doc.names(entry[side], f"{where}.{side}"))
+        strata = getattr(spec, side)
+        if strata is not None:
             if not strata:
-                fail(side, "expected a non-empty list of strata")
+                raise fail(side, "expected a non-empty list of strata")
             values[side] = strata
     if values.get("first") and set(values["first"]) & set(values.get("second", ())):
-        fail("second", "shares strata with `first`; the two sides must be disjoint")
-    families = tuple(doc.names(entry.get("families", []), f"{where}.families"))
-    for f in families:
+        raise fail("second", "shares strata with `first`; the two sides must be disjoint")
+    for f in spec.families:
         if f not in state.tests:
-            fail("families", f"no family {f!r}")
-    seed = doc.integer(entry["seed"], f"{where}.seed") if "seed" in entry else 0
-    return AnalysisPlan(id=aid, analysis=analysis, source=source, retrievers=tuple(retrievers), families=families,
-                        seed=seed, **values)
+            raise fail("families", f"no family {f!r}")
+    return AnalysisPlan(id=spec.id, analysis=spec.analysis, source=source, retrievers=tuple(retrievers),
+                        families=spec.families, seed=spec.seed, **values)

@@ -1,0 +1,131 @@
+"""The shape of plan/plan.yaml and of an amendment, as sections of `setting` fields (harness.plan.checks).
+
+What the fields mean together (a test's arms are registered, its rule takes a margin, ...) is checked
+after the shape, by harness.plan.load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from harness.config.fields import Anything, Check, Flag, Int, Number, Where, setting
+from harness.plan.analyses import Entries
+from harness.plan.checks import ABSENT, Choice, Items, Name, NameMap, Names, Part, Timestamp
+from harness.plan.rules import RULE_TERMS
+
+TIERS = ("confirmatory", "secondary", "exploratory")
+MULTIPLICITY = ("holm", "none")
+BOOTSTRAP_METHODS = ("bca-cluster",)
+PERMUTATION_METHODS = ("cluster-sign-flip",)
+
+
+@dataclass(frozen=True)
+class BootstrapSpec:
+    method: str = setting(check=Choice(BOOTSTRAP_METHODS))
+    resamples: int = setting(check=Int(2))
+
+
+@dataclass(frozen=True)
+class PermutationSpec:
+    method: str = setting(check=Choice(PERMUTATION_METHODS))
+    max_flips: int = setting(check=Int(1))
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    primary_metric: str = setting(check=Name())
+    cluster: str = setting(check=Name())
+    stratified: bool = setting(check=Flag())
+    margin: float = setting(check=Number())
+    metrics: tuple[str, ...] = setting(check=Names())
+
+
+@dataclass(frozen=True)
+class SubsetSpec:
+    n_clusters: int = setting(ABSENT, Int(1))
+    seed: int = setting(ABSENT, Int(0))
+    strata: tuple[str, ...] = setting(ABSENT, Names())
+    allow_shortfall: bool = setting(ABSENT, Flag())
+
+
+@dataclass(frozen=True)
+class AcceptanceSpec:
+    judge: str = setting(check=Name())
+    positive_min: float = setting(check=Number())
+    negative_max: float = setting(check=Number())
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    id: str = setting(check=Name())
+    a: str = setting(check=Name())
+    b: str = setting(check=Name())
+    retriever: str = setting(check=Name())
+    dataset: str = setting(check=Name())
+    metric: str = setting(check=Name())
+    margin: Any = setting(ABSENT)  # checked against the test's rule
+    subset: SubsetSpec | None = setting(None, Part(SubsetSpec))
+    family: Any = setting(None)  # an amendment's test: the family it joins
+    rule: Any = setting(ABSENT)  # absent: the family's rule
+    acceptance: AcceptanceSpec | None = setting(None, Part(AcceptanceSpec))
+    retriever_b: str | None = setting(None, Name())
+
+
+@dataclass(frozen=True)
+class DecisionSpec:
+    rule: str = setting(check=Choice(lambda: tuple(RULE_TERMS)))
+    signflip_required: bool = setting(check=Flag())
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    id: str = setting(check=Name())
+    tier: str = setting(check=Choice(TIERS))
+    multiplicity: str = setting(check=Choice(MULTIPLICITY))
+    decision: DecisionSpec = setting(check=Part(DecisionSpec))
+    seed: int = setting(check=Int(0))
+    description: str = setting(check=Name())
+    tests: tuple[TestSpec, ...] = setting(check=Items(Part(TestSpec), non_empty=True))
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    study: str = setting(check=Name())
+    registered_at: str = setting(check=Timestamp())
+    alpha: float = setting(check=Number())
+    bootstrap: BootstrapSpec = setting(check=Part(BootstrapSpec))
+    permutation: PermutationSpec = setting(check=Part(PermutationSpec))
+    datasets: dict[str, DatasetSpec] = setting(check=NameMap(Part(DatasetSpec)))
+    arms: tuple[str, ...] = setting(check=Names())
+    retrievers: tuple[str, ...] = setting(check=Names())
+    families: tuple[FamilySpec, ...] = setting(check=Items(Part(FamilySpec), non_empty=True))
+    exploratory: tuple = setting((), Entries())
+
+
+@dataclass(frozen=True)
+class AddedTest(Check):
+    """A test an amendment adds to a family: it names the family first."""
+
+    def __call__(self, value: Any, where: Where) -> Any:
+        if not isinstance(value, Mapping) or "family" not in value:
+            raise where.child("family").fail("required: the family the test joins")
+        return Part(TestSpec)(value, where)
+
+
+@dataclass(frozen=True)
+class AddsSpec:
+    arms: tuple[str, ...] = setting((), Names())
+    retrievers: tuple[str, ...] = setting((), Names())
+    families: tuple[FamilySpec, ...] = setting((), Items(Part(FamilySpec)))
+    tests: tuple[TestSpec, ...] = setting((), Items(AddedTest()))
+    exploratory: tuple = setting((), Entries())
+
+
+@dataclass(frozen=True)
+class AmendmentFile:
+    id: Any = setting()  # compared, as text, with the file name's number
+    created_at: str = setting(check=Timestamp())
+    reason: str = setting(check=Name())
+    before_outcomes: bool = setting(check=Flag())
+    adds: AddsSpec = setting(check=Part(AddsSpec))
