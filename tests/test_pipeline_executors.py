@@ -71,7 +71,7 @@ def test_an_unknown_executor_in_the_config_is_an_error(tmp_path):
 
 
 def test_each_cell_ranking_with_embeddings_names_its_chunk_sets_once(tmp_path):
-    from harness.pipeline.executors import chunk_sets_to_encode
+    from harness.pipeline.score import chunk_sets_to_encode
     from harness.pipeline.grid import configured_cells
 
     study = make_llm_free_study(tmp_path, ("bm25", "minilm", "hybrid"), freeze=False)
@@ -86,7 +86,7 @@ def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_result
     """The encoding task, run before scoring (as on Ray), leaves scoring nothing to embed, and the results
     are byte-identical to a plain local run."""
     pytest.importorskip("sentence_transformers")
-    from harness.pipeline.executors import chunk_sets_to_encode, encode_one_chunk_set
+    from harness.pipeline.score import chunk_sets_to_encode, encode_one_chunk_set
     from harness.pipeline.grid import configured_cells
     from harness.provenance.freeze import frozen_hash
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from harness.analyses.run import Blocked
+from harness.arms.build import read_chunk_set
+from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.study import Study
 
@@ -18,16 +20,12 @@ class StudyInputs:
 
     @lru_cache(maxsize=None)
     def dataset(self, name: str):
-        from harness.data.load import load_dataset, read_selection
-
         try:
             return load_dataset(self.study, name, selection=read_selection(self.study))
         except HarnessError as e:
             raise Blocked(f"the questions of dataset {name} ({e})", "make select") from None
 
     def chunks(self, name: str, arm: str):
-        from harness.arms.build import read_chunk_set
-
         try:
             return read_chunk_set(self.study, self.dataset(name), arm, frozen_hash=self.frozen_hash)
         except HarnessError as e:

@@ -1,6 +1,6 @@
 """Run the plan's exploratory analyses on the per-question results; one JSON record per entry.
 
-A record is {id, analysis, source, status ("ran" or "blocked"), description, missing: [{what, target}],
+A record is {id, analysis, source, status (RAN or BLOCKED), description, missing: [{what, target}],
 columns, rows, excluded}. An analysis whose inputs are missing is `blocked` and names the make target
 that produces them (INPUT_TARGETS); it never yields an empty table. Every number is exploratory; conditional means
 are labelled descriptive, since their groups are defined by an outcome.
@@ -16,12 +16,14 @@ import pandas as pd
 from harness.analyses.moderators import BRIDGED, BRIDGING_GROUPS, NOT_BRIDGED, moderators, terciles
 from harness.data.answer_types import ANSWER_TYPES, EXTRACTIVE, YES_NO
 from harness.errors import HarnessError
+from harness.metrics.registry import ANSWER_METRICS
 from harness.plan import analyses as ap
+from harness.plan.model import Plan, derive_seed
 from harness.stats.contrast import MissingResultsError, ResultTable, as_results, paired_differences
 from harness.stats.groups import group_contrast, group_mean, win_tie_loss
-from harness.plan.model import Plan, derive_seed
 from harness.stats.subsets import registered_pairs
 
+RAN, BLOCKED = "ran", "blocked"  # a record's status
 TERCILES = ("bottom", "middle", "top")
 RECALL_GROUPS = ("more evidence", "less evidence", "unchanged")
 
@@ -57,9 +59,9 @@ def run_analyses(plan: Plan, table: pd.DataFrame | ResultTable, inputs: Any | No
         try:
             columns, rows, excluded = _RUNNERS[entry.analysis](plan, entry, results, inputs)
         except Blocked as b:
-            out.append(record | {"status": "blocked", "missing": [{"what": b.what, "target": b.target}]})
+            out.append(record | {"status": BLOCKED, "missing": [{"what": b.what, "target": b.target}]})
             continue
-        out.append(record | {"status": "ran", "columns": columns, "rows": rows, "excluded": excluded})
+        out.append(record | {"status": RAN, "columns": columns, "rows": rows, "excluded": excluded})
     return out
 
 
@@ -84,8 +86,6 @@ def _describe(e: ap.AnalysisPlan) -> str:
 
 def _target(metric: str) -> str:
     """Answer-level outcomes come from the reader / judge stage, retrieval metrics from scoring."""
-    from harness.metrics.registry import ANSWER_METRICS
-
     answer = {name for names in ANSWER_METRICS.values() for name in names}
     return INPUT_TARGETS["answer-level results" if metric.split("@")[0] in answer else "retrieval results"]
 

@@ -16,12 +16,15 @@ from typing import Any, Callable, Sequence
 from harness.arms.addon_descriptives import summarise_counts
 from harness.arms.build import read_chunk_set
 from harness.config.arms import ALL_DOCUMENTS, documents_of
+from harness.config.executor import Executor
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
-from harness.pipeline.grid import SCORED, cell_counts, cell_state, configured_cells, mark_cell_done, per_question_dir
-from harness.pipeline.executors import Executor, is_local, score_cells_on_ray
+from harness.pipeline.grid import (
+    SCORED, Cell, cell_counts, cell_state, configured_cells, mark_cell_done, per_question_dir,
+)
+from harness.pipeline.executors import is_local, ray_session, run_on_ray
 from harness.pipeline.addon_cells import (
     cell_source, chunk_variants, expand, expanded_run_rows, expansion_mode, inserted_in_head, mean_over_variants,
 )
@@ -32,7 +35,7 @@ from harness.files import remove_stale_temporaries, sha256_text
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking
 from harness.retrieval.expansion import ChunkSet as ExpansionChunkSet
-from harness.retrieval.registry import RetrieverContext
+from harness.retrieval.registry import RetrieverContext, embedding_retrievers
 from harness.retrieval.runfile import ranking_rows, write_run
 from harness.study import Study
 
@@ -147,7 +150,8 @@ def score_study(
     log: Callable[[str], None] = print, executor: "Executor | None" = None,
 ) -> dict[str, int]:
     """Score every configured cell not yet complete; returns {dataset: rows in its combined table}.
-    `executor` (harness.pipeline.executors): None or local scores here; ray makes each cell a task."""
+    `executor` (harness.pipeline.executors): None or local scores here; ray makes each cell a task
+    (score_cells_on_ray)."""
     from tqdm import tqdm
 
     selection = read_selection(study)
@@ -212,3 +216,77 @@ def score_study(
 
 def _counter_delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: v - before.get(k, 0) for k, v in after.items()}
+
+
+# --- on Ray ---
+# A scoring cell (dataset x arm x retriever) is one task, and so is the dense encoding of a chunk set.
+# Encoding runs first: one task per chunk set and dense retriever (however many cells rank with it: the
+# retriever itself, a fusion or a reranker over it) embeds the set's chunks and its questions' queries into
+# the study's shared vector cache (harness.retrieval.cache), scope by scope in the batches the local loop
+# uses; the scoring tasks then find every vector there. Each task writes its outputs under the cell's own
+# name, so per-question results and run files are byte-identical to a local run. That holds because a
+# sentence-transformers vector depends on its text alone (harness.retrieval.dense: one text per forward
+# pass, one torch thread, whatever Ray sets OMP_NUM_THREADS to); two chunk sets sharing a text both embed
+# it, to the same bytes.
+
+
+def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, frozen_hash: str | None) -> dict[str, int]:
+    """One cell from the study on disk, exactly as the local loop scores it; returns its counts."""
+    study = Study.at(root)
+    dataset = load_dataset(study, dataset_name, selection=read_selection(study))
+    budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
+    # an expansion arm ranks its `of:` arm's chunks, as in the local loop
+    scoped = scopes(dataset, read_chunk_set(study, dataset, cell_source(study, arm), frozen_hash=frozen_hash))
+    context = RetrieverContext.for_study(study, progress=False)
+    rows, variant_rows, counts = score_cell(study, dataset, arm, retriever, scoped, context, ScoringCache(), budgets,
+                                            run_depth=study.config.run_depth)
+    record_first_outcome(study, frozen_hash=frozen_hash)
+    write_cell_parts(per_question_dir(study), dataset_name, arm, retriever, rows, variant_rows)
+    mark_cell_done(study, Cell(dataset_name, arm, retriever), frozen_hash=frozen_hash, counts=counts)
+    return counts
+
+
+def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: str, frozen_hash: str | None) -> dict[str, int]:
+    """Embed one chunk set (the arm `source`'s) with one dense retriever into the study's vector cache, in the
+    batches a scoring cell uses (each scope's chunks, per variant, then its questions); returns its counters."""
+    study = Study.at(root)
+    dataset = load_dataset(study, dataset_name, selection=read_selection(study))
+    dense = RetrieverContext.for_study(study, progress=False).get(retriever)
+    for scope in scopes(dataset, read_chunk_set(study, dataset, source, frozen_hash=frozen_hash)):
+        if not scope.chunks:
+            continue  # the scoring cell searches nothing here either
+        for variant, chunks in chunk_variants(scope.chunks):
+            dense.index(scope.key + variant, chunks)
+        dense.embed_queries([q.query for q in scope.questions])
+    return dense.stats()
+
+
+def chunk_sets_to_encode(study: Study, cells: Sequence[Cell]) -> list[tuple[str, str]]:
+    """(source arm, dense retriever) for every chunk set a cell ranks with embeddings, in grid order, once each."""
+    pairs = [(cell_source(study, c.arm), d) for c in cells for d in embedding_retrievers(study.retrievers, c.retriever)]
+    return list(dict.fromkeys(pairs))
+
+
+def score_cells_on_ray(
+    study: Study, executor: Executor, dataset_name: str, cells: Sequence[Cell], *, frozen_hash: str | None,
+    log: Callable[[str], None] = print,
+) -> dict[str, dict[str, int]]:
+    """Every cell a task; progress is logged as cells complete, in the `harness status` vocabulary."""
+    if not cells:
+        return {}
+    root = str(study.root)
+    with ray_session(executor) as ray:
+        encodings = chunk_sets_to_encode(study, cells)
+
+        def encoded(key: tuple[str, str], counters: dict[str, int], n_done: int) -> None:
+            source, dense = key
+            log(f"{dataset_name}/{source}: encoded with {dense} ({n_done}/{len(encodings)} chunk sets, ray; "
+                f"cache hits {counters.get('cache_hits', 0)}, misses {counters.get('cache_misses', 0)})")
+
+        # every vector is in the shared cache before a cell ranks with it
+        run_on_ray(ray, encode_one_chunk_set, {(source, dense): (root, dataset_name, source, dense, frozen_hash)
+                                               for source, dense in encodings}, encoded)
+        counts = run_on_ray(ray, score_one_cell,
+                            {c: (root, dataset_name, c.arm, c.retriever, frozen_hash) for c in cells},
+                            lambda cell, _counts, n_done: log(f"{cell}: {SCORED} ({n_done}/{len(cells)} cells, ray)"))
+    return {str(c): counts[c] for c in cells}  # grid order, whatever the completion order

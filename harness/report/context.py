@@ -7,9 +7,16 @@ from functools import cached_property
 
 import pandas as pd
 
+from harness.config.lab import UNITS
+from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
+from harness.metrics.registry import budgets_from_config
+from harness.plan.load import load_study_plan
+from harness.provenance.freeze import frozen_hash
 from harness.provenance.interim import Cell, outcomes_allowed
+from harness.report.means import arm_means
 from harness.report.model import Missing
+from harness.stats.io import load_per_question
 from harness.study import Study
 
 
@@ -20,27 +27,19 @@ class ReportContext:
 
     @cached_property
     def frozen_hash(self) -> str | None:
-        from harness.provenance.freeze import frozen_hash
-
         return frozen_hash(self.study) if self.study.frozen_path.is_file() else None
 
     @cached_property
     def plan(self):
-        from harness.plan.load import load_study_plan
-
         return load_study_plan(self.study) if self.study.plan_path.is_file() else None
 
     @cached_property
     def selection(self) -> dict | None:
-        from harness.data.load import read_selection
-
         return read_selection(self.study)
 
     @cached_property
     def datasets(self) -> dict:
         """name -> LoadedDataset, for every dataset that loads."""
-        from harness.data.load import load_dataset
-
         out = {}
         for name in self.study.datasets:
             try:
@@ -55,8 +54,6 @@ class ReportContext:
 
     @cached_property
     def per_question(self) -> pd.DataFrame | None:
-        from harness.stats.io import load_per_question
-
         try:
             return load_per_question(self.study)
         except HarnessError:
@@ -64,8 +61,6 @@ class ReportContext:
 
     @cached_property
     def means(self) -> list:
-        from harness.report.means import arm_means
-
         if self.per_question is None:
             return []
         stratified = {d: p.stratified for d, p in self.plan.datasets.items()} if self.plan else {}
@@ -74,12 +69,8 @@ class ReportContext:
     @property
     def budget_unit(self) -> str:
         """What the study's budgets count: the assembler's unit (tokens unless `assembly.unit` says words)."""
-        from harness.config.lab import UNITS
-
         assembly = self.study.config.assembly
         return assembly.unit if assembly is not None else UNITS[0]
 
     def budgets(self, dataset: str) -> list[int]:
-        from harness.metrics.registry import budgets_from_config
-
         return list(budgets_from_config(self.study.config.budgets, self.study.datasets[dataset]["metric_set"]))

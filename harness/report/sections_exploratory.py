@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from harness.analyses.run import RAN  # noqa: E402
 from harness.files import read_json  # noqa: E402
 from harness.report.context import ReportContext  # noqa: E402
 from harness.report.model import Figure, Missing, Section, interval, points, table  # noqa: E402
@@ -38,7 +39,7 @@ def exploratory(ctx: ReportContext) -> Section:
             sec.missing.append(Missing(f"exploratory analysis {entry.id} ({entry.analysis})", "make stats"))
             continue
         record = read_json(path)
-        if record["status"] != "ran":
+        if record["status"] != RAN:
             sec.missing += [Missing(f"analysis {entry.id} is blocked: {m['what']}", m["target"])
                             for m in record["missing"]]
             continue

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from harness.arms.build import read_chunk_set
 from harness.errors import HarnessError
 from harness.files import read_json
+from harness.pipeline.answer import answers_dir
+from harness.pipeline import grid
 from harness.provenance.timeline import first_outcome_time, timeline, utc_iso
+from harness.report.chunksets import chunk_set_stats
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, table
 
@@ -86,15 +90,10 @@ def _manifest(ctx: ReportContext, dataset: str, arm: str) -> dict | None:
 
 def _arms_of(ctx: ReportContext, dataset: str) -> list[str]:
     """Arms with a chunk set on this dataset (expansion arms have none: they rank their `of:` arm's)."""
-    from harness.pipeline.grid import chunk_sets
-
-    return [cs.arm for cs in chunk_sets(ctx.study) if cs.dataset == dataset]
+    return [cs.arm for cs in grid.chunk_sets(ctx.study) if cs.dataset == dataset]
 
 
 def chunk_sets(ctx: ReportContext) -> Section:
-    from harness.arms.build import read_chunk_set
-    from harness.report.chunksets import chunk_set_stats
-
     sec = Section("chunk-sets", "Chunk sets")
     for name, ds in ctx.datasets.items():
         budgets = ctx.budgets(name)
@@ -163,8 +162,6 @@ _ROLE_COUNTS = {"reader": ("reader_failed", "reader_truncated"), "judge": ("verd
 def _answer_stage_costs(ctx: ReportContext, sec: Section) -> None:
     """The reader and judge: spend per role from the answer stage's ledger, failures and truncations per
     answer cell (arm), from results/answers/summary.json."""
-    from harness.pipeline.answer import answers_dir
-
     if not ctx.study.config.reader.cells:
         return  # the study configures no answer stage
     path = answers_dir(ctx.study) / "summary.json"
@@ -205,8 +202,6 @@ def _answer_stage_costs(ctx: ReportContext, sec: Section) -> None:
 
 def _estimate_beside_actual(ctx: ReportContext, sec: Section) -> None:
     """`harness estimate`'s pre-build figures next to the spend ledger's, per paid arm."""
-    from harness.files import read_json
-
     path = ctx.study.results / "estimate.json"
     if not path.is_file():
         sec.missing.append(Missing("the pre-build cost estimate (results/estimate.json)", "make estimate"))

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import re
 
+from harness.arms.build import read_chunk_set
 from harness.config.lab import SWEEP_SEPARATOR, UNIT_SUFFIX
 from harness.data.question_evidence import SPLITS
+from harness.errors import HarnessError
+from harness.metrics.assembly import size_in_unit
+from harness.metrics.budget import TokenCache
 from harness.report.context import ReportContext
+from harness.report.figures import plt, svg_text
 from harness.report.model import Figure, Missing, Section, points, table
+from harness.report.sections_outcomes import withheld
 
 _METRIC = re.compile(r"^(partial|complete)@(\d+)([tw])$")
 
@@ -24,11 +30,6 @@ def _split_datasets(ctx: ReportContext) -> list[str]:
 
 
 def _oversized(ctx: ReportContext, dataset: str, arm: str, budgets: list[int], unit: str) -> dict[int, int] | None:
-    from harness.arms.build import read_chunk_set
-    from harness.errors import HarnessError
-    from harness.metrics.assembly import size_in_unit
-    from harness.metrics.budget import TokenCache
-
     try:
         chunks = read_chunk_set(ctx.study, ctx.datasets[dataset], arm, frozen_hash=ctx.frozen_hash)
     except (HarnessError, KeyError):
@@ -40,8 +41,6 @@ def _oversized(ctx: ReportContext, dataset: str, arm: str, budgets: list[int], u
 
 def lab_results(ctx: ReportContext) -> Section | None:
     """None (no section) for a study without a train / held-out split."""
-    from harness.report.sections_outcomes import withheld
-
     names = _split_datasets(ctx)
     if not names:
         return None
@@ -87,8 +86,6 @@ def _primary_budget(ctx: ReportContext, dataset: str, budgets: list[int]) -> int
 
 
 def _l_sweep(ctx: ReportContext, dataset: str, rows) -> Figure | None:
-    from harness.report.figures import plt, svg_text
-
     swept = rows[rows["arm"].str.contains(SWEEP_SEPARATOR, regex=False)]
     if swept.empty:
         return None

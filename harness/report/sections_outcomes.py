@@ -7,8 +7,11 @@ cells are missing and shows no number.
 from __future__ import annotations
 
 from harness.files import read_json
+from harness.report.figures import budget_sweep_svg, sweep_metrics
+from harness.report.means import MEANS_RESAMPLES, MEANS_SEED
 from harness.stats.families import FamilyResult
-from harness.stats.tables import contrast_label, retriever_label
+from harness.stats.plots import forest_svg
+from harness.stats.tables import acceptance_notes, caption, contrast_label, retriever_label
 from harness.provenance.interim import describe_missing
 from harness.report.context import ReportContext
 from harness.report.model import Figure, Missing, Section, interval, p_value, points, table
@@ -45,8 +48,6 @@ def families(ctx: ReportContext) -> tuple[list[FamilyResult], list[Missing]]:
 
 
 def per_arm_means(ctx: ReportContext) -> Section:
-    from harness.report.means import MEANS_RESAMPLES, MEANS_SEED
-
     sec = Section("means", "Per-arm means")
     if withheld(ctx, sec):
         return sec
@@ -91,8 +92,6 @@ def _with_holm(p: float | None, holm: float | None) -> str:
 
 
 def verdicts(ctx: ReportContext) -> Section:
-    from harness.stats.tables import acceptance_notes, caption
-
     sec = Section("verdicts", "Verdicts")
     if withheld(ctx, sec):
         return sec
@@ -114,8 +113,6 @@ def verdicts(ctx: ReportContext) -> Section:
 
 
 def forest_plots(ctx: ReportContext) -> Section:
-    from harness.stats.plots import forest_svg
-
     sec = Section("forest", "Forest plots")
     if withheld(ctx, sec):
         return sec
@@ -132,8 +129,6 @@ def forest_plots(ctx: ReportContext) -> Section:
 
 
 def budget_sweeps(ctx: ReportContext) -> Section:
-    from harness.report.figures import budget_sweep_svg, sweep_metrics
-
     sec = Section("sweeps", "Budget sweeps")
     if withheld(ctx, sec):
         return sec

@@ -126,7 +126,7 @@ def run_family(
     has results is not run. `judge_rates` gives, per judge name, its measured acceptance-control rates
     (`positive`: on the accepted answer, `negative`: on another question's answer); a test whose judge
     misses a registered threshold, or has no recorded rates, is reported as exploratory. `contrast`
-    (family, test, table) -> compare's result replaces the in-process call (harness.pipeline.executors)."""
+    (family, test, table) -> compare's result replaces the in-process call (harness.stats.on_ray)."""
     settings = _settings(plan, family)
     table = as_results(table)
     contrasts, missing = [], []

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.files import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
 from harness.pipeline.results import check_per_question, read_per_question
-
-if TYPE_CHECKING:
-    from harness.stats.families import FamilyResult
+from harness.provenance.freeze import assert_same_frozen_hash
+from harness.stats import plots, tables
+from harness.stats.families import FamilyResult
 
 
 def load_per_question(study) -> pd.DataFrame:
@@ -32,9 +32,6 @@ def write_outputs(stats_dir: str | Path, families: list[FamilyResult]) -> list[P
 
     A family that did not run has its stale .csv/.tex/.png removed so no old numbers survive beside it.
     """
-    from harness.files import atomic_write_bytes, atomic_write_json, atomic_write_text
-    from harness.stats import plots, tables
-
     stats_dir = Path(stats_dir)
     written = []
     for fam in families:
@@ -58,8 +55,6 @@ def results_frozen_hash(study) -> str:
     """The one frozen-config hash every per-question table was scored under (from the sidecar
     <dataset>.manifest.json that `score` writes); tables from two freezes, or a table without its
     sidecar, are refused."""
-    from harness.provenance.freeze import assert_same_frozen_hash
-
     folder = study.results / "per_question"
     tables = {p.stem for p in folder.glob("*.parquet")} | {p.stem for p in folder.glob("*.csv")}
     if not tables:
@@ -77,8 +72,6 @@ def load_judge_rates(study) -> dict[str, dict[str, float]]:
     """Measured acceptance-control rates per judge, from results/judges/acceptance.json
     ({judge: {"positive": rate on the accepted answer, "negative": rate on another question's answer}}),
     written by the judging stage. No file: no judge has passed, so judged outcomes stay exploratory."""
-    from harness.files import read_json
-
     path = study.results / "judges" / "acceptance.json"
     if not path.is_file():
         return {}

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import io
 import re
-from typing import TYPE_CHECKING
 
 import matplotlib
 
 matplotlib.use("Agg")  # headless and deterministic; never a GUI backend
 import matplotlib.pyplot as plt  # noqa: E402
 
+from harness.stats.families import FamilyResult  # noqa: E402
 from harness.stats.tables import MISSING, SMALL_MARK, contrast_label, retriever_label  # noqa: E402
-
-if TYPE_CHECKING:
-    from harness.stats.families import FamilyResult
 
 _VERDICT_MARKERS = {"equiv.": "D", "diff.": "s", "incon.": "o", "n.d.": "o"}
 _VERDICT_COLOURS = {"equiv.": "#1b7837", "diff.": "#b2182b", "incon.": "#7f7f7f", "n.d.": "#4d4d4d"}

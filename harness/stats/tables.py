@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import TYPE_CHECKING
 
+from harness.stats.families import FamilyResult
 from harness.stats.rules import rule
-
-if TYPE_CHECKING:
-    from harness.stats.families import FamilyResult
 
 # CSV columns: the row fields, intervals split into lo/hi
 CSV_COLUMNS = (
