@@ -16,7 +16,13 @@ from typing import Any, Callable, Mapping
 from harness.config.fields import Check, Where, build
 from harness.errors import InputError
 
-ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()  # a key not given (YAML null is None)
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()  # the default of a key that was not given, told apart from YAML null (None)
 
 
 @dataclass(frozen=True)

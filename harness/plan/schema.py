@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from harness.config.fields import Anything, Check, Flag, Int, Number, Where, setting
+from harness.config.fields import Check, Flag, Int, Number, Where, setting
 from harness.plan.analyses import Entries
 from harness.plan.checks import ABSENT, Choice, Items, Name, NameMap, Names, Part, Timestamp
 from harness.plan.rules import RULE_TERMS
