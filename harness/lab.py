@@ -20,7 +20,7 @@ from harness.chunking.provisions import REF_PATTERN, reference_targets
 from harness.chunking.qes import training_spans
 from harness.chunking.sentences import LAB_L
 from harness.data.model import Chunk, Document
-from harness.data.question_evidence import SPLITS, LabQuestion
+from harness.data.question_evidence import LabQuestion, SPLITS
 from harness.config.lab import NOVELTY
 from harness.metrics.assembly import assemble
 from harness.metrics.budget import TokenCache
@@ -31,6 +31,8 @@ from harness.retrieval.bm25 import BM25Retriever
 from harness.retrieval.graph import GraphParams, chunk_graph, graph_ranking
 from harness.retrieval.lab_tokens import lab_tokens
 from harness.tokens import words
+from harness.config.fields import Where, build
+from harness.arms.registry import lab_kinds
 
 LAB_BUDGET = 120
 MODES = ("flat", "graph")
@@ -64,8 +66,6 @@ def lab_chunkers(settings: LabSettings) -> dict[str, Callable[[Document, list], 
     """name -> fn(doc, training evidence spans): every lab kind of the arm registry with its config defaults
     (L and the reference pattern from `settings`), plus provisions without reference resolution (-noref).
     Only the QES chunkers read the training spans."""
-    from harness.arms.registry import lab_kinds
-    from harness.config.fields import Where, build
 
     out: dict[str, Callable[[Document, list], list[Chunk]]] = {}
     for kind in lab_kinds():

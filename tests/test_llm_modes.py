@@ -10,11 +10,12 @@ import pytest
 from llm_fake_ollama import FakeOllama
 from llm_study import make_study, small_corpus
 
-from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.arms.llm_arms import build_llm_arm
 from harness.cli import build_arms as cli
 from harness.errors import HarnessError, InputError
 from harness.llm.base import ReplayMiss
 from harness.llm.cache import GenerationCache
+from harness.grid.paths import generations_path
 
 
 def ollama_model(fake: FakeOllama) -> dict:

@@ -8,10 +8,11 @@ import pytest
 from llm_fake_ollama import DIGEST, FakeOllama
 from llm_study import make_study, small_corpus
 
-from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.arms.llm_arms import build_llm_arm
 from harness.errors import HarnessError
 from harness.llm.base import BackendUnavailable, ModelNotFound
 from harness.llm.registry import make_backend, resolve_digest
+from harness.grid.paths import generations_path
 
 
 def ollama_model(fake: FakeOllama, name: str = "fake") -> dict:

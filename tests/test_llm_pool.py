@@ -11,7 +11,7 @@ import pytest
 from llm_fake_ollama import DIGEST, FakeOllama
 from llm_study import make_study, small_corpus
 
-from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.arms.llm_arms import build_llm_arm
 from harness.config.fields import Where
 from harness.config.models import MODEL
 from harness.errors import HarnessError
@@ -21,6 +21,7 @@ from harness.llm.cache import GenerationCache
 from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.pool import HostPool
 from harness.llm.session import LlmSession
+from harness.grid.paths import generations_path
 
 FAST = {"backoff_s": 0.02, "max_backoff_s": 0.1, "failures_before_down": 3}
 

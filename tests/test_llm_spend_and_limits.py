@@ -8,7 +8,7 @@ import pytest
 from llm_fake_ollama import FakeOllama
 from llm_study import CountingBackend, make_study, small_corpus
 
-from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.arms.llm_arms import build_llm_arm
 from harness.arms.model_limits import effective_model_config
 from harness.config.arms import ARM
 from harness.config.fields import Where, to_plain
@@ -18,6 +18,7 @@ from harness.llm.base import SpendCapReached
 from harness.llm.cache import GenerationCache
 from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.session import LlmSession
+from harness.grid.paths import generations_path
 
 
 def test_the_cap_is_a_total_over_arms(tmp_path):

@@ -3,13 +3,7 @@
 import pytest
 
 from harness.metrics.answer_f1 import (
-    Reference,
-    answer_f1,
-    evidence_f1,
-    normalize_answer,
-    reference_from_annotation,
-    score_question,
-    token_f1,
+    Reference, answer_f1, evidence_f1, normalize_answer, reference_from_annotation, score_question, token_f1,
 )
 
 

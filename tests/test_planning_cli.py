@@ -20,6 +20,7 @@ from harness.study import Study
 from harness.tokens import cl100k
 
 from pipeline_support import edit_config
+from harness.grid.paths import results_dir
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
@@ -33,7 +34,7 @@ def _demo_copy(root: Path) -> Study:
 def _estimate(study: Study, capsys, *extra) -> tuple[int, dict, str]:
     code = main(["estimate", "--study", str(study.root), *extra])
     out = capsys.readouterr()
-    return code, json.loads((study.results / "estimate.json").read_text()), out.out + out.err
+    return code, json.loads((results_dir(study) / "estimate.json").read_text()), out.out + out.err
 
 
 def test_estimate_counts_the_real_prompts_without_a_model(tmp_path, capsys, monkeypatch):

@@ -1,4 +1,4 @@
-"""`build-arms`: every chunk set of the grid (dataset x arm, harness.pipeline.grid) into results/chunks/,
+"""`build-arms`: every chunk set of the grid (dataset x arm, harness.grid.cells) into results/chunks/,
 each with the builder its kind registers (harness.arms.registry).
 
 Each arm is written atomically as <arm>.jsonl plus <arm>.manifest.json. The manifest carries an
@@ -24,9 +24,10 @@ from harness.data.load import LoadedDataset, load_dataset, loss_summary, read_se
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_jsonl, canonical_json, iter_jsonl, read_json, sha256_text
-from harness.pipeline.grid import chunk_sets
+from harness.grid.cells import chunk_sets
 from harness.study import Study
 from harness.tokens import cl100k
+from harness.grid.paths import chunk_manifest_path, chunks_path
 
 
 def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
@@ -138,7 +139,7 @@ def build_dataset_arms(
     built = []
     for arm in sources_first(study, arms):
         kind = buildable_arm_kind(study, arm)
-        path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
+        path, mpath = chunks_path(study, dataset.name, arm), chunk_manifest_path(study, dataset.name, arm)
         h = inputs_hash(study, dataset, arm)
         # an explicit fresh or replay run re-derives the LLM arms: regenerate, or check the cache answers all
         if path.is_file() and mpath.is_file() and not (kind.needs_model and (fresh or replay)):
@@ -195,9 +196,9 @@ def sources_first(study: Study, arms: Sequence[str]) -> list[str]:
 
 def read_source_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, frozen_hash: str | None) -> list[Chunk]:
     """The built chunk set another arm starts from; a missing one is an error naming the target to run."""
-    if not study.chunks_path(dataset.name, arm).is_file():
+    if not chunks_path(study, dataset.name, arm).is_file():
         raise HarnessError(
-            f"{dataset.name}/{arm}: chunk set not built ({study.chunks_path(dataset.name, arm)}), and arms built from it "
+            f"{dataset.name}/{arm}: chunk set not built ({chunks_path(study, dataset.name, arm)}), and arms built from it "
             f"need it first: run `make build-arms STUDY={study.root}` (or `harness build-arms --arm {arm}`)"
         )
     return read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash)
@@ -219,12 +220,12 @@ def build_arms(
     for a in arm_names:
         buildable_arm_kind(study, a)  # fail on an unknown or unbuildable arm before any work
     selection = read_selection(study)
-    todo = [cs for cs in chunk_sets(study) if cs.arm in arm_names]
+    todo = [cs for cs in chunk_sets(study) if cs.arm.name in arm_names]
     out, losses = [], []
     for name in names:
         dataset = load_dataset(study, name, selection=selection)
         losses.append(loss_summary(name, dataset.counts))
-        applicable = [cs.arm for cs in todo if cs.dataset == name]
+        applicable = [cs.arm.name for cs in todo if cs.dataset.name == name]
         out += build_dataset_arms(
             study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log, fresh=fresh, replay=replay
         )
@@ -236,7 +237,7 @@ def build_arms(
 def read_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, frozen_hash: str | None) -> list[Chunk]:
     """A built chunk set, refused when its manifest does not match the current inputs."""
 
-    path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
+    path, mpath = chunks_path(study, dataset.name, arm), chunk_manifest_path(study, dataset.name, arm)
     if not path.is_file() or not mpath.is_file():
         raise HarnessError(f"{dataset.name}/{arm}: chunk set not built ({path}); run `harness build-arms` first")
     manifest = read_json(mpath)

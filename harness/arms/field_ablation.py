@@ -17,6 +17,7 @@ from harness.arms.render import render_enriched
 from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.files import iter_jsonl, read_json
+from harness.grid.paths import chunk_manifest_path, chunks_path
 
 FIELDS = ("title", "summary", "keywords", "questions")  # what the E rendering indexes
 SOURCE_KIND = "E"
@@ -40,7 +41,7 @@ def render_with(keep: tuple[str, ...]):
 def source_arm(study: Any, dataset: str, arm: str) -> str:
     """The arm `of:` names, else the one configured arm of kind E that applies to `dataset`. E's robustness
     variants (another prompt, repeated generations) are not E's outputs and are never re-rendered."""
-    from harness.pipeline.grid import applies_to
+    from harness.grid.cells import applies_to
 
     found = [name for name, cfg in study.arms.items() if cfg.kind == SOURCE_KIND and applies_to(cfg, dataset)
              and not getattr(cfg, "prompts", None) and not getattr(cfg, "repeats", None)]
@@ -68,7 +69,7 @@ def build_field_ablation(kind, inputs) -> Any:
 
     study, dataset = inputs.study, inputs.dataset
     source = source_arm(study, dataset, inputs.arm)
-    path, mpath = study.chunks_path(dataset, source), study.manifest_path(dataset, source)
+    path, mpath = chunks_path(study, dataset, source), chunk_manifest_path(study, dataset, source)
     if not path.is_file() or not mpath.is_file():
         raise HarnessError(f"{dataset}/{inputs.arm}: needs the built chunk set of {source} ({path}); build "
                            f"{source} first (list it before {inputs.arm} under `arms:`)")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import random
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.arms.addon_arms import tag_variant
@@ -27,7 +26,7 @@ from harness.arms.contextual import contextualise_document
 from harness.arms.enrich import DocumentOutcome, enrich_document, pf_document
 from harness.arms.model_limits import effective_model_config
 from harness.arms.registry import (
-    CONTEXTUAL, ENRICH, ENRICH_WITHOUT_KEYS, PER_FIELD, ArmKind, arm_prompt_files, get_kind,
+    ArmKind, CONTEXTUAL, ENRICH, ENRICH_WITHOUT_KEYS, PER_FIELD, arm_prompt_files, get_kind,
 )
 from harness.arms.repeats import repeat_count, repeat_seeds, repeat_variant
 from harness.config.arms import ALL_DOCUMENTS, LlmArm, documents_of
@@ -40,15 +39,13 @@ from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import Cancelled, LlmSession
 from harness.study import Study
+from harness.grid.paths import generations_path
 
 @dataclass(frozen=True)
 class LlmArmResult:
     chunks: list[Chunk]  # corpus order, `generated` filled, `indexed_text` rendered
     manifest: dict[str, Any]
 
-
-def generations_path(study: Study, model_name: str) -> Path:
-    return study.results / "generations" / f"{model_name}.jsonl"
 
 
 def select_documents(arm_name: str, arm_cfg: LlmArm, documents: Sequence[Document]) -> list[Document]:

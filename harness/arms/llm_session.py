@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-from harness.arms.llm_arms import arm_templates, generations_path
+from harness.arms.llm_arms import arm_templates
 from harness.arms.model_limits import effective_model_config
 from harness.arms.registry import ArmKind
 from harness.errors import HarnessError
@@ -18,6 +18,7 @@ from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import LlmSession
 from harness.study import Study
+from harness.grid.paths import generations_path
 
 
 @dataclass

@@ -9,6 +9,7 @@ from dataclasses import replace
 from harness.cli.main import add_study_argument
 from harness.cli.score import add_executor_arguments
 from harness.study import Study
+from harness.grid.paths import stats_dir
 
 HELP = 'run every registered family (plan + amendments) on the per-question results and write results/stats/'
 
@@ -60,7 +61,7 @@ def run(args) -> int:
         families = run_plan_on_ray(executor, plan, table, only=args.family, judge_rates=rates)
     results = [replace(r, frozen_config_hash=frozen, deviation=args.deviation if deviation else None)
                for r in families]
-    write_outputs(study.stats_dir, results)
+    write_outputs(stats_dir(study), results)
     for fam in results:
         if fam.ran:
             verdicts = ", ".join(f"{r['test']} {r['verdict']}" for r in fam.rows)
@@ -72,12 +73,12 @@ def run(args) -> int:
         from harness.analyses.run import run_analyses
         from harness.files import atomic_write_json
 
-        shutil.rmtree(study.stats_dir / "analyses", ignore_errors=True)  # no record outlives its plan entry
+        shutil.rmtree(stats_dir(study) / "analyses", ignore_errors=True)  # no record outlives its plan entry
         for record in run_analyses(plan, table, StudyInputs(study, frozen)):
-            atomic_write_json(study.stats_dir / "analyses" / f"{record['id']}.json", record | stamp)
+            atomic_write_json(stats_dir(study) / "analyses" / f"{record['id']}.json", record | stamp)
             state = record["status"] if record["status"] == "ran" else \
                 "blocked: " + "; ".join(f"{m['what']} (run `{m['target']}`)" for m in record["missing"])
             print(f"analysis {record['id']} ({record['analysis']}): {state}")
     record_results(study)
-    print(f"wrote {study.stats_dir}")
+    print(f"wrote {stats_dir(study)}")
     return 0

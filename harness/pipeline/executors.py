@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from harness.config.executor import EXECUTORS, LOCAL, Executor
+from harness.config.executor import EXECUTORS, Executor, LOCAL
 from harness.errors import HarnessError
 
 RAY_HINT = "pip install -e '.[ray]' (the pinned Ray release)"
@@ -71,24 +71,26 @@ def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, froze
     from harness.data.load import load_dataset, read_selection
     from harness.metrics.registry import ScoringCache, budgets_from_config
     from harness.arms.build import read_chunk_set
-    from harness.pipeline.addon_cells import cell_source
-    from harness.pipeline.grid import Cell, mark_cell_done, per_question_dir
+    from harness.grid.cells import cell_of
+    from harness.grid.paths import per_question_dir
+    from harness.grid.states import mark_cell_done
     from harness.pipeline.score import score_cell, scopes, write_cell_parts
     from harness.provenance.timeline import record_first_outcome
     from harness.retrieval.registry import RetrieverContext
     from harness.study import Study
 
     study = Study.at(root)
+    cell = cell_of(study, dataset_name, arm, retriever)
     dataset = load_dataset(study, dataset_name, selection=read_selection(study))
     budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
     # an expansion arm ranks its `of:` arm's chunks, as in the local loop
-    scoped = scopes(dataset, read_chunk_set(study, dataset, cell_source(study, arm), frozen_hash=frozen_hash))
+    scoped = scopes(dataset, read_chunk_set(study, dataset, cell.arm.ranks, frozen_hash=frozen_hash))
     context = RetrieverContext.for_study(study, progress=False)
-    rows, variant_rows, counts = score_cell(study, dataset, arm, retriever, scoped, context, ScoringCache(), budgets,
+    rows, variant_rows, counts = score_cell(study, dataset, cell, scoped, context, ScoringCache(), budgets,
                                             run_depth=study.config.run_depth)
     record_first_outcome(study, frozen_hash=frozen_hash)
-    write_cell_parts(per_question_dir(study), dataset_name, arm, retriever, rows, variant_rows)
-    mark_cell_done(study, Cell(dataset_name, arm, retriever), frozen_hash=frozen_hash, counts=counts)
+    write_cell_parts(per_question_dir(study), cell, rows, variant_rows)
+    mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
     return counts
 
 
@@ -116,10 +118,9 @@ def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: s
 
 def chunk_sets_to_encode(study: Any, cells: Sequence[Any]) -> list[tuple[str, str]]:
     """(source arm, dense retriever) for every chunk set a cell ranks with embeddings, in grid order, once each."""
-    from harness.pipeline.addon_cells import cell_source
     from harness.retrieval.registry import embedding_retrievers
 
-    pairs = [(cell_source(study, c.arm), d) for c in cells for d in embedding_retrievers(study.retrievers, c.retriever)]
+    pairs = [(c.arm.ranks, d) for c in cells for d in embedding_retrievers(study.retrievers, c.retriever.name)]
     return list(dict.fromkeys(pairs))
 
 
@@ -128,7 +129,7 @@ def score_cells_on_ray(
     log: Callable[[str], None] = print,
 ) -> dict[str, dict[str, int]]:
     """Every cell a task; progress is logged as cells complete, in the `harness status` vocabulary."""
-    from harness.pipeline.grid import SCORED
+    from harness.grid.states import SCORED
 
     if not cells:
         return {}
@@ -144,7 +145,7 @@ def score_cells_on_ray(
             log(f"{dataset_name}/{source}: encoded with {dense} ({len(encodings) - len(pending_sets)}/{len(encodings)} "
                 f"chunk sets, ray; cache hits {counters.get('cache_hits', 0)}, misses {counters.get('cache_misses', 0)})")
         task = ray.remote(score_one_cell)
-        pending = {task.remote(str(study.root), dataset_name, c.arm, c.retriever, frozen_hash): c for c in cells}
+        pending = {task.remote(str(study.root), *c.names, frozen_hash): c for c in cells}
         counts: dict[str, dict[str, int]] = {}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)

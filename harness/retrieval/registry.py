@@ -24,12 +24,13 @@ from harness.config.retrievers import (
     Bm25, CrossEncoderRerank, Dense, Graph, LlmYesRerank, RetrieverConfig, Rrf, retriever_settings,
 )
 from harness.errors import HarnessError
+from harness.grid.paths import embeddings_dir
 from harness.retrieval.base import Retriever
 
 
 @dataclass
 class RetrieverContext:
-    cache_dir: Path  # study.results / "embeddings": embeddings and reranker scores
+    cache_dir: Path  # results/embeddings (harness.grid.paths): embeddings and reranker scores
     configs: Mapping[str, RetrieverConfig | Mapping[str, Any]]  # the study's `retrievers:` section, to resolve names
     models: Mapping[str, Any] = field(default_factory=dict)  # `models:` entries (for llm-yes)
     root: Path | None = None  # relative model paths resolve against the study root
@@ -39,7 +40,7 @@ class RetrieverContext:
 
     @classmethod
     def for_study(cls, study, *, progress: bool = False) -> "RetrieverContext":
-        return cls(study.results / "embeddings", study.retrievers, study.models, study.root, progress=progress)
+        return cls(embeddings_dir(study), study.retrievers, study.models, study.root, progress=progress)
 
     def get(self, name: str) -> Retriever:
         """The retriever configured under `name`, built once."""

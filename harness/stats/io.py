@@ -9,6 +9,7 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.pipeline.results import check_per_question, read_per_question
+from harness.grid.paths import judges_dir, per_question_dir
 
 if TYPE_CHECKING:
     from harness.stats.families import FamilyResult
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 def load_per_question(study) -> pd.DataFrame:
     """Every results/per_question/<name>.parquet (or <name>.csv when no Parquet twin exists), each read and
     validated by harness.pipeline.results.read_per_question, concatenated and validated again as a whole."""
-    folder = study.results / "per_question"
+    folder = per_question_dir(study)
     files = {p.stem: p for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
     files.update({p.stem: p for p in sorted(folder.glob("*.parquet"))} if folder.is_dir() else {})
     if not files:
@@ -60,7 +61,7 @@ def results_frozen_hash(study) -> str:
     sidecar, are refused."""
     from harness.provenance.freeze import assert_same_frozen_hash
 
-    folder = study.results / "per_question"
+    folder = per_question_dir(study)
     tables = {p.stem for p in folder.glob("*.parquet")} | {p.stem for p in folder.glob("*.csv")}
     if not tables:
         raise HarnessError(f"{folder}: no per-question results (*.parquet or *.csv); run `harness score` first")
@@ -79,7 +80,7 @@ def load_judge_rates(study) -> dict[str, dict[str, float]]:
     written by the judging stage. No file: no judge has passed, so judged outcomes stay exploratory."""
     from harness.files import read_json
 
-    path = study.results / "judges" / "acceptance.json"
+    path = judges_dir(study) / "acceptance.json"
     if not path.is_file():
         return {}
     record = read_json(path)
