@@ -1,8 +1,9 @@
 """`retrievers:` one entry per retriever, its schema chosen by `type:` (and a reranker's `backend:`).
 
 RETRIEVER_TYPES and RERANK_BACKENDS name every type and rerank backend with its schema; the retrieval
-registry (harness.retrieval.registry) attaches a builder to each name. Every default (BM25 parameters, RRF k, rerank depth, the dense model and its prefixes) is filled in
-here, so the retrieval registry builds from complete settings and the freeze records them as they are.
+registry (harness.retrieval.registry) attaches a builder to each name. Every default (BM25 parameters,
+RRF k, rerank depth, the dense model and its prefixes) is filled in here, so the retrieval registry builds
+from complete settings and the freeze records them as they are.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
     load_dataset(study, "qasper", selection=read_selection(study)) -> LoadedDataset
 
-Adapters (harness.data.adapters) read their typed `datasets:` entry and every file through the InputReader they are given;
-each returns documents, questions, counts and the files it read, and this module applies the rules shared by
-all: a dataset must name its input files, documents no kept question searches are dropped and counted
+Adapters (harness.data.adapters) read their typed `datasets:` entry and every file through the InputReader
+they are given; each returns documents, questions, counts and the files it read, and this module applies the
+rules shared by all: a dataset must name its input files, documents no kept question searches are dropped and counted
 ("documents_dropped_unscoped"), ids are checked unique, scopes and located evidence must name loaded documents
 (unlocated evidence may name a file that could not be read), the counts must add up (`<x>_in_input` = kept +
 every `<x>_dropped_<reason>`, for questions always and for documents when the adapter counts them), and the

@@ -5,9 +5,9 @@ configured):
   - the study's own folders (configs/, plan/, amendments/, prompts/, selection/), walked: they hold nothing
     but inputs;
   - what each dataset adapter read to build the dataset (LoadedDataset.input_files: JSON/JSONL files,
-    Markdown bodies, checkout files sliced or drawn), plus any other file its adapter declares the entry
-    names (Adapter.paths: an exclusion list). A checkout is never walked: its unused files cannot move a result. It is identified by
-    the files the study uses and, when it is a git checkout, by its HEAD commit.
+    Markdown bodies, checkout files sliced or drawn), plus any other file the entry names that its adapter
+    declares (Adapter.paths: an exclusion list). A checkout is never walked: its unused files cannot move a
+    result. It is identified by the files the study uses and, when it is a git checkout, by its HEAD commit.
 
 The loaded dataset itself is hashed too (documents and questions in canonical JSON), so a change in how an
 adapter converts the same bytes is also drift.

@@ -77,8 +77,8 @@ def answer_test_gaps(study: Study, test: TestPlan) -> list[str]:
         return []
     reader, judge = study.config.reader, study.config.judge
     covered = set(answer_cells(study))
-    why = [f"no reader cell {cell}" for cell in dict.fromkeys(Cell(test.dataset, arm, test.retriever) for arm in (test.a, test.b))
-           if cell not in covered]
+    cells = dict.fromkeys(Cell(test.dataset, arm, test.retriever) for arm in (test.a, test.b))
+    why = [f"no reader cell {cell}" for cell in cells if cell not in covered]
     dataset = study.config.datasets.get(test.dataset)
     metric_set = dataset.metric_set if dataset is not None else None
     if metric_set is not None and budget != f"{reader.budgets.get(metric_set)}t":
