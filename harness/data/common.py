@@ -21,9 +21,9 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
-from harness.config.datasets import DatasetConfig
+from harness.config.datasets import ClusterSelection, DatasetConfig, QuestionSelection
 from harness.data.model import Document, Question
 from harness.errors import InputError
 from harness.files import sha256_bytes
@@ -52,16 +52,16 @@ class Adapter:
     has already checked. harness.data.adapters names one per adapter."""
 
     # (study, dataset name, entry, its selection.json entry or None for every eligible record, reader)
-    load: Callable[[Study, str, Any, dict | None, "InputReader"], LoadedDataset]
+    load: Callable[[Study, str, DatasetConfig, dict | None, "InputReader"], LoadedDataset]
     # (study, dataset name, entry, a loader of every eligible record) -> its selection.json entry
-    select: Callable[[Study, str, Any, Callable[[], LoadedDataset]], dict]
+    select: Callable[[Study, str, DatasetConfig, Callable[[], LoadedDataset]], dict]
     # the entry's values that name files or folders it reads (the freeze hashes them or records checkouts)
-    paths: Callable[[Any], tuple[str, ...]]
+    paths: Callable[[DatasetConfig], tuple[str, ...]]
     # the strata a plan test's subset may name
-    strata: Callable[[Any], tuple[str, ...]] = no_strata
+    strata: Callable[[DatasetConfig], tuple[str, ...]] = no_strata
 
 
-def exclusion_paths(selection: Any) -> tuple[str, ...]:
+def exclusion_paths(selection: ClusterSelection | QuestionSelection | None) -> tuple[str, ...]:
     """The exclusion list's file, when a `selection:` section names one (rather than listing the ids)."""
     return (selection.exclude,) if selection is not None and isinstance(selection.exclude, str) else ()
 

@@ -8,8 +8,9 @@ study; `#` starts a comment).
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from typing import Callable
 
+from harness.config.datasets import DatasetConfig
 from harness.data.common import LoadedDataset
 from harness.errors import HarnessError
 from harness.files import sha256_file
@@ -52,14 +53,14 @@ def draw(name: str, eligible: list[str], excluded_ids: list[str], n, seed: int) 
     }
 
 
-def seed_and_exclusions(study: Study, name: str, cfg: Any) -> tuple[int, dict]:
+def seed_and_exclusions(study: Study, name: str, cfg: DatasetConfig) -> tuple[int, dict]:
     """The `selection:` section's seed and exclusions; a dataset without the section cannot be drawn."""
     if cfg.selection is None:
         raise HarnessError(f"dataset `{name}`: a `selection:` section with `seed` is required")
     return cfg.selection.seed, read_exclusions(study, name, cfg.selection.exclude)
 
 
-def select_clusters(study: Study, name: str, cfg: Any, everything: Callable[[], LoadedDataset], *,
+def select_clusters(study: Study, name: str, cfg: DatasetConfig, everything: Callable[[], LoadedDataset], *,
                     unit: str = "cluster", prefix: str = "") -> dict:
     """A seeded sample of the clusters of every eligible question (`prefix` stripped from each cluster id)."""
     seed, exclude = seed_and_exclusions(study, name, cfg)
