@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.retrievers import DENSE_BACKENDS, RERANK_BACKENDS, RETRIEVER_TYPES
 from harness.errors import HarnessError
 from harness.retrieval.bm25 import BM25Retriever
 from harness.retrieval.hybrid import RRFRetriever
-from harness.retrieval.registry import (
-    DENSE_BACKENDS, RERANK_BACKENDS, RETRIEVER_TYPES, RetrieverContext, build_retriever,
-)
+from harness.retrieval.registry import BUILDERS, SCORERS, RetrieverContext, build_retriever
 from harness.study import Study
 from retrieval_support import chunks_of
 from harness.grid.paths import results_dir
@@ -23,6 +22,11 @@ def test_canonical_names():
     assert tuple(RETRIEVER_TYPES) == ("bm25", "dense", "rrf", "graph", "rerank")
     assert DENSE_BACKENDS == ("sentence-transformers", "ollama")
     assert tuple(RERANK_BACKENDS) == ("cross-encoder", "llm-yes")
+
+
+def test_every_declared_type_and_rerank_backend_has_a_builder():
+    assert list(BUILDERS) == list(RETRIEVER_TYPES)
+    assert list(SCORERS) == list(RERANK_BACKENDS)
 
 
 @pytest.mark.skipif(not (DEMO / "configs" / "study.yaml").exists(), reason="demo study config not present")

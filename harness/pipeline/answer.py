@@ -31,6 +31,7 @@ from harness.arms.build import read_chunk_set
 from harness.config.fields import replace
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Question
+from harness.data.qasper_gold import Reference
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_text, read_json
 from harness.llm.cache import GenerationCache
@@ -38,7 +39,7 @@ from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import LlmSession
-from harness.metrics.answer_f1 import Reference, answer_f1
+from harness.metrics.answer_f1 import answer_f1
 from harness.metrics.budget import TokenCache
 from harness.metrics.nuggets import (
     NEGATIVE_CONTROL_MAX, POSITIVE_CONTROL_MIN, negative_control, positive_control, score_verdicts,
@@ -52,6 +53,7 @@ from harness.pipeline.reading import ReaderContext, Verdict, ask_reader, judge_n
 from harness.pipeline.parts import write_part
 from harness.pipeline.results import ResultRow
 from harness.pipeline.table import assemble_per_question
+from harness.provenance.plan_check import answer_test_gaps
 from harness.retrieval.runfile import read_run
 from harness.study import Study
 
@@ -308,25 +310,6 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
     if judge is not None:
         _jsonl(judges_dir(study) / dataset.name / f"{cell.arm}__{cell.retriever}.jsonl", verdict_rows)
     return rows, dict(counts)
-
-
-def answer_test_gaps(study: Study, test: Any) -> list[str]:
-    """Why the config cannot run one plan test on an answer-level metric (empty: it can, or the test is not
-    answer-level): a reader cell missing for either arm, a budget other than the reader's, or a judged test
-    without a judge of the plan's name."""
-    name, _, budget = test.metric.partition("@")
-    if name not in (ANSWER_F1, NUGGET_RECALL):
-        return []
-    reader, judge = study.config.reader, study.config.judge
-    covered = {cell.names for cell in answer_cells(study)}
-    why = [f"no reader cell {'/'.join(names)}" for names in dict.fromkeys((test.dataset, arm, test.retriever) for arm in (test.a, test.b))
-           if names not in covered]
-    metric_set = study.datasets[test.dataset]["metric_set"] if test.dataset in study.datasets else None
-    if metric_set is not None and budget != f"{reader.budgets.get(metric_set)}t":
-        why.append(f"the reader's budget is {reader.budgets.get(metric_set)} tokens")
-    if test.acceptance is not None and (judge.model is None or test.acceptance.judge != judge.name):
-        why.append(f"no judge named {test.acceptance.judge!r} with a model")
-    return why
 
 
 def uncovered_answer_tests(study: Study, plan: Any) -> list[str]:
