@@ -117,13 +117,18 @@ class Study:
         """The typed, validated config with defaults filled in."""
         return load_study_config(self.raw_config, path=self.config_path, default_name=self.root.name)
 
+    @cached_property
+    def loaded_datasets(self) -> dict[Any, Any]:
+        """The datasets loaded during this command, by (name, selection) (harness.data.load.load_dataset)."""
+        return {}
+
     @property
     def name(self) -> str:
         return self.config.study
 
     @cached_property
     def datasets(self) -> dict[str, dict[str, Any]]:
-        """Each dataset's settings as the plain mapping its adapter reads (harness.data), defaults filled."""
+        """Each dataset's settings as a plain mapping, defaults filled (the adapters read the typed entries)."""
         return {name: to_plain(cfg) for name, cfg in self.config.datasets.items()}
 
     @property

@@ -24,7 +24,7 @@ from harness.config.datasets import POOLED_SCOPE, DatasetConfig
 from harness.data.adapters import ADAPTERS
 from harness.data.common import InputReader, LoadedDataset
 from harness.errors import HarnessError
-from harness.files import read_json
+from harness.files import canonical_json, read_json
 from harness.study import Study
 
 __all__ = ["LoadedDataset", "load_dataset", "loss_summary", "read_selection"]
@@ -61,7 +61,17 @@ def read_selection(study: Study) -> dict | None:
 
 
 def load_dataset(study: Study, name: str, *, selection: dict | None) -> LoadedDataset:
-    """`selection` is the whole selection.json object (or None for every eligible record)."""
+    """`selection` is the whole selection.json object (or None for every eligible record).
+
+    Loaded once per command: the freeze check and the stage share the load (Study.loaded_datasets), so a
+    stage works on exactly the data the check hashed."""
+    key = (name, canonical_json(selection))
+    if key not in study.loaded_datasets:
+        study.loaded_datasets[key] = _load_dataset(study, name, selection)
+    return study.loaded_datasets[key]
+
+
+def _load_dataset(study: Study, name: str, selection: dict | None) -> LoadedDataset:
     cfg = _dataset_config(study, name)
     entry = None
     if selection is not None:
