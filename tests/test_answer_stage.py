@@ -278,7 +278,7 @@ def test_the_table_holds_only_answer_rows_of_cells_answered_under_the_current_fr
     from harness.grid.paths import answer_part_path, answers_path, per_question_dir, per_question_sidecar
     from harness.grid.states import ANSWERED, MISSING, STALE, answer_state, mark_answer_done, mark_cell_done
     from harness.pipeline.parts import write_part
-    from harness.pipeline.results import ResultRow, read_per_question
+    from harness.grid.results import ResultRow, read_per_question
     from harness.pipeline.table import assemble_per_question
     from pipeline_support import edit_config
 
@@ -422,7 +422,7 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
     saw is recorded."""
     import harness.pipeline.answer as stage
     from harness.cli.main import main
-    from harness.pipeline.results import read_per_question
+    from harness.grid.results import read_per_question
     from harness.provenance.freeze import frozen_hash
     root = _scored_study_with_answer_cells(tmp_path, monkeypatch)
     from harness.study import Study
@@ -484,7 +484,7 @@ def test_issue23_case5_a_rerun_of_score_keeps_the_answer_stages_rows(tmp_path, m
     from harness.cli.main import main
     from harness.grid.cells import answer_cells
     from harness.grid.states import ANSWERED, MISSING
-    from harness.pipeline.results import read_per_question
+    from harness.grid.results import read_per_question
     from harness.pipeline.status import grid_status
     from harness.provenance.freeze import frozen_hash
     from harness.study import Study

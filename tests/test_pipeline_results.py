@@ -8,7 +8,7 @@ import pytest
 from harness.errors import HarnessError, InputError
 from harness.grid.paths import part_path
 from harness.pipeline.parts import combine_parts, write_part
-from harness.pipeline.results import COLUMNS, ResultRow, question_rows, read_per_question, write_per_question
+from harness.grid.results import COLUMNS, ResultRow, question_rows, read_per_question, write_per_question
 from metrics_support import question
 
 

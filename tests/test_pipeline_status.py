@@ -180,7 +180,7 @@ def test_answer_cells_are_answered_missing_or_stale_by_their_marker(tmp_path, ca
     from harness.grid.paths import answers_dir, answers_path
     from harness.grid.states import ANSWERED, mark_answer_done
     from harness.pipeline.parts import write_part
-    from harness.pipeline.results import ResultRow
+    from harness.grid.results import ResultRow
     from harness.pipeline.status import format_status
     from harness.pipeline.table import update_manifest
 

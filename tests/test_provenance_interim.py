@@ -9,7 +9,7 @@ from harness.grid.cells import Cell, configured_cells
 from harness.grid.paths import done_marker_path, per_question_dir, run_path
 from harness.grid.states import mark_cell_done
 from harness.pipeline.parts import write_part
-from harness.pipeline.results import ResultRow
+from harness.grid.results import ResultRow
 from harness.provenance.interim import DEVIATIONS_HEADER, outcomes_allowed, record_deviation, require_outcomes_allowed
 from harness.study import Study
 from provenance_support import edit_yaml, make_study

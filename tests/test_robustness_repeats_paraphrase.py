@@ -357,7 +357,7 @@ def _report_ctx(tmp_path, table: pd.DataFrame):
 
 def test_report_section_names_what_is_missing_then_shows_the_spread(tmp_path):
     from harness.pipeline.parts import write_variants_part
-    from harness.pipeline.results import ResultRow
+    from harness.grid.results import ResultRow
     from harness.report.sections_robustness import repeat_generations
     from harness.stats.families import FamilyResult, Status
 

@@ -52,7 +52,7 @@ def owning_study(path: Path):
 
 def run(args) -> int:
     from harness.stats.contrast import compare
-    from harness.pipeline.results import read_per_question
+    from harness.grid.results import read_per_question
 
     study = owning_study(Path(args.results))
     if study is not None:  # no interim looks at a registered study's outcomes

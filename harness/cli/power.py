@@ -42,7 +42,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from harness.cli.compare import owning_study
-    from harness.pipeline.results import read_per_question
+    from harness.grid.results import read_per_question
     from harness.stats.contrast import paired_differences
     from harness.stats.power import tost_clusters_for_power
 

@@ -51,7 +51,7 @@ from harness.grid.paths import answers_dir, answers_path, generations_path, judg
 from harness.grid.states import SCORED, cell_state, mark_answer_done
 from harness.pipeline.reading import ReaderContext, Verdict, ask_reader, judge_nuggets, reader_context
 from harness.pipeline.parts import write_part
-from harness.pipeline.results import ResultRow
+from harness.grid.results import ResultRow
 from harness.pipeline.table import assemble_per_question
 from harness.provenance.plan_check import answer_test_gaps
 from harness.retrieval.runfile import read_run

@@ -14,7 +14,7 @@ import pandas as pd
 
 from harness.errors import HarnessError, InputError
 from harness.grid.paths import part_path, variants_part_path
-from harness.pipeline.results import ResultRow, TEXT, check_and_sort, read_per_question, to_frame, write_frame
+from harness.grid.results import ResultRow, TEXT, check_and_sort, read_per_question, to_frame, write_frame
 
 
 def write_part(

@@ -29,7 +29,7 @@ from harness.study import Study
 from harness.grid.paths import chunks_path, per_question_path, results_dir, run_path
 from harness.retrieval.registry import RetrieverContext
 from harness.pipeline.score import scopes, score_cell
-from harness.pipeline.results import _csv_text, check_and_sort, read_per_question, to_frame
+from harness.grid.results import _csv_text, check_and_sort, read_per_question, to_frame
 from harness.arms.build import build_arms, read_chunk_set
 from harness.metrics.registry import ScoringCache, budgets_from_config
 from harness.llm.base import ReplayMiss

@@ -26,7 +26,7 @@ from harness.pipeline.executors import Executor, is_local, score_cells_on_ray
 from harness.pipeline.addon_cells import chunk_variants, expand, expanded_run_rows, inserted_in_head, mean_over_variants
 from harness.pipeline.parts import write_part, write_variants_part
 from harness.pipeline.table import assemble_per_question, update_manifest
-from harness.pipeline.results import ResultRow
+from harness.grid.results import ResultRow
 from harness.files import remove_stale_temporaries, sha256_text
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking

@@ -26,6 +26,7 @@ from harness.study import Study
 from harness.grid.paths import (
     RELEASED_FOLDERS, RESULTS_MANIFEST_NAME, per_question_dir, results_dir, results_manifest_path,
 )
+from harness.grid.results import COLUMNS, read_per_question
 
 SUBJECT = "(results)"
 MAX_LISTED = 20
@@ -96,7 +97,6 @@ def per_question_csvs(study: Study) -> list[Path]:
 
 def csv_matches_parquet(csv_path: Path) -> Check:
     """The CSV and its Parquet twin hold the same rows, value by value (floats exactly)."""
-    from harness.pipeline.results import COLUMNS, read_per_question
 
     name = csv_path.name
     parquet = csv_path.with_suffix(".parquet")

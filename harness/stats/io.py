@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from harness.errors import HarnessError
-from harness.pipeline.results import check_per_question, read_per_question
+from harness.grid.results import check_per_question, read_per_question
 from harness.grid.paths import judges_dir, per_question_dir
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def load_per_question(study) -> pd.DataFrame:
     """Every results/per_question/<name>.parquet (or <name>.csv when no Parquet twin exists), each read and
-    validated by harness.pipeline.results.read_per_question, concatenated and validated again as a whole."""
+    validated by harness.grid.results.read_per_question, concatenated and validated again as a whole."""
     folder = per_question_dir(study)
     files = {p.stem: p for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
     files.update({p.stem: p for p in sorted(folder.glob("*.parquet"))} if folder.is_dir() else {})
