@@ -19,7 +19,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from harness.arms.registry import KINDS, is_planned
+from harness.config.arm_kinds import ARM_KINDS, is_planned
 from harness.errors import HarnessError
 from harness.pipeline.parts import part_path
 from harness.files import atomic_write_json, read_json
@@ -65,14 +65,14 @@ def chunk_sets(study: Study) -> list[ChunkSet]:
 
 
 def _retrieval_time(arm_cfg: Any) -> bool:
-    kind = KINDS.get(getattr(arm_cfg, "kind", None))
+    kind = ARM_KINDS.get(getattr(arm_cfg, "kind", None))
     return kind is not None and kind.retrieval_time
 
 
 def configured_cells(study: Study) -> list[Cell]:
     """Every cell the config names, in config order (datasets, then arms, then retrievers).
 
-    Arms of a planned kind (no builder yet, harness.arms.registry) have no cells: nothing waits for them."""
+    Arms of a planned kind (no builder yet, harness.config.arm_kinds) have no cells: nothing waits for them."""
     return [
         Cell(dataset, arm, retriever)
         for dataset in study.datasets

@@ -66,20 +66,15 @@ def draw_cells(study: Study, k: int, seed: int) -> tuple[list, int]:
 
 def _arms_to_build(study: Study, dataset: str, arm: str) -> list[str]:
     """The cell's chunk set and every set it is built from (`of:` chains, a field ablation's E), sources first."""
-    from harness.arms import field_ablation
-    from harness.arms.registry import arm_kind, source_arm
+    from harness.arms.lookup import arm_kind, source_arm
     from harness.pipeline.addon_cells import cell_source
 
     todo, arm = [], cell_source(study, arm)
     while True:
         todo.append(arm)
-        kind = arm_kind(study, arm)
-        if kind.derived:
-            arm = source_arm(study, arm)
-        elif kind.source_kind:  # re-renders the built chunk set of another arm
-            arm = field_ablation.source_arm(study, dataset, arm)
-        else:
+        if not arm_kind(study, arm).derived:
             return todo[::-1]
+        arm = source_arm(study, arm, dataset)
 
 
 def _scratch(study: Study, folder: Path) -> ScratchStudy:

@@ -8,7 +8,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from harness.arms.registry import HEADER_LED, ArmKind, arm_kind
+from harness.arms.lookup import arm_kind
+from harness.config.arm_kinds import HEADER_LED, ArmKindSpec
 from harness.config.arms import ALL_DOCUMENTS, documents_of
 from harness.pipeline.grid import (
     ANSWERED, BUILT, MISSING, SCORED, STALE, Cell, ChunkSet, answer_cells, answer_state, cell_state,
@@ -97,7 +98,7 @@ def _counted(counts: Counter, noun: str) -> str:
     return ", ".join(parts)
 
 
-def _llm_figures(kind: ArmKind, manifest: dict[str, Any] | None, s_chunks: int | None, arm_cfg: dict) -> tuple:
+def _llm_figures(kind: ArmKindSpec, manifest: dict[str, Any] | None, s_chunks: int | None, arm_cfg: dict) -> tuple:
     """(calls needed, calls cached, failures). Before a build the cached share is unknown: cache keys hash
     whole prompts, and an E prompt holds the previous chunk's generated summary."""
     if kind.llm_free:

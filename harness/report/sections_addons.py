@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.arms.consolidate import OUTCOMES
-from harness.arms.registry import arm_kind
+from harness.arms.lookup import arm_kind
 from harness.files import read_json
 from harness.pipeline.grid import chunk_set_manifest, chunk_sets, configured_cells, per_question_sidecar
 from harness.report.context import ReportContext
@@ -31,7 +31,7 @@ def addon_arms(ctx: ReportContext) -> Section:
     sec = Section("addon-arms", "Add-on arms: merging, consolidation and expansion")
     merges, reuse, outcomes, unbuilt = [], [], [], []
     for cs in chunk_sets(ctx.study):
-        if not arm_kind(ctx.study, cs.arm).derived:
+        if not arm_kind(ctx.study, cs.arm).of_required:  # field ablations are derived, not add-ons
             continue
         manifest = chunk_set_manifest(ctx.study, cs)
         if manifest is None or "addon" not in manifest:
