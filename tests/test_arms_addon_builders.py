@@ -33,7 +33,7 @@ def _source():
 def _build(kind: str, source, *, study=None, **cfg):
     arm_cfg = DerivedArm(kind=kind, of="E", **cfg)
     return build_chunks(get_kind(kind), BuildInputs((), None, dict, study=study, arm=kind, arm_config=arm_cfg,
-                                                    read_arm=lambda of: list(source)))
+                                                    source="E", read_arm=lambda of: list(source)))
 
 
 @pytest.fixture
@@ -82,7 +82,8 @@ def test_a_missing_source_chunk_set_is_a_clear_error():
 
     arm_cfg = DerivedArm(kind="M", of="E")
     with pytest.raises(HarnessError, match=r"papers/E: chunk set not built; run `make build-arms`"):
-        build_chunks(get_kind("M"), BuildInputs((), None, dict, arm="M", arm_config=arm_cfg, read_arm=missing))
+        build_chunks(get_kind("M"), BuildInputs((), None, dict, arm="M", arm_config=arm_cfg, source="E",
+                                                         read_arm=missing))
 
 
 KEY_LINE = re.compile(r"^- (.+) \(\d+ chunks?\)$", re.M)
@@ -130,6 +131,7 @@ def test_m_tp_counts_valid_partial_invalid_and_unparseable_mappings(tmp_path, mo
     def build():
         return build_chunks(get_kind("M-TP"), BuildInputs((), None, dict, study=study, arm="M-TP",
                                                           arm_config=study.arms["M-TP"], dataset="papers",
+                                                          source=study.arms["M-TP"].of,
                                                           read_arm=lambda of: list(source)))
 
     built = build()

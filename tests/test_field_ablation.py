@@ -105,6 +105,13 @@ def test_of_names_the_source_among_several_e_arms(tmp_path):
         source_arm(study, "E-no-summary", "papers")
 
 
+def test_an_ablation_is_built_after_its_source_as_any_derived_arm():
+    from harness.arms.build import sources_first
+    from harness.study import Study
+
+    assert sources_first(Study.at(DEMO), "papers", ["E-no-title", "S", "E"]) == ["E", "E-no-title", "S"]
+
+
 def test_of_is_refused_on_an_arm_that_re_renders_nothing():
     from harness.config import load_study_config
     from harness.errors import HarnessError

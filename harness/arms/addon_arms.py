@@ -40,7 +40,7 @@ def variant_name(seed: int) -> str:
 
 def build_derived(merging, kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildInputs) -> ArmChunks:
     """Run one of the mergings below (the registry names which) on the `of:` arm's chunks."""
-    of = inputs.arm_config.of
+    of = inputs.source
     if inputs.read_arm is None:
         raise HarnessError(f"arm `{inputs.arm}`: the build gave no way to read the chunk set of `of: {of}`")
     source = inputs.read_arm(of)

@@ -155,7 +155,8 @@ def build_dataset_arms(
         built_set = build_chunks(kind, BuildInputs(
             dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=study.arms[arm],
             progress=progress, dataset=dataset.name, fresh=fresh, replay=replay, questions=dataset.questions,
-            read_arm=read_arm, arm_inputs_hash=arm_inputs_hash,
+            source=source_arm(study, arm, dataset.name) if kind.derived else None, read_arm=read_arm,
+            arm_inputs_hash=arm_inputs_hash,
         ))
         chunks, extra = built_set.chunks, built_set.manifest
         ids = [c.chunk_id for c in chunks]

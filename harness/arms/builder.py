@@ -28,7 +28,9 @@ class BuildInputs:
     fresh: bool = False  # LLM kinds: regenerate instead of reading the cache
     replay: bool = False  # LLM kinds: answer only from the cache, never call a model
     questions: Sequence[Question] = ()  # supervised kinds (QES) read the training split only
-    # derived kinds: the built chunk set of another arm of this dataset, and its inputs hash (harness.arms.build)
+    # derived kinds: the arm they start from (harness.arms.lookup.source_arm), and the built chunk set and the
+    # inputs hash of an arm of this dataset (harness.arms.build)
+    source: str | None = None
     read_arm: Callable[[str], list[Chunk]] | None = None
     arm_inputs_hash: Callable[[str], str] | None = None
 

@@ -3,9 +3,9 @@
 `E-no-<field>` indexes E's rendering without one generated field; `E-only-<field>` with that field
 alone (harness.config.arm_kinds.ABLATIONS). The chunks, their boundaries and their generated fields are E's
 own (read from E's built chunk set on the same dataset), so the ablation isolates what each field adds. The
-source is the arm named by `of:` (when several arms of kind E apply, e.g. E and its strong-model twin), else
-the one arm of kind E configured for the dataset (harness.arms.lookup.source_arm); its inputs hash enters
-the ablation's, so rebuilding E makes the ablations stale.
+source (BuildInputs.source) is the arm named by `of:` (when several arms of kind E apply, e.g. E and its
+strong-model twin), else the one arm of kind E configured for the dataset; its inputs hash enters the
+ablation's, so rebuilding E makes the ablations stale.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.arms.builder import ArmBuilder, ArmChunks, BuildInputs, Render
-from harness.arms.lookup import source_arm
 from harness.arms.render import render_enriched
 from harness.config.arm_kinds import ABLATIONS, ENRICHED_FIELDS, ArmKindSpec
 from harness.data.model import Chunk
@@ -33,8 +32,7 @@ def render_with(keep: tuple[str, ...]) -> Render:
 
 
 def build_field_ablation(kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildInputs) -> ArmChunks:
-    study, dataset = inputs.study, inputs.dataset
-    source = source_arm(study, inputs.arm, dataset)
+    study, dataset, source = inputs.study, inputs.dataset, inputs.source
     path, mpath = study.chunks_path(dataset, source), study.manifest_path(dataset, source)
     if not path.is_file() or not mpath.is_file():
         raise HarnessError(f"{dataset}/{inputs.arm}: needs the built chunk set of {source} ({path}); build "
