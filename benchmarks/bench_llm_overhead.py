@@ -111,7 +111,7 @@ def bench_warm_rebuild(study_root: Path, replay: bool, quick: bool) -> None:
     from harness.grid.paths import generations_path
     from harness.arms.registry import BuildInputs, arm_kind
     from harness.data.load import load_dataset, read_selection
-    from harness.grid.cells import applies_to
+    from harness.grid.arms import applies_to
     from harness.study import Study
 
     study = Study.at(study_root)

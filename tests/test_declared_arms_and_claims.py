@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.arms.build import build_arms
-from harness.arms.registry import buildable_arm_kind
+from harness.grid.arms import buildable_arm_kind
 from harness.errors import HarnessError
 from harness.grid.cells import configured_cells
 from harness.provenance.timeline import timeline

@@ -12,6 +12,7 @@ from llm_fake_ollama import DIGEST, FakeOllama
 from llm_study import make_study, small_corpus
 
 from harness.arms.llm_arms import build_llm_arm
+from harness.arms.registry import BUILDERS
 from harness.config.fields import Where
 from harness.config.models import MODEL
 from harness.errors import HarnessError
@@ -43,7 +44,7 @@ def pooled(urls, *, concurrency=2, timeout_s=30.0, failover=FAST) -> dict:
 def build_e(tmp_path, model: dict, docs, chunks, *, workers=2):
     study = make_study(tmp_path, {"m": model}, {"E": {"kind": "E", "model": "m"}},
                        llm={"workers": workers, "retry_seeds": [1, 2, 3], "spend_cap_usd": None})
-    return study, build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
+    return study, build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
 
 
 def chunk_bytes(path, result) -> bytes:

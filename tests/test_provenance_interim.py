@@ -140,7 +140,7 @@ def test_malformed_marker_is_named(study):
 
 def test_retriever_limited_to_arms_and_datasets():
     from harness.config.retrievers import retriever_settings
-    from harness.grid.cells import applies_to
+    from harness.grid.arms import applies_to
 
     entry = retriever_settings("r", {"type": "bm25", "datasets": ["papers"], "arms": ["E", "S+T"]})
     assert applies_to(entry, "papers", "E")

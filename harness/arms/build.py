@@ -1,5 +1,5 @@
 """`build-arms`: every chunk set of the grid (dataset x arm, harness.grid.cells) into results/chunks/,
-each with the builder its kind registers (harness.arms.registry).
+each with the builder attached to its kind (harness.arms.registry).
 
 Each arm is written atomically as <arm>.jsonl plus <arm>.manifest.json. The manifest carries an
 `inputs_hash` over everything the chunk set depends on (arm config, chunking parameters, model config,
@@ -14,12 +14,15 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from harness.arms.model_limits import effective_model_config
+from harness.arms.builder import BuildInputs
 from harness.arms.lab_arms import training_record
-from harness.arms.registry import BuildInputs, arm_kind, buildable_arm_kind, get_kind, is_planned, source_arm
+from harness.grid.arms import arm_kind, buildable_arm_kind, source_arm
+from harness.arms.model_limits import effective_model_config
+from harness.arms.registry import build_chunks
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
 from harness.config import to_plain
+from harness.config.arm_kinds import is_planned
 from harness.data.load import LoadedDataset, load_dataset, loss_summary, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
@@ -41,17 +44,16 @@ def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
         "model": _model_record(study, dataset.name, arm, cfg),
         "documents": [[d.doc_id, sha256_text(d.text)] for d in dataset.documents],
     }
-    if get_kind(cfg.kind).trains_on_questions:  # only the training split's evidence, never held-out questions
+    kind = arm_kind(study, arm)
+    if kind.trains_on_questions:  # only the training split's evidence, never held-out questions
         record["training"] = training_record(arm, dataset.questions)
-    if arm_kind(study, arm).derived:  # built from another arm's chunks: those inputs move it too
-        record["of"] = inputs_hash(study, dataset, source_arm(study, arm))
+    if kind.derived:  # built from another arm's chunks: those inputs move it too
+        # recorded under `of` when the config names the source, under `source` when the kind defaults it
+        record["of" if kind.of_kind is None else "source"] = inputs_hash(
+            study, dataset, source_arm(study, arm, dataset.name))
         embedder = getattr(cfg, "embedder", None)
         if embedder is not None:
             record["embedders"] = to_plain(study.retrievers)  # SM's embedding model (resolved by name or model)
-    if get_kind(cfg.kind).source_kind is not None:  # a re-rendering of another arm's chunks goes stale with it
-        from harness.arms.field_ablation import source_inputs_hash
-
-        record["source"] = source_inputs_hash(study, dataset, arm)
     return sha256_text(canonical_json(record))
 
 
@@ -116,7 +118,7 @@ class ArmBuild:
     skipped: bool  # already built from the same inputs
 
 
-def _header_led(study: Study, documents: Sequence[Document]) -> dict[str, list[Chunk]]:
+def header_led_chunks(study: Study, documents: Sequence[Document]) -> dict[str, list[Chunk]]:
     params = params_from_config("header-led", study.chunking)
     return {d.doc_id: chunk_document("header-led", d, **params) for d in documents}
 
@@ -130,14 +132,17 @@ def build_dataset_arms(
 
     def header() -> dict[str, list[Chunk]]:
         if "h" not in cache:
-            cache["h"] = _header_led(study, dataset.documents)
+            cache["h"] = header_led_chunks(study, dataset.documents)
         return cache["h"]
 
     def read_arm(of: str) -> list[Chunk]:
         return read_source_chunk_set(study, dataset, of, frozen_hash=frozen_hash)
 
+    def arm_inputs_hash(arm: str) -> str:
+        return inputs_hash(study, dataset, arm)
+
     built = []
-    for arm in sources_first(study, arms):
+    for arm in sources_first(study, dataset.name, arms):
         kind = buildable_arm_kind(study, arm)
         path, mpath = chunks_path(study, dataset.name, arm), chunk_manifest_path(study, dataset.name, arm)
         h = inputs_hash(study, dataset, arm)
@@ -148,10 +153,11 @@ def build_dataset_arms(
                 built.append(ArmBuild(dataset.name, arm, int(old["chunk_set"]["chunks"]), True))
                 log(f"{dataset.name}/{arm}: up to date ({old['chunk_set']['chunks']} chunks)")
                 continue
-        built_set = kind.build(BuildInputs(
+        built_set = build_chunks(kind, BuildInputs(
             dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=study.arms[arm],
             progress=progress, dataset=dataset.name, fresh=fresh, replay=replay, questions=dataset.questions,
-            read_arm=read_arm,
+            source=source_arm(study, arm, dataset.name) if kind.derived else None, read_arm=read_arm,
+            arm_inputs_hash=arm_inputs_hash,
         ))
         chunks, extra = built_set.chunks, built_set.manifest
         ids = [c.chunk_id for c in chunks]
@@ -174,7 +180,7 @@ def build_dataset_arms(
     return built
 
 
-def sources_first(study: Study, arms: Sequence[str]) -> list[str]:
+def sources_first(study: Study, dataset: str, arms: Sequence[str]) -> list[str]:
     """The arms in config order, except that an arm built from another (`of:`) comes after it."""
     out: list[str] = []
 
@@ -184,7 +190,7 @@ def sources_first(study: Study, arms: Sequence[str]) -> list[str]:
         if arm in path:
             raise HarnessError(f"{study.config_path}: arms built from each other in a cycle: {' -> '.join(path + (arm,))}")
         if arm_kind(study, arm).derived:
-            of = source_arm(study, arm)
+            of = source_arm(study, arm, dataset)
             if of in arms:
                 visit(of, path + (arm,))
         out.append(arm)

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
+from harness.arms.build import header_led_chunks
 from harness.arms.llm_arms import annotate_document, arm_templates, select_documents
 from harness.arms.model_limits import effective_model_config
-from harness.arms.registry import CONTEXTUAL, get_kind
 from harness.arms.repeats import repeat_count
+from harness.config.arm_kinds import CONTEXTUAL, get_kind
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.llm.registry import make_backend
@@ -114,8 +115,6 @@ def estimate_arm(study: Study, dataset, arm: str, *, header_chunks, output_token
 def estimate_study(study: Study, *, output_tokens: int | None = None, summary_tokens: int = 60) -> list[ArmEstimate]:
     """One estimate per (dataset, per-chunk LLM arm) the config names, in config order. Planned kinds are
     skipped, and so is M-TP: its one call per document lists E-K's keys, which exist only once E-K is built."""
-    from harness.arms.build import _header_led
-
     if summary_tokens < 0 or (output_tokens is not None and output_tokens < 0):
         raise HarnessError("--output-tokens and --summary-tokens must be >= 0")
     selection = read_selection(study)
@@ -123,7 +122,7 @@ def estimate_study(study: Study, *, output_tokens: int | None = None, summary_to
     out = []
     for name in dict.fromkeys(cs.dataset.name for cs in todo):
         dataset = load_dataset(study, name, selection=selection)
-        headers = _header_led(study, dataset.documents)
+        headers = header_led_chunks(study, dataset.documents)
         out += [estimate_arm(study, dataset, cs.arm.name, header_chunks=headers, output_tokens=output_tokens,
                              summary_tokens=summary_tokens) for cs in todo if cs.dataset.name == name]
     return out

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.arms.registry import KINDS, is_planned, source_arm
+from harness.config.arm_kinds import ArmKindSpec, is_planned
 from harness.config.arms import ALL_DOCUMENTS, documents_of
 from harness.errors import HarnessError
+from harness.grid.arms import applies_to, arm_kind, source_arm
 
 
 @dataclass(frozen=True, order=True)
@@ -32,7 +33,7 @@ class DatasetSpec:
 class ArmSpec:
     name: str
     config: Any = field(compare=False, repr=False)  # the typed `arms:` entry
-    kind: Any = field(compare=False, repr=False)  # what its kind is (harness.arms.registry)
+    kind: ArmKindSpec = field(compare=False, repr=False)  # what its kind is (harness.config.arm_kinds)
     ranks: str = field(compare=False, default="")  # the arm whose chunk set its cells rank: itself, or its `of:`
 
     def __str__(self) -> str:
@@ -97,12 +98,6 @@ class Cell:
         return "/".join(self.names)
 
 
-def applies_to(entry: Any, dataset: str, arm: str | None = None) -> bool:
-    """Arms and retrievers may name `datasets: [...]`, retrievers also `arms: [...]`; by default they
-    apply everywhere."""
-    only, arms = entry.datasets, getattr(entry, "arms", None)
-    return (only is None or dataset in only) and (arm is None or arms is None or arm in arms)
-
 
 def dataset_spec(study: Any, dataset: str) -> DatasetSpec:
     cfg = study.config.datasets.get(dataset)
@@ -116,7 +111,7 @@ def arm_spec(study: Any, arm: str) -> ArmSpec:
     cfg = study.arms.get(arm)
     if cfg is None:
         raise HarnessError(f"{study.config_path}: no arm `{arm}` (configured: {', '.join(study.arms)})")
-    kind = KINDS[cfg.kind]  # the config schema admits only registered kinds
+    kind = arm_kind(study, arm)
     return ArmSpec(arm, cfg, kind, source_arm(study, arm) if kind.retrieval_time else arm)
 
 

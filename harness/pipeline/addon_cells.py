@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
-from harness.arms.addon_arms import VARIANT
+from harness.arms.variants import VARIANT
 from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.retrieval.expansion import ChunkSet, Expansion, expand_ranking

@@ -34,8 +34,7 @@ from harness.arms.build import build_arms, read_chunk_set
 from harness.metrics.registry import ScoringCache, budgets_from_config
 from harness.llm.base import ReplayMiss
 from harness.data.load import load_dataset, read_selection
-from harness.arms.registry import arm_kind, source_arm
-from harness.arms import field_ablation
+from harness.grid.arms import arm_kind, source_arm
 from harness.grid.cells import configured_cells
 
 DEFAULT_SEED = 2024
@@ -70,13 +69,9 @@ def _arms_to_build(study: Study, dataset: str, arm: str) -> list[str]:
     todo = []
     while True:
         todo.append(arm)
-        kind = arm_kind(study, arm)
-        if kind.derived:
-            arm = source_arm(study, arm)
-        elif kind.source_kind:  # re-renders the built chunk set of another arm
-            arm = field_ablation.source_arm(study, dataset, arm)
-        else:
+        if not arm_kind(study, arm).derived:
             return todo[::-1]
+        arm = source_arm(study, arm, dataset)
 
 
 def _scratch(study: Study, folder: Path) -> Study:

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from harness.arms.registry import ArmKind, HEADER_LED
+from harness.config.arm_kinds import HEADER_LED, ArmKindSpec
 from harness.config.arms import ALL_DOCUMENTS, documents_of
 from harness.grid.cells import Cell, ChunkSet, answer_cells, chunk_sets, configured_cells
 from harness.grid.states import (
@@ -99,7 +99,7 @@ def _counted(counts: Counter, noun: str) -> str:
     return ", ".join(parts)
 
 
-def _llm_figures(kind: ArmKind, manifest: dict[str, Any] | None, s_chunks: int | None, arm_cfg: dict) -> tuple:
+def _llm_figures(kind: ArmKindSpec, manifest: dict[str, Any] | None, s_chunks: int | None, arm_cfg: dict) -> tuple:
     """(calls needed, calls cached, failures). Before a build the cached share is unknown: cache keys hash
     whole prompts, and an E prompt holds the previous chunk's generated summary."""
     if kind.llm_free:

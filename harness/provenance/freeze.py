@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import harness
-from harness.arms.registry import arm_kind, arm_prompt_files
+from harness.grid.arms import arm_kind, arm_prompt_files
 from harness.config import to_plain
 from harness.errors import DriftError, HarnessError
 from harness.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.arms.consolidate import OUTCOMES
-from harness.arms.registry import arm_kind
+from harness.grid.arms import arm_kind
 from harness.files import read_json
 from harness.grid.cells import chunk_sets, configured_cells
 from harness.grid.paths import per_question_sidecar
@@ -33,7 +33,7 @@ def addon_arms(ctx: ReportContext) -> Section:
     sec = Section("addon-arms", "Add-on arms: merging, consolidation and expansion")
     merges, reuse, outcomes, unbuilt = [], [], [], []
     for cs in chunk_sets(ctx.study):
-        if not cs.arm.kind.derived:
+        if not cs.arm.kind.of_required:  # field ablations are derived, not add-ons
             continue
         dataset, arm = cs.names
         manifest = chunk_set_manifest(ctx.study, cs)
