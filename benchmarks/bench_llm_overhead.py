@@ -108,10 +108,10 @@ def bench_warm_rebuild(study_root: Path, replay: bool, quick: bool) -> None:
     own builders, as build-arms runs them (header-led chunks computed, `of:` arms from this run), in memory:
     nothing is written to the study. With `quick`, the first dataset only."""
     from harness.arms.build import _header_led, sources_first
-    from harness.arms.llm_arms import generations_path
+    from harness.grid.paths import generations_path
     from harness.arms.registry import BuildInputs, arm_kind
     from harness.data.load import load_dataset, read_selection
-    from harness.pipeline.grid import applies_to
+    from harness.grid.arms import applies_to
     from harness.study import Study
 
     study = Study.at(study_root)

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from goals import add_quick, goal  # noqa: E402
 from harness.data.model import Chunk, Evidence, Question  # noqa: E402
 from harness.metrics.registry import METRIC_SETS, ScoringCache, score_question  # noqa: E402
-from harness.pipeline.results import question_rows  # noqa: E402
+from harness.grid.results import question_rows  # noqa: E402
 from harness.tokens import cl100k  # noqa: E402
 
 CHUNKS_PER_SET = 10_000

@@ -16,11 +16,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from harness.arms.registry import BUILDERS
 from harness.chunking.provisions import REF_PATTERN, reference_targets
 from harness.chunking.qes import training_spans
 from harness.chunking.sentences import LAB_L
 from harness.data.model import Chunk, Document
 from harness.data.question_evidence import SPLITS, LabQuestion
+from harness.config.arm_kinds import lab_kinds
+from harness.config.fields import Where, build
 from harness.config.lab import NOVELTY
 from harness.metrics.assembly import assemble
 from harness.metrics.budget import TokenCache
@@ -64,9 +67,6 @@ def lab_chunkers(settings: LabSettings) -> dict[str, Callable[[Document, list], 
     """name -> fn(doc, training evidence spans): every lab kind of the arm registry with its config defaults
     (L and the reference pattern from `settings`), plus provisions without reference resolution (-noref).
     Only the QES chunkers read the training spans."""
-    from harness.arms.registry import lab_kinds
-    from harness.config.fields import Where, build
-
     out: dict[str, Callable[[Document, list], list[Chunk]]] = {}
     for kind in lab_kinds():
         raw = {"kind": kind.name, "L": settings.L}
@@ -76,7 +76,7 @@ def lab_chunkers(settings: LabSettings) -> dict[str, Callable[[Document, list], 
             variants[f"{kind.name}-noref"] = {**raw, "resolve_refs": False}
         for name, values in variants.items():
             cfg = build(kind.settings, values, Where(None, ("lab", name)))
-            out[name] = partial(_chunk, kind.lab_chunker, cfg)
+            out[name] = partial(_chunk, BUILDERS[kind.name].lab_chunker, cfg)
     return out
 
 

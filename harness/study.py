@@ -25,6 +25,9 @@ from harness.files import load_yaml
 @dataclass(frozen=True)
 class Study:
     root: Path
+    # where results/ lives (harness.grid.paths): None is <root>/results; `audit --rescore` re-runs cells into a
+    # scratch folder with the same inputs
+    results_root: Path | None = None
 
     @classmethod
     def at(cls, root: str | Path) -> "Study":
@@ -36,7 +39,7 @@ class Study:
             )
         return cls(root)
 
-    # --- paths (DESIGN section 2) ---
+    # --- input paths (DESIGN section 2; every path under results/ is harness.grid.paths') ---
     @property
     def config_path(self) -> Path:
         return self.root / "configs" / "study.yaml"
@@ -61,26 +64,6 @@ class Study:
     def frozen_path(self) -> Path:
         return self.root / "frozen_config.json"
 
-    @property
-    def results(self) -> Path:
-        return self.root / "results"
-
-    def chunks_path(self, dataset: str, arm: str) -> Path:
-        return self.results / "chunks" / dataset / f"{arm}.jsonl"
-
-    def manifest_path(self, dataset: str, arm: str) -> Path:
-        return self.results / "chunks" / dataset / f"{arm}.manifest.json"
-
-    def run_path(self, dataset: str, arm: str, retriever: str) -> Path:
-        return self.results / "runs" / dataset / f"{arm}__{retriever}.run"
-
-    def per_question_path(self, dataset: str, suffix: str = "parquet") -> Path:
-        return self.results / "per_question" / f"{dataset}.{suffix}"
-
-    @property
-    def stats_dir(self) -> Path:
-        return self.results / "stats"
-
     def resolve(self, p: str | Path) -> Path:
         """A path from the config: absolute, or relative to the study root."""
         p = Path(p)
@@ -100,13 +83,18 @@ class Study:
         """The typed, validated config with defaults filled in."""
         return load_study_config(self.raw_config, path=self.config_path, default_name=self.root.name)
 
+    @cached_property
+    def loaded_datasets(self) -> dict[Any, Any]:
+        """The datasets loaded during this command, by (name, selection) (harness.data.load.load_dataset)."""
+        return {}
+
     @property
     def name(self) -> str:
         return self.config.study
 
     @cached_property
     def datasets(self) -> dict[str, dict[str, Any]]:
-        """Each dataset's settings as the plain mapping its adapter reads (harness.data), defaults filled."""
+        """Each dataset's settings as a plain mapping, defaults filled (the adapters read the typed entries)."""
         return {name: to_plain(cfg) for name, cfg in self.config.datasets.items()}
 
     @property

@@ -22,7 +22,7 @@ from harness.llm.prompts import PromptTemplate
 from harness.llm.session import LlmSession
 from harness.metrics.budget import TokenCache
 from harness.metrics.nuggets import score_verdicts
-from harness.pipeline.answer import _controls, _write_acceptance, check_judge_family, judges_dir, model_family
+from harness.pipeline.answer import _controls, _write_acceptance, check_judge_family, model_family
 from harness.pipeline.reading import UNIT_SEPARATOR, ask_reader, judge_nuggets, reader_context
 from harness.stats.families import judge_passed
 from harness.stats.io import load_judge_rates
@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "prompts"
 sys.path.insert(0, str(ROOT / "tests"))
 from llm_study import kill_after_lines, make_study  # noqa: E402
+from harness.grid.paths import judges_dir, per_question_path, results_dir
 
 
 class ScriptedJudge(Backend):
@@ -273,12 +274,11 @@ def test_answer_sections_must_name_configured_entries(tmp_path):
 def test_the_table_holds_only_answer_rows_of_cells_answered_under_the_current_freeze(tmp_path):
     """Assembly takes an answer cell's part only when its marker names the current freeze (a stale answer is
     left out and said so), and status calls a cell answered only once the table holds its rows."""
-    from harness.pipeline.grid import (
-        ANSWERED, MISSING, STALE, Cell, answer_part_path, answer_state, answers_path, mark_answer_done,
-        mark_cell_done, per_question_dir, per_question_sidecar,
-    )
+    from harness.grid.cells import cell_of
+    from harness.grid.paths import answer_part_path, answers_path, per_question_dir, per_question_sidecar
+    from harness.grid.states import ANSWERED, MISSING, STALE, answer_state, mark_answer_done, mark_cell_done
     from harness.pipeline.parts import write_part
-    from harness.pipeline.results import ResultRow, read_per_question
+    from harness.grid.results import ResultRow, read_per_question
     from harness.pipeline.table import assemble_per_question
     from pipeline_support import edit_config
 
@@ -292,24 +292,24 @@ def test_the_table_holds_only_answer_rows_of_cells_answered_under_the_current_fr
     per_q = per_question_dir(study)
     for arm in ("S", "T"):
         write_part(per_q, "papers", arm, "bm25", [ResultRow("papers", arm, "bm25", "q1", "c1", "", "rec@512t", 0.5)])
-        cell = Cell("papers", arm, "bm25")
+        cell = cell_of(study, "papers", arm, "bm25")
         mark_cell_done(study, cell, frozen_hash="f" * 64, counts={"questions": 1})
-        write_part(study.results / "answers", "papers", arm, "bm25",
+        write_part(results_dir(study) / "answers", "papers", arm, "bm25",
                    [ResultRow("papers", arm, "bm25", "q1", "c1", "", "answer_f1@512t", 0.25)])
         answers_path(study, cell).write_text("{}\n")
         mark_answer_done(study, cell, frozen_hash="f" * 64 if arm == "S" else "0" * 64, counts={})
-    assert answer_part_path(study, Cell("papers", "S", "bm25")) == study.results / "answers/papers/S__bm25.parquet"
+    assert answer_part_path(study, cell_of(study, "papers", "S", "bm25")) == results_dir(study) / "answers/papers/S__bm25.parquet"
     said = []
     assert assemble_per_question(study, "papers", "f" * 64, log=said.append) == 3
-    table = read_per_question(study.per_question_path("papers"))
+    table = read_per_question(per_question_path(study, "papers"))
     assert sorted(zip(table.arm, table.metric)) == [("S", "answer_f1@512t"), ("S", "rec@512t"), ("T", "rec@512t")]
     assert said == ["papers: 1 answer cell(s) answered under another freeze left out of the per-question table "
                     "until `harness answer` reruns: papers/T/bm25"]
     assert read_json(per_question_sidecar(study, "papers"))["answer_cells"] == ["papers/S/bm25"]
-    assert answer_state(study, Cell("papers", "S", "bm25"), "f" * 64) == ANSWERED
-    assert answer_state(study, Cell("papers", "T", "bm25"), "f" * 64) == STALE
-    answer_part_path(study, Cell("papers", "S", "bm25")).unlink()  # the rows are gone: not answered
-    assert answer_state(study, Cell("papers", "S", "bm25"), "f" * 64) == MISSING
+    assert answer_state(study, cell_of(study, "papers", "S", "bm25"), "f" * 64) == ANSWERED
+    assert answer_state(study, cell_of(study, "papers", "T", "bm25"), "f" * 64) == STALE
+    answer_part_path(study, cell_of(study, "papers", "S", "bm25")).unlink()  # the rows are gone: not answered
+    assert answer_state(study, cell_of(study, "papers", "S", "bm25"), "f" * 64) == MISSING
 
 
 def test_question_sample_is_seeded_and_all_keeps_everything():
@@ -422,7 +422,7 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
     saw is recorded."""
     import harness.pipeline.answer as stage
     from harness.cli.main import main
-    from harness.pipeline.results import read_per_question
+    from harness.grid.results import read_per_question
     from harness.provenance.freeze import frozen_hash
     root = _scored_study_with_answer_cells(tmp_path, monkeypatch)
     from harness.study import Study
@@ -438,7 +438,7 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
         return '{"answer": "%s"}' % prompt.split("=====\n", 1)[1][:40].replace('"', "").replace("\n", " ")
 
     monkeypatch.setattr(stage, "make_backend", lambda cfg, replay_from=None: ScriptedJudge(reply))
-    from harness.pipeline.grid import ANSWERED, MISSING
+    from harness.grid.states import ANSWERED, MISSING
     from harness.pipeline.status import grid_status
 
     before = grid_status(study)
@@ -461,11 +461,11 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
     acceptance = read_json(judges_dir(study) / "acceptance.json")["nugget-judge"]
     assert acceptance["positive_questions"] == 3 and acceptance["positive"] is not None
 
-    papers = read_per_question(study.per_question_path("papers"))
+    papers = read_per_question(per_question_path(study, "papers"))
     f1 = papers[papers.metric == "answer_f1@512t"]
     assert sorted(set(f1.arm)) == ["S", "S+T"] and len(f1) == 6 and f1.value.between(0, 1).all()
     assert (papers.metric == "rec@512t").sum() > 0  # score's rows are kept
-    docs = read_per_question(study.per_question_path("docs"))
+    docs = read_per_question(per_question_path(study, "docs"))
     assert len(docs[docs.metric == "nugget_recall@1024t"]) == 3
     records = [json.loads(line) for line in (root / "results/answers/papers/S__bm25.jsonl").read_text().splitlines()]
     assert len(records) == 3 and all(r["context_tokens"] <= 512 and r["chunk_ids"] for r in records)
@@ -482,8 +482,9 @@ def test_issue23_case5_a_rerun_of_score_keeps_the_answer_stages_rows(tmp_path, m
     answer rows gone, status no longer says answered."""
     import harness.pipeline.answer as stage
     from harness.cli.main import main
-    from harness.pipeline.grid import ANSWERED, MISSING, answer_cells
-    from harness.pipeline.results import read_per_question
+    from harness.grid.cells import answer_cells
+    from harness.grid.states import ANSWERED, MISSING
+    from harness.grid.results import read_per_question
     from harness.pipeline.status import grid_status
     from harness.provenance.freeze import frozen_hash
     from harness.study import Study
@@ -501,13 +502,13 @@ def test_issue23_case5_a_rerun_of_score_keeps_the_answer_stages_rows(tmp_path, m
     assert main(["score", "--study", str(root), "--no-progress"]) == 0  # 0 cells to score
     for name, data in released.items():
         assert (root / "results/per_question" / name).read_bytes() == data, name
-    papers = read_per_question(study.per_question_path("papers", "csv"))
+    papers = read_per_question(per_question_path(study, "papers", "csv"))
     assert (papers.metric == "answer_f1@512t").sum() == 6
-    docs = read_per_question(study.per_question_path("docs", "csv"))
+    docs = read_per_question(per_question_path(study, "docs", "csv"))
     assert (docs.metric == "nugget_recall@1024t").sum() == 3
     assert {a.state for a in grid_status(study).answer_cells} == {ANSWERED}
 
-    from harness.pipeline.grid import answer_part_path
+    from harness.grid.paths import answer_part_path
 
     answer_part_path(study, answer_cells(study)[0]).unlink()
     status = grid_status(study)

@@ -14,7 +14,9 @@ from llm_study import make_study
 
 from harness.arms import addon_arms, llm_session
 from harness.arms.merge import merged_fragment_ids
-from harness.arms.registry import BuildInputs, get_kind
+from harness.arms.builder import BuildInputs
+from harness.arms.registry import build_chunks
+from harness.config.arm_kinds import get_kind
 from harness.config.arms import DerivedArm
 from harness.errors import HarnessError
 from harness.llm.base import Backend, Completion
@@ -30,8 +32,8 @@ def _source():
 
 def _build(kind: str, source, *, study=None, **cfg):
     arm_cfg = DerivedArm(kind=kind, of="E", **cfg)
-    return get_kind(kind).build(BuildInputs((), None, dict, study=study, arm=kind, arm_config=arm_cfg,
-                                            read_arm=lambda of: list(source)))
+    return build_chunks(get_kind(kind), BuildInputs((), None, dict, study=study, arm=kind, arm_config=arm_cfg,
+                                                    source="E", read_arm=lambda of: list(source)))
 
 
 @pytest.fixture
@@ -80,7 +82,8 @@ def test_a_missing_source_chunk_set_is_a_clear_error():
 
     arm_cfg = DerivedArm(kind="M", of="E")
     with pytest.raises(HarnessError, match=r"papers/E: chunk set not built; run `make build-arms`"):
-        get_kind("M").build(BuildInputs((), None, dict, arm="M", arm_config=arm_cfg, read_arm=missing))
+        build_chunks(get_kind("M"), BuildInputs((), None, dict, arm="M", arm_config=arm_cfg, source="E",
+                                                         read_arm=missing))
 
 
 KEY_LINE = re.compile(r"^- (.+) \(\d+ chunks?\)$", re.M)
@@ -126,8 +129,10 @@ def test_m_tp_counts_valid_partial_invalid_and_unparseable_mappings(tmp_path, mo
     monkeypatch.setattr(llm_session, "make_backend", lambda cfg, replay_from=None: backend)
 
     def build():
-        return get_kind("M-TP").build(BuildInputs((), None, dict, study=study, arm="M-TP", arm_config=study.arms["M-TP"],
-                                                  dataset="papers", read_arm=lambda of: list(source)))
+        return build_chunks(get_kind("M-TP"), BuildInputs((), None, dict, study=study, arm="M-TP",
+                                                          arm_config=study.arms["M-TP"], dataset="papers",
+                                                          source=study.arms["M-TP"].of,
+                                                          read_arm=lambda of: list(source)))
 
     built = build()
     addon = built.manifest["addon"]
@@ -155,7 +160,7 @@ def test_build_arms_names_the_make_target_when_the_source_is_not_built(tmp_path)
     edit_config(study.root, lambda c: c["arms"].update({"Mx": {"kind": "M", "of": "P"}}))
     assert main(["select", "--study", str(study.root)]) == 0 and main(["freeze", "--study", str(study.root)]) == 0
     study = Study.at(study.root)
-    assert sources_first(study, ["Mx", "S", "P"]) == ["P", "Mx", "S"]  # the source is built first
+    assert sources_first(study, "papers", ["Mx", "S", "P"]) == ["P", "Mx", "S"]  # the source is built first
     with pytest.raises(HarnessError, match=r"papers/P: chunk set not built .*run `make build-arms STUDY=.*"
                                            r"`harness build-arms --arm P`"):
         build_arms(study, arms=["Mx"], frozen_hash=frozen_hash(study), progress=False, log=lambda _: None)

@@ -15,6 +15,7 @@ from harness.pipeline.rescore import DEFAULT_SEED, draw_cells
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 from pipeline_support import make_llm_free_study
+from harness.grid.paths import chunks_path, per_question_path, run_path
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,7 @@ def test_rescore_of_five_seeded_cells_passes_on_the_released_results(released, c
 @pytest.mark.slow
 def test_an_edited_chunk_text_fails_its_cell(copy, capsys):
     cell = first_cell(copy)
-    path = copy.chunks_path(cell.dataset, cell.arm)
+    path = chunks_path(copy, *cell.names[:2])
     lines = path.read_text(encoding="utf-8").splitlines()
     chunk = json.loads(lines[3])
     chunk["text"] = chunk["text"].replace(" ", "  ", 1)
@@ -72,7 +73,7 @@ def test_an_edited_chunk_text_fails_its_cell(copy, capsys):
 @pytest.mark.slow
 def test_an_edited_run_file_line_fails_its_cell(copy, capsys):
     cell = first_cell(copy)
-    path = copy.run_path(cell.dataset, cell.arm, cell.retriever)
+    path = run_path(copy, *cell.names)
     lines = path.read_text(encoding="utf-8").splitlines()
     qid, q0, chunk_id, rank, score, tag = lines[1].split()
     lines[1] = " ".join((qid, q0, chunk_id, rank, repr(float(score) + 1e-9), tag))
@@ -88,10 +89,10 @@ def test_an_edited_per_question_value_no_family_reads_fails_its_cell(copy, capsy
     """The value edited in both released tables (CSV and Parquet) is a metric no family tests, so the plain
     audit of the statistics still passes: only the rescore sees it."""
     cell = first_cell(copy)
-    csv_path, parquet_path = copy.per_question_path(cell.dataset, "csv"), copy.per_question_path(cell.dataset)
+    csv_path, parquet_path = per_question_path(copy, cell.dataset.name, "csv"), per_question_path(copy, cell.dataset.name)
     table = pd.read_parquet(parquet_path)
     tested = {t["metric"] for f in __import__("yaml").safe_load(copy.plan_path.read_text())["families"] for t in f["tests"]}
-    mask = (table.arm == cell.arm) & (table.retriever == cell.retriever) & ~table.metric.isin(tested)
+    mask = (table.arm == cell.arm.name) & (table.retriever == cell.retriever.name) & ~table.metric.isin(tested)
     i = table.index[mask][0]
     old = table.at[i, "value"]
     new = 1.0 if old < 0.5 else 0.0

@@ -4,7 +4,8 @@ from dataclasses import replace
 
 import pytest
 
-from harness.arms.registry import KINDS, render
+from harness.arms.registry import render
+from harness.config.arm_kinds import ARM_KINDS
 from harness.arms.render import render_context, render_enriched, render_section_path, render_text
 from harness.data.model import Chunk
 from harness.errors import InputError
@@ -52,4 +53,4 @@ def test_paid_rendering_without_generated_fields_names_the_chunk():
 def test_unknown_arm_is_named():
     with pytest.raises(InputError, match=r"unknown arm kind 'X'; known: S, S\+T"):
         render("X", BASE)
-    assert set(KINDS) >= {"S", "S+T", "E", "E-K", "CR", "PF", "F512c", "F256t", "P", "FL"}
+    assert set(ARM_KINDS) >= {"S", "S+T", "E", "E-K", "CR", "PF", "F512c", "F256t", "P", "FL"}

@@ -4,13 +4,7 @@ import pytest
 
 from chunking_support import check_chunk_records, doc
 from harness.chunking.header_led import header_led_chunks
-from harness.chunking.windows import (
-    f256t_chunks,
-    f512c_chunks,
-    fl_chunks,
-    median_token_length,
-    token_boundaries,
-)
+from harness.chunking.windows import f256t_chunks, f512c_chunks, fl_chunks, median_token_length, token_boundaries
 from harness.errors import InputError
 from harness.tokens import cl100k
 

@@ -11,7 +11,9 @@ import json
 import pytest
 
 from harness.arms.headers import add_contextual_headers
-from harness.arms.registry import BuildInputs, get_kind
+from harness.arms.builder import BuildInputs
+from harness.arms.registry import build_chunks
+from harness.config.arm_kinds import get_kind
 from harness.chunking import chunk_document
 from harness.chunking.provisions import segments, touched_paths
 from harness.config import to_plain
@@ -81,7 +83,7 @@ def _build(kind: str, docs, **options):
     chunking = replace(Chunking(), tau_min=1)  # header-led: one chunk per section
     header = {d.doc_id: chunk_document("header-led", d, tau_min=1, tau_max=Chunking().tau_max) for d in docs}
     arm_config = {"kind": kind, **options} if get_kind(kind).settings is not None else options
-    return get_kind(kind).build(BuildInputs(docs, chunking, lambda: header, arm=kind, arm_config=arm_config))
+    return build_chunks(get_kind(kind), BuildInputs(docs, chunking, lambda: header, arm=kind, arm_config=arm_config))
 
 
 def test_sentence_windows_with_headers_worked_example():

@@ -15,7 +15,9 @@ import yaml
 from data_support import CHECKOUT, SHARED_DATA, freshstack_study
 
 from harness.data.common import LoadedDataset
-from harness.data.load import ADAPTERS, load_dataset
+from harness.config.datasets import DATASET_SCHEMAS
+from harness.data.adapters import ADAPTERS
+from harness.data.load import load_dataset
 from harness.errors import HarnessError
 from harness.study import Study
 
@@ -83,6 +85,10 @@ def test_every_adapter_has_a_contract_case():
     assert set(STUDIES) == set(ADAPTERS)
 
 
+def test_every_declared_adapter_is_implemented():
+    assert list(ADAPTERS) == list(DATASET_SCHEMAS)
+
+
 @pytest.mark.parametrize("adapter", sorted(ADAPTERS))
 def test_every_file_an_adapter_opens_is_recorded(tmp_path, adapter):
     study, name = STUDIES[adapter](tmp_path)
@@ -97,7 +103,8 @@ def test_every_file_an_adapter_opens_is_recorded(tmp_path, adapter):
 def test_a_dataset_without_input_files_is_refused(tmp_path, monkeypatch):
     study, name = jsonl_study(tmp_path)
     real = ADAPTERS["jsonl"]
-    monkeypatch.setitem(ADAPTERS, "jsonl", lambda *args: dataclasses.replace(real(*args), input_files=()))
+    monkeypatch.setitem(ADAPTERS, "jsonl", dataclasses.replace(
+        real, load=lambda *args: dataclasses.replace(real.load(*args), input_files=())))
     with pytest.raises(HarnessError, match=r"dataset `docs`: the adapter recorded no input files"):
         load_dataset(study, name, selection=None)
 
@@ -107,9 +114,9 @@ def test_counts_that_do_not_add_up_are_refused(tmp_path, monkeypatch):
     real = ADAPTERS["jsonl"]
 
     def losing(*args):
-        dataset = real(*args)
+        dataset = real.load(*args)
         return dataclasses.replace(dataset, questions=dataset.questions[1:])  # one question lost, uncounted
 
-    monkeypatch.setitem(ADAPTERS, "jsonl", losing)
+    monkeypatch.setitem(ADAPTERS, "jsonl", dataclasses.replace(real, load=losing))
     with pytest.raises(HarnessError, match=r"dataset `docs`: questions do not add up: 47 in the input, 46 kept"):
         load_dataset(study, name, selection=None)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from data_support import CHECKOUT, assert_counts_add_up, freshstack_study, read, span_after, write_jsonl
 
+from harness.config.datasets import FreshStackDomain
 from harness.data import freshstack
 from harness.data.common import InputReader
 from harness.data.load import load_dataset
@@ -152,4 +153,4 @@ def test_bad_distractor_ratio_and_missing_option(tmp_path):
     with pytest.raises(HarnessError, match=r"`datasets\.fs\.domains\.laravel\.distractor_ratio` must be one of 'full' or a number >= 0, got 'some'"):
         load_dataset(study, "fs", selection=None)
     with pytest.raises(HarnessError, match=r"domain `laravel`: option `queries` is missing"):
-        freshstack.convert_domain(study, "fs", "laravel", {"corpus": "x"}, InputReader(study.root))
+        freshstack.convert_domain(study, "fs", "laravel", FreshStackDomain(corpus="x"), InputReader(study.root))

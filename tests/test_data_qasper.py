@@ -243,8 +243,6 @@ def test_selection_restricts_papers(tmp_path):
 def test_drops_are_counted_from_the_file_after_selecting_every_eligible_paper(tmp_path):
     """The reported hole: papers whose only question is dropped are not eligible, so a load restricted to the
     selection used to start counting from the selected papers (questions_total = kept, 0 dropped)."""
-    from harness.data.selection import select_clusters
-
     papers = {
         "p1": paper([question("q1", annotation(["Deep text."]))]),
         "p2": paper([question("q2", annotation(["Scoped text."]))]),
@@ -254,7 +252,8 @@ def test_drops_are_counted_from_the_file_after_selecting_every_eligible_paper(tm
     f = tmp_path / "four.json"
     f.write_text(json.dumps(papers))
     study = _study(tmp_path, [str(f)])
-    entry = select_clusters(study, "qasper", study.datasets["qasper"])
+    entry = qasper.select(study, "qasper", study.config.datasets["qasper"],
+                          lambda: load_dataset(study, "qasper", selection=None))
     assert sorted(entry["selected"]) == ["p1", "p2"]
     c = load_dataset(study, "qasper", selection={"datasets": {"qasper": entry}}).counts
     assert (c["questions_in_input"], c["questions"], c["questions_dropped_unanswerable"],

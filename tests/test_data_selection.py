@@ -13,7 +13,8 @@ from data_support import CHECKOUT, freshstack_study
 from harness.cli.main import main
 from harness.data import freshstack
 from harness.data.load import load_dataset, read_selection
-from harness.data.selection import build_selection, draw
+from harness.data.sampling import draw
+from harness.data.selection import build_selection
 from harness.errors import HarnessError
 from harness.study import Study
 
@@ -54,8 +55,9 @@ def test_rerun_gives_identical_bytes_and_seed_changes_the_draw(tmp_path):
     first = study.selection_path.read_bytes()
     build_selection(study)
     assert study.selection_path.read_bytes() == first
-    study.datasets["papers"]["selection"]["seed"] = 6
-    redrawn = build_selection(study)["datasets"]["papers"]["selected"]
+    study.raw_config["datasets"]["papers"]["selection"]["seed"] = 6
+    (study.root / "configs" / "study.yaml").write_text(yaml.safe_dump(study.raw_config))
+    redrawn = build_selection(Study.at(study.root))["datasets"]["papers"]["selected"]
     assert redrawn != json.loads(first)["datasets"]["papers"]["selected"]
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness.arms.build import build_arms
-from harness.arms.registry import buildable_arm_kind
+from harness.grid.arms import buildable_arm_kind
 from harness.errors import HarnessError
-from harness.pipeline.grid import configured_cells
+from harness.grid.cells import configured_cells
 from harness.provenance.timeline import timeline
 from harness.study import Study
 from provenance_support import edit_yaml, make_study, write_yaml

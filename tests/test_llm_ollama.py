@@ -8,10 +8,12 @@ import pytest
 from llm_fake_ollama import DIGEST, FakeOllama
 from llm_study import make_study, small_corpus
 
-from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.arms.llm_arms import build_llm_arm
+from harness.arms.registry import BUILDERS
 from harness.errors import HarnessError
 from harness.llm.base import BackendUnavailable, ModelNotFound
 from harness.llm.registry import make_backend, resolve_digest
+from harness.grid.paths import generations_path
 
 
 def ollama_model(fake: FakeOllama, name: str = "fake") -> dict:
@@ -19,7 +21,8 @@ def ollama_model(fake: FakeOllama, name: str = "fake") -> dict:
 
 
 def build(study, arm: str, docs, chunks, **kw):
-    return build_llm_arm(study, arm, study.arms[arm], docs, chunks, progress=False, **kw)
+    return build_llm_arm(study, arm, study.arms[arm], docs, chunks, render=BUILDERS[study.arms[arm].kind].render,
+                         progress=False, **kw)
 
 
 def test_valid_json_fills_every_field_and_counts_tokens(tmp_path):

@@ -11,7 +11,8 @@ import pytest
 from llm_fake_ollama import DIGEST, FakeOllama
 from llm_study import make_study, small_corpus
 
-from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.arms.llm_arms import build_llm_arm
+from harness.arms.registry import BUILDERS
 from harness.config.fields import Where
 from harness.config.models import MODEL
 from harness.errors import HarnessError
@@ -21,6 +22,7 @@ from harness.llm.cache import GenerationCache
 from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.pool import HostPool
 from harness.llm.session import LlmSession
+from harness.grid.paths import generations_path
 
 FAST = {"backoff_s": 0.02, "max_backoff_s": 0.1, "failures_before_down": 3}
 
@@ -42,7 +44,7 @@ def pooled(urls, *, concurrency=2, timeout_s=30.0, failover=FAST) -> dict:
 def build_e(tmp_path, model: dict, docs, chunks, *, workers=2):
     study = make_study(tmp_path, {"m": model}, {"E": {"kind": "E", "model": "m"}},
                        llm={"workers": workers, "retry_seeds": [1, 2, 3], "spend_cap_usd": None})
-    return study, build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
+    return study, build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
 
 
 def chunk_bytes(path, result) -> bytes:

@@ -8,7 +8,8 @@ import pytest
 from llm_fake_ollama import FakeOllama
 from llm_study import CountingBackend, make_study, small_corpus
 
-from harness.arms.llm_arms import build_llm_arm, generations_path
+from harness.arms.llm_arms import build_llm_arm
+from harness.arms.registry import BUILDERS
 from harness.arms.model_limits import effective_model_config
 from harness.config.arms import ARM
 from harness.config.fields import Where, to_plain
@@ -18,6 +19,7 @@ from harness.llm.base import SpendCapReached
 from harness.llm.cache import GenerationCache
 from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.session import LlmSession
+from harness.grid.paths import generations_path
 
 
 def test_the_cap_is_a_total_over_arms(tmp_path):
@@ -64,7 +66,7 @@ def test_build_counts_earlier_spend_against_the_cap(tmp_path, monkeypatch):
         other = generations_path(study, "strong")
         other.parent.mkdir(parents=True, exist_ok=True)
         other.write_text(json.dumps({"cost_usd": 1.25}) + "\n", encoding="utf-8")  # paid by an earlier arm
-        build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
+        build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
     assert seen == [("E", 5.5, pytest.approx(1.25))]
 
 
@@ -107,7 +109,8 @@ def test_built_arm_uses_its_dataset_limits(tmp_path):
         model = {"backend": "ollama", "name": "fake", "host": fake.host, "seed": 0, "num_ctx": 4096, "num_predict": 256}
         arm = {"kind": "CR", "model": "m", "model_options": {"num_predict": 120, "num_ctx": {"papers": 8192}}}
         study = make_study(tmp_path, {"m": model}, {"CR": arm})
-        on_papers = build_llm_arm(study, "CR", study.arms["CR"], docs, chunks, progress=False, dataset="papers")
+        on_papers = build_llm_arm(study, "CR", study.arms["CR"], docs, chunks, render=BUILDERS["CR"].render,
+                                  progress=False, dataset="papers")
     options = on_papers.manifest["backend"]["options"]
     assert (options["num_ctx"], options["num_predict"]) == (8192, 120)
 
@@ -144,9 +147,9 @@ def test_arm_allowed_to_fall_short_keeps_completed_documents(tmp_path, monkeypat
         study = make_study(tmp_path, {"m": model}, {"E": arm}, llm={"workers": 1, "retry_seeds": [1], "spend_cap_usd": 1.0})
         if not allow:
             with pytest.raises(SpendCapReached):
-                build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
+                build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
             return
-        result = build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
+        result = build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
     short = result.manifest["shortfall"]
     assert (short["planned_documents"], short["completed_documents"]) == (3, 2)
     assert short["missing_document_ids"] == [docs[2].doc_id] and "spend cap" in short["stopped_by"]

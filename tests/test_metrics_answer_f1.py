@@ -2,15 +2,8 @@
 
 import pytest
 
-from harness.metrics.answer_f1 import (
-    Reference,
-    answer_f1,
-    evidence_f1,
-    normalize_answer,
-    reference_from_annotation,
-    score_question,
-    token_f1,
-)
+from harness.data.qasper_gold import Reference, reference_from_annotation
+from harness.metrics.answer_f1 import answer_f1, evidence_f1, normalize_answer, score_question, token_f1
 
 
 def annotation(*, unanswerable=False, spans=(), free="", yes_no=None, evidence=()):

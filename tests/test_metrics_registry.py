@@ -2,9 +2,12 @@
 
 import pytest
 
+from harness.config import datasets as dataset_schema
 from harness.errors import HarnessError
 from harness.metrics.budget import TokenCache
-from harness.metrics.registry import METRIC_SETS, ScoringCache, budgets_from_config, get_metric_set, score_question
+from harness.metrics.registry import (
+    ANSWER_METRICS, METRIC_SETS, ScoringCache, budgets_from_config, get_metric_set, score_question,
+)
 from metrics_support import WordEncoding, chunks, question, word_cache
 
 QASPER_NAMES = [
@@ -33,6 +36,11 @@ def test_every_metric_name_exactly_once_in_registered_order(name, expected, rank
     got = score_question(name, question(GOLD), ranking, ms.default_budgets, cache=word_cache())
     assert [m for m, _ in got] == expected
     assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for _, v in got)
+
+
+def test_every_declared_metric_set_is_scored():
+    assert tuple(METRIC_SETS) == dataset_schema.METRIC_SETS
+    assert set(ANSWER_METRICS) == set(METRIC_SETS)
 
 
 def test_budget_order_in_the_config_does_not_change_names():

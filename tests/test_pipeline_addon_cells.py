@@ -13,11 +13,12 @@ from harness.data.model import Chunk
 from harness.files import read_json
 from harness.metrics.registry import budgets_from_config, score_question
 from harness.pipeline.addon_cells import chunk_variants, expand, mean_over_variants
-from harness.pipeline.grid import chunk_sets
+from harness.grid.cells import chunk_sets
 from harness.provenance.freeze import frozen_hash
 from harness.retrieval.expansion import ChunkSet
 from harness.retrieval.registry import RetrieverContext
 from pipeline_support import edit_config, make_llm_free_study
+from harness.grid.paths import chunks_path, per_question_path, results_dir, run_path
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +34,12 @@ def scored(tmp_path_factory):
 
 
 def test_expansion_arms_have_cells_but_no_chunk_set(scored):
-    assert {cs.arm for cs in chunk_sets(scored)} == {"S", "S+T", "F512c", "F256t", "P", "FL"}
-    assert not scored.chunks_path("papers", "W+SX").exists()
-    df = pd.read_parquet(scored.per_question_path("papers"))
+    assert {cs.arm.name for cs in chunk_sets(scored)} == {"S", "S+T", "F512c", "F256t", "P", "FL"}
+    assert not chunks_path(scored, "papers", "W+SX").exists()
+    df = pd.read_parquet(per_question_path(scored, "papers"))
     s, sx = df[df["arm"] == "F512c"], df[df["arm"] == "W+SX"]
     assert len(sx) == len(s) and set(sx["qid"]) == set(s["qid"])
-    run = scored.run_path("papers", "W+SX", "bm25").read_text(encoding="utf-8").splitlines()
+    run = run_path(scored, "papers", "W+SX", "bm25").read_text(encoding="utf-8").splitlines()
     assert run[0].split()[3] == "1" and run[0].split()[5] == "W+SX__bm25"
 
 
@@ -48,7 +49,7 @@ def test_expanded_lists_are_cut_by_the_budget_as_any_other(scored):
     chunks = read_chunk_set(scored, dataset, "F512c", frozen_hash=frozen_hash(scored))
     retriever = RetrieverContext.for_study(scored).get("bm25")
     budgets = budgets_from_config(scored.config.budgets, dataset.metric_set)
-    df = pd.read_parquet(scored.per_question_path("papers")).set_index(["arm", "qid", "metric"])["value"]
+    df = pd.read_parquet(per_question_path(scored, "papers")).set_index(["arm", "qid", "metric"])["value"]
     changed = 0
     for q in dataset.questions[:12]:
         doc = [c for c in chunks if c.doc_id == q.scope[0]]
@@ -63,7 +64,7 @@ def test_expanded_lists_are_cut_by_the_budget_as_any_other(scored):
 
 
 def test_insertions_per_expansion_are_recorded(scored):
-    counts = read_json(scored.results / "per_question" / "papers.manifest.json")["cell_counts"]
+    counts = read_json(results_dir(scored) / "per_question" / "papers.manifest.json")["cell_counts"]
     sx = counts["papers/W+SX/bm25"]["inserted_per_expansion"]
     assert sx["units"] > 0 and sx["total"] > 0 and sum(sx["distribution"].values()) == sx["units"]
     # F512c has no keys, so KX inserts nothing after any chunk and its control AX gets the same zero quota

@@ -11,13 +11,14 @@ from harness.errors import HarnessError
 from harness.pipeline.executors import choose_executor
 from harness.study import Study
 from pipeline_support import edit_config, make_llm_free_study
+from harness.grid.paths import results_dir, stats_dir
 
 
 def outputs(study: Study) -> dict[str, bytes]:
     """Per-question tables, run files and statistics (JSON and CSV), by path under results/."""
-    wanted = [*(study.results / "per_question").glob("*.parquet"), *(study.results / "per_question").glob("*.csv"),
-              *(study.results / "runs").rglob("*.run"), *study.stats_dir.glob("*.json"), *study.stats_dir.glob("*.csv")]
-    return {str(p.relative_to(study.results)): p.read_bytes() for p in sorted(wanted) if p.is_file()}
+    wanted = [*(results_dir(study) / "per_question").glob("*.parquet"), *(results_dir(study) / "per_question").glob("*.csv"),
+              *(results_dir(study) / "runs").rglob("*.run"), *stats_dir(study).glob("*.json"), *stats_dir(study).glob("*.csv")]
+    return {str(p.relative_to(results_dir(study))): p.read_bytes() for p in sorted(wanted) if p.is_file()}
 
 
 RETRIEVERS = ("bm25", "minilm", "hybrid")  # lexical, dense (its encoding a task of its own on Ray) and fused
@@ -72,12 +73,12 @@ def test_an_unknown_executor_in_the_config_is_an_error(tmp_path):
 
 def test_each_cell_ranking_with_embeddings_names_its_chunk_sets_once(tmp_path):
     from harness.pipeline.score import chunk_sets_to_encode
-    from harness.pipeline.grid import configured_cells
+    from harness.grid.cells import configured_cells
 
     study = make_llm_free_study(tmp_path, ("bm25", "minilm", "hybrid"), freeze=False)
-    cells = [c for c in configured_cells(study) if c.dataset == "docs"]
+    cells = [c for c in configured_cells(study) if c.dataset.name == "docs"]
     pairs = chunk_sets_to_encode(study, cells)
-    arms = list(dict.fromkeys(c.arm for c in cells))
+    arms = list(dict.fromkeys(c.arm.name for c in cells))
     assert pairs == [(arm, "minilm") for arm in arms]  # minilm and hybrid cells share one encoding; bm25 none
 
 
@@ -87,7 +88,7 @@ def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_result
     are byte-identical to a plain local run."""
     pytest.importorskip("sentence_transformers")
     from harness.pipeline.score import chunk_sets_to_encode, encode_one_chunk_set
-    from harness.pipeline.grid import configured_cells
+    from harness.grid.cells import configured_cells
     from harness.provenance.freeze import frozen_hash
 
     retrievers = ("bm25", "minilm", "hybrid")
@@ -103,8 +104,8 @@ def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_result
     encoded = make_llm_free_study(tmp_path / "encoded", retrievers)
     assert main(["build-arms", "--study", str(encoded.root), "--no-progress"]) == 0
     cells = configured_cells(encoded)
-    for dataset in dict.fromkeys(c.dataset for c in cells):
-        for source, dense in chunk_sets_to_encode(encoded, [c for c in cells if c.dataset == dataset]):
+    for dataset in dict.fromkeys(c.dataset.name for c in cells):
+        for source, dense in chunk_sets_to_encode(encoded, [c for c in cells if c.dataset.name == dataset]):
             counters = encode_one_chunk_set(str(encoded.root), dataset, source, dense, frozen_hash(encoded))
             assert counters["cache_misses"] + counters["cache_hits"] > 0
     capsys.readouterr()

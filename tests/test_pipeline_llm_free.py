@@ -21,6 +21,7 @@ from harness.files import atomic_write_json, read_json
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 from pipeline_support import LLM_FREE, make_llm_free_study
+from harness.grid.paths import chunk_manifest_path, chunks_path, per_question_path, results_dir, run_path, stats_dir
 
 
 @pytest.fixture(scope="module")
@@ -34,19 +35,19 @@ def built(tmp_path_factory):
 def test_every_arm_has_chunks_and_manifest(built):
     for dataset in ("papers", "docs"):
         for arm in LLM_FREE:
-            manifest = read_json(built.manifest_path(dataset, arm))
-            lines = built.chunks_path(dataset, arm).read_text(encoding="utf-8").splitlines()
+            manifest = read_json(chunk_manifest_path(built, dataset, arm))
+            lines = chunks_path(built, dataset, arm).read_text(encoding="utf-8").splitlines()
             assert manifest["chunk_set"]["chunks"] == len(lines) > 0
             assert manifest["chunk_set"]["questions"] == {"papers": 48, "docs": 47}[dataset]
             assert manifest["frozen_config_hash"] == frozen_hash(built)
-    fl = read_json(built.manifest_path("papers", "FL"))
-    s_tokens = read_json(built.manifest_path("papers", "S"))["chunk_set"]["length_tokens"]
+    fl = read_json(chunk_manifest_path(built, "papers", "FL"))
+    s_tokens = read_json(chunk_manifest_path(built, "papers", "S"))["chunk_set"]["length_tokens"]
     # FL windows are the lower median of S chunk lengths; the median S length bounds it from above
     assert 0 < fl["fl_window_tokens"] <= s_tokens["median"]
 
 
 def test_rebuild_is_skipped_and_byte_identical(built, tmp_path):
-    before = {p: p.read_bytes() for p in (built.results / "chunks").rglob("*") if p.is_file()}
+    before = {p: p.read_bytes() for p in (results_dir(built) / "chunks").rglob("*") if p.is_file()}
     logs: list[str] = []
     frozen = frozen_hash(built)
     builds = build_arms(built, frozen_hash=frozen, progress=False, log=logs.append)
@@ -56,14 +57,14 @@ def test_rebuild_is_skipped_and_byte_identical(built, tmp_path):
     build_arms(other, frozen_hash=None, progress=False, log=lambda _: None)
     for path, data in before.items():
         if path.suffix == ".jsonl":
-            twin = other.results / path.relative_to(built.results)
+            twin = results_dir(other) / path.relative_to(results_dir(built))
             assert twin.read_bytes() == data, path.name
 
 
 def test_chunk_set_from_other_inputs_is_refused(built, tmp_path):
     study = Study.at(built.root)
     dataset = load_dataset(study, "papers", selection=read_selection(study))
-    mpath = study.manifest_path("papers", "P")
+    mpath = chunk_manifest_path(study, "papers", "P")
     manifest = read_json(mpath)
     try:
         atomic_write_json(mpath, manifest | {"inputs_hash": "0" * 64})
@@ -75,7 +76,7 @@ def test_chunk_set_from_other_inputs_is_refused(built, tmp_path):
 
 def test_per_question_table(built):
     for dataset, n_questions, metric in (("papers", 48, "rec@512t"), ("docs", 47, "prec@1024t")):
-        df = pd.read_parquet(built.per_question_path(dataset))
+        df = pd.read_parquet(per_question_path(built, dataset))
         assert list(df.columns) == ["dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value"]
         assert set(df["arm"]) == set(LLM_FREE) and set(df["retriever"]) == {"bm25"}
         # every question has every metric exactly once per cell
@@ -85,23 +86,23 @@ def test_per_question_table(built):
         assert df["value"].between(0, 1).all()
         primary = df[df["metric"] == metric]
         assert primary["value"].mean() > 0.05  # BM25 finds evidence on this corpus
-        csv = pd.read_csv(built.per_question_path(dataset, "csv"), keep_default_na=False)
+        csv = pd.read_csv(per_question_path(built, dataset, "csv"), keep_default_na=False)
         assert len(csv) == len(df)
-        run = built.run_path(dataset, "S", "bm25").read_text(encoding="utf-8").splitlines()
+        run = run_path(built, dataset, "S", "bm25").read_text(encoding="utf-8").splitlines()
         first = run[0].split()
         assert first[1] == "Q0" and first[3] == "1" and first[5] == "S__bm25"
 
 
 def test_score_resumes_only_missing_cells(built):
-    frozen = read_json(built.per_question_path("papers").with_suffix(".manifest.json"))["frozen_config_hash"]
-    table = built.per_question_path("papers").read_bytes()
-    part = built.results / "per_question" / "papers" / "P__bm25.parquet"
+    frozen = read_json(per_question_path(built, "papers").with_suffix(".manifest.json"))["frozen_config_hash"]
+    table = per_question_path(built, "papers").read_bytes()
+    part = results_dir(built) / "per_question" / "papers" / "P__bm25.parquet"
     part.unlink()
     logs: list[str] = []
     score_study(built, frozen_hash=frozen, datasets=["papers"], progress=False, log=logs.append)
     assert "1 to score" in logs[0]
     assert part.is_file()
-    assert built.per_question_path("papers").read_bytes() == table
+    assert per_question_path(built, "papers").read_bytes() == table
     logs.clear()
     score_study(built, frozen_hash=frozen, datasets=["papers"], progress=False, log=logs.append)
     assert "0 to score" in logs[0]
@@ -131,7 +132,7 @@ def test_build_and_score_refuse_drift_with_a_diff(tmp_path, capsys, edit, named)
         assert main([command, "--study", str(study.root), "--no-progress"]) == 2
         err = capsys.readouterr().err
         assert f"{command}: refusing to run" in err and named in err
-    assert not (study.results / "chunks").exists()
+    assert not (results_dir(study) / "chunks").exists()
 
 
 def _edit_config(root: Path, change) -> None:
@@ -165,19 +166,19 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
         seen_queries |= queries
     assert list(misses) == ["papers", "papers-pooled", "docs"] and encoded["papers-pooled"] == 0
     assert misses == encoded  # first run: each distinct chunk text and query encoded once, by its first dataset
-    h3 = read_json(study.stats_dir / "H3.json")
+    h3 = read_json(stats_dir(study) / "H3.json")
     assert h3["status"] == "ran" and h3["frozen_config_hash"] == frozen_hash(study)
     assert [r["test"] for r in h3["rows"]] == ["H3-F512c-papers", "H3-F256t-papers", "H3-F512c-docs", "H3-F256t-docs"]
     assert all(r["n_questions"] == {"papers": 48, "docs": 47}[r["dataset"]] for r in h3["rows"])
     # LLM-free families only; robustness runs on its one LLM-free test (the section-path prefix, pooled)
-    assert sorted(p.stem for p in study.stats_dir.glob("*.json")) == ["H3", "exploratory", "robustness"]
-    robustness = read_json(study.stats_dir / "robustness.json")["rows"]
+    assert sorted(p.stem for p in stats_dir(study).glob("*.json")) == ["H3", "exploratory", "robustness"]
+    robustness = read_json(stats_dir(study) / "robustness.json")["rows"]
     assert [(r["test"], r["dataset"], r["verdict"] != "missing") for r in robustness] == [
         ("R-pooled-prefix-papers", "papers-pooled", True)]
-    assert (study.stats_dir / "H3.png").is_file() and "H3" in (study.stats_dir / "summary.md").read_text()
-    report = (study.results / "report" / "report.md").read_text(encoding="utf-8")
+    assert (stats_dir(study) / "H3.png").is_file() and "H3" in (stats_dir(study) / "summary.md").read_text()
+    report = (results_dir(study) / "report" / "report.md").read_text(encoding="utf-8")
     assert "## Chunk sets" in report and "| F256t |" in report
-    assert (study.results / "report" / "index.html").is_file()
+    assert (results_dir(study) / "report" / "index.html").is_file()
 
 
 def test_issue23_case7_select_freeze_and_build_arms_name_every_drop_in_one_line_per_dataset(tmp_path, capsys):

@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 
 from harness.errors import HarnessError, InputError
-from harness.pipeline.parts import combine_parts, part_path, write_part
-from harness.pipeline.results import COLUMNS, ResultRow, question_rows, read_per_question, write_per_question
+from harness.grid.paths import part_path
+from harness.pipeline.parts import combine_parts, write_part
+from harness.grid.results import COLUMNS, ResultRow, question_rows, read_per_question, write_per_question
 from metrics_support import question
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.pipeline.grid import MISSING, SCORED, STALE, cell_part_path, configured_cells
+from harness.grid.cells import configured_cells
+from harness.grid.paths import cell_part_path, chunk_manifest_path, results_dir
+from harness.grid.states import MISSING, SCORED, STALE
 from harness.pipeline.status import grid_status
 from harness.files import read_json
 from pipeline_support import LLM_FREE, edit_config, make_llm_free_study
@@ -50,7 +52,7 @@ def test_fresh_study(tmp_path, capsys):
     before = snapshot(study.root)
     out = status_text(capsys, study)
     assert snapshot(study.root) == before  # status writes nothing
-    assert not study.results.exists()
+    assert not results_dir(study).exists()
     assert row(out, "papers", "FL", "FL").split() == ["papers", "FL", "FL", "missing", "-", "-", "-"]
     assert row(out, "docs", "S+T", "missing").split() == ["docs", "S+T", "missing"]  # the cell row
     assert f"chunk sets: {N_SETS} ({N_SETS} missing); cells: {N_SETS} ({N_SETS} missing)" in out
@@ -77,7 +79,7 @@ def test_partly_built_study(tmp_path, capsys):
         c.__setitem__("models", {"m": {"backend": "ollama", "name": "never-called"}}),
     ))
     out = status_text(capsys, study)
-    s_chunks = read_json(study.manifest_path("papers", "S"))["chunk_set"]["chunks"]
+    s_chunks = read_json(chunk_manifest_path(study, "papers", "S"))["chunk_set"]["chunks"]
     assert row(out, "papers", "S", "S").split() == ["papers", "S", "S", "built", str(s_chunks), "-", "-"]
     assert row(out, "papers", "E", "E").split() == ["papers", "E", "E", "missing", "-", f"?/{s_chunks}", "-"]
     assert row(out, "docs", "F256t", "F256t").split()[3] == "missing"
@@ -114,7 +116,7 @@ def test_a_lost_part_file_makes_its_cell_missing(scored, capsys, tmp_path):
     part.unlink()
     try:
         out = status_text(capsys, scored)
-        assert row(out, cell.dataset, cell.arm, "missing")
+        assert row(out, *cell.names[:2], "missing")
         assert "next: make score (1 cell missing)" in out
     finally:
         part.write_bytes(kept)
@@ -174,9 +176,11 @@ def _with_reader(study, cells):
 
 
 def test_answer_cells_are_answered_missing_or_stale_by_their_marker(tmp_path, capsys):
-    from harness.pipeline.grid import ANSWERED, Cell, answers_dir, answers_path, mark_answer_done
+    from harness.grid.cells import cell_of
+    from harness.grid.paths import answers_dir, answers_path
+    from harness.grid.states import ANSWERED, mark_answer_done
     from harness.pipeline.parts import write_part
-    from harness.pipeline.results import ResultRow
+    from harness.grid.results import ResultRow
     from harness.pipeline.status import format_status
     from harness.pipeline.table import update_manifest
 
@@ -188,9 +192,9 @@ def test_answer_cells_are_answered_missing_or_stale_by_their_marker(tmp_path, ca
     current = status.frozen_hash
     assert [(str(a.cell), a.state) for a in status.answer_cells] == [
         ("papers/S/bm25", MISSING), ("papers/S+T/bm25", MISSING), ("docs/S/bm25", MISSING)]
-    s, st, docs = Cell("papers", "S", "bm25"), Cell("papers", "S+T", "bm25"), Cell("docs", "S", "bm25")
+    s, st, docs = (cell_of(study, *names) for names in (("papers", "S", "bm25"), ("papers", "S+T", "bm25"), ("docs", "S", "bm25")))
     for cell, frozen in ((s, current), (st, "an-older-freeze"), (docs, current)):
-        write_part(answers_dir(study), *cell, [ResultRow(*cell, "q1", "c1", "", "answer_f1@512t", 0.5)])
+        write_part(answers_dir(study), *cell.names, [ResultRow(*cell.names, "q1", "c1", "", "answer_f1@512t", 0.5)])
         answers_path(study, cell).write_text('{"qid": "q1"}\n', encoding="utf-8")
         mark_answer_done(study, cell, frozen_hash=frozen, counts={"questions": 1})
     answers_path(study, docs).unlink()  # a marker without its answers file proves nothing

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.arms.build import _header_led
+from harness.arms.build import header_led_chunks
 from harness.arms.enrich import FIRST_CHUNK, enrich_prompt_values
 from harness.arms.keydict import KeyDictionary
 from harness.cli.main import main
@@ -20,6 +20,7 @@ from harness.study import Study
 from harness.tokens import cl100k
 
 from pipeline_support import edit_config
+from harness.grid.paths import results_dir
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
@@ -33,7 +34,7 @@ def _demo_copy(root: Path) -> Study:
 def _estimate(study: Study, capsys, *extra) -> tuple[int, dict, str]:
     code = main(["estimate", "--study", str(study.root), *extra])
     out = capsys.readouterr()
-    return code, json.loads((study.results / "estimate.json").read_text()), out.out + out.err
+    return code, json.loads((results_dir(study) / "estimate.json").read_text()), out.out + out.err
 
 
 def test_estimate_counts_the_real_prompts_without_a_model(tmp_path, capsys, monkeypatch):
@@ -46,7 +47,7 @@ def test_estimate_counts_the_real_prompts_without_a_model(tmp_path, capsys, monk
     arms = {r["arm"]: r for r in record["arms"]}
     assert list(arms) == ["E", "E-K", "CR", "E-para", "CR-rep"]  # the paid arms, papers only, config order
     dataset = load_dataset(study, "papers", selection=read_selection(study))
-    headers = _header_led(study, dataset.documents)
+    headers = header_led_chunks(study, dataset.documents)
     n_chunks = sum(len(headers[d.doc_id]) for d in dataset.documents)
     full = [arms[a] for a in ("E", "E-K", "CR")]
     assert all(r["calls"] == n_chunks and r["output_tokens"] == n_chunks * 384 for r in full)

@@ -22,6 +22,7 @@ from harness.config import load_study_config
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.study import Study
+from harness.grid.paths import per_question_path, run_path
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
@@ -80,14 +81,14 @@ def scored(tmp_path_factory):
 
 
 def _value(study: Study, dataset: str, qid: str, metric: str) -> float:
-    rows = pd.read_csv(study.per_question_path(dataset, "csv"))
+    rows = pd.read_csv(per_question_path(study, dataset, "csv"))
     hit = rows[(rows.arm == "S") & (rows.qid == qid) & (rows.metric == metric)]
     assert len(hit) == 1, (dataset, qid, metric)
     return float(hit.value.iloc[0])
 
 
 def _ranked_docs(study: Study, dataset: str, qid: str) -> list[str]:
-    lines = [line.split() for line in study.run_path(dataset, "S", "bm25").read_text(encoding="utf-8").splitlines()]
+    lines = [line.split() for line in run_path(study, dataset, "S", "bm25").read_text(encoding="utf-8").splitlines()]
     ranked = sorted((int(rank), chunk) for q, _, chunk, rank, _, _ in lines if q == qid)
     return [chunk.split("#")[0] for _, chunk in ranked]
 
@@ -118,7 +119,7 @@ def test_scores_move_as_the_competition_predicts(scored):
 
 def test_unset_scope_equals_explicit_document_byte_for_byte(scored):
     def rows(dataset):
-        text = scored.per_question_path(dataset, "csv").read_text(encoding="utf-8")
+        text = per_question_path(scored, dataset, "csv").read_text(encoding="utf-8")
         return text.replace(f"{dataset},", "<dataset>,")
     assert rows("papers") == rows("papers-document")
 

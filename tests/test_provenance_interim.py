@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import HarnessError
-from harness.pipeline.grid import Cell, configured_cells, done_marker_path, mark_cell_done, per_question_dir
+from harness.grid.cells import Cell, configured_cells
+from harness.grid.paths import done_marker_path, per_question_dir, run_path
+from harness.grid.states import mark_cell_done
 from harness.pipeline.parts import write_part
-from harness.pipeline.results import ResultRow
+from harness.grid.results import ResultRow
 from harness.provenance.interim import DEVIATIONS_HEADER, outcomes_allowed, record_deviation, require_outcomes_allowed
 from harness.study import Study
 from provenance_support import edit_yaml, make_study
@@ -19,10 +21,10 @@ def study(tmp_path):
 
 
 def score_cell(study: Study, cell: Cell, frozen_hash: str = "f" * 64) -> None:
-    run = study.run_path(*cell)
+    run = run_path(study, *cell.names)
     run.parent.mkdir(parents=True, exist_ok=True)
     run.write_text(f"q1 Q0 c1 1 1.0 {cell.arm}\n")
-    write_part(per_question_dir(study), *cell, [ResultRow(*cell, "q1", "c1", "", "hit@1", 1.0)])
+    write_part(per_question_dir(study), *cell.names, [ResultRow(*cell.names, "q1", "c1", "", "hit@1", 1.0)])
     mark_cell_done(study, cell, frozen_hash=frozen_hash, counts={"questions": 1})
 
 
@@ -44,7 +46,7 @@ def test_configured_cells_cover_the_grid(study):
     assert len(cells) == len(study.datasets) * len(study.arms) * len(study.retrievers)
     assert len(set(cells)) == len(cells)
     first_dataset, first_arm, first_retriever = next(iter(study.datasets)), next(iter(study.arms)), next(iter(study.retrievers))
-    assert cells[0] == Cell(first_dataset, first_arm, first_retriever)
+    assert cells[0].names == (first_dataset, first_arm, first_retriever)
 
 
 def test_nothing_scored_means_everything_missing(study):
@@ -72,7 +74,7 @@ def test_run_file_without_marker_is_not_scored(study):
     done_marker_path(study, cells[0]).unlink()
     assert outcomes_allowed(study) == (False, [cells[0]])
     score_cell(study, cells[0])
-    study.run_path(*cells[1]).unlink()
+    run_path(study, *cells[1].names).unlink()
     assert outcomes_allowed(study) == (False, [cells[1]])
 
 
@@ -95,7 +97,7 @@ def test_arm_restricted_to_a_dataset(study):
     edit_yaml(study.config_path, lambda c: c["arms"][arm].update(datasets=[dataset]))
     restricted = Study.at(study.root)
     cells = configured_cells(restricted)
-    assert {c.dataset for c in cells if c.arm == arm} == {dataset}
+    assert {c.dataset.name for c in cells if c.arm.name == arm} == {dataset}
     assert len(cells) == len(restricted.retrievers) * (len(restricted.datasets) * len(restricted.arms) - (len(restricted.datasets) - 1))
 
 
@@ -138,7 +140,7 @@ def test_malformed_marker_is_named(study):
 
 def test_retriever_limited_to_arms_and_datasets():
     from harness.config.retrievers import retriever_settings
-    from harness.pipeline.grid import applies_to
+    from harness.grid.arms import applies_to
 
     entry = retriever_settings("r", {"type": "bm25", "datasets": ["papers"], "arms": ["E", "S+T"]})
     assert applies_to(entry, "papers", "E")

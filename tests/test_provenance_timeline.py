@@ -11,15 +11,10 @@ import subprocess
 import pytest
 
 from harness.errors import InputError
-from harness.provenance.timeline import (
-    first_outcome_path,
-    first_outcome_time,
-    format_timeline,
-    record_first_outcome,
-    timeline,
-)
+from harness.provenance.timeline import first_outcome_time, format_timeline, record_first_outcome, timeline
 from harness.study import Study
 from provenance_support import edit_yaml, make_study, write_yaml
+from harness.grid.paths import first_outcome_path, results_dir
 
 
 @pytest.fixture
@@ -94,7 +89,7 @@ def test_record_first_outcome_is_written_once(study):
 
 
 def test_results_without_marker_count_from_their_oldest_file(study):
-    folder = study.results / "per_question"
+    folder = results_dir(study) / "per_question"
     folder.mkdir(parents=True)
     for name, when in [("papers.csv", "2025-03-05T00:00:00+00:00"), ("papers.parquet", "2025-03-01T00:00:00+00:00")]:
         (folder / name).write_text("x")

@@ -23,6 +23,7 @@ from harness.plan.load import load_study_plan
 from harness.study import Study
 
 from pipeline_support import make_llm_free_study  # noqa: E402
+from harness.grid.paths import results_dir
 
 pytestmark = pytest.mark.slow  # builds, scores and reports a study copy (and opens a browser)
 
@@ -43,7 +44,7 @@ def reports(tmp_path_factory):
     root = str(study.root)
     assert main(["build-arms", "--study", root, "--no-progress"]) == 0
     assert main(["report", "--study", root]) == 0
-    before = (study.results / "report" / "index.html").read_text(encoding="utf-8")
+    before = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
     assert main(["score", "--study", root, "--no-progress"]) == 0
     assert main(["stats", "--study", root]) == 0
     assert main(["report", "--study", root]) == 0
@@ -87,7 +88,7 @@ def test_the_url_check_can_fail():
 
 def test_page_has_no_external_reference(reports):
     study, before = reports
-    page = (study.results / "report" / "index.html").read_text(encoding="utf-8")
+    page = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
     assert external_references(page) == []
     assert external_references(before) == []
     assert len(_DATA_URI.findall(page)) >= 2
@@ -102,7 +103,7 @@ def _section(page: str, section_id: str) -> str:
 
 def test_every_family_arm_and_figure_is_on_the_page(reports):
     study, _ = reports
-    out = study.results / "report"
+    out = results_dir(study) / "report"
     page = (out / "index.html").read_text(encoding="utf-8")
     for section_id in ("identity", "data", "chunk-sets", "costs", "means", "verdicts", "forest", "sweeps",
                        "spending"):
@@ -144,7 +145,7 @@ def test_every_family_arm_and_figure_is_on_the_page(reports):
 
 def test_exclusions_and_identity_come_from_the_inputs(reports):
     study, _ = reports
-    page = (study.results / "report" / "index.html").read_text(encoding="utf-8")
+    page = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
     data = _section(page, "data")
     assert "<td>papers</td><td>questions in input</td><td>48</td>" in data
     assert "<td>docs</td><td>questions kept</td><td>47</td>" in data
@@ -184,7 +185,7 @@ def test_page_renders_in_headless_chromium(reports):
     study, _ = reports
     driver = _browser_or_skip()
     try:
-        driver.get((study.results / "report" / "index.html").as_uri())
+        driver.get((results_dir(study) / "report" / "index.html").as_uri())
         images = driver.execute_script(
             "return Array.from(document.querySelectorAll('img, svg')).map(e => {"
             " const r = e.getBoundingClientRect();"
@@ -196,7 +197,7 @@ def test_page_renders_in_headless_chromium(reports):
         driver.quit()
     assert logs == []
     assert sections == len(SECTION_BUILDERS) - 1  # the lab section is left out: this study has no train/held-out split
-    figures = sorted(p.stem for p in (study.results / "report" / "figures").glob("*.svg"))
+    figures = sorted(p.stem for p in (results_dir(study) / "report" / "figures").glob("*.svg"))
     assert sorted(i[0] for i in images) == figures
     for name, complete, natural, width, height in images:
         assert complete and natural > 0 and width > 0 and height > 0, name
@@ -222,7 +223,7 @@ def test_latex_tables_compile(reports, tmp_path):
     if pdflatex is None:
         pytest.skip("pdflatex is not installed (apt-get install -y --no-install-recommends texlive-latex-recommended)")
     study, _ = reports
-    tables = sorted((study.results / "report" / "tables").glob("*.tex"))
+    tables = sorted((results_dir(study) / "report" / "tables").glob("*.tex"))
     assert tables
     body = "\n".join(f"\\input{{{t.as_posix()}}}\n\\clearpage" for t in tables)
     (tmp_path / "doc.tex").write_text(
@@ -265,17 +266,17 @@ def test_share_over_budget_is_measured_in_the_budget_unit():
 def test_sections_without_inputs_name_the_make_target(tmp_path):
     study = _llm_free_bm25_study(tmp_path / "unbuilt")
     assert main(["report", "--study", str(study.root)]) == 0
-    page = (study.results / "report" / "index.html").read_text(encoding="utf-8")
+    page = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
     for section_id in ("chunk-sets", "costs"):
         sec = _section(page, section_id)
         assert "make build-arms" in sec and "<table" not in sec, section_id
     assert "<table" in _section(page, "data")  # the questions load without any build
-    assert not (study.results / "report" / "tables" / "costs.csv").exists()
+    assert not (results_dir(study) / "report" / "tables" / "costs.csv").exists()
 
 
 def test_exploratory_section_mdd_column_and_blocked_estimate(reports):
     study, before = reports
-    out = study.results / "report"
+    out = results_dir(study) / "report"
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "## Exploratory analyses" in md and "Exploratory analyses" in before  # withheld before scoring
     # the LLM-free copy keeps the plan's win/tie/loss and between-strata entries

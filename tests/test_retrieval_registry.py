@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.retrievers import DENSE_BACKENDS, RERANK_BACKENDS, RETRIEVER_TYPES
 from harness.errors import HarnessError
 from harness.retrieval.bm25 import BM25Retriever
 from harness.retrieval.hybrid import RRFRetriever
-from harness.retrieval.registry import DENSE_BACKENDS, RERANK_BACKENDS, RETRIEVER_TYPES, RetrieverContext, build_retriever
+from harness.retrieval.registry import BUILDERS, SCORERS, RetrieverContext, build_retriever
 from harness.study import Study
 from retrieval_support import chunks_of
+from harness.grid.paths import results_dir
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
@@ -20,6 +22,11 @@ def test_canonical_names():
     assert tuple(RETRIEVER_TYPES) == ("bm25", "dense", "rrf", "graph", "rerank")
     assert DENSE_BACKENDS == ("sentence-transformers", "ollama")
     assert tuple(RERANK_BACKENDS) == ("cross-encoder", "llm-yes")
+
+
+def test_every_declared_type_and_rerank_backend_has_a_builder():
+    assert list(BUILDERS) == list(RETRIEVER_TYPES)
+    assert list(SCORERS) == list(RERANK_BACKENDS)
 
 
 @pytest.mark.skipif(not (DEMO / "configs" / "study.yaml").exists(), reason="demo study config not present")
@@ -31,7 +38,7 @@ def test_demo_retrievers_build_and_share_members(tmp_path):
     assert list(built) == [k for k in study.retrievers if study.retrievers[k].type != "rerank"]
     hybrid = built["hybrid"]
     assert isinstance(hybrid, RRFRetriever) and hybrid.members == [built["bm25"], built["minilm"]]
-    assert RetrieverContext.for_study(study).cache_dir == study.results / "embeddings"
+    assert RetrieverContext.for_study(study).cache_dir == results_dir(study) / "embeddings"
 
 
 def test_bm25_options_reach_the_retriever(tmp_path):

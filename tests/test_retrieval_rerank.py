@@ -3,8 +3,6 @@ order, pair scores cached; the cross-encoder backend on a small model made in th
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
@@ -107,16 +105,6 @@ def test_object_without_the_pair_scorer_interface_is_rejected(tmp_path):
         RerankRetriever("rr", FixedRetriever(FIRST), object(), cache_dir=tmp_path)
 
 
-def test_llm_yes_backend_missing_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "harness.retrieval.rerank_llm", None)  # as if the file did not exist
-    configs = {
-        "bm25": {"type": "bm25"},
-        "rr": {"type": "rerank", "first_stage": "bm25", "backend": "llm-yes", "model": "embedded"},
-    }
-    with pytest.raises(HarnessError, match=r"retriever 'rr': rerank backend 'llm-yes' needs harness/retrieval/rerank_llm.py"):
-        RetrieverContext(tmp_path, configs).get("rr")
-
-
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory):
     """A one-layer BERT cross-encoder with seeded random weights and the MiniLM vocabulary, saved locally."""
@@ -167,7 +155,7 @@ def test_per_query_progress_follows_the_context_flag(tmp_path, capsys, monkeypat
     import harness.retrieval.registry as registry
     from harness.config.retrievers import CrossEncoderRerank
 
-    monkeypatch.setitem(registry.RERANK_BACKENDS, "length", lambda name, cfg, context: LengthScorer())
+    monkeypatch.setitem(registry.SCORERS, "length", lambda name, cfg, context: LengthScorer())
     # built directly: the config schema admits only the shipped rerank backends, not this test double
     rr = CrossEncoderRerank(type="rerank", first_stage="first", depth=2, backend="length", model="(length)")
     configs = {"first": {"type": "bm25"}, "rr": rr}

@@ -15,6 +15,7 @@ from llm_fake_ollama import FakeOllama
 from llm_study import chunks_for, make_study, small_corpus
 
 from harness.arms.llm_arms import arm_templates, build_llm_arm
+from harness.arms.registry import BUILDERS
 from harness.arms.repeats import REPEAT_SEED_STRIDE, repeat_seeds
 from harness.config.study_config import load_study_config
 from harness.errors import HarnessError
@@ -145,9 +146,10 @@ def test_a_repeated_arm_reuses_repeat_zero_and_records_each_run(tmp_path):
             "E": {"kind": "E", "model": "m"},
             "E-rep": {"kind": "E", "model": "m", "repeats": 2},
         }, llm={"workers": 1, "retry_seeds": [1, 2, 3], "spend_cap_usd": None})
-        plain = build_llm_arm(study, "E", study.arms["E"], docs, chunks, progress=False)
+        plain = build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
         assert fake.total_chat_calls == 6
-        rep = build_llm_arm(study, "E-rep", study.arms["E-rep"], docs, chunks, progress=False)
+        rep = build_llm_arm(study, "E-rep", study.arms["E-rep"], docs, chunks, render=BUILDERS["E"].render,
+                            progress=False)
     assert fake.total_chat_calls == 12  # repeat 0 came from the cache: only repeat 1 called the model
     assert {seed for _, seed in fake.chat_calls} == {0, REPEAT_SEED_STRIDE}
     llm = rep.manifest
@@ -175,7 +177,8 @@ def test_a_paraphrased_prompt_is_what_the_arm_sends(tmp_path):
                            llm={"workers": 1, "retry_seeds": [1], "spend_cap_usd": None})
         original = (study.prompts_dir / "enrich.txt").read_text(encoding="utf-8")
         (study.prompts_dir / "para.txt").write_text("PARAPHRASE\n" + original, encoding="utf-8")
-        result = build_llm_arm(study, "E-para", study.arms["E-para"], docs, chunks, progress=False)
+        result = build_llm_arm(study, "E-para", study.arms["E-para"], docs, chunks, render=BUILDERS["E"].render,
+                               progress=False)
     sent = [r["messages"][-1]["content"] for r in fake.requests if r["path"] == "/api/chat"]
     assert len(sent) == 2 and all(p.startswith("PARAPHRASE\n") for p in sent)
     assert result.manifest["prompt_roles"] == {"enrich": "para.txt"}
@@ -205,7 +208,7 @@ def test_estimate_counts_every_repeat(tmp_path, monkeypatch):
 
 
 def test_score_averages_repeats_per_question_and_keeps_each_repeat(tmp_path):
-    from harness.arms.addon_arms import tag_variant
+    from harness.arms.variants import tag_variant
     from harness.arms.render import render_text
     from harness.data.model import Evidence, Question
     from harness.metrics.registry import ScoringCache
@@ -357,7 +360,7 @@ def _report_ctx(tmp_path, table: pd.DataFrame):
 
 def test_report_section_names_what_is_missing_then_shows_the_spread(tmp_path):
     from harness.pipeline.parts import write_variants_part
-    from harness.pipeline.results import ResultRow
+    from harness.grid.results import ResultRow
     from harness.report.sections_robustness import repeat_generations
     from harness.stats.families import FamilyResult, Status
 

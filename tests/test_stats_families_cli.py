@@ -17,6 +17,7 @@ from harness.stats.tables import to_csv, to_latex, to_markdown
 from harness.study import Study
 from harness.provenance.freeze import frozen_hash
 from harness.provenance.release import record_results
+from harness.grid.paths import results_dir, stats_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo"
@@ -131,16 +132,16 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
     assert "synthetic results" in (study.root / "DEVIATIONS.md").read_text()
     for fam in ("primary", "H3", "key_secondary", "exploratory", "answers", "H4"):
         for suffix in (".json", ".md", ".csv", ".tex", ".png"):
-            assert (study.stats_dir / f"{fam}{suffix}").is_file()
-    assert (study.stats_dir / "H4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    released = json.loads((study.stats_dir / "primary.json").read_text())
+            assert (stats_dir(study) / f"{fam}{suffix}").is_file()
+    assert (stats_dir(study) / "H4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    released = json.loads((stats_dir(study) / "primary.json").read_text())
     assert released.pop("frozen_config_hash") == frozen_hash(study)
     assert released.pop("deviation") == DEVIATION[1]
     assert released == json.loads(json.dumps(results[0]))  # csv and parquet inputs give the same numbers
-    assert "| [H4](H4.md) | secondary | amendment 0001 |" in (study.stats_dir / "summary.md").read_text()
-    png = (study.stats_dir / "H3.png").read_bytes()
+    assert "| [H4](H4.md) | secondary | amendment 0001 |" in (stats_dir(study) / "summary.md").read_text()
+    png = (stats_dir(study) / "H3.png").read_bytes()
     assert main(["stats", "--study", str(study.root)] + DEVIATION) == 0
-    assert (study.stats_dir / "H3.png").read_bytes() == png
+    assert (stats_dir(study) / "H3.png").read_bytes() == png
     capsys.readouterr()
 
     assert main(["audit", "--study", str(study.root)]) == 3  # outside git: registration not verifiable
@@ -152,8 +153,8 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
     assert "PASS  (grid)/cells: 85 cell(s) not scored" in out and "released as a logged deviation" in out, grid
 
     released["rows"][1]["estimate"] += 0.01
-    (study.stats_dir / "primary.json").write_text(json.dumps(released))
-    (study.stats_dir / "stray.json").write_text("{}")
+    (stats_dir(study) / "primary.json").write_text(json.dumps(released))
+    (stats_dir(study) / "stray.json").write_text("{}")
     assert main(["audit", "--study", str(study.root), "--registered-hash", frozen_hash(study)]) == 1
     out = capsys.readouterr().out
     assert "FAIL  primary/H2-papers: differs in estimate" in out
@@ -188,8 +189,8 @@ def test_stats_withholds_outcomes_until_every_cell_is_scored(tmp_path, capsys):
     assert main(["stats", "--study", str(study.root)]) == 1
     err = capsys.readouterr().err
     assert "withheld until every configured cell is scored" in err and "papers/S/bm25" in err
-    assert not study.stats_dir.exists()
-    table_file = str(study.results / "per_question" / "papers.parquet")
+    assert not stats_dir(study).exists()
+    table_file = str(results_dir(study) / "per_question" / "papers.parquet")
     args = ["compare", "--results", table_file, "--dataset", "papers", "--a", "E", "--b", "S+T",
             "--retriever", "hybrid", "--metric", "rec@512t", "--resamples", "200"]
     assert main(args) == 1
@@ -198,7 +199,7 @@ def test_stats_withholds_outcomes_until_every_cell_is_scored(tmp_path, capsys):
 
 def test_stats_refuses_results_from_two_freezes(tmp_path, capsys):
     study = _make_study(tmp_path, _table())
-    (study.results / "per_question" / "docs.manifest.json").write_text(json.dumps({"frozen_config_hash": "ab" * 32}))
+    (results_dir(study) / "per_question" / "docs.manifest.json").write_text(json.dumps({"frozen_config_hash": "ab" * 32}))
     record_results(study)
     assert main(["stats", "--study", str(study.root)] + DEVIATION) == 1
     assert "2 different frozen configurations" in capsys.readouterr().err

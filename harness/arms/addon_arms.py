@@ -12,7 +12,7 @@ each question's metric values over the seeds before any statistic sees them (har
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any, Sequence
 
 import numpy as np
@@ -20,27 +20,31 @@ import numpy as np
 from harness.arms.addon_descriptives import (
     key_reuse_rate, long_merged_share, mapping_outcomes, merges_per_document, shortfall_summary,
 )
-from harness.arms.consolidate import OUTCOMES, consolidate_and_merge, key_list_text, keys_in_first_use_order
+from harness.arms.builder import ArmBuilder, ArmChunks, BuildInputs
+from harness.arms.consolidate import (
+    OUTCOMES, consolidate_and_merge, key_list_text, keys_in_first_use_order, parse_mapping_answer,
+)
+from harness.arms.llm_session import open_session
 from harness.arms.merge import TAU_MERGE, TAU_ORPHAN, by_document, merge_by_keys
 from harness.arms.merge_controls import random_merges_over_seeds, rm_seeds, similarity_merges
-from harness.arms.registry import ArmChunks, ArmKind, BuildInputs
+from harness.arms.variants import tag_variant
+from harness.config.arm_kinds import ArmKindSpec
 from harness.data.model import Chunk
 from harness.errors import HarnessError
-
-VARIANT = "variant"  # generated field naming the seed of an RM chunk; score averages over variants
+from harness.retrieval.registry import RetrieverContext
 
 
 def variant_name(seed: int) -> str:
     return f"s{seed}"
 
 
-def build_derived(builder, kind: ArmKind, inputs: BuildInputs) -> ArmChunks:
-    """Run one of the builders below (the registry names which) on the `of:` arm's chunks."""
-    of = inputs.arm_config.of
+def build_derived(merging, kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildInputs) -> ArmChunks:
+    """Run one of the mergings below (the registry names which) on the `of:` arm's chunks."""
+    of = inputs.source
     if inputs.read_arm is None:
         raise HarnessError(f"arm `{inputs.arm}`: the build gave no way to read the chunk set of `of: {of}`")
     source = inputs.read_arm(of)
-    chunks, addon = builder(kind, inputs, source)
+    chunks, addon = merging(kind, inputs, source)
     llm = addon.pop("llm", None)  # top level, where status reads an LLM arm's calls
     manifest = {"addon": {"of": of, "tau_merge": TAU_MERGE, "tau_orphan": TAU_ORPHAN, **addon}}
     return ArmChunks(chunks, manifest if llm is None else {**manifest, "llm": llm})
@@ -55,7 +59,7 @@ def merge_descriptives(source: Sequence[Chunk], merged: Sequence[Chunk], merges:
     }
 
 
-def key_merge(kind: ArmKind, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
+def key_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
     result = merge_by_keys(source)
     return result.chunks, merge_descriptives(source, result.chunks, result.merges)
 
@@ -69,7 +73,7 @@ def _control_record(target: dict[str, int], merges: dict[str, int], shortfall: d
     }
 
 
-def random_merge(kind: ArmKind, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
+def random_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
     target = merge_by_keys(source).merges
     seeds = rm_seeds(0, inputs.arm_config.seeds)
     results = random_merges_over_seeds(source, target, seeds)
@@ -87,12 +91,7 @@ def random_merge(kind: ArmKind, inputs: BuildInputs, source: list[Chunk]) -> tup
     return chunks, record
 
 
-def tag_variant(chunk: Chunk, name: str) -> Chunk:
-    """One variant's copy of a chunk (RM's seed, an LLM arm's repeat): the name in its id and `generated`."""
-    return replace(chunk, chunk_id=f"{chunk.chunk_id}@{name}", generated={**(chunk.generated or {}), VARIANT: name})
-
-
-def similarity_merge(kind: ArmKind, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
+def similarity_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
     retriever_name = dense_retriever_for(inputs.study, inputs.arm, inputs.arm_config.embedder)
     embeddings = chunk_embeddings(inputs.study, retriever_name, source)
     target = merge_by_keys(source).merges
@@ -118,8 +117,6 @@ def dense_retriever_for(study: Any, arm: str, embedder: str) -> str:
 
 def chunk_embeddings(study: Any, retriever_name: str, chunks: Sequence[Chunk]) -> np.ndarray:
     """One unit row per chunk: the chunk's indexed text embedded as the retriever embeds documents (cached)."""
-    from harness.retrieval.registry import RetrieverContext
-
     retriever = RetrieverContext.for_study(study).get(retriever_name)
     return retriever.index(f"SM embeddings {len(chunks)}", list(chunks)).matrix
 
@@ -138,8 +135,6 @@ MAPPING_SCHEMA = {
 
 
 def _mapping_or_none(parsed: Any) -> dict[str, Any] | None:
-    from harness.arms.consolidate import parse_mapping_answer
-
     return parsed if parse_mapping_answer(parsed) is not None else None
 
 
@@ -164,9 +159,7 @@ def consolidate_documents(session: Any, template: Any, source: Sequence[Chunk], 
     return chunks, merges, outcomes, calls
 
 
-def consolidated_merge(kind: ArmKind, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
-    from harness.arms.llm_session import open_session
-
+def consolidated_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
     study, arm_cfg = inputs.study, inputs.arm_config
     with open_session(study, inputs.arm, arm_cfg, kind, dataset=inputs.dataset,
                       fresh=inputs.fresh, replay=inputs.replay) as opened:

@@ -1,5 +1,5 @@
-"""`build-arms`: every chunk set of the grid (dataset x arm, harness.pipeline.grid) into results/chunks/,
-each with the builder its kind registers (harness.arms.registry).
+"""`build-arms`: every chunk set of the grid (dataset x arm, harness.grid.cells) into results/chunks/,
+each with the builder attached to its kind (harness.arms.registry).
 
 Each arm is written atomically as <arm>.jsonl plus <arm>.manifest.json. The manifest carries an
 `inputs_hash` over everything the chunk set depends on (arm config, chunking parameters, model config,
@@ -14,19 +14,23 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from harness.arms.model_limits import effective_model_config
+from harness.arms.builder import BuildInputs
 from harness.arms.lab_arms import training_record
-from harness.arms.registry import BuildInputs, arm_kind, buildable_arm_kind, get_kind, is_planned, source_arm
+from harness.grid.arms import arm_kind, buildable_arm_kind, source_arm
+from harness.arms.model_limits import effective_model_config
+from harness.arms.registry import build_chunks
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
 from harness.config import to_plain
+from harness.config.arm_kinds import is_planned
 from harness.data.load import LoadedDataset, load_dataset, loss_summary, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_jsonl, canonical_json, iter_jsonl, read_json, sha256_text
-from harness.pipeline.grid import chunk_sets
+from harness.grid.cells import chunk_sets
 from harness.study import Study
 from harness.tokens import cl100k
+from harness.grid.paths import chunk_manifest_path, chunks_path
 
 
 def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
@@ -40,17 +44,16 @@ def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
         "model": _model_record(study, dataset.name, arm, cfg),
         "documents": [[d.doc_id, sha256_text(d.text)] for d in dataset.documents],
     }
-    if get_kind(cfg.kind).trains_on_questions:  # only the training split's evidence, never held-out questions
+    kind = arm_kind(study, arm)
+    if kind.trains_on_questions:  # only the training split's evidence, never held-out questions
         record["training"] = training_record(arm, dataset.questions)
-    if arm_kind(study, arm).derived:  # built from another arm's chunks: those inputs move it too
-        record["of"] = inputs_hash(study, dataset, source_arm(study, arm))
+    if kind.derived:  # built from another arm's chunks: those inputs move it too
+        # recorded under `of` when the config names the source, under `source` when the kind defaults it
+        record["of" if kind.of_kind is None else "source"] = inputs_hash(
+            study, dataset, source_arm(study, arm, dataset.name))
         embedder = getattr(cfg, "embedder", None)
         if embedder is not None:
             record["embedders"] = to_plain(study.retrievers)  # SM's embedding model (resolved by name or model)
-    if get_kind(cfg.kind).source_kind is not None:  # a re-rendering of another arm's chunks goes stale with it
-        from harness.arms.field_ablation import source_inputs_hash
-
-        record["source"] = source_inputs_hash(study, dataset, arm)
     return sha256_text(canonical_json(record))
 
 
@@ -115,7 +118,7 @@ class ArmBuild:
     skipped: bool  # already built from the same inputs
 
 
-def _header_led(study: Study, documents: Sequence[Document]) -> dict[str, list[Chunk]]:
+def header_led_chunks(study: Study, documents: Sequence[Document]) -> dict[str, list[Chunk]]:
     params = params_from_config("header-led", study.chunking)
     return {d.doc_id: chunk_document("header-led", d, **params) for d in documents}
 
@@ -129,16 +132,19 @@ def build_dataset_arms(
 
     def header() -> dict[str, list[Chunk]]:
         if "h" not in cache:
-            cache["h"] = _header_led(study, dataset.documents)
+            cache["h"] = header_led_chunks(study, dataset.documents)
         return cache["h"]
 
     def read_arm(of: str) -> list[Chunk]:
         return read_source_chunk_set(study, dataset, of, frozen_hash=frozen_hash)
 
+    def arm_inputs_hash(arm: str) -> str:
+        return inputs_hash(study, dataset, arm)
+
     built = []
-    for arm in sources_first(study, arms):
+    for arm in sources_first(study, dataset.name, arms):
         kind = buildable_arm_kind(study, arm)
-        path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
+        path, mpath = chunks_path(study, dataset.name, arm), chunk_manifest_path(study, dataset.name, arm)
         h = inputs_hash(study, dataset, arm)
         # an explicit fresh or replay run re-derives the LLM arms: regenerate, or check the cache answers all
         if path.is_file() and mpath.is_file() and not (kind.needs_model and (fresh or replay)):
@@ -147,10 +153,11 @@ def build_dataset_arms(
                 built.append(ArmBuild(dataset.name, arm, int(old["chunk_set"]["chunks"]), True))
                 log(f"{dataset.name}/{arm}: up to date ({old['chunk_set']['chunks']} chunks)")
                 continue
-        built_set = kind.build(BuildInputs(
+        built_set = build_chunks(kind, BuildInputs(
             dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=study.arms[arm],
             progress=progress, dataset=dataset.name, fresh=fresh, replay=replay, questions=dataset.questions,
-            read_arm=read_arm,
+            source=source_arm(study, arm, dataset.name) if kind.derived else None, read_arm=read_arm,
+            arm_inputs_hash=arm_inputs_hash,
         ))
         chunks, extra = built_set.chunks, built_set.manifest
         ids = [c.chunk_id for c in chunks]
@@ -173,7 +180,7 @@ def build_dataset_arms(
     return built
 
 
-def sources_first(study: Study, arms: Sequence[str]) -> list[str]:
+def sources_first(study: Study, dataset: str, arms: Sequence[str]) -> list[str]:
     """The arms in config order, except that an arm built from another (`of:`) comes after it."""
     out: list[str] = []
 
@@ -183,7 +190,7 @@ def sources_first(study: Study, arms: Sequence[str]) -> list[str]:
         if arm in path:
             raise HarnessError(f"{study.config_path}: arms built from each other in a cycle: {' -> '.join(path + (arm,))}")
         if arm_kind(study, arm).derived:
-            of = source_arm(study, arm)
+            of = source_arm(study, arm, dataset)
             if of in arms:
                 visit(of, path + (arm,))
         out.append(arm)
@@ -195,9 +202,9 @@ def sources_first(study: Study, arms: Sequence[str]) -> list[str]:
 
 def read_source_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, frozen_hash: str | None) -> list[Chunk]:
     """The built chunk set another arm starts from; a missing one is an error naming the target to run."""
-    if not study.chunks_path(dataset.name, arm).is_file():
+    if not chunks_path(study, dataset.name, arm).is_file():
         raise HarnessError(
-            f"{dataset.name}/{arm}: chunk set not built ({study.chunks_path(dataset.name, arm)}), and arms built from it "
+            f"{dataset.name}/{arm}: chunk set not built ({chunks_path(study, dataset.name, arm)}), and arms built from it "
             f"need it first: run `make build-arms STUDY={study.root}` (or `harness build-arms --arm {arm}`)"
         )
     return read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash)
@@ -219,12 +226,12 @@ def build_arms(
     for a in arm_names:
         buildable_arm_kind(study, a)  # fail on an unknown or unbuildable arm before any work
     selection = read_selection(study)
-    todo = [cs for cs in chunk_sets(study) if cs.arm in arm_names]
+    todo = [cs for cs in chunk_sets(study) if cs.arm.name in arm_names]
     out, losses = [], []
     for name in names:
         dataset = load_dataset(study, name, selection=selection)
         losses.append(loss_summary(name, dataset.counts))
-        applicable = [cs.arm for cs in todo if cs.dataset == name]
+        applicable = [cs.arm.name for cs in todo if cs.dataset.name == name]
         out += build_dataset_arms(
             study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log, fresh=fresh, replay=replay
         )
@@ -236,7 +243,7 @@ def build_arms(
 def read_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, frozen_hash: str | None) -> list[Chunk]:
     """A built chunk set, refused when its manifest does not match the current inputs."""
 
-    path, mpath = study.chunks_path(dataset.name, arm), study.manifest_path(dataset.name, arm)
+    path, mpath = chunks_path(study, dataset.name, arm), chunk_manifest_path(study, dataset.name, arm)
     if not path.is_file() or not mpath.is_file():
         raise HarnessError(f"{dataset.name}/{arm}: chunk set not built ({path}); run `harness build-arms` first")
     manifest = read_json(mpath)

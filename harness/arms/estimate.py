@@ -18,15 +18,16 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
+from harness.arms.build import header_led_chunks
 from harness.arms.llm_arms import annotate_document, arm_templates, select_documents
 from harness.arms.model_limits import effective_model_config
-from harness.arms.registry import CONTEXTUAL, get_kind, is_planned
 from harness.arms.repeats import repeat_count
+from harness.config.arm_kinds import CONTEXTUAL, get_kind
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.llm.registry import make_backend
 from harness.llm.session import JsonResult
-from harness.pipeline.grid import chunk_sets
+from harness.grid.cells import chunk_sets
 from harness.study import Study
 from harness.tokens import cl100k
 
@@ -114,18 +115,15 @@ def estimate_arm(study: Study, dataset, arm: str, *, header_chunks, output_token
 def estimate_study(study: Study, *, output_tokens: int | None = None, summary_tokens: int = 60) -> list[ArmEstimate]:
     """One estimate per (dataset, per-chunk LLM arm) the config names, in config order. Planned kinds are
     skipped, and so is M-TP: its one call per document lists E-K's keys, which exist only once E-K is built."""
-    from harness.arms.build import _header_led
-
     if summary_tokens < 0 or (output_tokens is not None and output_tokens < 0):
         raise HarnessError("--output-tokens and --summary-tokens must be >= 0")
     selection = read_selection(study)
-    todo = [cs for cs in chunk_sets(study)
-            if not is_planned(study.arms[cs.arm]) and get_kind(study.arms[cs.arm].kind).annotation is not None]
+    todo = [cs for cs in chunk_sets(study) if cs.arm.kind.implemented and cs.arm.kind.annotation is not None]
     out = []
-    for name in dict.fromkeys(cs.dataset for cs in todo):
+    for name in dict.fromkeys(cs.dataset.name for cs in todo):
         dataset = load_dataset(study, name, selection=selection)
-        headers = _header_led(study, dataset.documents)
-        out += [estimate_arm(study, dataset, cs.arm, header_chunks=headers, output_tokens=output_tokens,
-                             summary_tokens=summary_tokens) for cs in todo if cs.dataset == name]
+        headers = header_led_chunks(study, dataset.documents)
+        out += [estimate_arm(study, dataset, cs.arm.name, header_chunks=headers, output_tokens=output_tokens,
+                             summary_tokens=summary_tokens) for cs in todo if cs.dataset.name == name]
     return out
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from harness.arms.builder import ArmBuilder, ArmChunks, BuildInputs
 from harness.chunking.provisions import provision_chunks
 from harness.chunking.qes import qes_dp_chunks, qes_greedy_chunks
 from harness.chunking.sentences import fixed_window_chunks, sentence_window_chunks
+from harness.config.arm_kinds import ArmKindSpec
+from harness.config.fields import Where, build
 from harness.data.model import Chunk, Document, Question
 from harness.data.question_evidence import SPLITS
 from harness.errors import HarnessError
@@ -71,3 +74,17 @@ def qes_greedy(cfg: Any, doc: Document, training: Sequence) -> list[Chunk]:
 
 def doc_training(training: dict[str, list], doc_id: str) -> list[tuple[tuple[int, int], ...]]:
     return [tuple(tuple(s) for s in q) for q in training.get(doc_id, [])]
+
+
+def build_lab_arm(kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildInputs) -> ArmChunks:
+    training = training_record(inputs.arm or kind.name, inputs.questions) if kind.trains_on_questions else {}
+    cfg = inputs.arm_config
+    if not isinstance(cfg, kind.settings):  # `harness chunk` passes a plain mapping: fill the defaults in
+        cfg = build(kind.settings, {"kind": kind.name, **cfg}, Where(None, ("arms", inputs.arm or kind.name)))
+    if isinstance(cfg.L, tuple):
+        raise HarnessError(f"arm `{inputs.arm}`: `L` is a sweep {list(cfg.L)}; build the expanded arms (<arm>@L<value>)")
+    raw = [c for d in inputs.documents for c in builder.lab_chunker(cfg, d, doc_training(training, d.doc_id))]
+    extra: dict[str, Any] = {"chunker": kind.name, "L": cfg.L}
+    if kind.trains_on_questions:
+        extra["training_questions_per_document"] = {d: len(v) for d, v in training.items()}
+    return ArmChunks([builder.render(c) for c in raw], extra)

@@ -19,17 +19,16 @@ from __future__ import annotations
 import random
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from harness.arms.addon_arms import tag_variant
+from harness.arms.builder import ArmBuilder, ArmChunks, BuildInputs, Render
 from harness.arms.contextual import contextualise_document
 from harness.arms.enrich import DocumentOutcome, enrich_document, pf_document
+from harness.grid.arms import arm_prompt_files
 from harness.arms.model_limits import effective_model_config
-from harness.arms.registry import (
-    CONTEXTUAL, ENRICH, ENRICH_WITHOUT_KEYS, PER_FIELD, ArmKind, arm_prompt_files, get_kind,
-)
 from harness.arms.repeats import repeat_count, repeat_seeds, repeat_variant
+from harness.arms.variants import tag_variant
+from harness.config.arm_kinds import CONTEXTUAL, ENRICH, ENRICH_WITHOUT_KEYS, PER_FIELD, ArmKindSpec, get_kind
 from harness.config.arms import ALL_DOCUMENTS, LlmArm, documents_of
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
@@ -40,15 +39,13 @@ from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import Cancelled, LlmSession
 from harness.study import Study
+from harness.grid.paths import generations_path
 
 @dataclass(frozen=True)
 class LlmArmResult:
     chunks: list[Chunk]  # corpus order, `generated` filled, `indexed_text` rendered
     manifest: dict[str, Any]
 
-
-def generations_path(study: Study, model_name: str) -> Path:
-    return study.results / "generations" / f"{model_name}.jsonl"
 
 
 def select_documents(arm_name: str, arm_cfg: LlmArm, documents: Sequence[Document]) -> list[Document]:
@@ -103,15 +100,17 @@ def build_llm_arm(
     documents: Sequence[Document],
     header_chunks: Mapping[str, list[Chunk]],
     *,
+    render: Render,
     progress: bool = True,
     fresh: bool = False,
     replay: bool = False,
     dataset: str | None = None,
 ) -> LlmArmResult:
-    """Build one LLM arm. `fresh` ignores cached answers (and appends new ones); `replay` answers only
-    from the cache, for audits without the model, and never writes to it."""
+    """Build one LLM arm, its chunks rendered by `render` (the kind's, harness.arms.registry). `fresh` ignores
+    cached answers (and appends new ones); `replay` answers only from the cache, for audits without the
+    model, and never writes to it."""
     spec = get_kind(arm_cfg.kind)
-    if spec.builder is None or not spec.needs_model:
+    if not spec.implemented or not spec.needs_model:
         raise HarnessError(f"arm {arm_name}: kind {arm_cfg.kind!r} is not a buildable LLM arm")
     model_name = arm_cfg.model
     if model_name not in study.models:
@@ -165,7 +164,7 @@ def build_llm_arm(
     for doc in selected:  # document-major; a repeated arm holds each repeat's chunks as one variant
         for run in runs:
             for chunk, generated in zip(header_chunks[doc.doc_id], run.outcomes[doc.doc_id].generated):
-                rendered = spec.render(replace(chunk, generated=generated))
+                rendered = render(replace(chunk, generated=generated))
                 chunks.append(tag_variant(rendered, repeat_variant(run.repeat)) if len(runs) > 1 else rendered)
     manifest = _manifest(arm_name, spec, model_name, identity, templates, selected, documents, runs, ledger, cache,
                          workers=workers)
@@ -174,6 +173,14 @@ def build_llm_arm(
     if shortfall is not None:
         manifest["shortfall"] = shortfall
     return LlmArmResult(chunks, manifest)
+
+
+def build_llm_kind(kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildInputs) -> ArmChunks:
+    """The builder of the LLM kinds (harness.arms.registry)."""
+    result = build_llm_arm(inputs.study, inputs.arm, inputs.arm_config, inputs.documents, inputs.header_chunks(),
+                           render=builder.render, progress=inputs.progress, dataset=inputs.dataset, fresh=inputs.fresh,
+                           replay=inputs.replay)
+    return ArmChunks(result.chunks, {"llm": result.manifest})
 
 
 @dataclass(frozen=True)
@@ -200,7 +207,7 @@ def arm_templates(study: Study, arm: str) -> dict[str, PromptTemplate]:
     return {role: PromptTemplate.load(study.prompts_dir, f) for role, f in arm_prompt_files(study, arm).items()}
 
 
-def annotate_document(session: Any, kind: ArmKind, templates: Mapping[str, PromptTemplate], doc: Document,
+def annotate_document(session: Any, kind: ArmKindSpec, templates: Mapping[str, PromptTemplate], doc: Document,
                       chunks: Sequence[Chunk], seeds: Sequence[int]) -> DocumentOutcome:
     """One document's calls for an LLM kind, in chunk order (`harness estimate` drives it with a counter)."""
     if kind.annotation == CONTEXTUAL:
@@ -212,7 +219,7 @@ def annotate_document(session: Any, kind: ArmKind, templates: Mapping[str, Promp
 
 def _run_documents(
     session: LlmSession,
-    kind: ArmKind,
+    kind: ArmKindSpec,
     templates: Mapping[str, PromptTemplate],
     documents: Sequence[Document],
     header_chunks: Mapping[str, list[Chunk]],
@@ -256,7 +263,7 @@ def _run_documents(
 
 def _manifest(
     arm_name: str,
-    kind: ArmKind,
+    kind: ArmKindSpec,
     model_name: str,
     identity: Mapping[str, Any],
     templates: Mapping[str, PromptTemplate],
@@ -304,7 +311,7 @@ def _manifest(
     return manifest
 
 
-def _run_record(kind: ArmKind, run: _Run, selected: Sequence[Document]) -> dict[str, Any]:
+def _run_record(kind: ArmKindSpec, run: _Run, selected: Sequence[Document]) -> dict[str, Any]:
     ordered = [run.outcomes[d.doc_id] for d in selected]
     record = {"repeat": run.repeat, "seeds": run.seeds, "calls": run.calls,
               "chunks": sum(len(o.generated) for o in ordered), "failures": sum(o.failures for o in ordered),

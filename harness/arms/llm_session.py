@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-from harness.arms.llm_arms import arm_templates, generations_path
+from harness.arms.llm_arms import arm_templates
 from harness.arms.model_limits import effective_model_config
-from harness.arms.registry import ArmKind
+from harness.config.arm_kinds import ArmKindSpec
 from harness.errors import HarnessError
 from harness.llm.cache import GenerationCache
 from harness.llm.ledger import SpendLedger, study_spend_usd
@@ -18,12 +18,13 @@ from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import LlmSession
 from harness.study import Study
+from harness.grid.paths import generations_path
 
 
 @dataclass
 class OpenSession:
     arm: str
-    kind: ArmKind
+    kind: ArmKindSpec
     model: str
     session: LlmSession
     templates: Mapping[str, PromptTemplate]
@@ -48,7 +49,7 @@ class OpenSession:
 
 @contextmanager
 def open_session(
-    study: Study, arm: str, arm_cfg: Any, kind: ArmKind, *, dataset: str | None, fresh: bool, replay: bool,
+    study: Study, arm: str, arm_cfg: Any, kind: ArmKindSpec, *, dataset: str | None, fresh: bool, replay: bool,
 ) -> Iterator[OpenSession]:
     """`fresh` ignores cached answers (new ones are appended); `replay` answers only from the cache."""
     if fresh and replay:

@@ -8,6 +8,7 @@ from harness.cli.main import add_study_argument
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.study import Study
+from harness.grid.paths import stats_dir
 
 HELP = 'recompute every family and check it row by row against the released results/stats/*.json'
 
@@ -40,14 +41,14 @@ def add_arguments(parser) -> None:
 
 def _grid_check(study: Study, frozen: str):
     """Every configured cell scored under the frozen config, or statistics released as a logged deviation."""
-    from harness.pipeline.grid import unscored_cells
+    from harness.grid.states import unscored_cells
     from harness.provenance.interim import describe_missing
     from harness.stats.families import RowCheck
 
     missing = unscored_cells(study, frozen)
     if not missing:
         return RowCheck("(grid)", "cells", True, "every configured cell is scored under the frozen config")
-    released = [read_json(p) for p in sorted(study.stats_dir.glob("*.json"))]
+    released = [read_json(p) for p in sorted(stats_dir(study).glob("*.json"))]
     logged = bool(released) and all(isinstance(r, dict) and r.get("deviation") for r in released)
     return RowCheck("(grid)", "cells", logged, describe_missing(missing)
                     + ("; the statistics were released as a logged deviation" if logged
@@ -60,8 +61,8 @@ def run(args) -> int:
     from harness.plan.load import load_study_plan
 
     study = Study.at(args.study)
-    if not study.stats_dir.is_dir():
-        raise HarnessError(f"{study.stats_dir}: no released statistics to audit; run `harness stats` first")
+    if not stats_dir(study).is_dir():
+        raise HarnessError(f"{stats_dir(study)}: no released statistics to audit; run `harness stats` first")
     from harness.provenance.checks import exit_code
     from harness.provenance.freeze import check_frozen, check_registered_hashes
     from harness.provenance.registration import verify_registration
@@ -85,13 +86,13 @@ def run(args) -> int:
     planned = set()
     for result in run_plan(plan, table, judge_rates=load_judge_rates(study)):
         planned.add(result.family)
-        path = study.stats_dir / f"{result.family}.json"
+        path = stats_dir(study) / f"{result.family}.json"
         if not path.is_file():
             checks.append(RowCheck(result.family, "(family)", False, f"{path.name} was not released"))
             continue
         recomputed = replace(result, frozen_config_hash=scored_under).to_json()
         checks += check_family(read_json(path), recomputed, rel_tol=args.rel_tol)
-    for path in sorted(study.stats_dir.glob("*.json")):
+    for path in sorted(stats_dir(study).glob("*.json")):
         if path.stem not in planned:
             checks.append(RowCheck(path.stem, "(family)", False, f"{path.name} is not a family of the plan"))
     if args.rescore is not None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.arms.registry import HEADER_LED, BuildInputs, get_kind, llm_free_kinds
+from harness.arms.builder import BuildInputs
+from harness.arms.registry import build_chunks
 from harness.chunking import get_chunker
+from harness.config.arm_kinds import HEADER_LED, get_kind, llm_free_kinds
 from harness.config.chunking import TAU_MAX, TAU_MIN, Chunking
 from harness.config.fields import replace
 from harness.data.model import Document
@@ -62,7 +64,7 @@ def run(args) -> int:
     # the schema's chunking defaults, with the taus given here
     chunking = replace(Chunking(), **tau)
     options = {"contextual_headers": True} if args.contextual_headers else {}
-    built = kind.build(BuildInputs(docs, chunking, header_chunks, arm=args.arm, arm_config=options,
-                                   fl_tokens=args.fl_tokens))
+    built = build_chunks(kind, BuildInputs(docs, chunking, header_chunks, arm=args.arm, arm_config=options,
+                                           fl_tokens=args.fl_tokens))
     sys.stdout.write(jsonl_lines(c.to_json() for c in built.chunks))  # document order, as given
     return 0

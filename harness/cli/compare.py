@@ -7,11 +7,6 @@ import sys
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.pipeline.results import read_per_question
-from harness.provenance.freeze import check_frozen
-from harness.provenance.interim import require_outcomes_allowed
-from harness.stats.contrast import compare
-from harness.study import Study
 
 HELP = 'print one paired contrast A - B (BCa intervals, sign-flip p, optional TOST) as JSON'
 
@@ -47,6 +42,8 @@ def add_arguments(parser) -> None:
 
 def owning_study(path: Path):
     """The study whose results/ holds `path`, or None for a file outside any study."""
+    from harness.study import Study
+
     for parent in path.resolve().parents:
         if parent.name == "results" and (parent.parent / "configs" / "study.yaml").is_file():
             return Study.at(parent.parent)
@@ -54,8 +51,14 @@ def owning_study(path: Path):
 
 
 def run(args) -> int:
+    from harness.stats.contrast import compare
+    from harness.grid.results import read_per_question
+
     study = owning_study(Path(args.results))
     if study is not None:  # no interim looks at a registered study's outcomes
+        from harness.provenance.freeze import check_frozen
+        from harness.provenance.interim import require_outcomes_allowed
+
         check_frozen(study, stage="compare", models=False)
         require_outcomes_allowed(study, command="compare", deviation_reason=args.deviation)
     table = read_per_question(args.results)

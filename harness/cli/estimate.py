@@ -6,6 +6,7 @@ import sys
 
 from harness.cli.main import add_study_argument
 from harness.study import Study
+from harness.grid.paths import estimate_path
 
 HELP = 'count the prompt tokens of every paid arm (no LLM call), price them, and check the spend cap'
 
@@ -44,7 +45,7 @@ def run(args) -> int:
               "arms": [r.to_json() for r in rows], "total_usd": total, "spend_cap_usd": cap,
               "unpriced_arms": [f"{r.dataset}/{r.arm}" for r in unpriced],
               "within_cap": None if cap is None else (not unpriced and total <= cap)}
-    atomic_write_json(study.results / "estimate.json", record)
+    atomic_write_json(estimate_path(study), record)
     print(f"{'dataset/arm':<28} {'model':<14} {'calls':>8} {'input tok':>12} {'output tok':>12} {'USD':>10}")
     for r in rows:
         usd = "unpriced" if r.usd is None else ("local $0" if not r.billed else f"{r.usd:.4f}")

@@ -6,13 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.cli.compare import owning_study
 from harness.errors import HarnessError
-from harness.pipeline.results import read_per_question
-from harness.provenance.freeze import check_frozen
-from harness.provenance.interim import require_outcomes_allowed
-from harness.stats.contrast import paired_differences
-from harness.stats.power import tost_clusters_for_power
 
 HELP = 'size a study: clusters needed for a TOST with the target power, by cluster bootstrap of a pilot'
 
@@ -47,8 +41,16 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from harness.cli.compare import owning_study
+    from harness.grid.results import read_per_question
+    from harness.stats.contrast import paired_differences
+    from harness.stats.power import tost_clusters_for_power
+
     study = owning_study(Path(args.pilot))
     if study is not None:
+        from harness.provenance.freeze import check_frozen
+        from harness.provenance.interim import require_outcomes_allowed
+
         check_frozen(study, stage="power", models=False)
         require_outcomes_allowed(study, command="power", deviation_reason=args.deviation)
     pairs = paired_differences(read_per_question(args.pilot), dataset=args.dataset, a=args.a, b=args.b,

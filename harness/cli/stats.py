@@ -6,20 +6,10 @@ import os
 import shutil
 from dataclasses import replace
 
-from harness.analyses.inputs import StudyInputs
-from harness.analyses.run import RAN, run_analyses
 from harness.cli.main import add_study_argument
 from harness.cli.score import add_executor_arguments
-from harness.files import atomic_write_json
-from harness.pipeline.executors import choose_executor, is_local
-from harness.plan.load import load_study_plan
-from harness.provenance.freeze import check_frozen
-from harness.provenance.interim import require_outcomes_allowed
-from harness.provenance.release import record_results, require_recorded
-from harness.stats.families import run_plan
-from harness.stats.io import load_judge_rates, load_per_question, results_frozen_hash, write_outputs
-from harness.stats.on_ray import run_plan_on_ray
 from harness.study import Study
+from harness.grid.paths import stats_dir
 
 HELP = 'run every registered family (plan + amendments) on the per-question results and write results/stats/'
 
@@ -47,6 +37,15 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from harness.pipeline.executors import choose_executor, is_local
+    from harness.stats.on_ray import run_plan_on_ray
+    from harness.stats.families import run_plan
+    from harness.provenance.interim import require_outcomes_allowed
+    from harness.stats.io import load_judge_rates, load_per_question, results_frozen_hash, write_outputs
+    from harness.plan.load import load_study_plan
+    from harness.provenance.freeze import check_frozen
+    from harness.provenance.release import record_results, require_recorded
+
     study = Study.at(args.study)
     check_frozen(study, stage="stats", models=False)  # an edited plan or input is refused here as in build-arms and score
     require_recorded(study, stage="stats", folders=("per_question",))  # no hand edit since score recorded it
@@ -63,7 +62,7 @@ def run(args) -> int:
         families = run_plan_on_ray(executor, plan, table, only=args.family, judge_rates=rates)
     results = [replace(r, frozen_config_hash=frozen, deviation=args.deviation if deviation else None)
                for r in families]
-    write_outputs(study.stats_dir, results)
+    write_outputs(stats_dir(study), results)
     for fam in results:
         if fam.ran:
             verdicts = ", ".join(f"{r['test']} {r['verdict']}" for r in fam.rows)
@@ -71,12 +70,16 @@ def run(args) -> int:
         else:
             print(f"{fam.family}: not run (missing {'; '.join(fam.missing)})")
     if plan.analyses and not args.family:
-        shutil.rmtree(study.stats_dir / "analyses", ignore_errors=True)  # no record outlives its plan entry
+        from harness.analyses.inputs import StudyInputs
+        from harness.analyses.run import RAN, run_analyses
+        from harness.files import atomic_write_json
+
+        shutil.rmtree(stats_dir(study) / "analyses", ignore_errors=True)  # no record outlives its plan entry
         for record in run_analyses(plan, table, StudyInputs(study, frozen)):
-            atomic_write_json(study.stats_dir / "analyses" / f"{record['id']}.json", record | stamp)
+            atomic_write_json(stats_dir(study) / "analyses" / f"{record['id']}.json", record | stamp)
             state = record["status"] if record["status"] == RAN else \
                 "blocked: " + "; ".join(f"{m['what']} (run `{m['target']}`)" for m in record["missing"])
             print(f"analysis {record['id']} ({record['analysis']}): {state}")
     record_results(study)
-    print(f"wrote {study.stats_dir}")
+    print(f"wrote {stats_dir(study)}")
     return 0

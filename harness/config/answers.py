@@ -20,7 +20,8 @@ from typing import Any
 from harness.config.fields import (
     Anything, Either, Flag, Int, ListOf, MapOf, OneOf, Optional, Section, Text, Where, setting,
 )
-from harness.data.common import METRIC_SETS
+from harness.config.datasets import METRIC_SETS
+from harness.config.names import not_a_name
 
 READER_PROMPT = "reader.txt"
 JUDGE_PROMPT = "judge_nugget.txt"
@@ -68,17 +69,15 @@ class Judge:
 
 def check_answer_names(reader: Reader, judge: Judge, config: Any, where: Where) -> None:
     """Models, datasets, arms and retrievers the answer sections name must be configured."""
-    from harness.config.study_config import _not_a_name
-
     for key, section in (("reader", reader), ("judge", judge)):
         if section.model is not None and section.model not in config.models:
-            raise _not_a_name(where.child(key).child("model"), section.model, config.models, "models")
+            raise not_a_name(where.child(key).child("model"), section.model, config.models, "models")
     for i, cell in enumerate(reader.cells):
         at = where.child("reader").child("cells").child(f"[{i}]")
         if cell.dataset not in config.datasets:
-            raise _not_a_name(at.child("dataset"), cell.dataset, config.datasets, "datasets")
+            raise not_a_name(at.child("dataset"), cell.dataset, config.datasets, "datasets")
         if cell.retriever not in config.retrievers:
-            raise _not_a_name(at.child("retriever"), cell.retriever, config.retrievers, "retrievers")
+            raise not_a_name(at.child("retriever"), cell.retriever, config.retrievers, "retrievers")
         for j, arm in enumerate(cell.arms):
             if arm not in config.arms:
-                raise _not_a_name(at.child("arms").child(f"[{j}]"), arm, config.arms, "arms")
+                raise not_a_name(at.child("arms").child(f"[{j}]"), arm, config.arms, "arms")

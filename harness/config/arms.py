@@ -1,7 +1,8 @@
 """`arms:` one entry per arm, its schema chosen by `kind:` (DESIGN section 4).
 
-Kind names live in one place, the arm registry (harness.arms.registry); this schema asks it which kinds
-exist, whether a kind needs a model, and whether it is only planned (declared for the plan, not built).
+Kind names live in one place, the declared arm kinds (harness.config.arm_kinds); this schema asks them which
+kinds exist, whether a kind needs a model, is built from another arm, or is only planned (declared for the
+plan, not built).
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from harness.config.arm_kinds import ARM_KINDS
+from harness.config.arm_settings import DATASETS, contextual_headers_setting
 from harness.config.fields import (
-    Anything, Check, Either, Flag, Int, ListOf, MapOf, OneOf, Optional, Text, Variants, Where, setting,
+    Anything, Check, Either, Flag, Int, MapOf, OneOf, Optional, Text, Variants, Where, setting,
 )
 
 ALL_DOCUMENTS = "all"
@@ -20,39 +23,19 @@ def documents_of(arm_cfg: Any) -> int | str:
     """How many documents an arm is built on: a seeded sample size, or ALL_DOCUMENTS (every arm that
     cannot be sampled)."""
     return getattr(arm_cfg, "documents", ALL_DOCUMENTS)
-_DATASETS = Optional(ListOf(Text(non_empty=True), min_len=1))  # None: every dataset
-
-
-def contextual_headers_setting():
-    """`contextual_headers: true`, an option of every arm schema (harness.arms.headers): each chunk's indexed
-    text is prefixed with the heading paths of the provisions it touches. Unset (None) is off and is left out
-    of the recorded config, so arms without it keep their inputs hash."""
-    return setting(None, Optional(Flag()))
-
-
-def wants_contextual_headers(arm_cfg: Any) -> bool:
-    """Whether an arm config (typed, or the plain mapping `harness chunk` passes) switches the option on."""
-    value = arm_cfg.get("contextual_headers") if isinstance(arm_cfg, Mapping) else getattr(arm_cfg, "contextual_headers", None)
-    return value is True
-
-
-def _registry() -> Mapping[str, Any]:
-    # imported on use: the registry imports the chunkers, which read this package's defaults
-    from harness.arms.registry import KINDS
-
-    return KINDS
 
 
 @dataclass(frozen=True)
 class LlmFreeArm:
     kind: str = setting(check=Text(non_empty=True))
-    datasets: tuple[str, ...] | None = setting(None, _DATASETS)
+    datasets: tuple[str, ...] | None = setting(None, DATASETS)
     contextual_headers: bool | None = contextual_headers_setting()
-    # field ablations only: the arm of kind E they re-render, needed when several arms of kind E apply
+    # derived kinds whose `of:` has a default (field ablations): the arm they start from, needed when several
+    # arms of the kind they declare apply
     of: str | None = setting(None, Optional(Text(non_empty=True)))
 
     def completed(self, where: Where) -> "LlmFreeArm":
-        if self.of is not None and _registry()[self.kind].source_kind is None:
+        if self.of is not None and not ARM_KINDS[self.kind].derived:
             raise where.child("of").fail(f"does not apply to an arm of kind {self.kind}")
         return self
 
@@ -86,7 +69,7 @@ def option_on(value: Any, dataset: str | None) -> Any:
 class LlmArm:
     kind: str = setting(check=Text(non_empty=True))
     model: str = setting(check=Text(non_empty=True))  # a `models:` entry
-    datasets: tuple[str, ...] | None = setting(None, _DATASETS)
+    datasets: tuple[str, ...] | None = setting(None, DATASETS)
     documents: int | str = setting(ALL_DOCUMENTS, Either((OneOf((ALL_DOCUMENTS,)), Int(1))))  # a seeded subset
     seed: int | None = setting(None, Optional(Int()))  # draws the subset when `documents` is a number
     # per-arm (and per-dataset) model limits on top of the model's own options
@@ -107,7 +90,7 @@ class LlmArm:
     def completed(self, where: Where) -> "LlmArm":
         if self.documents != ALL_DOCUMENTS and self.seed is None:
             raise where.child("seed").fail(f"is required with `documents: {self.documents}` (an integer seed)")
-        roles = _registry()[self.kind].prompts
+        roles = ARM_KINDS[self.kind].prompts
         for role in self.prompts or {}:
             if role not in roles:
                 raise where.child("prompts").child(role).fail(
@@ -142,17 +125,17 @@ class DerivedArm:
     kind: str = setting(check=Text(non_empty=True))
     of: str = setting(check=Text(non_empty=True))  # the arm whose chunks it starts from (E or E-K)
     model: str | None = setting(None, Optional(Text(non_empty=True)))  # M-TP: a `models:` entry
-    datasets: tuple[str, ...] | None = setting(None, _DATASETS)
+    datasets: tuple[str, ...] | None = setting(None, DATASETS)
     seeds: int | None = setting(None, Optional(Int(1)))  # RM: count of random seeds (0, 1, ..., seeds - 1)
     embedder: str | None = setting(None, Optional(Text(non_empty=True)))  # SM: a dense retriever (or its model)
     contextual_headers: bool | None = contextual_headers_setting()
 
     def completed(self, where: Where) -> "DerivedArm":
-        if self.contextual_headers and _registry()[self.kind].retrieval_time:
+        if self.contextual_headers and ARM_KINDS[self.kind].retrieval_time:
             raise where.child("contextual_headers").fail(
                 f"does not apply to an arm of kind {self.kind}: it is expanded at retrieval time and indexes "
                 f"the chunk set of its `of:` arm ({self.of}); set the option on that arm instead")
-        required = _registry()[self.kind].requires
+        required = ARM_KINDS[self.kind].requires
         for name in required:
             if getattr(self, name) is None:
                 raise where.child(name).fail(f"is required for an arm of kind {self.kind}")
@@ -162,27 +145,16 @@ class DerivedArm:
         return self
 
 
-PlannedArm = DerivedArm  # kinds the plan names but no builder exists for yet share this schema
-
-
 def _arm_schema(raw: Mapping[str, Any]) -> type | None:
-    spec = _registry().get(raw.get("kind"))
+    spec = ARM_KINDS.get(raw.get("kind"))
     if spec is None:
         return None
     if spec.settings is not None:
         return spec.settings
-    if spec.derived or not spec.implemented:
+    if spec.of_required or not spec.implemented:  # planned kinds are declared with `of:` as add-on arms are
         return DerivedArm
     return LlmArm if spec.needs_model else LlmFreeArm
 
 
-@dataclass(frozen=True)
-class ArmVariants(Variants):
-    """Variants whose names come from the registry when a config is checked, not at import."""
-
-    def __call__(self, value: Any, where: Where) -> Any:
-        return Variants(self.key, self.choose, tuple(_registry()))(value, where)
-
-
-ARM = ArmVariants("kind", _arm_schema, ())
+ARM = Variants("kind", _arm_schema, tuple(ARM_KINDS))
 ArmConfig = LlmFreeArm | LlmArm | DerivedArm

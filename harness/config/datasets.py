@@ -1,6 +1,8 @@
 """`datasets:` one entry per dataset, its schema chosen by `adapter:` (DESIGN section 3).
 
-Adapters (harness.data.*) read the entry as the plain mapping `Study.datasets` gives, defaults filled.
+This is the declared half of the dataset adapters: their names (DATASET_SCHEMAS), the metric sets and the
+retrieval scopes a dataset may name. Each adapter (harness.data.adapters) reads its typed entry, defaults
+filled, and trusts what is checked here.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from dataclasses import dataclass
 from harness.config.fields import (
     Either, Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Variants, setting,
 )
-from harness.data.common import METRIC_SETS, RETRIEVAL_SCOPES
 
+METRIC_SETS = ("qasper", "freshstack")  # scored by harness.metrics.registry
+# `retrieval_scope`: `document` keeps the scope each question records (Qasper: its own paper; JSONL: its
+# `scope` field), `pooled` searches every selected document of the dataset in one index
+# (harness.data.load.pooled). Unset means `document`, so a config without it is unchanged.
+DOCUMENT_SCOPE, POOLED_SCOPE = "document", "pooled"
+RETRIEVAL_SCOPES = (DOCUMENT_SCOPE, POOLED_SCOPE)
 ALL = "all"
 _COUNT = Either((OneOf((ALL,)), Int(1)))
 _EXCLUDE = Either((Text(non_empty=True), ListOf(Either((Text(), Int())))))  # a file of ids, or the ids
 _PATH = Text(non_empty=True)
-# unset: each question searches the scope its record names; `pooled`: all selected documents in one index
 _SCOPE = Optional(OneOf(RETRIEVAL_SCOPES))
 
 

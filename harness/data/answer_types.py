@@ -2,7 +2,7 @@
 
 Labels: extractive, abstractive, yes-no, unanswerable (the four kinds of Qasper annotation). Each annotator
 with a usable answer votes for the type of that answer, classified by the official evaluator's precedence
-(harness.metrics.answer_f1.reference_from_annotation: unanswerable, else extractive spans, else a free-form
+(harness.data.qasper_gold.reference_from_annotation: unanswerable, else extractive spans, else a free-form
 answer, else yes/no). The question takes the type with the most votes; a tie goes to the type earlier in
 ANSWER_TYPES, the same precedence, so the result never depends on annotator order. A question without a
 vote has no type (""), which the analysis counts instead of guessing.
@@ -17,7 +17,7 @@ EXTRACTIVE, ABSTRACTIVE, YES_NO, UNANSWERABLE = "extractive", "abstractive", "ye
 ANSWER_TYPES = (EXTRACTIVE, ABSTRACTIVE, YES_NO, UNANSWERABLE)  # also the tie order
 NO_TYPE = ""
 
-# the evaluator's reference types (harness.metrics.answer_f1.ANSWER_TYPES) -> these labels
+# the evaluator's reference types (harness.data.qasper_gold.ANSWER_TYPES) -> these labels
 FROM_EVALUATOR = {"extractive": EXTRACTIVE, "abstractive": ABSTRACTIVE, "boolean": YES_NO, "none": UNANSWERABLE}
 
 

@@ -1,4 +1,5 @@
-"""Pieces every dataset adapter shares: the loaded-dataset record, the input reader, evidence location.
+"""Pieces every dataset adapter shares: the adapter entry, the loaded-dataset record, the input reader,
+evidence location.
 
 Every file an adapter opens goes through one InputReader, which records the path and the SHA-256 of the
 bytes it returned; the dataset carries that list (`input_files`), so the freeze hashes exactly what the
@@ -20,19 +21,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
+from harness.config.datasets import ClusterSelection, DatasetConfig, QuestionSelection
 from harness.data.model import Document, Question
 from harness.errors import InputError
 from harness.files import sha256_bytes
+from harness.study import Study
 
-METRIC_SETS = ("qasper", "freshstack")
 BOM = "\ufeff"
-# `retrieval_scope` of a dataset (harness.data.load.pooled): `document` keeps the scope each
-# question records (Qasper: its own paper; JSONL: its `scope` field), `pooled` searches every selected
-# document of the dataset in one index. Unset means `document`, so a config without it is unchanged.
-DOCUMENT_SCOPE, POOLED_SCOPE = "document", "pooled"
-RETRIEVAL_SCOPES = (DOCUMENT_SCOPE, POOLED_SCOPE)
 
 
 @dataclass(frozen=True)
@@ -43,6 +40,30 @@ class LoadedDataset:
     questions: tuple[Question, ...]  # sorted by qid
     counts: dict[str, int]  # every drop, miss and normalisation, by name
     input_files: tuple["InputFile", ...]  # every file read, sorted by path (InputReader.files)
+
+
+def no_strata(cfg: DatasetConfig) -> tuple[str, ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """What one `adapter:` does with its typed `datasets:` entry (harness.config.datasets), which the schema
+    has already checked. harness.data.adapters names one per adapter."""
+
+    # (study, dataset name, entry, its selection.json entry or None for every eligible record, reader)
+    load: Callable[[Study, str, DatasetConfig, dict | None, "InputReader"], LoadedDataset]
+    # (study, dataset name, entry, a loader of every eligible record) -> its selection.json entry
+    select: Callable[[Study, str, DatasetConfig, Callable[[], LoadedDataset]], dict]
+    # the entry's values that name files or folders it reads (the freeze hashes them or records checkouts)
+    paths: Callable[[DatasetConfig], tuple[str, ...]]
+    # the strata a plan test's subset may name
+    strata: Callable[[DatasetConfig], tuple[str, ...]] = no_strata
+
+
+def exclusion_paths(selection: ClusterSelection | QuestionSelection | None) -> tuple[str, ...]:
+    """The exclusion list's file, when a `selection:` section names one (rather than listing the ids)."""
+    return (selection.exclude,) if selection is not None and isinstance(selection.exclude, str) else ()
 
 
 @dataclass(frozen=True)

@@ -55,10 +55,14 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from harness.data.common import InputReader, LoadedDataset
+from harness.config.datasets import FreshStackDataset, FreshStackDomain
+from harness.data.common import Adapter, InputReader, LoadedDataset, exclusion_paths
 from harness.data.model import Document, Evidence, Question
+from harness.data.sampling import draw, seed_and_exclusions
 from harness.errors import HarnessError, InputError
+from harness.study import Study
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 COUNT_KEYS = ("gold_non_markdown", "gold_text_mismatch", "gold_not_in_corpus", "gold_file_missing",
@@ -204,24 +208,22 @@ class DomainData:
     provenance: dict
 
 
-def _domain_option(options: dict, key: str, name: str, domain: str, *, required: bool = True):
-    if key not in options:
-        if required:
-            raise HarnessError(f"dataset `{name}`, domain `{domain}`: option `{key}` is missing")
-        return None
-    return options[key]
+def _required(value: str | None, key: str, name: str, domain: str) -> str:
+    if value is None:
+        raise HarnessError(f"dataset `{name}`, domain `{domain}`: option `{key}` is missing")
+    return value
 
 
-def convert_domain(study, name: str, domain: str, options: dict, reader: InputReader) -> DomainData:
+def convert_domain(study: Study, name: str, domain: str, options: FreshStackDomain,
+                   reader: InputReader) -> DomainData:
     resolve = study.resolve
-    queries = read_queries(resolve(_domain_option(options, "queries", name, domain)), reader)
-    corpus = read_corpus(resolve(_domain_option(options, "corpus", name, domain)), reader)
-    qrels_path = _domain_option(options, "qrels", name, domain, required=False)
-    qrels = read_qrels(resolve(qrels_path), reader) if qrels_path else None
-    checkout = resolve(_domain_option(options, "checkout", name, domain))
+    queries = read_queries(resolve(_required(options.queries, "queries", name, domain)), reader)
+    corpus = read_corpus(resolve(_required(options.corpus, "corpus", name, domain)), reader)
+    qrels = read_qrels(resolve(options.qrels), reader) if options.qrels else None
+    checkout = resolve(_required(options.checkout, "checkout", name, domain))
     if not checkout.is_dir():
         raise HarnessError(f"dataset `{name}`, domain `{domain}`: checkout {checkout} is not a directory")
-    prefix = options.get("corpus_path_prefix", "") or ""
+    prefix = options.corpus_path_prefix
     counts: Counter = Counter()
     texts: dict[str, str] = {}
 
@@ -253,8 +255,8 @@ def convert_domain(study, name: str, domain: str, options: dict, reader: InputRe
             nuggets=tuple(text for text, _ in q["nuggets"]),
             reference_answer=q["answer"] if q["answer"].strip() else "",  # FreshStack's accepted answer, judged in the positive control
         ))
-    provenance = {"source": f"FreshStack oct-2024 ({domain})", "commit": str(options.get("commit", "")),
-                  "licence": str(options.get("licence", ""))}
+    provenance = {"source": f"FreshStack oct-2024 ({domain})", "commit": str(options.commit),
+                  "licence": str(options.licence)}
     return DomainData(domain, tuple(questions), texts, tuple(markdown_files(checkout)), counts, provenance)
 
 
@@ -300,35 +302,20 @@ def gold_files(questions) -> list[str]:
     return sorted({e.doc_id.split("/", 1)[1] for q in questions for e in q.evidence if e.located})
 
 
-def domains_of(name: str, options: dict) -> dict[str, dict]:
-    domains = options.get("domains")
-    if not isinstance(domains, dict) or not domains:
-        raise HarnessError(f"dataset `{name}`: `domains` must map each domain name to its files")
-    return domains
-
-
-def distractor_ratio(name: str, domain: str, options: dict):
-    ratio = options.get("distractor_ratio", 1)
-    if ratio == "full" or (isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio >= 0):
-        return ratio
-    raise HarnessError(f"dataset `{name}`, domain `{domain}`: distractor_ratio must be a number >= 0 or "
-                       f"\"full\", got {ratio!r}")
-
-
-def load(study, name: str, options: dict, selection: dict | None, reader: InputReader) -> LoadedDataset:
+def load(study: Study, name: str, cfg: FreshStackDataset, selection: dict | None,
+         reader: InputReader) -> LoadedDataset:
     counts: Counter = Counter(dict.fromkeys(COUNT_KEYS, 0))
     documents, questions = [], []
-    for domain, domain_options in sorted(domains_of(name, options).items()):
+    for domain, domain_options in sorted(cfg.domains.items()):
         data = convert_domain(study, name, domain, domain_options, reader)
         counts.update(data.counts)
         kept = list(data.questions)
         if selection is None:
-            seed = _selection_seed(name, options)
+            seed = _selection_seed(name, cfg)
             gold = gold_files(kept)
             gold_set = set(gold)
             candidates = [c for c in data.candidates if c not in gold_set]
-            distractors = draw_distractors(candidates, len(gold), distractor_ratio(name, domain, domain_options),
-                                           seed)
+            distractors = draw_distractors(candidates, len(gold), domain_options.distractor_ratio, seed)
         else:
             entry = selection.get("domains", {}).get(domain)
             if entry is None:
@@ -347,10 +334,10 @@ def load(study, name: str, options: dict, selection: dict | None, reader: InputR
         for rel in pooled:
             text = data.texts.get(rel)
             if text is None:
-                if not (study.resolve(domain_options["checkout"]) / rel).is_file():
+                if not (study.resolve(domain_options.checkout) / rel).is_file():
                     raise HarnessError(f"dataset `{name}`, domain `{domain}`: distractor {rel} is not in the "
                                        "checkout; rerun `harness select`")
-                text, changed = reader.read_markdown(study.resolve(domain_options["checkout"]) / rel)
+                text, changed = reader.read_markdown(study.resolve(domain_options.checkout) / rel)
                 counts["documents_crlf_normalised"] += changed
             documents.append(Document(f"{domain}/{rel}", domain, text, dict(data.provenance, path=rel)))
         scope = tuple(f"{domain}/{rel}" for rel in pooled)
@@ -359,12 +346,49 @@ def load(study, name: str, options: dict, selection: dict | None, reader: InputR
         questions.extend(Question(q.qid, q.dataset, q.query, q.cluster, q.stratum, scope, q.evidence,
                                   q.answers, q.nuggets, q.reference_answer) for q in kept)
     counts["questions"] = len(questions)
-    return LoadedDataset(name, options["metric_set"], tuple(documents), tuple(questions), dict(counts),
+    return LoadedDataset(name, cfg.metric_set, tuple(documents), tuple(questions), dict(counts),
                          reader.files)
 
 
-def _selection_seed(name: str, options: dict) -> int:
-    seed = (options.get("selection") or {}).get("seed")
-    if not isinstance(seed, int) or isinstance(seed, bool):
+def _selection_seed(name: str, cfg: FreshStackDataset) -> int:
+    if cfg.selection is None:
         raise HarnessError(f"dataset `{name}`: selection.seed must be an integer (it seeds the distractor draw)")
-    return seed
+    return cfg.selection.seed
+
+
+def select(study: Study, name: str, cfg: FreshStackDataset, everything: Callable[[], LoadedDataset]) -> dict:
+    """Per domain, a seeded sample of the questions with located gold, their gold files and the distractors
+    drawn for them (every eligible question is read per domain, so `everything` is not needed)."""
+    seed, exclude = seed_and_exclusions(study, name, cfg)
+    n_setting = cfg.selection.n_questions
+    domains = {}
+    for domain, domain_options in sorted(cfg.domains.items()):
+        n = n_setting.get(domain, "all") if isinstance(n_setting, dict) else n_setting
+        data = convert_domain(study, name, domain, domain_options, InputReader(study.root))
+        entry = draw(f"{name}/{domain}", [q.qid for q in data.questions], exclude["ids"], n, seed)
+        chosen = set(entry["selected"])
+        gold = gold_files([q for q in data.questions if q.qid in chosen])
+        ratio = domain_options.distractor_ratio
+        gold_set = set(gold)
+        candidates = [c for c in data.candidates if c not in gold_set]
+        entry |= {
+            "commit": str(domain_options.commit),
+            "gold_files": gold,
+            "distractor_ratio": ratio,
+            "distractor_candidates_count": len(candidates),
+            "distractors": draw_distractors(candidates, len(gold), ratio, seed),
+        }
+        domains[domain] = entry
+    return {"adapter": "freshstack", "unit": "question", "seed": seed, "exclude": exclude, "domains": domains}
+
+
+def paths(cfg: FreshStackDataset) -> tuple[str, ...]:
+    files = [path for d in cfg.domains.values() for path in (d.queries, d.corpus, d.qrels, d.checkout)]
+    return tuple(p for p in files if p is not None) + exclusion_paths(cfg.selection)
+
+
+def strata(cfg: FreshStackDataset) -> tuple[str, ...]:
+    return tuple(cfg.domains)  # the stratum of a question is its domain
+
+
+ADAPTER = Adapter(load=load, select=select, paths=paths, strata=strata)

@@ -14,10 +14,13 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from harness.config.datasets import JsonlDataset
 from harness.data.answer_types import ANSWER_TYPES, NO_TYPE
-from harness.data.common import InputReader, LoadedDataset, normalise_newlines
+from harness.data.common import Adapter, InputReader, LoadedDataset, exclusion_paths, normalise_newlines
 from harness.data.model import Document, Evidence, Question
+from harness.data.sampling import select_clusters
 from harness.errors import HarnessError, InputError
+from harness.study import Study
 
 COUNT_KEYS = ("evidence_unlocated", "evidence_span_text_mismatch", "questions_dropped_no_located_evidence",
               "questions_dropped_not_selected", "documents_crlf_normalised", "documents_empty")
@@ -181,17 +184,16 @@ def read_questions(path: Path, dataset: str, documents: dict[str, Document], cou
     return questions
 
 
-def _file_option(study, name: str, options: dict, key: str) -> Path:
-    value = options.get(key)
-    if not isinstance(value, str) or not value:
+def _file_option(study: Study, name: str, key: str, value: str | None) -> Path:
+    if value is None:
         raise HarnessError(f"dataset `{name}`: option `{key}` must name a JSONL file (relative to the study)")
     return study.resolve(value)
 
 
-def load(study, name: str, options: dict, selection: dict | None, reader: InputReader) -> LoadedDataset:
+def load(study: Study, name: str, cfg: JsonlDataset, selection: dict | None, reader: InputReader) -> LoadedDataset:
     counts: Counter = Counter(dict.fromkeys(COUNT_KEYS, 0))
-    documents = read_documents(_file_option(study, name, options, "documents"), counts, reader)
-    questions = read_questions(_file_option(study, name, options, "questions"), name, documents, counts, reader)
+    documents = read_documents(_file_option(study, name, "documents", cfg.documents), counts, reader)
+    questions = read_questions(_file_option(study, name, "questions", cfg.questions), name, documents, counts, reader)
     if selection is not None:
         chosen = set(selection["selected"])
         missing = sorted(chosen - {q.cluster for q in questions})
@@ -201,5 +203,12 @@ def load(study, name: str, options: dict, selection: dict | None, reader: InputR
         counts["questions_dropped_not_selected"] += sum(q.cluster not in chosen for q in questions)
         questions = [q for q in questions if q.cluster in chosen]
     counts["questions"] = len(questions)
-    return LoadedDataset(name, options["metric_set"], tuple(documents.values()), tuple(questions), dict(counts),
+    return LoadedDataset(name, cfg.metric_set, tuple(documents.values()), tuple(questions), dict(counts),
                          reader.files)
+
+
+def paths(cfg: JsonlDataset) -> tuple[str, ...]:
+    return tuple(p for p in (cfg.documents, cfg.questions) if p is not None) + exclusion_paths(cfg.selection)
+
+
+ADAPTER = Adapter(load=load, select=select_clusters, paths=paths)

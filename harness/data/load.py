@@ -2,9 +2,9 @@
 
     load_dataset(study, "qasper", selection=read_selection(study)) -> LoadedDataset
 
-Adapters read their options from study.datasets[name] and every file through the InputReader they are given;
-each returns documents, questions, counts and the files it read, and this module applies the rules shared by
-all: a dataset must name its input files, documents no kept question searches are dropped and counted
+Adapters (harness.data.adapters) read their typed `datasets:` entry and every file through the InputReader
+they are given; each returns documents, questions, counts and the files it read, and this module applies the
+rules shared by all: a dataset must name its input files, documents no kept question searches are dropped and counted
 ("documents_dropped_unscoped"), ids are checked unique, scopes and located evidence must name loaded documents
 (unlocated evidence may name a file that could not be read), the counts must add up (`<x>_in_input` = kept +
 every `<x>_dropped_<reason>`, for questions always and for documents when the adapter counts them), and the
@@ -19,23 +19,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import Callable
 
-from harness.data import freshstack, jsonl_corpus, qasper, question_evidence
-from harness.data.common import METRIC_SETS, POOLED_SCOPE, InputReader, LoadedDataset
+from harness.config.datasets import POOLED_SCOPE, DatasetConfig
+from harness.data.adapters import ADAPTERS
+from harness.data.common import InputReader, LoadedDataset
 from harness.errors import HarnessError
-from harness.files import read_json
+from harness.files import canonical_json, read_json
+from harness.study import Study
 
-Adapter = Callable[..., LoadedDataset]  # (study, name, options, selection entry | None, InputReader)
-
-ADAPTERS: dict[str, Adapter] = {
-    "qasper": qasper.load,
-    "freshstack": freshstack.load,
-    "jsonl": jsonl_corpus.load,
-    "question_evidence": question_evidence.load,
-}
-
-__all__ = ["ADAPTERS", "LoadedDataset", "dataset_options", "load_dataset", "loss_summary", "read_selection"]
+__all__ = ["LoadedDataset", "load_dataset", "loss_summary", "read_selection"]
 
 # counts of records dropped, not found, emptied or changed on the way in (besides every `*_dropped_*`)
 LOSS_COUNTS = ("evidence_unlocated", "evidence_span_text_mismatch", "evidence_float_selected", "evidence_section_names",
@@ -53,47 +45,48 @@ def loss_summary(name: str, counts: dict[str, int]) -> str:
             + ", ".join(f"{k} {v}" for k, v in lost.items()))
 
 
-def dataset_options(study, name: str) -> dict:
-    """The dataset's config section, with `adapter` and `metric_set` checked."""
-    if name not in study.datasets:
-        raise HarnessError(f"{study.config_path}: no dataset `{name}` (have: {', '.join(sorted(study.datasets))})")
-    options = study.datasets[name]
-    if not isinstance(options, dict):
-        raise HarnessError(f"{study.config_path}: dataset `{name}` must be a mapping")
-    adapter = options.get("adapter")
-    if adapter not in ADAPTERS:
-        raise HarnessError(f"{study.config_path}: dataset `{name}` has adapter {adapter!r}; "
-                           f"choose one of {', '.join(sorted(ADAPTERS))}")
-    if options.get("metric_set") not in METRIC_SETS:
-        raise HarnessError(f"{study.config_path}: dataset `{name}` has metric_set {options.get('metric_set')!r}; "
-                           f"choose one of {', '.join(METRIC_SETS)}")
-    return options
+def _dataset_config(study: Study, name: str) -> DatasetConfig:
+    """The dataset's typed `datasets:` entry."""
+    datasets = study.config.datasets
+    if name not in datasets:
+        raise HarnessError(f"{study.config_path}: no dataset `{name}` (have: {', '.join(sorted(datasets))})")
+    return datasets[name]
 
 
-def read_selection(study) -> dict | None:
+def read_selection(study: Study) -> dict | None:
     """selection/selection.json, or None when `harness select` has not run."""
     if not study.selection_path.is_file():
         return None
     return read_json(study.selection_path)
 
 
-def load_dataset(study, name: str, *, selection: dict | None) -> LoadedDataset:
-    """`selection` is the whole selection.json object (or None for every eligible record)."""
-    options = dataset_options(study, name)
+def load_dataset(study: Study, name: str, *, selection: dict | None) -> LoadedDataset:
+    """`selection` is the whole selection.json object (or None for every eligible record).
+
+    Loaded once per command: the freeze check and the stage share the load (Study.loaded_datasets), so a
+    stage works on exactly the data the check hashed."""
+    key = (name, canonical_json(selection))
+    if key not in study.loaded_datasets:
+        study.loaded_datasets[key] = _load_dataset(study, name, selection)
+    return study.loaded_datasets[key]
+
+
+def _load_dataset(study: Study, name: str, selection: dict | None) -> LoadedDataset:
+    cfg = _dataset_config(study, name)
     entry = None
     if selection is not None:
         entry = selection.get("datasets", {}).get(name)
         if entry is None:
             raise HarnessError(f"{study.selection_path}: no selection for dataset `{name}`; rerun `harness select`")
-        if entry.get("adapter") != options["adapter"]:
+        if entry.get("adapter") != cfg.adapter:
             raise HarnessError(f"{study.selection_path}: dataset `{name}` was selected with adapter "
-                               f"{entry.get('adapter')!r} but is configured with {options['adapter']!r}; "
+                               f"{entry.get('adapter')!r} but is configured with {cfg.adapter!r}; "
                                "rerun `harness select`")
     reader = InputReader(study.root)
-    raw = ADAPTERS[options["adapter"]](study, name, options, entry, reader)
+    raw = ADAPTERS[cfg.adapter].load(study, name, cfg, entry, reader)
     if reader.bom_stripped:  # only when nonzero: a study without one keeps its frozen counts
         raw = replace(raw, counts={**raw.counts, "texts_bom_stripped": len(reader.bom_stripped)})
-    if options.get("retrieval_scope") == POOLED_SCOPE:
+    if getattr(cfg, "retrieval_scope", None) == POOLED_SCOPE:  # the adapters whose entry has the setting
         raw = pooled(raw)
     return finish(raw)
 

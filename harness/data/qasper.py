@@ -36,14 +36,17 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
+from harness.config.datasets import QasperDataset
 from harness.data.answer_types import FROM_EVALUATOR, combined_answer_type
-from harness.data.common import InputReader, LoadedDataset, TextLocator
+from harness.data.common import Adapter, InputReader, LoadedDataset, TextLocator, exclusion_paths
 from harness.data.model import Document, Evidence, Question
+from harness.data.qasper_gold import reference_from_annotation
+from harness.data.sampling import select_clusters
 from harness.errors import HarnessError, InputError
 from harness.files import canonical_json, sha256_text
-from harness.metrics.answer_f1 import reference_from_annotation
+from harness.study import Study
 
 SOURCE = "Qasper v0.3 (Dasigi et al., 2021)"
 LICENCE = "CC BY 4.0"
@@ -349,21 +352,22 @@ def convert_paper(paper_id: str, record: dict, *, dataset: str = "qasper", path=
 # --- the adapter -----------------------------------------------------------------------------------
 
 
-def read_papers(study, name: str, options: dict, reader: InputReader) -> tuple[dict[str, dict], dict[str, str]]:
+def configured_files(cfg: QasperDataset) -> tuple[str, ...]:
+    return (cfg.files,) if isinstance(cfg.files, str) else cfg.files or ()
+
+
+def read_papers(study: Study, name: str, cfg: QasperDataset,
+                reader: InputReader) -> tuple[dict[str, dict], dict[str, str]]:
     """paper id -> record, and paper id -> the file it came from (for error messages)."""
-    files, hub = options.get("files"), options.get("hub")
-    if bool(files) == bool(hub):
+    hub = cfg.hub
+    if bool(cfg.files) == bool(hub):
         raise HarnessError(f"dataset `{name}`: give exactly one of `files` (local Qasper JSON) or `hub`")
     papers: dict[str, dict] = {}
     origin: dict[str, str] = {}
     if hub:
-        if not isinstance(hub, dict) or not isinstance(hub.get("name"), str):
-            raise HarnessError(f"dataset `{name}`: `hub` must be {{name: allenai/qasper, splits: [...]}}")
-        papers = read_hub(hub["name"], list(hub.get("splits", ["validation", "test"])), reader)
-        return papers, {pid: f"hub:{hub['name']}" for pid in papers}
-    if isinstance(files, str):
-        files = [files]
-    for f in files:
+        papers = read_hub(hub.name, list(hub.splits), reader)
+        return papers, {pid: f"hub:{hub.name}" for pid in papers}
+    for f in configured_files(cfg):
         path = study.resolve(f)
         for paper_id, record in read_qasper_file(path, reader).items():
             if paper_id in papers:
@@ -373,8 +377,8 @@ def read_papers(study, name: str, options: dict, reader: InputReader) -> tuple[d
     return papers, origin
 
 
-def load(study, name: str, options: dict, selection: dict | None, reader: InputReader) -> LoadedDataset:
-    papers, origin = read_papers(study, name, options, reader)
+def load(study: Study, name: str, cfg: QasperDataset, selection: dict | None, reader: InputReader) -> LoadedDataset:
+    papers, origin = read_papers(study, name, cfg, reader)
     chosen = set(papers) if selection is None else {s.removeprefix("qasper/") for s in selection["selected"]}
     missing = sorted(chosen - set(papers))
     if missing:
@@ -394,8 +398,20 @@ def load(study, name: str, options: dict, selection: dict | None, reader: InputR
             for key in QUESTION_FATES:
                 counts[key] += conversion.counts[key]
             counts["questions_dropped_not_selected"] += len(conversion.questions)
-    return LoadedDataset(name, options["metric_set"], tuple(documents), tuple(questions), dict(counts),
+    return LoadedDataset(name, cfg.metric_set, tuple(documents), tuple(questions), dict(counts),
                          reader.files)
 
 
 QUESTION_FATES = ("questions_in_input", "questions_dropped_unanswerable", "questions_dropped_no_evidence")
+
+
+def select(study: Study, name: str, cfg: QasperDataset, everything: Callable[[], LoadedDataset]) -> dict:
+    """A seeded sample of paper ids, as the published procedure draws them (not doc ids)."""
+    return select_clusters(study, name, cfg, everything, unit="paper", prefix=doc_id_for(""))
+
+
+def paths(cfg: QasperDataset) -> tuple[str, ...]:
+    return configured_files(cfg) + exclusion_paths(cfg.selection)
+
+
+ADAPTER = Adapter(load=load, select=select, paths=paths)

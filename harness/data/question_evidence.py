@@ -8,14 +8,18 @@ not in the text is an error naming it. Questions get ids q001, q002, ... in file
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.data.common import LoadedDataset
+from harness.config.datasets import QuestionEvidenceDataset
+from harness.data.common import Adapter, InputReader, LoadedDataset, exclusion_paths
 from harness.data.model import Document, Evidence, Question
+from harness.data.sampling import select_clusters
 from harness.errors import HarnessError, InputError
+from harness.study import Study
 
 SPLITS = ("train", "held-out")
 
@@ -74,31 +78,29 @@ def read_lab_questions(text: str, qe_path: str, *, doc_id: str) -> list[LabQuest
 def seeded_split(qids: list[str], seed: int, held_out: float) -> dict[str, str]:
     """qid -> split: round(held_out x n) questions drawn with `seed` are held out (at least one is trained on
     unless held_out is 1)."""
-    import random
-
     n_held = min(len(qids), round(held_out * len(qids)))
     chosen = set(random.Random(seed).sample(sorted(qids), n_held))
     return {q: ("held-out" if q in chosen else "train") for q in qids}
 
 
-def load(study, name: str, options: dict, selection: dict | None, reader) -> LoadedDataset:
+def load(study: Study, name: str, cfg: QuestionEvidenceDataset, selection: dict | None,
+         reader: InputReader) -> LoadedDataset:
     """The document and its questions; stratum = split ("train" / "held-out"), cluster = the question."""
-
-    doc_path, qe_path = study.resolve(options["document"]), study.resolve(options["questions"])
+    doc_path, qe_path = study.resolve(cfg.document), study.resolve(cfg.questions)
     text, crlf = reader.read_markdown(doc_path)
-    doc_id = f"{name}/{Path(options['document']).name}"
+    doc_id = f"{name}/{Path(cfg.document).name}"
     try:
         items = json.loads(reader.read_text(qe_path, what="question-evidence JSON file"))
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON (line {e.lineno}): {e.msg}", path=qe_path) from None
-    split = options.get("split")
+    split = cfg.split
     if split is not None and isinstance(items, list):
         # the seeded split replaces each record's own: records may leave `split` out
         items = [dict(item, split="train") if isinstance(item, dict) else item for item in items]
     located = lab_questions(text, items, doc_id=doc_id, path=reader.display_path(qe_path))
     questions = [lq.question for lq in located]
     if split is not None:
-        splits = seeded_split([q.qid for q in questions], split["seed"], split["held_out"])
+        splits = seeded_split([q.qid for q in questions], split.seed, split.held_out)
         questions = [replace(q, stratum=splits[q.qid]) for q in questions]
     questions = [replace(q, dataset=name) for q in questions]
     counts: Counter = Counter(questions_in_input=len(questions), questions_dropped_not_selected=0,
@@ -114,4 +116,15 @@ def load(study, name: str, options: dict, selection: dict | None, reader) -> Loa
         counts[f"questions_{s.replace('-', '_')}"] = sum(q.stratum == s for q in questions)
     counts["questions"] = len(questions)
     document = Document(doc_id, name, text, {"source": reader.display_path(doc_path)})
-    return LoadedDataset(name, options["metric_set"], (document,), tuple(questions), dict(counts), reader.files)
+    return LoadedDataset(name, cfg.metric_set, (document,), tuple(questions), dict(counts), reader.files)
+
+
+def paths(cfg: QuestionEvidenceDataset) -> tuple[str, ...]:
+    return (cfg.document, cfg.questions) + exclusion_paths(cfg.selection)
+
+
+def strata(cfg: QuestionEvidenceDataset) -> tuple[str, ...]:
+    return SPLITS  # the stratum of a question is its split
+
+
+ADAPTER = Adapter(load=load, select=select_clusters, paths=paths, strata=strata)

@@ -24,18 +24,11 @@ from urllib.parse import urlsplit
 
 from harness.config.models import OPENAI_API_KEY_ENV, OPENAI_OPTIONS, TIMEOUT_S, model_settings
 from harness.llm.base import (
-    AuthError,
-    Backend,
-    BackendUnavailable,
-    Completion,
-    LlmError,
-    Message,
-    ModelNotFound,
-    ServerFailed,
-    ServerStalled,
-    as_messages,
+    AuthError, Backend, BackendUnavailable, Completion, LlmError, Message, ModelNotFound, ServerFailed,
+    ServerStalled, as_messages,
 )
 from harness.files import canonical_json, sha256_text
+from harness.tokens import cl100k
 
 DEFAULT_OPTIONS = OPENAI_OPTIONS  # written once, in the config schema
 
@@ -140,7 +133,6 @@ class OpenAICompatibleBackend(Backend):
     def estimate_cost_usd(self, messages: Sequence[Message], options: Mapping[str, Any]) -> float:
         if self.price_in is None or self.price_out is None:
             return 0.0
-        from harness.tokens import cl100k
 
         # cl100k plus per-message overhead, a close upper bound for most tokenizers on English text
         tokens_in = sum(len(cl100k().encode(m["content"])) + 8 for m in messages)

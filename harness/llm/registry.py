@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 from harness.config.models import ModelConfig, model_settings
 from harness.errors import HarnessError
 from harness.llm.base import Backend
+from harness.llm.replay import ReplayBackend
+from harness.llm.pool import pool_from_config
 
 if TYPE_CHECKING:
     from harness.llm.cache import GenerationCache
@@ -51,7 +53,6 @@ def _configured(model_cfg: ModelConfig | Mapping[str, Any]) -> Backend:
     cls = backend_class(settings["backend"])
     if not settings.get("hosts"):
         return cls.from_config(settings)
-    from harness.llm.pool import pool_from_config
 
     def one_server(one: dict[str, Any]) -> Backend:
         backend = cls.from_config(one)
@@ -71,7 +72,6 @@ def make_backend(model_cfg: ModelConfig | Mapping[str, Any], *, replay_from: "Ge
     backend = _configured(model_cfg)
     if replay_from is None:
         return backend
-    from harness.llm.replay import ReplayBackend
 
     cached = replay_from.digests_for(backend.name, backend.model)
     return ReplayBackend.for_cache(backend, cached, model_settings(model_cfg).get("digest"))

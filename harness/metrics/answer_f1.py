@@ -1,9 +1,7 @@
 """Qasper answer F1 and evidence F1 by the rules of the official evaluator (allenai/qasper, qasper_evaluator.py).
 
-Gold: one reference per annotator, built by answer type in the evaluator's order of precedence:
-extractive spans (joined by ", "), else the free-form answer, else "Yes"/"No", and "Unanswerable" for an
-annotation marked unanswerable. An annotation with none of these has no usable answer: the evaluator stops
-with an error there; we skip it and count it, and a question left with no reference is excluded by the caller.
+Gold: one reference per annotator (harness.data.qasper_gold); a question with no reference is excluded by
+the caller.
 
 Answer F1: SQuAD-style normalisation (lower case; punctuation, then the articles a/an/the, removed;
 whitespace collapsed), token-level F1, maximum over the references. Evidence F1: set overlap of predicted
@@ -18,21 +16,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-ANSWER_TYPES = ("extractive", "abstractive", "boolean", "none")
-UNANSWERABLE = "Unanswerable"
-FLOAT_SELECTED = "FLOAT SELECTED"  # figure and table evidence; --text-evidence-only drops it
+from harness.data.qasper_gold import Reference
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-@dataclass(frozen=True)
-class Reference:
-    """One annotator's gold answer for a question."""
-
-    answer: str
-    answer_type: str  # one of ANSWER_TYPES
-    evidence: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -69,31 +56,6 @@ def evidence_f1(predicted: Sequence[str], gold: Sequence[str]) -> float:
         return 0.0
     precision, recall = same / len(predicted_set), same / len(gold_set)
     return 2 * precision * recall / (precision + recall)
-
-
-def reference_from_annotation(answer: dict, *, text_evidence_only: bool = False) -> Reference | None:
-    """The reference an annotation's `answer` object gives, or None when it holds no usable answer.
-
-    Truth tests follow the evaluator: a non-empty span list wins even if its strings are blank, and a
-    free-form answer counts when it is a non-empty string."""
-    if answer.get("unanswerable"):
-        return Reference(UNANSWERABLE, "none", ())
-    spans = answer.get("extractive_spans") or []
-    if spans:
-        text, kind = ", ".join(spans), "extractive"
-    elif answer.get("free_form_answer"):
-        text, kind = answer["free_form_answer"], "abstractive"
-    elif answer.get("yes_no") is True:
-        text, kind = "Yes", "boolean"
-    elif answer.get("yes_no") is False:
-        text, kind = "No", "boolean"
-    else:
-        return None
-    evidence = answer.get("evidence") or []
-    if text_evidence_only:
-        # the evaluator tests containment, not the prefix
-        evidence = [e for e in evidence if FLOAT_SELECTED not in e]
-    return Reference(text, kind, tuple(evidence))
 
 
 def score_question(predicted_answer: str, predicted_evidence: Sequence[str],

@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from harness.config.lab import OVERFLOWS, UNITS
 from harness.data.model import Chunk
 from harness.errors import InputError
 from harness.metrics.budget import TokenCache, check_budget, fill_budget
 from harness.tokens import WORD_RE, words
-
-from harness.config.lab import OVERFLOWS, UNITS  # noqa: E402 (defaults written once, in the config)
 
 
 @dataclass(frozen=True)

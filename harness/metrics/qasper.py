@@ -17,7 +17,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from harness.data.model import Chunk, Question
+from harness.config.lab import UNIT_SUFFIX
 from harness.errors import InputError
+from harness.metrics.assembly import assemble
 from harness.metrics.budget import TokenCache, analyse_unit, budget_cuts, needed_prefix
 from harness.metrics.ngrams import N, GramCache, UnitGrams
 
@@ -132,9 +134,6 @@ def score_qasper_assembled(
 ) -> list[tuple[str, float]]:
     """score_qasper with another assembler (harness.metrics.assembly): each budget's metrics are measured on
     exactly the units that assembler puts in the context; names carry the unit (complete@120w for words)."""
-    from harness.config.lab import UNIT_SUFFIX
-    from harness.metrics.assembly import assemble
-
     gold = gold_strings(question, grams)
     suffix = UNIT_SUFFIX[unit]
     rec, complete, partial = [], [], []

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.data.qasper import read_qasper_file
+from harness.data.qasper_gold import ANSWER_TYPES, Reference, reference_from_annotation
 from harness.errors import InputError
-from harness.metrics.answer_f1 import ANSWER_TYPES, Reference, reference_from_annotation, score_question
+from harness.metrics.answer_f1 import score_question
 
 
 @dataclass(frozen=True)

@@ -16,22 +16,11 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
-from harness.arms.addon_arms import VARIANT
-from harness.arms.registry import arm_kind, source_arm
+from harness.arms.variants import VARIANT
 from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.retrieval.expansion import ChunkSet, Expansion, expand_ranking
 from harness.retrieval.runfile import RunRow
-from harness.study import Study
-
-
-def cell_source(study: Study, arm: str) -> str:
-    """The arm whose chunk set a cell of `arm` ranks: its `of:` arm when expanded at retrieval time."""
-    return source_arm(study, arm) if arm_kind(study, arm).retrieval_time else arm
-
-
-def expansion_mode(study: Study, arm: str) -> str | None:
-    return arm_kind(study, arm).expansion
 
 
 def chunk_variants(chunks: Sequence[Chunk]) -> list[tuple[str, list[Chunk]]]:

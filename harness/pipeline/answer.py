@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from harness.arms.build import read_chunk_set
-from harness.arms.llm_arms import generations_path
 from harness.config.fields import replace
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Question
+from harness.data.qasper_gold import Reference
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_text, read_json
 from harness.llm.cache import GenerationCache
@@ -39,27 +39,27 @@ from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import LlmSession
-from harness.metrics.answer_f1 import Reference, answer_f1
+from harness.metrics.answer_f1 import answer_f1
 from harness.metrics.budget import TokenCache
 from harness.metrics.nuggets import (
     NEGATIVE_CONTROL_MAX, POSITIVE_CONTROL_MIN, negative_control, positive_control, score_verdicts,
     seeded_derangement,
 )
 from harness.metrics.registry import ANSWER_METRICS
-from harness.pipeline.grid import SCORED, Cell, answer_cells, answers_dir, answers_path, cell_state, mark_answer_done
+from harness.grid.cells import Cell, answer_cells
+from harness.grid.paths import answers_dir, answers_path, generations_path, judges_dir, run_path
+from harness.grid.states import SCORED, cell_state, mark_answer_done
 from harness.pipeline.reading import ReaderContext, Verdict, ask_reader, judge_nuggets, reader_context
 from harness.pipeline.parts import write_part
-from harness.pipeline.results import ResultRow
+from harness.grid.results import ResultRow
 from harness.pipeline.table import assemble_per_question
+from harness.provenance.plan_check import answer_test_gaps
 from harness.retrieval.runfile import read_run
 from harness.study import Study
 
 ANSWER_F1, NUGGET_RECALL = "answer_f1", "nugget_recall"
 SPOT_CHECK_FILE = "spot_check.json"  # written by `harness judge-agreement --study`
 
-
-def judges_dir(study: Study) -> Path:
-    return study.results / "judges"
 
 
 def model_family(model_cfg: Any) -> str:
@@ -116,7 +116,7 @@ def sample_questions(dataset: LoadedDataset, n: int | str, seed: int) -> LoadedD
 
 def ranked_ids(study: Study, cell: Cell) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for row in sorted(read_run(study.run_path(*cell)), key=lambda r: (r.qid, r.rank)):
+    for row in sorted(read_run(run_path(study, *cell.names)), key=lambda r: (r.qid, r.rank)):
         out.setdefault(row.qid, []).append(row.chunk_id)
     return out
 
@@ -196,13 +196,13 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
                 judged_any = True
                 control_rows += _controls(dataset, judge, judge_template, judge_cfg.control_seed, controls,
                                           judge_seed=judge_model.seed)
-            cells = [cell for cell in answer_cells(study) if cell.dataset == name]
+            cells = [cell for cell in answer_cells(study) if cell.dataset.name == name]
             for cell in tqdm(cells, desc=f"answer {name}", unit="cell", disable=not progress):
                 cell_rows, counts = _answer_cell(study, dataset, cell, budget, tokens, reader, reader_template, seeds,
                                                  judge if judged else None, judge_template, frozen_hash,
                                                  judge_seed=None if judge is None else judge_model.seed,
                                                  f1=ANSWER_F1 in metrics)
-                write_part(answers_dir(study), *cell, cell_rows)  # this stage's rows: only it writes them
+                write_part(answers_dir(study), *cell.names, cell_rows)  # this stage's rows: only it writes them
                 mark_answer_done(study, cell, frozen_hash=frozen_hash, counts=counts)
                 summary["cells"][str(cell)] = counts
                 log(f"answer {cell}: {counts}")
@@ -261,7 +261,7 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
     (a metric set with nuggets but none given: the answers are still written)."""
     if cell_state(study, cell, frozen_hash) != SCORED:
         raise HarnessError(f"answer: cell {cell} is not scored under the current freeze; run `harness score` first")
-    chunks = {c.chunk_id: c for c in read_chunk_set(study, dataset, cell.arm, frozen_hash=frozen_hash)}
+    chunks = {c.chunk_id: c for c in read_chunk_set(study, dataset, cell.arm.name, frozen_hash=frozen_hash)}
     ranked = ranked_ids(study, cell)
     counts = Counter(questions=0, answered=0, reader_failed=0, reader_truncated=0, judge_truncated=0,
                      dropped_no_gold=0, dropped_no_nuggets=0, verdicts_unparseable=0, verdicts_partial=0)
@@ -274,7 +274,7 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
         counts["questions"] += 1
         missing = [cid for cid in ranked.get(q.qid, []) if cid not in chunks]
         if missing:
-            raise HarnessError(f"{study.run_path(*cell)}: chunk {missing[0]} is not in the {cell.arm} chunk set")
+            raise HarnessError(f"{run_path(study, *cell.names)}: chunk {missing[0]} is not in the {cell.arm} chunk set")
         context: ReaderContext = reader_context([chunks[c] for c in ranked.get(q.qid, [])], budget, tokens)
         reply = ask_reader(reader, template, q.query, context, seeds=seeds)
         counts["answered"] += 1
@@ -305,30 +305,11 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
             verdict_rows += [{"qid": q.qid, "nugget": i, "text": v.nugget, "answer": reply.answer,
                               "verdict": v.verdict, "raw": v.raw} for i, v in enumerate(verdicts)]
             value = score.strict_recall
-        rows.append(ResultRow(dataset.name, cell.arm, cell.retriever, q.qid, q.cluster, q.stratum, metric, value))
+        rows.append(ResultRow(*cell.names, q.qid, q.cluster, q.stratum, metric, value))
     _jsonl(answers_path(study, cell), records)
     if judge is not None:
         _jsonl(judges_dir(study) / dataset.name / f"{cell.arm}__{cell.retriever}.jsonl", verdict_rows)
     return rows, dict(counts)
-
-
-def answer_test_gaps(study: Study, test: Any) -> list[str]:
-    """Why the config cannot run one plan test on an answer-level metric (empty: it can, or the test is not
-    answer-level): a reader cell missing for either arm, a budget other than the reader's, or a judged test
-    without a judge of the plan's name."""
-    name, _, budget = test.metric.partition("@")
-    if name not in (ANSWER_F1, NUGGET_RECALL):
-        return []
-    reader, judge = study.config.reader, study.config.judge
-    covered = set(answer_cells(study))
-    why = [f"no reader cell {cell}" for cell in dict.fromkeys(Cell(test.dataset, arm, test.retriever) for arm in (test.a, test.b))
-           if cell not in covered]
-    metric_set = study.datasets[test.dataset]["metric_set"] if test.dataset in study.datasets else None
-    if metric_set is not None and budget != f"{reader.budgets.get(metric_set)}t":
-        why.append(f"the reader's budget is {reader.budgets.get(metric_set)} tokens")
-    if test.acceptance is not None and (judge.model is None or test.acceptance.judge != judge.name):
-        why.append(f"no judge named {test.acceptance.judge!r} with a model")
-    return why
 
 
 def uncovered_answer_tests(study: Study, plan: Any) -> list[str]:

@@ -13,8 +13,9 @@ import numpy as np
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_text, read_json
 from harness.metrics.judge_agreement import HUMAN_COLUMN, JUDGE_COLUMN, KappaResult, read_spot_check
-from harness.pipeline.answer import SPOT_CHECK_FILE, judges_dir
+from harness.pipeline.answer import SPOT_CHECK_FILE
 from harness.study import Study
+from harness.grid.paths import judges_dir
 
 SAMPLE_COLUMNS = ("dataset", "arm", "retriever", "qid", "nugget", "nugget_text", "answer", JUDGE_COLUMN, HUMAN_COLUMN)
 

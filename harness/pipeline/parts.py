@@ -1,7 +1,7 @@
 """Per-cell part files: `score` writes each finished (dataset, arm, retriever) cell atomically as
 results/per_question/<dataset>/<arm>__<retriever>.parquet (`answer` its own rows the same way under
 results/answers/); combine_parts joins exactly the configured cells, plus the other stages' parts it is
-given, into the dataset's per-question files. Whether a cell counts as scored is harness.pipeline.grid's.
+given, into the dataset's per-question files. Whether a cell counts as scored is harness.grid.states'.
 """
 
 from __future__ import annotations
@@ -13,22 +13,8 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from harness.errors import HarnessError, InputError
-from harness.pipeline.results import TEXT, ResultRow, check_and_sort, read_per_question, to_frame, write_frame
-
-PART_SUFFIX = ".parquet"
-
-
-def _check_name(kind: str, name: str) -> str:
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or "__" in name:
-        raise InputError(f"{kind} name {name!r} cannot name a part file (empty, '/', '\\', '__' or a leading '.')")
-    return name
-
-
-def part_path(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> Path:
-    """results/per_question/<dataset>/<arm>__<retriever>.parquet (mirrors the run file names)."""
-    return Path(per_question_dir) / _check_name("dataset", dataset) / (
-        f"{_check_name('arm', arm)}__{_check_name('retriever', retriever)}{PART_SUFFIX}"
-    )
+from harness.grid.paths import part_path, variants_part_path
+from harness.grid.results import ResultRow, TEXT, check_and_sort, read_per_question, to_frame, write_frame
 
 
 def write_part(
@@ -43,17 +29,6 @@ def write_part(
         raise InputError(f"{path}: rows of cells {foreign} do not belong to this part")
     write_frame(df, path, None)
     return path
-
-
-VARIANTS_SUFFIX = ".variants.parquet"
-
-
-def variants_part_path(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> Path:
-    """<dataset>/<arm>__<retriever>.variants.parquet: an arm stored as variants (RM's seeds, an LLM arm's
-    repeats) scored per variant, its rows under arm `<arm>@<variant>`. The cell's own part holds the mean
-    over the variants, the only rows any registered test reads; these feed the between-run spread."""
-    part = part_path(per_question_dir, dataset, arm, retriever)
-    return part.with_name(part.name[: -len(PART_SUFFIX)] + VARIANTS_SUFFIX)
 
 
 def write_variants_part(

@@ -26,19 +26,18 @@ from typing import Callable, Sequence
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.study import Study
+from harness.grid.paths import chunks_path, per_question_path, results_dir, run_path
+from harness.retrieval.registry import RetrieverContext
+from harness.pipeline.score import scopes, score_cell
+from harness.grid.results import _csv_text, check_and_sort, read_per_question, to_frame
+from harness.arms.build import build_arms, read_chunk_set
+from harness.metrics.registry import ScoringCache, budgets_from_config
+from harness.llm.base import ReplayMiss
+from harness.data.load import load_dataset, read_selection
+from harness.grid.arms import arm_kind, source_arm
+from harness.grid.cells import configured_cells
 
 DEFAULT_SEED = 2024
-
-
-@dataclass(frozen=True)
-class ScratchStudy(Study):
-    """The study's frozen inputs (config, plan, prompts, selection, data) with results/ in a scratch folder."""
-
-    scratch: Path = Path()
-
-    @property
-    def results(self) -> Path:
-        return self.scratch
 
 
 @dataclass(frozen=True)
@@ -55,42 +54,35 @@ def _llm_reranked(study: Study, retriever: str) -> bool:
 
 def draw_cells(study: Study, k: int, seed: int) -> tuple[list, int]:
     """K cells by the seed (grid order, then Random(seed).sample), and how many were not eligible."""
-    from harness.pipeline.grid import configured_cells
 
     cells = configured_cells(study)
-    eligible = [c for c in cells if not _llm_reranked(study, c.retriever)]
+    eligible = [c for c in cells if not _llm_reranked(study, c.retriever.name)]
     if k < 1:
         raise HarnessError(f"--rescore {k}: give the number of cells to re-run (at least 1)")
     return random.Random(seed).sample(eligible, min(k, len(eligible))), len(cells) - len(eligible)
 
 
 def _arms_to_build(study: Study, dataset: str, arm: str) -> list[str]:
-    """The cell's chunk set and every set it is built from (`of:` chains, a field ablation's E), sources first."""
-    from harness.arms import field_ablation
-    from harness.arms.registry import arm_kind, source_arm
-    from harness.pipeline.addon_cells import cell_source
+    """The chunk set `arm` (the one a cell ranks) and every set it is built from (`of:` chains, a field
+    ablation's E), sources first."""
 
-    todo, arm = [], cell_source(study, arm)
+    todo = []
     while True:
         todo.append(arm)
-        kind = arm_kind(study, arm)
-        if kind.derived:
-            arm = source_arm(study, arm)
-        elif kind.source_kind:  # re-renders the built chunk set of another arm
-            arm = field_ablation.source_arm(study, dataset, arm)
-        else:
+        if not arm_kind(study, arm).derived:
             return todo[::-1]
+        arm = source_arm(study, arm, dataset)
 
 
-def _scratch(study: Study, folder: Path) -> ScratchStudy:
+def _scratch(study: Study, folder: Path) -> Study:
     """Released model outputs copied in (the generation cache, the reranker's pair scores); no vectors."""
-    released = study.results
+    released = results_dir(study)
     if (released / "generations").is_dir():
         shutil.copytree(released / "generations", folder / "generations")
     for namespace in sorted((released / "embeddings").glob("*/namespace.json")):
         if read_json(namespace).get("kind") != "embedding":
             shutil.copytree(namespace.parent, folder / "embeddings" / namespace.parent.name)
-    return ScratchStudy(study.root, folder)
+    return Study(study.root, results_root=folder)
 
 
 def first_difference(released: Path, ours: Sequence[str], label: str, theirs: Sequence[str] | None = None) -> str | None:
@@ -119,42 +111,33 @@ def _cell_lines(csv_text: str, dataset: str, arm: str, retriever: str, metrics: 
 
 
 def rescore_cell(study: Study, cell, frozen: str, folder: Path) -> CellCheck:
-    from harness.arms.build import build_arms
-    from harness.data.load import load_dataset, read_selection
-    from harness.llm.base import ReplayMiss
-    from harness.metrics.registry import ScoringCache, budgets_from_config
-    from harness.arms.build import read_chunk_set
-    from harness.pipeline.addon_cells import cell_source
-    from harness.pipeline.results import _csv_text, check_and_sort, read_per_question, to_frame
-    from harness.pipeline.score import score_cell, scopes
-    from harness.retrieval.registry import RetrieverContext
 
     scratch = _scratch(study, folder)
-    source = cell_source(study, cell.arm)
+    dataset_name, source = cell.dataset.name, cell.arm.ranks
     try:
-        build_arms(scratch, datasets=[cell.dataset], arms=_arms_to_build(study, cell.dataset, cell.arm), frozen_hash=frozen,
+        build_arms(scratch, datasets=[dataset_name], arms=_arms_to_build(study, dataset_name, source), frozen_hash=frozen,
                    progress=False, replay=True, log=lambda _: None)
     except ReplayMiss as e:
-        return CellCheck(str(cell), False, f"rebuilding {cell.dataset}/{source}: {e}")
-    chunk_file = study.chunks_path(cell.dataset, source)
-    ours = scratch.chunks_path(cell.dataset, source).read_text(encoding="utf-8").splitlines()
+        return CellCheck(str(cell), False, f"rebuilding {dataset_name}/{source}: {e}")
+    chunk_file = chunks_path(study, dataset_name, source)
+    ours = chunks_path(scratch, dataset_name, source).read_text(encoding="utf-8").splitlines()
     differs = first_difference(chunk_file, ours, str(chunk_file.relative_to(study.root)))
     if differs:
         return CellCheck(str(cell), False, differs)
-    dataset = load_dataset(scratch, cell.dataset, selection=read_selection(scratch))
+    dataset = load_dataset(scratch, dataset_name, selection=read_selection(scratch))
     scoped = scopes(dataset, read_chunk_set(scratch, dataset, source, frozen_hash=frozen))
     rows, _variant_rows, _counts = score_cell(
-        scratch, dataset, cell.arm, cell.retriever, scoped, RetrieverContext.for_study(scratch, progress=False),
+        scratch, dataset, cell, scoped, RetrieverContext.for_study(scratch, progress=False),
         ScoringCache(), budgets_from_config(study.config.budgets, dataset.metric_set), run_depth=study.config.run_depth)
-    run_file = study.run_path(cell.dataset, cell.arm, cell.retriever)
-    ours = scratch.run_path(cell.dataset, cell.arm, cell.retriever).read_text(encoding="utf-8").splitlines()
+    run_file = run_path(study, *cell.names)
+    ours = run_path(scratch, *cell.names).read_text(encoding="utf-8").splitlines()
     differs = first_difference(run_file, ours, str(run_file.relative_to(study.root)))
     if differs:
         return CellCheck(str(cell), False, differs)
     metrics = {r.metric for r in rows}
     ours = _csv_text(check_and_sort(to_frame(rows), "rescored rows")).splitlines()
-    key = (cell.dataset, cell.arm, cell.retriever, metrics)
-    for path in (study.per_question_path(cell.dataset, "csv"), study.per_question_path(cell.dataset, "parquet")):
+    key = (*cell.names, metrics)
+    for path in (per_question_path(study, dataset_name, "csv"), per_question_path(study, dataset_name, "parquet")):
         label = str(path.relative_to(study.root))
         if not path.is_file():
             return CellCheck(str(cell), False, f"{label}: missing")

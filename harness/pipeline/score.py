@@ -1,6 +1,6 @@
 """`score`: every dataset x arm x retriever cell of the grid -> run file + per-question rows.
 
-A rerun skips the cells the grid (harness.pipeline.grid) counts as scored under the current frozen
+A rerun skips the cells the grid (harness.grid.states) counts as scored under the current frozen
 hash, so an interrupted scoring run resumes. At the end the parts of exactly the configured cells (and the
 answer stage's rows, harness.pipeline.table) are assembled into results/per_question/<dataset>.parquet and
 .csv, with a sidecar <dataset>.manifest.json recording the frozen hash, the cells, every cell's counts (from
@@ -15,22 +15,19 @@ from typing import Any, Callable, Sequence
 
 from harness.arms.addon_descriptives import summarise_counts
 from harness.arms.build import read_chunk_set
-from harness.config.arms import ALL_DOCUMENTS, documents_of
 from harness.config.executor import Executor
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
-from harness.pipeline.grid import (
-    SCORED, Cell, cell_counts, cell_state, configured_cells, mark_cell_done, per_question_dir,
-)
+from harness.grid.cells import Cell, cell_of, configured_cells
+from harness.grid.paths import per_question_dir, results_dir, run_path, runs_dir
+from harness.grid.states import SCORED, cell_counts, cell_state, mark_cell_done
 from harness.pipeline.executors import is_local, ray_session, run_on_ray
-from harness.pipeline.addon_cells import (
-    cell_source, chunk_variants, expand, expanded_run_rows, expansion_mode, inserted_in_head, mean_over_variants,
-)
+from harness.pipeline.addon_cells import chunk_variants, expand, expanded_run_rows, inserted_in_head, mean_over_variants
 from harness.pipeline.parts import write_part, write_variants_part
 from harness.pipeline.table import assemble_per_question, update_manifest
-from harness.pipeline.results import ResultRow
+from harness.grid.results import ResultRow
 from harness.files import remove_stale_temporaries, sha256_text
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking
@@ -80,19 +77,22 @@ def scopes(dataset: LoadedDataset, chunks: Sequence[Chunk]) -> list[Scope]:
 
 
 def score_cell(
-    study: Study, dataset: LoadedDataset, arm: str, retriever_name: str, scoped: list[Scope],
+    study: Study, dataset: LoadedDataset, cell: Cell, scoped: list[Scope],
     context: RetrieverContext, cache: ScoringCache, budgets: tuple[int, ...], *, run_depth: int,
 ) -> tuple[list[ResultRow], dict[str, Any]]:
+    """Rank one cell's questions in their scopes (the chunk set `scoped` is the one the cell ranks:
+    `cell.arm.ranks`) and score them; writes the cell's run file."""
+    _, arm, retriever_name = cell.names
     retriever = context.get(retriever_name)
     tag = f"{arm}__{retriever_name}"
-    mode = expansion_mode(study, arm)  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
+    mode = cell.arm.expansion  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
     run_rows, rows, variant_rows = [], [], []
     counts: dict[str, Any] = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
     inserted: list[int] = []
     averaged: list[str] = []  # variants averaged per question (RM's seeds)
     # an arm built on a sample of documents (`documents: N`) has no results, not zeros, for questions on
     # the other documents; the plan's subset pairs it on its sample (and names any shortfall)
-    sampled_arm = documents_of(study.arms.get(arm)) != ALL_DOCUMENTS
+    sampled_arm = cell.arm.sampled
     for scope in scoped:
         variants = chunk_variants(scope.chunks)  # RM: one chunk set per seed, averaged per question below
         queries = [q.query for q in scope.questions]
@@ -132,17 +132,16 @@ def score_cell(
         counts["inserted_per_expansion"] = asdict(summarise_counts(inserted))
     if averaged:
         counts["variants_averaged"] = averaged
-    write_run(study.run_path(dataset.name, arm, retriever_name), run_rows)
+    write_run(run_path(study, dataset.name, arm, retriever_name), run_rows)
     return rows, variant_rows, counts
 
 
-def write_cell_parts(per_q, dataset: str, arm: str, retriever: str, rows: list[ResultRow],
-                     variant_rows: list[ResultRow]) -> None:
+def write_cell_parts(per_q, cell: Cell, rows: list[ResultRow], variant_rows: list[ResultRow]) -> None:
     """The cell's part (one row per question and metric) and, for an arm stored as variants, the rows per
     variant first, so a cell whose part exists always has them."""
     if variant_rows:
-        write_variants_part(per_q, dataset, arm, retriever, variant_rows)
-    write_part(per_q, dataset, arm, retriever, rows)
+        write_variants_part(per_q, *cell.names, variant_rows)
+    write_part(per_q, *cell.names, rows)
 
 
 def score_study(
@@ -158,18 +157,18 @@ def score_study(
     context = RetrieverContext.for_study(study, progress=progress)
     run_depth = study.config.run_depth
     per_q = per_question_dir(study)
-    leftovers = [p for folder in (per_q, study.results / "runs") for p in remove_stale_temporaries(folder)]
+    leftovers = [p for folder in (per_q, runs_dir(study)) for p in remove_stale_temporaries(folder)]
     if leftovers:
         log(f"removed {len(leftovers)} temporary file(s) a killed run left: "
-            + ", ".join(str(p.relative_to(study.results)) for p in leftovers))
+            + ", ".join(str(p.relative_to(results_dir(study))) for p in leftovers))
     combined = {}
     for name in datasets or list(study.datasets):
         dataset = load_dataset(study, name, selection=selection)
         if not dataset.questions:
             raise HarnessError(f"dataset {name}: no questions left to score (counts: {dataset.counts})")
         budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
-        cells = [c for c in configured_cells(study) if c.dataset == name]
-        retrievers = sorted({c.retriever for c in cells}, key=list(study.retrievers).index)
+        cells = [c for c in configured_cells(study) if c.dataset.name == name]
+        retrievers = list(dict.fromkeys(r for r in study.retrievers if any(c.retriever.name == r for c in cells)))
         todo = [c for c in cells if cell_state(study, c, frozen_hash) != SCORED]
         log(f"{name}: {len(cells)} cells, {len(cells) - len(todo)} already scored, {len(todo)} to score")
         counters_before = {r: context.get(r).stats() for r in retrievers}  # retrievers are shared across datasets
@@ -181,15 +180,16 @@ def score_study(
         loaded: dict[str, list[Scope]] = {}
         for cell in bar:
             bar.set_postfix_str(f"{cell.arm} / {cell.retriever}")
-            if cell.arm not in loaded:
+            if cell.arm.name not in loaded:
                 loaded.clear()  # one arm's chunks in memory at a time (todo is arm-major)
-                source = cell_source(study, cell.arm)  # an expansion arm ranks its `of:` arm's chunks
-                loaded[cell.arm] = scopes(dataset, read_chunk_set(study, dataset, source, frozen_hash=frozen_hash))
+                # an expansion arm ranks its `of:` arm's chunks
+                chunks = read_chunk_set(study, dataset, cell.arm.ranks, frozen_hash=frozen_hash)
+                loaded[cell.arm.name] = scopes(dataset, chunks)
             rows, variant_rows, counts = score_cell(
-                study, dataset, cell.arm, cell.retriever, loaded[cell.arm], context, cache, budgets, run_depth=run_depth
+                study, dataset, cell, loaded[cell.arm.name], context, cache, budgets, run_depth=run_depth
             )
             record_first_outcome(study, frozen_hash=frozen_hash)
-            write_cell_parts(per_q, name, cell.arm, cell.retriever, rows, variant_rows)
+            write_cell_parts(per_q, cell, rows, variant_rows)
             mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
         n = assemble_per_question(study, name, frozen_hash, log=log)
         update_manifest(study, name, {
@@ -233,16 +233,17 @@ def _counter_delta(after: dict[str, int], before: dict[str, int]) -> dict[str, i
 def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, frozen_hash: str | None) -> dict[str, int]:
     """One cell from the study on disk, exactly as the local loop scores it; returns its counts."""
     study = Study.at(root)
+    cell = cell_of(study, dataset_name, arm, retriever)
     dataset = load_dataset(study, dataset_name, selection=read_selection(study))
     budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
     # an expansion arm ranks its `of:` arm's chunks, as in the local loop
-    scoped = scopes(dataset, read_chunk_set(study, dataset, cell_source(study, arm), frozen_hash=frozen_hash))
+    scoped = scopes(dataset, read_chunk_set(study, dataset, cell.arm.ranks, frozen_hash=frozen_hash))
     context = RetrieverContext.for_study(study, progress=False)
-    rows, variant_rows, counts = score_cell(study, dataset, arm, retriever, scoped, context, ScoringCache(), budgets,
+    rows, variant_rows, counts = score_cell(study, dataset, cell, scoped, context, ScoringCache(), budgets,
                                             run_depth=study.config.run_depth)
     record_first_outcome(study, frozen_hash=frozen_hash)
-    write_cell_parts(per_question_dir(study), dataset_name, arm, retriever, rows, variant_rows)
-    mark_cell_done(study, Cell(dataset_name, arm, retriever), frozen_hash=frozen_hash, counts=counts)
+    write_cell_parts(per_question_dir(study), cell, rows, variant_rows)
+    mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
     return counts
 
 
@@ -263,7 +264,7 @@ def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: s
 
 def chunk_sets_to_encode(study: Study, cells: Sequence[Cell]) -> list[tuple[str, str]]:
     """(source arm, dense retriever) for every chunk set a cell ranks with embeddings, in grid order, once each."""
-    pairs = [(cell_source(study, c.arm), d) for c in cells for d in embedding_retrievers(study.retrievers, c.retriever)]
+    pairs = [(c.arm.ranks, d) for c in cells for d in embedding_retrievers(study.retrievers, c.retriever.name)]
     return list(dict.fromkeys(pairs))
 
 
@@ -287,6 +288,6 @@ def score_cells_on_ray(
         run_on_ray(ray, encode_one_chunk_set, {(source, dense): (root, dataset_name, source, dense, frozen_hash)
                                                for source, dense in encodings}, encoded)
         counts = run_on_ray(ray, score_one_cell,
-                            {c: (root, dataset_name, c.arm, c.retriever, frozen_hash) for c in cells},
+                            {c: (root, *c.names, frozen_hash) for c in cells},
                             lambda cell, _counts, n_done: log(f"{cell}: {SCORED} ({n_done}/{len(cells)} cells, ray)"))
     return {str(c): counts[c] for c in cells}  # grid order, whatever the completion order

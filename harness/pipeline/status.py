@@ -8,14 +8,16 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from harness.arms.registry import HEADER_LED, ArmKind, arm_kind
+from harness.config.arm_kinds import HEADER_LED, ArmKindSpec
 from harness.config.arms import ALL_DOCUMENTS, documents_of
-from harness.pipeline.grid import (
-    ANSWERED, BUILT, MISSING, SCORED, STALE, Cell, ChunkSet, answer_cells, answer_state, cell_state,
-    chunk_set_manifest, chunk_set_state, chunk_sets, configured_cells, current_frozen_hash,
+from harness.grid.cells import Cell, ChunkSet, answer_cells, chunk_sets, configured_cells
+from harness.grid.states import (
+    ANSWERED, BUILT, MISSING, SCORED, STALE, answer_state, cell_state, chunk_set_manifest, chunk_set_state,
 )
+from harness.provenance.freeze import changed_input_files, current_frozen_hash
 from harness.files import read_json
 from harness.study import Study
+from harness.grid.paths import generations_dir, report_dir, stats_dir
 
 NOT_IMPLEMENTED = "not implemented"
 
@@ -88,7 +90,7 @@ class GridStatus:
 
     def planned_note(self) -> str:
         """Planned arms are skipped by build-arms and waited for by nothing; say so wherever the next step is."""
-        arms = sorted({s.chunk_set.arm for s in self.chunk_sets if s.state == NOT_IMPLEMENTED})
+        arms = sorted({s.chunk_set.arm.name for s in self.chunk_sets if s.state == NOT_IMPLEMENTED})
         return f"; not buildable yet, skipped: {', '.join(arms)}" if arms else ""
 
 
@@ -97,7 +99,7 @@ def _counted(counts: Counter, noun: str) -> str:
     return ", ".join(parts)
 
 
-def _llm_figures(kind: ArmKind, manifest: dict[str, Any] | None, s_chunks: int | None, arm_cfg: dict) -> tuple:
+def _llm_figures(kind: ArmKindSpec, manifest: dict[str, Any] | None, s_chunks: int | None, arm_cfg: dict) -> tuple:
     """(calls needed, calls cached, failures). Before a build the cached share is unknown: cache keys hash
     whole prompts, and an E prompt holds the previous chunk's generated summary."""
     if kind.llm_free:
@@ -115,14 +117,14 @@ def _llm_figures(kind: ArmKind, manifest: dict[str, Any] | None, s_chunks: int |
 def _header_led_chunk_count(study: Study, dataset: str, built: dict[ChunkSet, dict]) -> int | None:
     """Chunks of any built LLM-free header-led set of the dataset (S, S+T): what an LLM arm annotates."""
     for cs, manifest in built.items():
-        kind = arm_kind(study, cs.arm)
-        if cs.dataset == dataset and kind.llm_free and kind.boundaries == HEADER_LED:
+        kind = cs.arm.kind
+        if cs.dataset.name == dataset and kind.llm_free and kind.boundaries == HEADER_LED:
             return int(manifest["chunk_set"]["chunks"])
     return None
 
 
 def _stats_state(study: Study, current: str | None) -> str:
-    released = sorted(study.stats_dir.glob("*.json")) if study.stats_dir.is_dir() else []
+    released = sorted(stats_dir(study).glob("*.json")) if stats_dir(study).is_dir() else []
     if not released:
         return "none"
     hashes = {(read_json(p) or {}).get("frozen_config_hash") for p in released}
@@ -130,7 +132,7 @@ def _stats_state(study: Study, current: str | None) -> str:
 
 
 def _cache_sizes(study: Study) -> dict[str, int]:
-    folder = study.results / "generations"
+    folder = generations_dir(study)
     if not folder.is_dir():
         return {}
     sizes = {}
@@ -146,10 +148,10 @@ def grid_status(study: Study) -> GridStatus:
     built = {cs: m for cs, m in manifests.items() if m is not None}
     sets = []
     for cs, manifest in manifests.items():
-        kind = arm_kind(study, cs.arm)
+        kind = cs.arm.kind
         state = chunk_set_state(study, cs, current) if kind.implemented else NOT_IMPLEMENTED
         needed, cached, failures = _llm_figures(
-            kind, manifest, _header_led_chunk_count(study, cs.dataset, built), study.arms[cs.arm] or {}
+            kind, manifest, _header_led_chunk_count(study, cs.dataset.name, built), cs.arm.config or {}
         )
         chunks = int(manifest["chunk_set"]["chunks"]) if manifest is not None else None
         sets.append(ChunkSetStatus(cs, kind.name, state, chunks, not kind.llm_free, needed, cached, failures))
@@ -163,7 +165,7 @@ def grid_status(study: Study) -> GridStatus:
         cells=cells,
         answer_cells=answers,
         stats_state=_stats_state(study, current),
-        report_written=(study.results / "report" / "report.md").is_file(),
+        report_written=(report_dir(study) / "report.md").is_file(),
         generation_cache=_cache_sizes(study),
         drifted_files=_drifted_files(study) if current is not None else [],
     )
@@ -171,7 +173,6 @@ def grid_status(study: Study) -> GridStatus:
 
 def _drifted_files(study: Study) -> list[str]:
     """The byte-level drift check (no dataset or model is loaded): paths of changed input files."""
-    from harness.provenance.freeze import changed_input_files
 
     return [d.keys[-1] for d in changed_input_files(study)]
 
@@ -197,16 +198,16 @@ def format_status(status: GridStatus) -> str:
         cached = ", ".join(f"{m} {n}" for m, n in status.generation_cache.items())
         lines.append(f"generation cache (answers per model, shared by its arms): {cached}")
     lines += ["", "cells (scored / missing / stale = scored under another freeze; '' = not in the grid)"]
-    retrievers = list(dict.fromkeys(c.cell.retriever for c in status.cells))
+    retrievers = list(dict.fromkeys(c.cell.retriever.name for c in status.cells))
     by_set: dict[ChunkSet, dict[str, str]] = {}
     for c in status.cells:
-        by_set.setdefault(ChunkSet(c.cell.dataset, c.cell.arm), {})[c.cell.retriever] = c.state
+        by_set.setdefault(ChunkSet(c.cell.dataset, c.cell.arm), {})[c.cell.retriever.name] = c.state
     lines += _table(["dataset", "arm", *retrievers],
                     [[cs.dataset, cs.arm, *(states.get(r, "") for r in retrievers)] for cs, states in by_set.items()])
     if status.answer_cells:
         lines += ["", "answer cells (answered / missing / stale = answered under another freeze)"]
         lines += _table(["dataset", "arm", "retriever", "state"],
-                        [[*a.cell, a.state] for a in status.answer_cells])
+                        [[*a.cell.names, a.state] for a in status.answer_cells])
     sets, cells, answers = status.chunk_set_counts(), status.cell_counts(), status.answer_counts()
     answered = (f"answer cells: {len(status.answer_cells)} ({_summary(answers, (ANSWERED, STALE, MISSING))})"
                 if status.answer_cells else "answer cells: none (no `reader.cells`)")

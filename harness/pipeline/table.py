@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from harness.files import atomic_write_json, read_json
-from harness.pipeline.grid import (
-    ANSWERED, STALE, answer_cells, answer_rows_state, answers_dir, configured_cells, per_question_dir,
-    per_question_sidecar,
-)
+from harness.grid.cells import answer_cells, configured_cells
+from harness.grid.paths import answers_dir, per_question_dir, per_question_path, per_question_sidecar
+from harness.grid.states import ANSWERED, STALE, answer_rows_state
 from harness.pipeline.parts import combine_parts, read_part
 from harness.study import Study
 
@@ -36,13 +35,13 @@ def assemble_per_question(study: Study, dataset: str, frozen_hash: str | None,
     rows when answered under `frozen_hash`, and one answered under another freeze is left out and said so."""
     answered, stale = [], []
     for cell in answer_cells(study):
-        if cell.dataset == dataset:
+        if cell.dataset.name == dataset:
             state = answer_rows_state(study, cell, frozen_hash)
             (answered if state == ANSWERED else stale if state == STALE else []).append(cell)
-    extra = [read_part(answers_dir(study), *cell) for cell in answered]
+    extra = [read_part(answers_dir(study), *cell.names) for cell in answered]
     n = combine_parts(per_question_dir(study), dataset,
-                      [(c.arm, c.retriever) for c in configured_cells(study) if c.dataset == dataset],
-                      study.per_question_path(dataset, "parquet"), study.per_question_path(dataset, "csv"), extra=extra)
+                      [(c.arm.name, c.retriever.name) for c in configured_cells(study) if c.dataset.name == dataset],
+                      per_question_path(study, dataset, "parquet"), per_question_path(study, dataset, "csv"), extra=extra)
     if stale:
         log(f"{dataset}: {len(stale)} answer cell(s) answered under another freeze left out of the per-question "
             f"table until `harness answer` reruns: {', '.join(map(str, stale))}")

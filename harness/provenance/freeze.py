@@ -36,7 +36,6 @@ result), and `executor` (local or Ray).
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata as metadata
 import json
 import platform
@@ -47,7 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import harness
-from harness.arms.registry import arm_kind, arm_prompt_files
+from harness.grid.arms import arm_kind, arm_prompt_files
 from harness.config import to_plain
 from harness.errors import DriftError, HarnessError
 from harness.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text
@@ -56,6 +55,8 @@ from harness.provenance.plan_check import check_plan_against_config
 from harness.provenance.timeline import first_outcome_time, timeline
 from harness.study import Study
 from harness.tokens import WORD_RE
+from harness.llm import registry as llm_registry
+from harness.retrieval import dense
 
 FORMAT = 2  # 2: `config` is the effective typed config (it absorbed `chunking` and the retriever defaults)
 
@@ -156,18 +157,10 @@ def _without(d: dict, *keys: str) -> dict:
     return {k: v for k, v in d.items() if k not in keys}
 
 
-def _resolve_digest(model_cfg: Any) -> str:
-    # imported here: the LLM layer pulls in backend clients that freezing the LLM-free arms never needs
-    registry = importlib.import_module("harness.llm.registry")
-    return registry.resolve_digest(to_plain(model_cfg))
-
-
 def _model_digest(name: str, cfg: Any) -> str:
     backend = cfg.backend
     try:
-        digest = _resolve_digest(cfg)
-    except ModuleNotFoundError as e:
-        raise HarnessError(f"cannot read model digests: the LLM layer is not available ({e})") from None
+        digest = llm_registry.resolve_digest(to_plain(cfg))
     except Exception as e:  # any backend failure: the frozen value must never stand in for it
         raise HarnessError(f"model `{name}` ({backend}): cannot read its digest: {e}") from None
     if not isinstance(digest, str) or not digest:
@@ -191,23 +184,14 @@ def _retrieval_record(study: Study, identities: dict[str, Any] | None = None) ->
     record = {"bm25_token_pattern": WORD_RE.pattern, "model_identity": models}
     if any(cfg.type == "dense" for cfg in study.retrievers.values()):
         # code constants that decide a dense run file's bytes (docs/determinism.md), hashed like the token pattern
-        dense = _dense_module()
         record["dense"] = {"score_decimals": dense.SCORE_DECIMALS,
                            "sentence_transformers_encoding": dense.SentenceTransformerEmbedder.encoding}
     return record
 
 
-def _dense_module():
-    try:
-        return importlib.import_module("harness.retrieval.dense")
-    except ImportError as e:
-        raise HarnessError(f"cannot identify retriever models: the retrieval layer is not available ({e})") from None
-
-
 def _retriever_model_identity(study: Study, name: str, cfg: Any) -> str:
     """The digest the retrieval layer keys its caches on: the Ollama weights blob, or the SHA-256 of the
     model directory (local path, installed package or local Hugging Face cache)."""
-    dense = _dense_module()
     model = cfg.model
     try:
         if cfg.backend == "ollama":
@@ -351,6 +335,11 @@ def frozen_hash(study: Study) -> str:
     if not study.frozen_path.is_file():
         raise HarnessError(f"{study.frozen_path}: missing: run `harness freeze` first")
     return record_hash(_read_frozen(study))
+
+
+def current_frozen_hash(study: Study) -> str | None:
+    """The frozen hash, or None for a study not frozen yet (whose grid nothing can be stale against)."""
+    return frozen_hash(study) if study.frozen_path.is_file() else None
 
 
 def _read_frozen(study: Study) -> dict[str, Any]:

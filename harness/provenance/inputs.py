@@ -5,9 +5,9 @@ configured):
   - the study's own folders (configs/, plan/, amendments/, prompts/, selection/), walked: they hold nothing
     but inputs;
   - what each dataset adapter read to build the dataset (LoadedDataset.input_files: JSON/JSONL files,
-    Markdown bodies, checkout files sliced or drawn), plus any other file a dataset option names (an
-    exclusion list). A checkout is never walked: its unused files cannot move a result. It is identified by
-    the files the study uses and, when it is a git checkout, by its HEAD commit.
+    Markdown bodies, checkout files sliced or drawn), plus any other file the entry names that its adapter
+    declares (Adapter.paths: an exclusion list). A checkout is never walked: its unused files cannot move a
+    result. It is identified by the files the study uses and, when it is a git checkout, by its HEAD commit.
 
 The loaded dataset itself is hashed too (documents and questions in canonical JSON), so a change in how an
 adapter converts the same bytes is also drift.
@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from harness.data.adapters import ADAPTERS
 from harness.data.common import LoadedDataset, display_path
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
@@ -46,7 +47,7 @@ def study_folder_files(study: Study) -> dict[str, str]:
 def loaded_datasets(study: Study) -> dict[str, LoadedDataset]:
     """Every configured dataset, loaded through its adapter with the recorded selection."""
     selection = read_selection(study)
-    return {name: load_dataset(study, name, selection=selection) for name in sorted(study.datasets)}
+    return {name: load_dataset(study, name, selection=selection) for name in sorted(study.config.datasets)}
 
 
 def dataset_content_record(dataset: LoadedDataset) -> dict[str, Any]:
@@ -57,20 +58,16 @@ def dataset_content_record(dataset: LoadedDataset) -> dict[str, Any]:
     return {"sha256": sha256_text(content), "counts": dict(sorted(dataset.counts.items()))}
 
 
-def option_paths(study: Study, options: Any) -> list[tuple[str, Path]]:
-    """(configured value, resolved path) of every existing file or folder a dataset entry names: string
-    options containing "/" (data files, checkouts, exclusion lists)."""
+def option_paths(study: Study, name: str) -> list[tuple[str, Path]]:
+    """(configured value, resolved path) of every existing file or folder the dataset's entry names (its
+    adapter's `paths`: data files, checkouts, exclusion lists), written with a "/" (a bare name is not
+    recorded here; the adapter's own reads still are)."""
+    cfg = study.config.datasets[name]
     found = []
-    if isinstance(options, dict):
-        for item in options.values():
-            found += option_paths(study, item)
-    elif isinstance(options, list):
-        for item in options:
-            found += option_paths(study, item)
-    elif isinstance(options, str) and "/" in options:
-        path = study.resolve(options)
-        if path.exists():
-            found.append((options, path))
+    for value in ADAPTERS[cfg.adapter].paths(cfg):
+        path = study.resolve(value)
+        if "/" in value and path.exists():
+            found.append((value, path))
     return found
 
 
@@ -95,7 +92,7 @@ def input_record(study: Study) -> dict[str, Any]:
     for name, dataset in loaded_datasets(study).items():
         files.update((f.path, f.sha256) for f in dataset.input_files)
         content[name] = dataset_content_record(dataset)
-        for value, path in option_paths(study, study.datasets[name]):
+        for value, path in option_paths(study, name):
             if path.is_dir():
                 checkouts.setdefault(name, {})[value] = checkout_identity(path)
             else:

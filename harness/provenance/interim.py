@@ -1,7 +1,7 @@
 """No interim looks (DESIGN section 9): outcome aggregates stay hidden until every cell is scored.
 
 Which cells the config names and when one counts as scored under the current freeze is the grid's
-(harness.pipeline.grid). Anything that prints or writes means, differences or verdicts calls
+(harness.grid.states). Anything that prints or writes means, differences or verdicts calls
 `require_outcomes_allowed` first; the only way past a missing cell is an explicit deviation, appended
 with its reason to DEVIATIONS.md.
 """
@@ -12,7 +12,9 @@ import datetime as dt
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.pipeline.grid import Cell, current_frozen_hash, unscored_cells
+from harness.grid.cells import Cell
+from harness.grid.states import unscored_cells
+from harness.provenance.freeze import current_frozen_hash
 from harness.files import atomic_write_text
 from harness.study import Study
 

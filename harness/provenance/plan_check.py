@@ -9,20 +9,20 @@ check runs first. Every message names the plan file, the test id and the unknown
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
+from harness.data.adapters import ADAPTERS
 from harness.errors import InputError
-from harness.metrics.registry import budgets_from_config, known_metric_names
+from harness.metrics.registry import ANSWER_METRICS, budgets_from_config, known_metric_names
+from harness.grid.cells import answer_cells
 from harness.plan.load import load_study_plan
 from harness.plan.model import Plan, TestPlan
 from harness.study import Study
+
+ANSWER_LEVEL = frozenset(m for names in ANSWER_METRICS.values() for m in names)  # measured by the answer stage
 
 
 def check_plan_against_config(study: Study) -> Plan:
     """Load the plan and amendments and refuse any test that names something the config lacks, or an
     answer-level test (answer_f1, nugget_recall) that the reader config does not answer."""
-    from harness.pipeline.answer import answer_test_gaps  # the answer stage's own rule (uncovered_answer_tests)
-
     plan = load_study_plan(study)
     files = {"plan": plan.path} | {f"amendment {a.id}": a.path for a in plan.amendments}
     for family in plan.families:
@@ -46,21 +46,22 @@ def _unknown_name(study: Study, test: TestPlan) -> str | None:
     for retriever in (test.retriever, test.retriever_b):
         if retriever is not None and retriever not in study.retrievers:
             return f"unknown retriever {retriever!r} (config retrievers: {', '.join(study.retrievers)})"
-    if test.dataset not in study.datasets:
-        return f"unknown dataset {test.dataset!r} (config datasets: {', '.join(study.datasets)})"
+    datasets = study.config.datasets
+    if test.dataset not in datasets:
+        return f"unknown dataset {test.dataset!r} (config datasets: {', '.join(datasets)})"
     for side, arm in (("a", test.a), ("b", test.b)):
         only = study.arms[arm].datasets
         if only is not None and test.dataset not in only:
             return f"{side}: arm {arm!r} is built for datasets {', '.join(only)} only, not {test.dataset!r}"
-    dataset = study.datasets[test.dataset]
-    metric_set = dataset.get("metric_set")
+    dataset = datasets[test.dataset]
+    metric_set = dataset.metric_set
     assembly = study.config.assembly
     metrics = known_metric_names(metric_set, budgets_from_config(study.config.budgets, metric_set),
                                  assembly.suffix if assembly is not None else "t")
     if test.metric not in metrics:
         return f"unknown metric {test.metric!r} for dataset {test.dataset!r} (metric_set {metric_set})"
     if test.subset is not None and test.subset.strata is not None:
-        strata = declared_strata(dataset)
+        strata = ADAPTERS[dataset.adapter].strata(dataset)
         for stratum in test.subset.strata:
             if stratum not in strata:
                 return (f"unknown stratum {stratum!r} of dataset {test.dataset!r} "
@@ -68,14 +69,21 @@ def _unknown_name(study: Study, test: TestPlan) -> str | None:
     return None
 
 
-def declared_strata(dataset_cfg: Mapping[str, Any]) -> tuple[str, ...]:
-    """The strata a dataset entry declares: FreshStack's `domains`, or an explicit `strata:` list."""
-    if isinstance(dataset_cfg.get("strata"), list):
-        return tuple(map(str, dataset_cfg["strata"]))
-    if dataset_cfg.get("adapter") == "question_evidence":  # stratum = split
-        from harness.data.question_evidence import SPLITS
-
-        return SPLITS
-    if dataset_cfg.get("adapter") == "freshstack" and isinstance(dataset_cfg.get("domains"), dict):
-        return tuple(map(str, dataset_cfg["domains"]))
-    return ()
+def answer_test_gaps(study: Study, test: TestPlan) -> list[str]:
+    """Why the config cannot run one plan test on an answer-level metric (empty: it can, or the test is not
+    answer-level): a reader cell missing for either arm, a budget other than the reader's, or a judged test
+    without a judge of the plan's name."""
+    name, _, budget = test.metric.partition("@")
+    if name not in ANSWER_LEVEL:
+        return []
+    reader, judge = study.config.reader, study.config.judge
+    covered = {cell.names for cell in answer_cells(study)}
+    cells = dict.fromkeys((test.dataset, arm, test.retriever) for arm in (test.a, test.b))
+    why = [f"no reader cell {'/'.join(names)}" for names in cells if names not in covered]
+    dataset = study.config.datasets.get(test.dataset)
+    metric_set = dataset.metric_set if dataset is not None else None
+    if metric_set is not None and budget != f"{reader.budgets.get(metric_set)}t":
+        why.append(f"the reader's budget is {reader.budgets.get(metric_set)} tokens")
+    if test.acceptance is not None and (judge.model is None or test.acceptance.judge != judge.name):
+        why.append(f"no judge named {test.acceptance.judge!r} with a model")
+    return why

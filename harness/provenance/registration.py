@@ -19,11 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from harness.files import read_json, sha256_bytes, sha256_file
-from harness.provenance.checks import FAIL, NOT_VERIFIABLE, PASS, Check
-from harness.provenance.timeline import (
-    committed_bytes, file_commits, first_outcome_time, in_git, utc_iso,
-)
+from harness.provenance.checks import Check, FAIL, NOT_VERIFIABLE, PASS
+from harness.provenance.timeline import committed_bytes, file_commits, first_outcome_time, in_git, utc_iso
 from harness.study import Study
+from harness.provenance.freeze import frozen_hash
 
 SUBJECT = "(registration)"
 REGISTERED_FOLDERS = ("plan/", "amendments/")
@@ -37,7 +36,6 @@ def registered_file_hashes(study: Study, frozen: dict[str, Any]) -> dict[str, st
 
 def verify_registration(study: Study, *, registered_hash: str | None = None) -> list[Check]:
     """Checks of the freeze against git history and, when given, the published hash."""
-    from harness.provenance.freeze import frozen_hash  # freeze imports the timeline; keep this module a leaf
 
     checks = []
     if registered_hash is not None:

@@ -20,18 +20,17 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, read_json, sha256_file
-from harness.provenance.checks import FAIL, PASS, Check
+from harness.provenance.checks import Check, FAIL, PASS
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
+from harness.grid.paths import (
+    RELEASED_FOLDERS, RESULTS_MANIFEST_NAME, per_question_dir, results_dir, results_manifest_path,
+)
+from harness.grid.results import COLUMNS, read_per_question
 
-MANIFEST_NAME = "results_manifest.json"
-RELEASED_FOLDERS = ("chunks", "runs", "per_question", "answers", "judges", "stats")
 SUBJECT = "(results)"
 MAX_LISTED = 20
 
-
-def manifest_path(study: Study) -> Path:
-    return study.results / MANIFEST_NAME
 
 
 def released_files(study: Study) -> dict[str, Path]:
@@ -39,11 +38,11 @@ def released_files(study: Study) -> dict[str, Path]:
     a leftover of a killed run is not part of a release and must show)."""
     out = {}
     for name in RELEASED_FOLDERS:
-        folder = study.results / name
+        folder = results_dir(study) / name
         if folder.is_dir():
             for p in sorted(folder.rglob("*")):
                 if p.is_file():
-                    out[p.relative_to(study.results).as_posix()] = p
+                    out[p.relative_to(results_dir(study)).as_posix()] = p
     return out
 
 
@@ -51,15 +50,15 @@ def record_results(study: Study) -> Path:
     """Write the results manifest for the released files as they are now; returns its path."""
 
     files = {rel: {"sha256": sha256_file(p), "bytes": p.stat().st_size} for rel, p in released_files(study).items()}
-    path = manifest_path(study)
+    path = results_manifest_path(study)
     atomic_write_json(path, {"frozen_config_hash": frozen_hash(study), "files": files})
     return path
 
 
 def verify_results(study: Study) -> list[Check]:
-    path = manifest_path(study)
+    path = results_manifest_path(study)
     if not path.is_file():
-        return [Check(SUBJECT, MANIFEST_NAME, FAIL, f"{path} is missing: the released results carry no content "
+        return [Check(SUBJECT, RESULTS_MANIFEST_NAME, FAIL, f"{path} is missing: the released results carry no content "
                                                    "hashes; rerun the last stage that wrote them")]
     listed = read_json(path).get("files")
     if not isinstance(listed, dict):
@@ -68,9 +67,9 @@ def verify_results(study: Study) -> list[Check]:
     checks = [_verify_listed(study, rel, entry) for rel, entry in sorted(listed.items())]
     failed = [c for c in checks if c is not None]
     if not failed:
-        failed.append(Check(SUBJECT, MANIFEST_NAME, PASS, f"{len(listed)} released file(s) match their SHA-256"))
+        failed.append(Check(SUBJECT, RESULTS_MANIFEST_NAME, PASS, f"{len(listed)} released file(s) match their SHA-256"))
     unlisted = sorted(set(present) - set(listed))
-    failed += [Check(SUBJECT, f"results/{rel}", FAIL, f"not listed in {MANIFEST_NAME}: added after the last stage")
+    failed += [Check(SUBJECT, f"results/{rel}", FAIL, f"not listed in {RESULTS_MANIFEST_NAME}: added after the last stage")
                for rel in unlisted[:MAX_LISTED]]
     if len(unlisted) > MAX_LISTED:
         failed.append(Check(SUBJECT, "(unlisted)", FAIL, f"... and {len(unlisted) - MAX_LISTED} more unlisted files"))
@@ -78,7 +77,7 @@ def verify_results(study: Study) -> list[Check]:
 
 
 def _verify_listed(study: Study, rel: str, entry: Any) -> Check | None:
-    path = study.results / rel
+    path = results_dir(study) / rel
     if not path.is_file():
         return Check(SUBJECT, f"results/{rel}", FAIL, "listed in the manifest but missing")
     if not isinstance(entry, dict):
@@ -92,13 +91,12 @@ def _verify_listed(study: Study, rel: str, entry: Any) -> Check | None:
 
 def per_question_csvs(study: Study) -> list[Path]:
     """Every CSV under results/per_question (one without a Parquet twin is the table itself: nothing to compare)."""
-    folder = study.results / "per_question"
+    folder = per_question_dir(study)
     return sorted(folder.rglob("*.csv")) if folder.is_dir() else []
 
 
 def csv_matches_parquet(csv_path: Path) -> Check:
     """The CSV and its Parquet twin hold the same rows, value by value (floats exactly)."""
-    from harness.pipeline.results import COLUMNS, read_per_question
 
     name = csv_path.name
     parquet = csv_path.with_suffix(".parquet")
@@ -140,7 +138,7 @@ def require_recorded(study: Study, *, stage: str, folders: tuple[str, ...], allo
     interrupted run of its own wrote and never recorded (`allow_unlisted`); a stage that only reads them
     may not; a writer checks only a manifest recorded under the current freeze. `parts_only` skips the tables assembled at the top of a folder (per_question/<dataset>.parquet),
     which the assembling stages rebuild from the parts whatever they hold."""
-    path = manifest_path(study)
+    path = results_manifest_path(study)
     present = {rel: p for rel, p in released_files(study).items()
                if rel.split("/", 1)[0] in folders and not (parts_only and rel.count("/") < 2)}
     if not present:
@@ -154,7 +152,7 @@ def require_recorded(study: Study, *, stage: str, folders: tuple[str, ...], allo
         entry = listed.get(rel)
         if entry is None:
             if not allow_unlisted:
-                problems.append(f"results/{rel}: not recorded in {MANIFEST_NAME} (written by an interrupted run, "
+                problems.append(f"results/{rel}: not recorded in {RESULTS_MANIFEST_NAME} (written by an interrupted run, "
                                 "or added by hand)")
         elif (check := _verify_listed(study, rel, entry)) is not None:
             problems.append(f"{check.item}: {check.detail}")

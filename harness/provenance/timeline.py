@@ -24,8 +24,8 @@ from typing import Any
 from harness.errors import InputError
 from harness.files import atomic_write_json, load_yaml, read_json, sha256_bytes
 from harness.study import Study
+from harness.grid.paths import first_outcome_path, per_question_dir
 
-FIRST_OUTCOME_NAME = "FIRST_OUTCOME.json"
 RECORDED_TIME_FIELDS = ("created_at", "registered_at")  # amendments use the first, plan.yaml the second
 
 # where a registration time came from
@@ -131,9 +131,6 @@ def committed_bytes(root: Path, commit: str, rel: str) -> bytes | None:
 # --- outcomes ---
 
 
-def first_outcome_path(study: Study) -> Path:
-    return study.results / "per_question" / FIRST_OUTCOME_NAME
-
 
 def record_first_outcome(study: Study, *, frozen_hash: str | None = None) -> dt.datetime:
     """Record now as the time of the first per-question results, once; later calls return that time.
@@ -165,7 +162,7 @@ def first_outcome_time(study: Study) -> dt.datetime | None:
         if not isinstance(record, dict) or "first_outcome_at" not in record:
             raise InputError("expected an object with `first_outcome_at`", path=path)
         return parse_time(record["first_outcome_at"], path=path, field="first_outcome_at")
-    folder = study.results / "per_question"
+    folder = per_question_dir(study)
     if not folder.is_dir():
         return None
     times = [p.stat().st_mtime for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")]

@@ -20,6 +20,7 @@ from harness.report.html import render_page
 from harness.report.model import Section
 from harness.report.tables import to_csv, to_latex, to_markdown
 from harness.study import Study
+from harness.grid.paths import report_dir
 
 SECTION_BUILDERS = (
     sections_inputs.identity, sections_inputs.data, sections_inputs.chunk_sets, sections_inputs.costs,
@@ -29,10 +30,6 @@ SECTION_BUILDERS = (
     sections_exploratory.exploratory,
     sections_outcomes.budget_sweeps, sections_lab.lab_results, sections_outcomes.spending_guide,
 )
-
-
-def report_dir(study: Study) -> Path:
-    return study.results / "report"
 
 
 def build_sections(study: Study) -> list[Section]:

@@ -7,9 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from harness.arms.consolidate import OUTCOMES
-from harness.arms.registry import arm_kind
+from harness.grid.arms import arm_kind
 from harness.files import read_json
-from harness.pipeline.grid import chunk_set_manifest, chunk_sets, configured_cells, per_question_sidecar
+from harness.grid.cells import chunk_sets, configured_cells
+from harness.grid.paths import per_question_sidecar
+from harness.grid.states import chunk_set_manifest
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, table
 
@@ -31,24 +33,25 @@ def addon_arms(ctx: ReportContext) -> Section:
     sec = Section("addon-arms", "Add-on arms: merging, consolidation and expansion")
     merges, reuse, outcomes, unbuilt = [], [], [], []
     for cs in chunk_sets(ctx.study):
-        if not arm_kind(ctx.study, cs.arm).derived:
+        if not cs.arm.kind.of_required:  # field ablations are derived, not add-ons
             continue
+        dataset, arm = cs.names
         manifest = chunk_set_manifest(ctx.study, cs)
         if manifest is None or "addon" not in manifest:
             unbuilt.append(str(cs))
             continue
         addon = manifest["addon"]
         if "per_seed" in addon:  # RM: one row per seed
-            merges += [_merge_row(cs.dataset, f"{cs.arm} ({seed})", addon, r) for seed, r in addon["per_seed"].items()]
+            merges += [_merge_row(dataset, f"{arm} ({seed})", addon, r) for seed, r in addon["per_seed"].items()]
         else:
-            merges.append(_merge_row(cs.dataset, cs.arm, addon, addon))
+            merges.append(_merge_row(dataset, arm, addon, addon))
         if "source_key_reuse_rate" in addon:
             of_kind = arm_kind(ctx.study, addon["of"]).name
-            row = [cs.dataset, addon["of"], of_kind, f"{100 * addon['source_key_reuse_rate']:.1f}%"]
+            row = [dataset, addon["of"], of_kind, f"{100 * addon['source_key_reuse_rate']:.1f}%"]
             if row not in reuse:
                 reuse.append(row)
         if "mapping_outcomes" in addon:
-            outcomes.append([cs.dataset, cs.arm, *(addon["mapping_outcomes"][n] for n in OUTCOMES)])
+            outcomes.append([dataset, arm, *(addon["mapping_outcomes"][n] for n in OUTCOMES)])
     if unbuilt:
         sec.missing.append(Missing("add-on chunk sets " + ", ".join(unbuilt), "make build-arms"))
     if merges:
@@ -72,18 +75,19 @@ def addon_arms(ctx: ReportContext) -> Section:
 
 
 def _expansion_tables(ctx: ReportContext, sec: Section) -> list:
-    cells = [c for c in configured_cells(ctx.study) if arm_kind(ctx.study, c.arm).retrieval_time]
+    cells = [c for c in configured_cells(ctx.study) if c.arm.retrieval_time]
     rows, missing = [], []
     sidecars: dict[str, Any] = {}
     for cell in cells:
-        if cell.dataset not in sidecars:
-            path = per_question_sidecar(ctx.study, cell.dataset)
-            sidecars[cell.dataset] = read_json(path).get("cell_counts", {}) if path.is_file() else {}
-        counts = sidecars[cell.dataset].get(str(cell), {}).get("inserted_per_expansion")
+        dataset = cell.dataset.name
+        if dataset not in sidecars:
+            path = per_question_sidecar(ctx.study, dataset)
+            sidecars[dataset] = read_json(path).get("cell_counts", {}) if path.is_file() else {}
+        counts = sidecars[dataset].get(str(cell), {}).get("inserted_per_expansion")
         if counts is None:
             missing.append(str(cell))
             continue
-        rows.append([cell.dataset, cell.arm, cell.retriever, counts["units"], counts["total"], f"{counts['mean']:.2f}",
+        rows.append([*cell.names, counts["units"], counts["total"], f"{counts['mean']:.2f}",
                      _distribution(counts["distribution"])])
     if missing:
         sec.missing.append(Missing("insertion counts of expansion cells " + ", ".join(missing), "make score"))

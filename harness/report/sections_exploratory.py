@@ -17,6 +17,7 @@ from harness.report.context import ReportContext  # noqa: E402
 from harness.report.model import Figure, Missing, Section, interval, points, table  # noqa: E402
 from harness.report.sections_outcomes import withheld  # noqa: E402
 from harness.stats.plots import svg_text  # noqa: E402
+from harness.grid.paths import stats_dir  # noqa: E402
 
 _SHARES = ("win", "tie", "loss")
 
@@ -32,7 +33,7 @@ def exploratory(ctx: ReportContext) -> Section:
     sec.paragraphs.append("Exploratory by construction: no multiplicity adjustment and no verdict. Differences "
                           "in points; group CIs are 95% BCa cluster bootstrap, contrasts between groups 95% "
                           "percentile cluster bootstrap (clusters resampled once for both groups).")
-    folder = ctx.study.stats_dir / "analyses"
+    folder = stats_dir(ctx.study) / "analyses"
     for entry in entries:
         path = folder / f"{entry.id}.json"
         if not path.is_file():

@@ -5,12 +5,12 @@ from __future__ import annotations
 from harness.arms.build import read_chunk_set
 from harness.errors import HarnessError
 from harness.files import read_json
-from harness.pipeline.answer import answers_dir
-from harness.pipeline import grid
 from harness.provenance.timeline import first_outcome_time, timeline, utc_iso
 from harness.report.chunksets import chunk_set_stats
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, table
+from harness.grid.cells import chunk_sets as grid_chunk_sets
+from harness.grid.paths import answers_dir, chunk_manifest_path, results_dir
 
 UNIT_LABEL = {"tokens": "tok", "words": "words"}  # the budget unit in column headers
 QUESTION_INPUT, QUESTION_DROP = "questions_in_input", "questions_dropped_"
@@ -84,13 +84,13 @@ def data(ctx: ReportContext) -> Section:
 
 
 def _manifest(ctx: ReportContext, dataset: str, arm: str) -> dict | None:
-    path = ctx.study.manifest_path(dataset, arm)
+    path = chunk_manifest_path(ctx.study, dataset, arm)
     return read_json(path) if path.is_file() else None
 
 
 def _arms_of(ctx: ReportContext, dataset: str) -> list[str]:
     """Arms with a chunk set on this dataset (expansion arms have none: they rank their `of:` arm's)."""
-    return [cs.arm for cs in grid.chunk_sets(ctx.study) if cs.dataset == dataset]
+    return [cs.arm.name for cs in grid_chunk_sets(ctx.study) if cs.dataset.name == dataset]
 
 
 def chunk_sets(ctx: ReportContext) -> Section:
@@ -202,7 +202,7 @@ def _answer_stage_costs(ctx: ReportContext, sec: Section) -> None:
 
 def _estimate_beside_actual(ctx: ReportContext, sec: Section) -> None:
     """`harness estimate`'s pre-build figures next to the spend ledger's, per paid arm."""
-    path = ctx.study.results / "estimate.json"
+    path = results_dir(ctx.study) / "estimate.json"
     if not path.is_file():
         sec.missing.append(Missing("the pre-build cost estimate (results/estimate.json)", "make estimate"))
         return

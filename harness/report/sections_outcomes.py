@@ -15,6 +15,7 @@ from harness.stats.tables import acceptance_notes, caption, contrast_label, retr
 from harness.provenance.interim import describe_missing
 from harness.report.context import ReportContext
 from harness.report.model import Figure, Missing, Section, interval, p_value, points, table
+from harness.grid.paths import stats_dir
 
 TIER_NAMES = {"confirmatory": "confirmatory", "secondary": "pre-specified secondary", "exploratory": "exploratory"}
 TIER_MARKS = {"confirmatory": "c", "secondary": "s", "exploratory": "x"}
@@ -34,7 +35,7 @@ def families(ctx: ReportContext) -> tuple[list[FamilyResult], list[Missing]]:
         return [], [Missing("plan/plan.yaml (write the plan first)", "make freeze stats")]
     found, missing = [], []
     for fam in ctx.plan.families:
-        path = ctx.study.stats_dir / f"{fam.id}.json"
+        path = stats_dir(ctx.study) / f"{fam.id}.json"
         if not path.is_file():
             missing.append(Missing(f"statistics of family {fam.id} ({path.name})", "make stats"))
             continue

@@ -12,8 +12,10 @@ import pandas as pd
 
 from harness.arms.repeats import repeat_count, repeat_variant
 from harness.errors import HarnessError
-from harness.pipeline.grid import ChunkSet, chunk_set_manifest, chunk_sets, per_question_dir
-from harness.pipeline.parts import read_variants_part, variants_part_path
+from harness.grid.cells import chunk_sets
+from harness.grid.paths import per_question_dir, variants_part_path
+from harness.grid.states import chunk_set_manifest
+from harness.pipeline.parts import read_variants_part
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, interval, points, table
 from harness.report.sections_outcomes import families, withheld
@@ -91,11 +93,11 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
 
 def _run_table(ctx: ReportContext, repeated: dict[str, list[str]], sec: Section):
     rows, unbuilt = [], []
-    configured = set(chunk_sets(ctx.study))
+    configured = {cs.names: cs for cs in chunk_sets(ctx.study)}
     for dataset in ctx.study.datasets:
         for arm in repeated:
-            cs = ChunkSet(dataset, arm)
-            if cs not in configured:
+            cs = configured.get((dataset, arm))
+            if cs is None:
                 continue
             manifest = chunk_set_manifest(ctx.study, cs)
             per_repeat = ((manifest or {}).get("llm") or {}).get("per_repeat")

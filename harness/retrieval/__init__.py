@@ -1,6 +1,6 @@
 """Retrievers (DESIGN section 6): BM25, dense, reciprocal rank fusion, reranking; run files; caches."""
 
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
-from harness.retrieval.registry import RETRIEVER_TYPES, RetrieverContext, build_retriever
+from harness.retrieval.registry import RetrieverContext, build_retriever
 
-__all__ = ["RETRIEVER_TYPES", "Ranking", "Retriever", "RetrieverContext", "ScopeIndex", "build_retriever", "rank_by_score"]
+__all__ = ["Ranking", "Retriever", "RetrieverContext", "ScopeIndex", "build_retriever", "rank_by_score"]

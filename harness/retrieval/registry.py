@@ -9,7 +9,9 @@
     rerank: {type: rerank, first_stage: hybrid, depth: 30, backend: cross-encoder, model: PATH}
 
 rrf and rerank name other retrievers; the context builds each named retriever once and shares it.
-Which keys each type takes, and their defaults, is the config schema's business (harness.config.retrievers).
+Which types and rerank backends exist, which keys each takes and their defaults, is the config schema's
+business (harness.config.retrievers: RETRIEVER_TYPES, RERANK_BACKENDS); BUILDERS and SCORERS attach a
+builder to each of those names.
 """
 
 from __future__ import annotations
@@ -20,16 +22,24 @@ from typing import Any, Callable, Mapping
 
 from harness.config.models import model_settings
 from harness.config.retrievers import (
-    DENSE_BACKENDS,  # noqa: F401 (re-exported: the registry names what it builds)
-    Bm25, CrossEncoderRerank, Dense, Graph, LlmYesRerank, RetrieverConfig, Rrf, retriever_settings,
+    Bm25, CrossEncoderRerank, Dense, Graph, LlmYesRerank, Rerank, RetrieverConfig, Rrf, retriever_settings,
 )
 from harness.errors import HarnessError
+from harness.grid.paths import embeddings_dir
+from harness.retrieval import dense
 from harness.retrieval.base import Retriever
+from harness.retrieval.bm25 import BM25Retriever
+from harness.retrieval.graph import GraphParams
+from harness.retrieval.graph_retriever import GraphRetriever
+from harness.retrieval.hybrid import RRFRetriever
+from harness.retrieval.lab_tokens import lab_tokens
+from harness.retrieval.rerank import CrossEncoderScorer, RerankRetriever
+from harness.retrieval.rerank_llm import LlmYesNoScorer
 
 
 @dataclass
 class RetrieverContext:
-    cache_dir: Path  # study.results / "embeddings": embeddings and reranker scores
+    cache_dir: Path  # results/embeddings (harness.grid.paths): embeddings and reranker scores
     configs: Mapping[str, RetrieverConfig | Mapping[str, Any]]  # the study's `retrievers:` section, to resolve names
     models: Mapping[str, Any] = field(default_factory=dict)  # `models:` entries (for llm-yes)
     root: Path | None = None  # relative model paths resolve against the study root
@@ -39,7 +49,7 @@ class RetrieverContext:
 
     @classmethod
     def for_study(cls, study, *, progress: bool = False) -> "RetrieverContext":
-        return cls(study.results / "embeddings", study.retrievers, study.models, study.root, progress=progress)
+        return cls(embeddings_dir(study), study.retrievers, study.models, study.root, progress=progress)
 
     def get(self, name: str) -> Retriever:
         """The retriever configured under `name`, built once."""
@@ -72,19 +82,13 @@ def embedding_retrievers(configs: Mapping[str, Any], name: str) -> list[str]:
 
 
 def _bm25(name: str, cfg: Bm25, context: RetrieverContext) -> Retriever:
-    from harness.retrieval.bm25 import BM25Retriever
-
     if cfg.tokenizer == "lab":
-        from harness.retrieval.lab_tokens import lab_tokens
-
         return BM25Retriever(name, k1=cfg.k1, b=cfg.b, epsilon=cfg.epsilon, tokenize=lab_tokens,
                              tokens_label="lab: stop words dropped, light suffix stemmer")
     return BM25Retriever(name, k1=cfg.k1, b=cfg.b, epsilon=cfg.epsilon)
 
 
 def _dense(name: str, cfg: Dense, context: RetrieverContext) -> Retriever:
-    from harness.retrieval import dense
-
     if cfg.backend == "sentence-transformers":
         embedder = dense.SentenceTransformerEmbedder(cfg.model, max_tokens=cfg.max_tokens, batch_size=cfg.batch_size, root=context.root)
     else:
@@ -95,45 +99,27 @@ def _dense(name: str, cfg: Dense, context: RetrieverContext) -> Retriever:
 
 
 def _rrf(name: str, cfg: Rrf, context: RetrieverContext) -> Retriever:
-    from harness.retrieval.hybrid import RRFRetriever
-
     return RRFRetriever(name, [context.get(m) for m in cfg.of], k=cfg.k)
 
 
 def _graph(name: str, cfg: Graph, context: RetrieverContext) -> Retriever:
-    from harness.retrieval.graph import GraphParams
-    from harness.retrieval.graph_retriever import GraphRetriever
-
     params = GraphParams(cfg.adjacency, cfg.section, cfg.xref, cfg.lexical, cfg.lexical_threshold, cfg.seeds,
                          cfg.restart, cfg.iterations, cfg.base_weight).without(*cfg.ablate)
     return GraphRetriever(name, context.get(cfg.base), params, ref_pattern=cfg.ref_pattern)
 
 
-def _rerank(name: str, cfg: CrossEncoderRerank | LlmYesRerank, context: RetrieverContext) -> Retriever:
-    from harness.retrieval.rerank import RerankRetriever
-
+def _rerank(name: str, cfg: Rerank, context: RetrieverContext) -> Retriever:
     first = context.get(cfg.first_stage)  # before the scorer: a cycle or a typo is reported before any model loads
-    scorer = RERANK_BACKENDS[cfg.backend](name, cfg, context)
+    scorer = SCORERS[cfg.backend](name, cfg, context)
     return RerankRetriever(name, first, scorer, depth=cfg.depth, cache_dir=context.cache_dir, progress=context.progress)
 
 
 def _cross_encoder(name: str, cfg: CrossEncoderRerank, context: RetrieverContext):
-    from harness.retrieval.rerank import CrossEncoderScorer
-
     return CrossEncoderScorer(cfg.model, max_length=cfg.max_length, batch_size=cfg.batch_size, root=context.root)
 
 
 def _llm_yes(name: str, cfg: LlmYesRerank, context: RetrieverContext):
     """P("yes") from a local model of the `models:` section (harness.retrieval.rerank_llm, the LLM layer)."""
-    try:
-        from harness.retrieval.rerank_llm import LlmYesNoScorer
-    except ModuleNotFoundError as e:
-        if e.name != "harness.retrieval.rerank_llm":
-            raise
-        raise HarnessError(
-            f"retriever {name!r}: rerank backend 'llm-yes' needs harness/retrieval/rerank_llm.py (the LLM layer), "
-            "which this checkout does not have; use `backend: cross-encoder` with a local model instead"
-        ) from None
     if cfg.model not in context.models:
         raise HarnessError(
             f"retriever {name!r}: `model: {cfg.model}` must name an entry of the `models:` section "
@@ -145,14 +131,15 @@ def _llm_yes(name: str, cfg: LlmYesRerank, context: RetrieverContext):
     return LlmYesNoScorer(model, context.root / "prompts", template=cfg.template)
 
 
-RETRIEVER_TYPES: dict[str, Callable[[str, Any, RetrieverContext], Retriever]] = {
+# a builder per name of harness.config.retrievers' RETRIEVER_TYPES and RERANK_BACKENDS (the same keys)
+BUILDERS: dict[str, Callable[[str, Any, RetrieverContext], Retriever]] = {
     "bm25": _bm25,
     "dense": _dense,
     "rrf": _rrf,
     "graph": _graph,
     "rerank": _rerank,
 }
-RERANK_BACKENDS: dict[str, Callable[[str, Any, RetrieverContext], Any]] = {
+SCORERS: dict[str, Callable[[str, Any, RetrieverContext], Any]] = {
     "cross-encoder": _cross_encoder,
     "llm-yes": _llm_yes,
 }
@@ -162,4 +149,4 @@ def build_retriever(name: str, cfg: RetrieverConfig | Mapping[str, Any], *, cont
     """One retriever from its config entry (a mapping is checked against the schema first, which fills
     in every default); names in rrf `of` / rerank `first_stage` resolve via `context`."""
     cfg = retriever_settings(name, cfg)
-    return RETRIEVER_TYPES[cfg.type](name, cfg, context)
+    return BUILDERS[cfg.type](name, cfg, context)

@@ -4,10 +4,12 @@ first-stage order. Pair scores are cached on disk like embeddings, keyed by (sco
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
+from tqdm import tqdm
 
 from harness.config.retrievers import BATCH_SIZE, RERANK_DEPTH
 from harness.data.model import Chunk
@@ -84,8 +86,6 @@ class RerankIndex(ScopeIndex):
         return self._rerank(query, self.first_stage.search(query))
 
     def search_many(self, queries: Sequence[str]) -> list[Ranking]:
-        from tqdm import tqdm
-
         firsts = self.first_stage.search_many(queries)
         # a local model scores a pair in about a second: show progress per query
         pairs = tqdm(zip(queries, firsts), total=len(queries), desc=f"rerank {self.scope_key}", unit="query",
@@ -139,7 +139,5 @@ class RerankRetriever(Retriever):
 
 
 def _decode_pair(text: str) -> tuple[str, str]:
-    import json
-
     query, passage = json.loads(text)
     return query, passage

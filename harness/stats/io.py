@@ -8,7 +8,8 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.files import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
-from harness.pipeline.results import check_per_question, read_per_question
+from harness.grid.paths import judges_dir, per_question_dir
+from harness.grid.results import check_per_question, read_per_question
 from harness.provenance.freeze import assert_same_frozen_hash
 from harness.stats import plots, tables
 from harness.stats.families import FamilyResult
@@ -16,8 +17,8 @@ from harness.stats.families import FamilyResult
 
 def load_per_question(study) -> pd.DataFrame:
     """Every results/per_question/<name>.parquet (or <name>.csv when no Parquet twin exists), each read and
-    validated by harness.pipeline.results.read_per_question, concatenated and validated again as a whole."""
-    folder = study.results / "per_question"
+    validated by harness.grid.results.read_per_question, concatenated and validated again as a whole."""
+    folder = per_question_dir(study)
     files = {p.stem: p for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
     files.update({p.stem: p for p in sorted(folder.glob("*.parquet"))} if folder.is_dir() else {})
     if not files:
@@ -55,7 +56,7 @@ def results_frozen_hash(study) -> str:
     """The one frozen-config hash every per-question table was scored under (from the sidecar
     <dataset>.manifest.json that `score` writes); tables from two freezes, or a table without its
     sidecar, are refused."""
-    folder = study.results / "per_question"
+    folder = per_question_dir(study)
     tables = {p.stem for p in folder.glob("*.parquet")} | {p.stem for p in folder.glob("*.csv")}
     if not tables:
         raise HarnessError(f"{folder}: no per-question results (*.parquet or *.csv); run `harness score` first")
@@ -72,7 +73,7 @@ def load_judge_rates(study) -> dict[str, dict[str, float]]:
     """Measured acceptance-control rates per judge, from results/judges/acceptance.json
     ({judge: {"positive": rate on the accepted answer, "negative": rate on another question's answer}}),
     written by the judging stage. No file: no judge has passed, so judged outcomes stay exploratory."""
-    path = study.results / "judges" / "acceptance.json"
+    path = judges_dir(study) / "acceptance.json"
     if not path.is_file():
         return {}
     record = read_json(path)

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from harness.errors import InputError
-from harness.stats.verdicts import (DIFFERENT, EQUIVALENT, INCONCLUSIVE, NO_DIFFERENCE, Verdict, ci_margin_verdict,
-                                    tost_verdict, two_sided_verdict)
+from harness.stats.verdicts import (
+    DIFFERENT, EQUIVALENT, INCONCLUSIVE, NO_DIFFERENCE, Verdict, ci_margin_verdict, tost_verdict, two_sided_verdict,
+)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,147 @@
+"""The arm kinds (DESIGN section 4): what each kind is, declared once; the one place that names arm kinds.
+
+A config arm is `{kind: <name here>, ...}`. A kind declares which chunks it starts from, how many LLM calls
+it makes with which prompts, which inputs it needs and which config keys it takes. How a kind is built and
+rendered is attached per name in harness.arms.registry. Kinds the plan names but no builder exists for yet
+are declared as planned: they resolve (the config may name them, freeze records them), and building one
+fails naming the arm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from harness.config.lab import ProvisionsArm, QesDpArm, QesGreedyArm, WindowArm
+from harness.errors import HarnessError, InputError
+
+HEADER_LED = "header-led"
+# how an LLM kind annotates header-led chunks (harness.arms.llm_arms dispatches on it)
+ENRICH, ENRICH_WITHOUT_KEYS, CONTEXTUAL, PER_FIELD = "enrich", "enrich without keys", "contextual", "per field"
+
+ENRICHED_FIELDS = ("title", "summary", "keywords", "questions")  # what E's rendering indexes, in order
+PF_PROMPTS = {name: f"pf_{name}.txt" for name in ENRICHED_FIELDS}
+# field ablations of E (robustness): name -> the generated fields its rendering keeps
+ABLATIONS: dict[str, tuple[str, ...]] = {
+    **{f"E-no-{f}": tuple(x for x in ENRICHED_FIELDS if x != f) for f in ENRICHED_FIELDS},
+    **{f"E-only-{f}": (f,) for f in ENRICHED_FIELDS},
+}
+
+
+@dataclass(frozen=True)
+class ArmKindSpec:
+    name: str
+    boundaries: str  # chunker in harness.chunking.CHUNKERS whose chunks the kind starts from (lab kinds: itself)
+    calls_per_chunk: int = 0
+    calls_per_document: int = 0
+    prompts: Mapping[str, str] = field(default_factory=dict)  # role -> template file under prompts/
+    needs_model: bool = False
+    needs_s_chunks: bool = False  # FL measures its window on the S chunks
+    annotation: str | None = None  # LLM kinds: ENRICH, ENRICH_WITHOUT_KEYS, CONTEXTUAL or PER_FIELD
+    settings: type | None = None  # its own config schema (lab kinds); None: chosen by harness.config.arms
+    trains_on_questions: bool = False  # supervised: built from the training split's evidence (QES)
+    derived: bool = False  # starts from the built chunks of another arm of the dataset, the one `of:` names
+    # derived kinds: the kind the `of:` arm must have, which lets `of:` be left out when exactly one arm of
+    # that kind applies to the dataset (field ablations of E); None: `of:` is required and may name any arm
+    # with a chunk set of its own
+    of_kind: str | None = None
+    expansion: str | None = None  # KX, AX or SX: expanded at retrieval time, no chunk set of its own
+    requires: tuple[str, ...] = ()  # derived kinds: the config keys an arm of this kind must set
+    planned: bool = False  # named by the plan, no builder yet
+
+    @property
+    def implemented(self) -> bool:
+        return not self.planned
+
+    @property
+    def retrieval_time(self) -> bool:
+        return self.expansion is not None
+
+    @property
+    def llm_free(self) -> bool:
+        return not self.needs_model
+
+    @property
+    def of_required(self) -> bool:
+        """An add-on arm of the amendments: built from whichever arm its config names under `of:`."""
+        return self.derived and self.of_kind is None
+
+    def require_implemented(self, arm: str) -> None:
+        if not self.implemented:
+            raise HarnessError(
+                f"arm `{arm}` has kind {self.name!r}, which the plan names but this harness does not implement "
+                f"yet (buildable kinds: {', '.join(buildable_kinds())})"
+            )
+
+
+def _lab(name: str, settings: type, **kw) -> ArmKindSpec:
+    return ArmKindSpec(name, name, settings=settings, **kw)
+
+
+def _llm(name: str, annotation: str, prompts: Mapping[str, str], calls_per_chunk: int) -> ArmKindSpec:
+    return ArmKindSpec(name, HEADER_LED, calls_per_chunk=calls_per_chunk, prompts=prompts, needs_model=True,
+                       annotation=annotation)
+
+
+def _derived(name: str, **kw) -> ArmKindSpec:
+    return ArmKindSpec(name, HEADER_LED, derived=True, **kw)
+
+
+ARM_KINDS: dict[str, ArmKindSpec] = {k.name: k for k in (
+    ArmKindSpec("S", HEADER_LED),
+    ArmKindSpec("S+T", HEADER_LED),
+    ArmKindSpec("F512c", "F512c"),
+    ArmKindSpec("F256t", "F256t"),
+    ArmKindSpec("P", "P"),
+    ArmKindSpec("FL", "FL", needs_s_chunks=True),
+    # the chunking lab (issue 16): `L` may be a list (a chunk-size sweep, harness.config.lab.expand_sweeps)
+    _lab("fixed", WindowArm),
+    _lab("sentence", WindowArm),
+    _lab("provisions", ProvisionsArm),
+    _lab("qes-dp", QesDpArm, trains_on_questions=True),
+    _lab("qes-greedy", QesGreedyArm, trains_on_questions=True),
+    _llm("E", ENRICH, {"enrich": "enrich.txt"}, 1),
+    _llm("E-K", ENRICH_WITHOUT_KEYS, {"enrich": "enrich.txt"}, 1),
+    _llm("CR", CONTEXTUAL, {"contextual": "contextual.txt"}, 1),
+    _llm("PF", PER_FIELD, PF_PROMPTS, len(PF_PROMPTS)),
+    # add-on arms of amendments 2-4, built from the `of:` arm's chunks and indexed as E is
+    _derived("M"),
+    _derived("RM", requires=("seeds",)),
+    _derived("SM", requires=("embedder",)),
+    _derived("M-TP", calls_per_document=1, needs_model=True, requires=("model",),
+             prompts={"consolidate": "consolidate_keys.txt"}),
+    _derived("E+KX", expansion="KX"),
+    _derived("E+AX", expansion="AX"),
+    _derived("E+SX", expansion="SX"),
+    ArmKindSpec("E+keys", HEADER_LED, needs_model=True, planned=True),  # E with its key indexed too
+    ArmKindSpec("E+entities", HEADER_LED, needs_model=True, planned=True),  # E with its entities indexed too
+    # E's built chunks re-rendered with some of its fields: no LLM call
+    *(_derived(name, of_kind="E") for name in ABLATIONS),
+)}
+
+
+def is_planned(arm_cfg: Any) -> bool:
+    """An arm whose kind the plan names but no builder exists for yet: declared, never built or scored."""
+    kind = arm_cfg.get("kind") if isinstance(arm_cfg, Mapping) else getattr(arm_cfg, "kind", None)
+    return isinstance(kind, str) and kind in ARM_KINDS and not ARM_KINDS[kind].implemented
+
+
+def lab_kinds() -> list[ArmKindSpec]:
+    """The chunking lab's kinds, in declaration order (`harness lab` runs each with default settings)."""
+    return [k for k in ARM_KINDS.values() if k.settings is not None]
+
+
+def buildable_kinds() -> list[str]:
+    return [name for name, k in ARM_KINDS.items() if k.implemented]
+
+
+def llm_free_kinds() -> list[str]:
+    """Kinds built from the documents alone, without any LLM call (the choices of `harness chunk`)."""
+    return [name for name, k in ARM_KINDS.items() if k.implemented and k.llm_free and not k.derived]
+
+
+def get_kind(name: str) -> ArmKindSpec:
+    try:
+        return ARM_KINDS[name]
+    except (KeyError, TypeError):
+        raise InputError(f"unknown arm kind {name!r}; known: {', '.join(ARM_KINDS)}") from None

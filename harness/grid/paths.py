@@ -1,0 +1,162 @@
+"""Every path under a study's results/ folder, and nowhere else (DESIGN section 2).
+
+    results/
+      chunks/<dataset>/<arm>.jsonl, <arm>.manifest.json      build-arms
+      runs/<dataset>/<arm>__<retriever>.run                  score
+      per_question/<dataset>.parquet|.csv|.manifest.json     score, answer (the assembled table)
+      per_question/<dataset>/<arm>__<retriever>.parquet      score: one part per cell, + .done.json marker
+      answers/<dataset>/<arm>__<retriever>.jsonl|.parquet    answer: answers, rows part, + .done.json marker
+      judges/                                                answer: judge controls and verdicts
+      stats/                                                 stats
+      report/                                                report
+      generations/<model>.jsonl                              build-arms: what each LLM arm generated
+      embeddings/                                            score: cached embeddings and reranker scores
+      estimate.json                                          estimate
+      results_manifest.json                                  every stage: content hashes of the release
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+
+PART_SUFFIX = ".parquet"
+VARIANTS_SUFFIX = ".variants.parquet"
+RESULTS_MANIFEST_NAME = "results_manifest.json"
+FIRST_OUTCOME_NAME = "FIRST_OUTCOME.json"
+# the folders a release consists of: the results manifest hashes every file under them
+RELEASED_FOLDERS = ("chunks", "runs", "per_question", "answers", "judges", "stats")
+
+
+def results_dir(study: Any) -> Path:
+    return study.results_root or study.root / "results"
+
+
+# --- chunk sets and runs ---
+
+
+def chunks_path(study: Any, dataset: str, arm: str) -> Path:
+    return results_dir(study) / "chunks" / dataset / f"{arm}.jsonl"
+
+
+def chunk_manifest_path(study: Any, dataset: str, arm: str) -> Path:
+    return results_dir(study) / "chunks" / dataset / f"{arm}.manifest.json"
+
+
+def runs_dir(study: Any) -> Path:
+    return results_dir(study) / "runs"
+
+
+def run_path(study: Any, dataset: str, arm: str, retriever: str) -> Path:
+    return runs_dir(study) / dataset / f"{arm}__{retriever}.run"
+
+
+# --- per-question results and the parts they are assembled from ---
+
+
+def per_question_dir(study: Any) -> Path:
+    return results_dir(study) / "per_question"
+
+
+def per_question_path(study: Any, dataset: str, suffix: str = "parquet") -> Path:
+    return per_question_dir(study) / f"{dataset}.{suffix}"
+
+
+def per_question_sidecar(study: Any, dataset: str) -> Path:
+    return per_question_dir(study) / f"{dataset}.manifest.json"
+
+
+def first_outcome_path(study: Any) -> Path:
+    return per_question_dir(study) / FIRST_OUTCOME_NAME
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or "__" in name:
+        raise InputError(f"{kind} name {name!r} cannot name a part file (empty, '/', '\\', '__' or a leading '.')")
+    return name
+
+
+def part_path(folder: str | os.PathLike, dataset: str, arm: str, retriever: str) -> Path:
+    """<folder>/<dataset>/<arm>__<retriever>.parquet (mirrors the run file names)."""
+    return Path(folder) / _check_name("dataset", dataset) / (
+        f"{_check_name('arm', arm)}__{_check_name('retriever', retriever)}{PART_SUFFIX}"
+    )
+
+
+def variants_part_path(folder: str | os.PathLike, dataset: str, arm: str, retriever: str) -> Path:
+    """<dataset>/<arm>__<retriever>.variants.parquet: an arm stored as variants (RM's seeds, an LLM arm's
+    repeats) scored per variant, its rows under arm `<arm>@<variant>`. The cell's own part holds the mean
+    over the variants, the only rows any registered test reads; these feed the between-run spread."""
+    part = part_path(folder, dataset, arm, retriever)
+    return part.with_name(part.name[: -len(PART_SUFFIX)] + VARIANTS_SUFFIX)
+
+
+def cell_part_path(study: Any, cell: Any) -> Path:
+    return part_path(per_question_dir(study), *cell.names)
+
+
+def done_marker_path(study: Any, cell: Any) -> Path:
+    dataset, arm, retriever = cell.names
+    return per_question_dir(study) / dataset / f"{arm}__{retriever}.done.json"
+
+
+# --- answers and judges ---
+
+
+def answers_dir(study: Any) -> Path:
+    return results_dir(study) / "answers"
+
+
+def answers_path(study: Any, cell: Any) -> Path:
+    """What the reader answered and saw, per question, for one cell (harness.pipeline.answer)."""
+    dataset, arm, retriever = cell.names
+    return answers_dir(study) / dataset / f"{arm}__{retriever}.jsonl"
+
+
+def answer_part_path(study: Any, cell: Any) -> Path:
+    """The answer stage's metric rows of one cell (answer F1, nugget recall): its part of the dataset's
+    per-question table, written only by that stage (harness.pipeline.table assembles the table)."""
+    return part_path(answers_dir(study), *cell.names)
+
+
+def answer_marker_path(study: Any, cell: Any) -> Path:
+    dataset, arm, retriever = cell.names
+    return answers_dir(study) / dataset / f"{arm}__{retriever}.done.json"
+
+
+def judges_dir(study: Any) -> Path:
+    return results_dir(study) / "judges"
+
+
+# --- the other stages ---
+
+
+def stats_dir(study: Any) -> Path:
+    return results_dir(study) / "stats"
+
+
+def report_dir(study: Any) -> Path:
+    return results_dir(study) / "report"
+
+
+def generations_dir(study: Any) -> Path:
+    return results_dir(study) / "generations"
+
+
+def generations_path(study: Any, model_name: str) -> Path:
+    return generations_dir(study) / f"{model_name}.jsonl"
+
+
+def embeddings_dir(study: Any) -> Path:
+    return results_dir(study) / "embeddings"
+
+
+def estimate_path(study: Any) -> Path:
+    return results_dir(study) / "estimate.json"
+
+
+def results_manifest_path(study: Any) -> Path:
+    return results_dir(study) / RESULTS_MANIFEST_NAME

@@ -1,0 +1,144 @@
+"""The package's imports flow one way: from a stage down to the spine and the instruments below it.
+
+Every import of a harness module, at module level or inside a function, is read with `ast` (no module is
+imported), and each must point to its own layer or a lower one, in the order README.md's "Working on the
+harness" section states. Inside functions, harness modules are imported only by the CLI (each command loads
+its stage when it runs, so `harness --help` stays quick); anywhere else a function-level import would only
+hide a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "harness"
+
+# lowest first; a layer may import its own modules and those of the layers before it
+LAYERS = (
+    ("harness", "errors", "files", "tokens"),
+    ("config",),
+    ("plan",),
+    ("study",),
+    ("data",),
+    ("grid",),
+    ("metrics",),
+    ("chunking",),
+    ("llm",),
+    ("retrieval",),
+    ("provenance",),
+    ("arms",),
+    ("pipeline",),
+    ("stats",),
+    ("analyses",),
+    ("lab",),
+    ("report",),
+    ("cli", "__main__"),
+)
+LAZY_ALLOWED = ("cli", "__main__")
+
+
+def layer_of(module: str) -> int:
+    """harness.<part>[.rest] -> the index of the layer holding <part> (harness itself: the base)."""
+    parts = module.split(".")
+    key = parts[1] if len(parts) > 1 else parts[0]
+    for i, names in enumerate(LAYERS):
+        if key in names:
+            return i
+    raise AssertionError(f"{module}: its package `{key}` is in no layer of tests/test_layering.py (add it)")
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def harness_imports(path: Path, root: Path = ROOT) -> list[tuple[str, int, bool]]:
+    """(imported harness module, line, inside a function) for every import statement of the file."""
+    module = module_name(path, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for n in ast.walk(f)}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            targets = [target]
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        else:
+            continue
+        out += [(t, node.lineno, id(node) in in_function) for t in targets if t == "harness" or t.startswith("harness.")]
+    return out
+
+
+def package_files() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_import_points_down_or_sideways():
+    upward = []
+    for path in package_files():
+        here = module_name(path)
+        for target, line, _ in harness_imports(path):
+            if layer_of(target) > layer_of(here):
+                upward.append(f"{path.relative_to(ROOT)}:{line}: {here} imports {target}")
+    assert not upward, "imports against the layer order:\n" + "\n".join(upward)
+
+
+def test_no_function_level_harness_import_outside_the_cli():
+    lazy = []
+    for path in package_files():
+        here = module_name(path)
+        if layer_of(here) == layer_of("harness.cli"):
+            continue
+        lazy += [f"{path.relative_to(ROOT)}:{line}: imports {target} inside a function"
+                 for target, line, inside in harness_imports(path) if inside]
+    assert not lazy, "function-level imports of harness modules:\n" + "\n".join(lazy)
+
+
+def test_no_harness_module_is_imported_by_a_string():
+    found = []
+    for path in package_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+                    and node.args and isinstance(node.args[0], ast.Constant)
+                    and str(node.args[0].value).startswith("harness")):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: import_module({node.args[0].value!r})")
+    assert not found, "harness modules reached through importlib strings:\n" + "\n".join(found)
+
+
+def test_every_package_has_a_layer():
+    for path in package_files():
+        layer_of(module_name(path))
+
+
+def test_the_readme_states_the_same_order():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"^Layers, lowest first:\s*(.+)$", text, re.M)
+    assert match, "README.md: no `Layers, lowest first: ...` line in 'Working on the harness'"
+    stated = [set(re.findall(r"\w+", group)) for group in match.group(1).split("->")]
+    assert stated == [set(names) for names in LAYERS]
+
+
+@pytest.mark.parametrize("source, upward", [
+    ("from harness.stats.plan import Plan\n", True),
+    ("def f():\n    from harness.pipeline import score\n", True),
+    ("from harness.errors import HarnessError\n", False),
+])
+def test_the_check_sees_an_upward_import(tmp_path, source, upward):
+    """The checker itself: a config module importing a stage (at module level or in a function) is found."""
+    probe = tmp_path / "harness" / "config" / "probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text(source, encoding="utf-8")
+    found = [t for t, _, _ in harness_imports(probe, tmp_path) if layer_of(t) > layer_of("harness.config")]
+    assert bool(found) is upward
