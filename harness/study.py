@@ -119,7 +119,8 @@ class Study:
 
     @cached_property
     def loaded_datasets(self) -> dict[Any, Any]:
-        """The datasets loaded during this command, by (name, selection) (harness.data.load.load_dataset)."""
+        """The datasets loaded during this command, by (name, selection) (harness.data.load.load_dataset). A
+        Study lives for one command, as its `config` does: a new command (a new Study) reads the files again."""
         return {}
 
     @property
