@@ -122,7 +122,7 @@ def bench_warm_rebuild(study_root: Path, replay: bool, quick: bool) -> None:
         print(f"warm rebuild: skipped, no generation cache at {', '.join(missing)}")
         return
     total_start = time.perf_counter()
-    for dataset_name in list(study.datasets)[: 1 if quick else None]:
+    for dataset_name in list(study.config.datasets)[: 1 if quick else None]:
         dataset = load_dataset(study, dataset_name, selection=read_selection(study))
         todo = [a for a in llm_arms if applies_to(study.arms[a], dataset_name)]
         header: dict[str, dict] = {}
@@ -156,7 +156,7 @@ def bench_real_e(study_root: Path, n: int) -> None:
     model_cfg = study.models[study.arms["E"].model]
     backend = make_backend(model_cfg)
     template = PromptTemplate.load(study.prompts_dir, "enrich.txt")
-    dataset = next(iter(study.datasets))
+    dataset = next(iter(study.config.datasets))
     documents = load_dataset(study, dataset, selection=read_selection(study)).documents
     chunks = next(iter(_header_led(study, documents[:1]).values()))[:n]
     start = time.perf_counter()

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from harness.config import StudyConfig, load_study_config, to_plain
+from harness.config import StudyConfig, load_study_config
 from harness.config.arms import ArmConfig
 from harness.config.chunking import Chunking
 from harness.config.models import ModelConfig
@@ -126,11 +126,6 @@ class Study:
     @property
     def name(self) -> str:
         return self.config.study
-
-    @cached_property
-    def datasets(self) -> dict[str, dict[str, Any]]:
-        """Each dataset's settings as a plain mapping, defaults filled (the adapters read the typed entries)."""
-        return {name: to_plain(cfg) for name, cfg in self.config.datasets.items()}
 
     @property
     def arms(self) -> dict[str, ArmConfig]:

@@ -42,7 +42,7 @@ class ReportContext:
         from harness.data.load import load_dataset
 
         out = {}
-        for name in self.study.datasets:
+        for name in self.study.config.datasets:
             try:
                 out[name] = load_dataset(self.study, name, selection=self.selection)
             except HarnessError as e:
@@ -82,4 +82,4 @@ class ReportContext:
     def budgets(self, dataset: str) -> list[int]:
         from harness.metrics.registry import budgets_from_config
 
-        return list(budgets_from_config(self.study.config.budgets, self.study.datasets[dataset]["metric_set"]))
+        return list(budgets_from_config(self.study.config.budgets, self.study.config.datasets[dataset].metric_set))
