@@ -107,11 +107,12 @@ def bench_warm_rebuild(study_root: Path, replay: bool, quick: bool) -> None:
     """Every LLM arm of the study (E, E-K, CR, M-TP, ...) rebuilt from the generation cache by the arms'
     own builders, as build-arms runs them (header-led chunks computed, `of:` arms from this run), in memory:
     nothing is written to the study. With `quick`, the first dataset only."""
-    from harness.arms.build import _header_led, sources_first
+    from harness.arms.build import header_led_chunks, sources_first
     from harness.grid.paths import generations_path
-    from harness.arms.registry import BuildInputs, arm_kind
+    from harness.arms.builder import BuildInputs
+    from harness.arms.registry import build_chunks
     from harness.data.load import load_dataset, read_selection
-    from harness.grid.arms import applies_to
+    from harness.grid.arms import applies_to, arm_kind, source_arm
     from harness.study import Study
 
     study = Study.at(study_root)
@@ -122,18 +123,19 @@ def bench_warm_rebuild(study_root: Path, replay: bool, quick: bool) -> None:
         print(f"warm rebuild: skipped, no generation cache at {', '.join(missing)}")
         return
     total_start = time.perf_counter()
-    for dataset_name in list(study.datasets)[: 1 if quick else None]:
+    for dataset_name in list(study.config.datasets)[: 1 if quick else None]:
         dataset = load_dataset(study, dataset_name, selection=read_selection(study))
         todo = [a for a in llm_arms if applies_to(study.arms[a], dataset_name)]
         header: dict[str, dict] = {}
         built: dict[str, list[Chunk]] = {}
-        for arm in sources_first(study, todo):
+        for arm in sources_first(study, dataset_name, todo):
             kind = arm_kind(study, arm)
             start = time.perf_counter()
-            result = kind.build(BuildInputs(
-                dataset.documents, study.chunking, lambda: header.setdefault("h", _header_led(study, dataset.documents)),
+            result = build_chunks(kind, BuildInputs(
+                dataset.documents, study.chunking, lambda: header.setdefault("h", header_led_chunks(study, dataset.documents)),
                 study=study, arm=arm, arm_config=study.arms[arm], progress=False, dataset=dataset_name,
                 replay=replay, questions=dataset.questions, read_arm=built.__getitem__,
+                source=source_arm(study, arm, dataset_name) if kind.derived else None,
             ))
             built[arm] = result.chunks
             run = result.manifest.get("llm", {}).get("run", {})
@@ -145,7 +147,7 @@ def bench_warm_rebuild(study_root: Path, replay: bool, quick: bool) -> None:
 
 
 def bench_real_e(study_root: Path, n: int) -> None:
-    from harness.arms.build import _header_led
+    from harness.arms.build import header_led_chunks
     from harness.arms.keydict import KeyDictionary
     from harness.data.load import load_dataset, read_selection
     from harness.arms.enrich import ENRICH_SCHEMA, enrich_prompt_values, previous_summary_text
@@ -156,9 +158,9 @@ def bench_real_e(study_root: Path, n: int) -> None:
     model_cfg = study.models[study.arms["E"].model]
     backend = make_backend(model_cfg)
     template = PromptTemplate.load(study.prompts_dir, "enrich.txt")
-    dataset = next(iter(study.datasets))
+    dataset = next(iter(study.config.datasets))
     documents = load_dataset(study, dataset, selection=read_selection(study)).documents
-    chunks = next(iter(_header_led(study, documents[:1]).values()))[:n]
+    chunks = next(iter(header_led_chunks(study, documents[:1]).values()))[:n]
     start = time.perf_counter()
     backend.llama()
     print(f"real E calls with {backend.model} ({dataset}, first document):")

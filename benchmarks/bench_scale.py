@@ -71,18 +71,18 @@ def corpus(n_chunks: int, queries_per_1000: int, seed: int):
     return dataset, chunks
 
 
-class _Study:
-    """What score_cell reads from a study: the arm's config (S, header-led chunks: no expansion, every
-    document), the default context assembly, and where its run file goes."""
+def _study_and_cell(folder: Path):
+    """What score_cell reads: the study's context assembly (the default) and where its results go, and the
+    cell: arm S (header-led chunks: no expansion, every document) under BM25."""
+    from types import SimpleNamespace
 
-    def __init__(self, folder: Path):
-        from types import SimpleNamespace
+    from harness.config.arm_kinds import get_kind
+    from harness.grid.cells import ArmSpec, Cell, DatasetSpec, RetrieverSpec
 
-        self.arms, self.folder = {"S": SimpleNamespace(kind="S")}, folder
-        self.config, self.config_path = SimpleNamespace(assembly=None), folder / "study.yaml"
-
-    def run_path(self, dataset: str, arm: str, retriever: str) -> Path:
-        return self.folder / f"{dataset}__{arm}__{retriever}.run"
+    study = SimpleNamespace(root=folder, results_root=folder, config=SimpleNamespace(assembly=None))
+    cell = Cell(DatasetSpec("bench", None), ArmSpec("S", SimpleNamespace(kind="S"), get_kind("S"), "S"),
+                RetrieverSpec("bm25", None))
+    return study, cell
 
 
 def one_size(n_chunks: int, queries_per_1000: int, seed: int) -> dict:
@@ -104,8 +104,9 @@ def one_size(n_chunks: int, queries_per_1000: int, seed: int) -> dict:
 
         start = time.perf_counter()
         scoped = scopes(dataset, chunks)
-        rows, _variant_rows, counts = score_cell(_Study(Path(tmp)), dataset, "S", "bm25", scoped, Context(), ScoringCache(),
-                                  get_metric_set("qasper").default_budgets, run_depth=100)
+        study, cell = _study_and_cell(Path(tmp))
+        rows, _variant_rows, counts = score_cell(study, dataset, cell, scoped, Context(), ScoringCache(),
+                                                 get_metric_set("qasper").default_budgets, run_depth=100)
         scored = time.perf_counter() - start
     return {"chunks": len(chunks), "questions": counts["questions"], "rows": len(rows), "build_s": built,
             "score_s": scored, "peak_mb": peak_rss_mb(), "baseline_mb": baseline}

@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from harness.config import StudyConfig, load_study_config, to_plain
+from harness.config import StudyConfig, load_study_config
 from harness.config.arms import ArmConfig
 from harness.config.chunking import Chunking
 from harness.config.models import ModelConfig
@@ -85,17 +85,13 @@ class Study:
 
     @cached_property
     def loaded_datasets(self) -> dict[Any, Any]:
-        """The datasets loaded during this command, by (name, selection) (harness.data.load.load_dataset)."""
+        """The datasets loaded during this command, by (name, selection) (harness.data.load.load_dataset). A
+        Study lives for one command, as its `config` does: a new command (a new Study) reads the files again."""
         return {}
 
     @property
     def name(self) -> str:
         return self.config.study
-
-    @cached_property
-    def datasets(self) -> dict[str, dict[str, Any]]:
-        """Each dataset's settings as a plain mapping, defaults filled (the adapters read the typed entries)."""
-        return {name: to_plain(cfg) for name, cfg in self.config.datasets.items()}
 
     @property
     def arms(self) -> dict[str, ArmConfig]:

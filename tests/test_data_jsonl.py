@@ -209,7 +209,7 @@ def test_issue23_case7_a_byte_order_mark_is_stripped_and_counted(tmp_path):
     study = make_study(tmp_path, docs, questions)
     plain = load_dataset(study, "papers", selection=None)
     (tmp_path / "data/docs/tides.md").write_bytes(b"\xef\xbb\xbf" + TIDES.encode())
-    marked = load_dataset(study, "papers", selection=None)
+    marked = load_dataset(Study.at(study.root), "papers", selection=None)  # a new command: loaded afresh
     texts = {d.doc_id: d.text for d in marked.documents}
     assert texts == {"p/inline": "Line one.\n", "p/tides": TIDES}  # the title is a heading again
     assert marked.counts["texts_bom_stripped"] == 2 and plain.counts["texts_bom_stripped"] == 1

@@ -35,7 +35,7 @@ def test_unknown_kind_is_still_an_error(study):
 
 
 def test_declared_arms_have_no_cells_to_wait_for(study):
-    arms = {cell.arm for cell in configured_cells(study)}
+    arms = {cell.arm.name for cell in configured_cells(study)}
     assert "M" not in arms and {"S", "E"} <= arms
 
 
@@ -51,6 +51,8 @@ def test_an_admitted_post_outcome_amendment_is_labelled_so_without_outcomes(stud
 def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
     from types import SimpleNamespace
 
+    from harness.config.arm_kinds import get_kind
+    from harness.grid.cells import ArmSpec, Cell, DatasetSpec, RetrieverSpec
     from harness.pipeline.score import Scope, score_cell
     from harness.metrics.registry import ScoringCache
     from metrics_support import question
@@ -60,8 +62,10 @@ def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
     context = SimpleNamespace(get=lambda name: None)  # no scope with chunks: the retriever is never asked
 
     def score(arm_cfg):
-        study = SimpleNamespace(arms={"A": arm_cfg}, run_path=lambda *parts: tmp_path / "A.run")
-        return score_cell(study, dataset, "A", "bm25", [outside], context, ScoringCache(), (512,), run_depth=10)
+        study = SimpleNamespace(root=tmp_path, results_root=None)
+        cell = Cell(DatasetSpec("papers", None), ArmSpec("A", arm_cfg, get_kind(arm_cfg.kind), "A"),
+                    RetrieverSpec("bm25", None))
+        return score_cell(study, dataset, cell, [outside], context, ScoringCache(), (512,), run_depth=10)
 
     rows, _, counts = score(SimpleNamespace(kind="PF", documents=1, seed=1))
     assert rows == [] and counts["questions_outside_arm"] == 1 and counts["questions"] == 0

@@ -204,7 +204,7 @@ def test_flagship_config_model_limits_and_spend_cap():
 
     def limits(arm, dataset):
         cfg = study.arms[arm]
-        return to_plain(effective_model_config(arm, cfg, study.models[cfg.model], dataset, study.datasets))
+        return to_plain(effective_model_config(arm, cfg, study.models[cfg.model], dataset, study.config.datasets))
 
     assert (limits("E", "qasper")["num_ctx"], limits("E", "qasper")["num_predict"]) == (16384, 1000)
     assert (limits("CR", "qasper")["num_ctx"], limits("CR", "qasper")["num_predict"]) == (16384, 120)

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from harness.cli.main import main
-from harness.config import load_study_config
+from harness.config import load_study_config, to_plain
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.study import Study
@@ -128,7 +128,7 @@ def test_demo_papers_keep_their_own_paper_and_pooled_twin_pools(tmp_path):
     study = Study.at(DEMO)
     selection = read_selection(study)
     papers = load_dataset(study, "papers", selection=selection)
-    assert "retrieval_scope" not in study.datasets["papers"]  # the default: nothing frozen changes
+    assert "retrieval_scope" not in to_plain(study.config.datasets["papers"])  # the default: nothing frozen changes
     assert all(q.scope == (q.cluster,) for q in papers.questions)
     pooled = load_dataset(study, "papers-pooled", selection=selection)
     assert {q.scope for q in pooled.questions} == {tuple(d.doc_id for d in papers.documents)}

@@ -93,7 +93,7 @@ def test_record_holds_every_listed_input(study):
     assert {"plan/PLAN.md", "plan/plan.yaml", "amendments/0001-first.yaml"} <= plan_files
     assert {"configs/study.yaml", "selection/selection.json", "data/docs/docs/ledger/accounts.md",
             "data/docs/documents.jsonl", "data/papers/questions.jsonl"} <= set(files)
-    assert set(record["dataset_content"]) == set(study.datasets)
+    assert set(record["dataset_content"]) == set(study.config.datasets)
     assert record["selection"]["sha256"] == hashlib.sha256(study.selection_path.read_bytes()).hexdigest()
     assert record["packages"]["numpy"] is not None
     assert set(record["model_digests"]) == set(study.models)
@@ -114,7 +114,7 @@ def test_new_prompt_file_is_refused(study):
 
 
 def test_seed_change_is_refused(study):
-    dataset = next(iter(study.datasets))
+    dataset = next(iter(study.config.datasets))
 
     def change(cfg):
         cfg["datasets"][dataset]["selection"]["seed"] = 2028
@@ -312,7 +312,7 @@ def test_markdown_body_named_by_documents_jsonl_is_hashed(study):
 def test_exclusion_list_named_by_a_dataset_is_hashed(study):
     pilot = study.root / "data" / "pilot.txt"
     pilot.write_text("nobody\n", encoding="utf-8")
-    dataset = next(iter(study.datasets))
+    dataset = next(iter(study.config.datasets))
     edit_yaml(study.config_path, lambda c: c["datasets"][dataset]["selection"].update(exclude="data/pilot.txt"))
     err = frozen_then(fresh(study), lambda: pilot.write_text("nobody\nsomebody\n", encoding="utf-8"))
     assert 'input_files["data/pilot.txt"]: ' in str(err)

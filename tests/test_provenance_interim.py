@@ -43,9 +43,9 @@ def _unrestricted(study) -> Study:
 def test_configured_cells_cover_the_grid(study):
     study = _unrestricted(study)
     cells = configured_cells(study)
-    assert len(cells) == len(study.datasets) * len(study.arms) * len(study.retrievers)
+    assert len(cells) == len(study.config.datasets) * len(study.arms) * len(study.retrievers)
     assert len(set(cells)) == len(cells)
-    first_dataset, first_arm, first_retriever = next(iter(study.datasets)), next(iter(study.arms)), next(iter(study.retrievers))
+    first_dataset, first_arm, first_retriever = next(iter(study.config.datasets)), next(iter(study.arms)), next(iter(study.retrievers))
     assert cells[0].names == (first_dataset, first_arm, first_retriever)
 
 
@@ -92,13 +92,13 @@ def test_cells_scored_under_another_freeze_do_not_count(study, monkeypatch):
 
 def test_arm_restricted_to_a_dataset(study):
     study = _unrestricted(study)
-    dataset = next(iter(study.datasets))
+    dataset = next(iter(study.config.datasets))
     arm = next(iter(study.arms))
     edit_yaml(study.config_path, lambda c: c["arms"][arm].update(datasets=[dataset]))
     restricted = Study.at(study.root)
     cells = configured_cells(restricted)
     assert {c.dataset.name for c in cells if c.arm.name == arm} == {dataset}
-    assert len(cells) == len(restricted.retrievers) * (len(restricted.datasets) * len(restricted.arms) - (len(restricted.datasets) - 1))
+    assert len(cells) == len(restricted.retrievers) * (len(restricted.config.datasets) * len(restricted.arms) - (len(restricted.config.datasets) - 1))
 
 
 def test_deviation_lets_the_look_through_and_is_logged(study):

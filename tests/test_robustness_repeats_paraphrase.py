@@ -212,6 +212,8 @@ def test_score_averages_repeats_per_question_and_keeps_each_repeat(tmp_path):
     from harness.arms.render import render_text
     from harness.data.model import Evidence, Question
     from harness.metrics.registry import ScoringCache
+    from harness.config.arm_kinds import get_kind
+    from harness.grid.cells import ArmSpec, Cell, DatasetSpec, RetrieverSpec
     from harness.pipeline.score import Scope, score_cell
 
     doc, pieces = chunks_for("test/doc0", [("", "Alpha beta gamma delta epsilon zeta."),
@@ -224,11 +226,12 @@ def test_score_averages_repeats_per_question_and_keeps_each_repeat(tmp_path):
     start, end = base[2].spans[0]
     q = Question(qid="q1", dataset="papers", query="?", cluster=doc.doc_id, stratum="", scope=(doc.doc_id,),
                  evidence=(Evidence(doc.doc_id, doc.text[start:end], start, end),))
-    study = SimpleNamespace(arms={"E-rep": SimpleNamespace(kind="E", repeats=2)}, config=SimpleNamespace(assembly=None),
-                            run_path=lambda *parts: tmp_path / "E-rep.run")
+    study = SimpleNamespace(root=tmp_path, results_root=None, config=SimpleNamespace(assembly=None))
+    arm = SimpleNamespace(kind="E", repeats=2)
+    cell = Cell(DatasetSpec("papers", None), ArmSpec("E-rep", arm, get_kind("E"), "E-rep"), RetrieverSpec("bm25", None))
     context = SimpleNamespace(get=lambda name: _InOrder())
     dataset = SimpleNamespace(name="papers", metric_set="qasper")
-    rows, variant_rows, counts = score_cell(study, dataset, "E-rep", "bm25", [Scope(doc.doc_id, r0 + r1, [q])],
+    rows, variant_rows, counts = score_cell(study, dataset, cell, [Scope(doc.doc_id, r0 + r1, [q])],
                                             context, ScoringCache(), (512,), run_depth=10)
     pooled = {r.metric: r.value for r in rows}
     per = {(r.arm, r.metric): r.value for r in variant_rows}
@@ -349,9 +352,8 @@ def _report_ctx(tmp_path, table: pd.DataFrame):
     study = SimpleNamespace(
         arms={"S+T": SimpleNamespace(kind="S+T", datasets=None),
               "E-rep": SimpleNamespace(kind="E", repeats=2, datasets=("papers",))},
-        datasets={"papers": {}}, results=tmp_path / "results", stats_dir=tmp_path / "results" / "stats",
-        chunks_path=lambda d, a: tmp_path / "results" / "chunks" / d / f"{a}.jsonl",
-        manifest_path=lambda d, a: tmp_path / "results" / "chunks" / d / f"{a}.manifest.json")
+        datasets={"papers": {}}, config=SimpleNamespace(datasets={"papers": SimpleNamespace()}),
+        root=tmp_path, results_root=None, config_path=tmp_path / "configs" / "study.yaml")
     test = _test("R-rep", "E-rep", "S+T")
     plan = SimpleNamespace(families=[SimpleNamespace(id="robustness", tests=[test])])
     ctx = SimpleNamespace(study=study, outcomes=(True, []), plan=plan, frozen_hash=None, per_question=table)

@@ -229,4 +229,4 @@ def test_load_per_question_refuses_a_result_repeated_across_files(tmp_path):
     (folder / "b.csv").write_text(text)
     with pytest.raises(InputError, match=r"per_question: concatenated row 1: repeated result for "
                                          r"dataset 'd', .* \(first at concatenated row 0\)"):
-        load_per_question(SimpleNamespace(results=tmp_path / "results"))
+        load_per_question(SimpleNamespace(root=tmp_path, results_root=None))

@@ -62,7 +62,7 @@ def _model_record(study: Study, dataset: str, arm: str, cfg: Any) -> dict | None
     model = getattr(cfg, "model", None)
     if model is None or model not in study.models:
         return None
-    record = to_plain(effective_model_config(arm, cfg, study.models[model], dataset, study.datasets))
+    record = to_plain(effective_model_config(arm, cfg, study.models[model], dataset, study.config.datasets))
     # which servers serve the model cannot change an answer (harness.llm.pool): not an input
     return {k: v for k, v in record.items() if k not in ("hosts", "failover")}
 
@@ -215,7 +215,7 @@ def build_arms(
     frozen_hash: str | None, progress: bool = True, log: Callable[[str], None] = print,
     fresh: bool = False, replay: bool = False,
 ) -> list[ArmBuild]:
-    names = list(datasets or study.datasets)
+    names = list(datasets or study.config.datasets)
     if arms:
         arm_names = list(arms)
     else:  # every buildable arm; declared-only arms wait for their builders

@@ -87,7 +87,7 @@ def estimate_arm(study: Study, dataset, arm: str, *, header_chunks, output_token
                  summary_tokens: int) -> ArmEstimate:
     cfg = study.arms[arm]
     kind = get_kind(cfg.kind)
-    model_cfg = effective_model_config(arm, cfg, study.models[cfg.model], dataset.name, study.datasets)
+    model_cfg = effective_model_config(arm, cfg, study.models[cfg.model], dataset.name, study.config.datasets)
     backend = make_backend(model_cfg)  # builds only: loads and contacts nothing
     cap = next((int(backend.options[k]) for k in OUTPUT_CAP_OPTIONS if k in backend.options), None)
     per_call_out = output_tokens if output_tokens is not None else cap

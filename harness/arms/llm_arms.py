@@ -118,7 +118,7 @@ def build_llm_arm(
             f"arm {arm_name}: model {model_name!r} is not defined under `models:` in {study.config_path}"
         )
     # the arm's own limits for this dataset (model_options) on top of the model's options
-    model_cfg = effective_model_config(arm_name, arm_cfg, study.models[model_name], dataset, study.datasets)
+    model_cfg = effective_model_config(arm_name, arm_cfg, study.models[model_name], dataset, study.config.datasets)
     llm = study.config.llm
     workers = llm.workers
     seeds = [model_cfg.seed, *llm.retry_seeds]

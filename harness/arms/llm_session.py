@@ -57,7 +57,7 @@ def open_session(
     model_name = arm_cfg.model
     if model_name not in study.models:
         raise HarnessError(f"arm {arm}: model {model_name!r} is not defined under `models:` in {study.config_path}")
-    model_cfg = effective_model_config(arm, arm_cfg, study.models[model_name], dataset, study.datasets)
+    model_cfg = effective_model_config(arm, arm_cfg, study.models[model_name], dataset, study.config.datasets)
     llm = study.config.llm
     templates = arm_templates(study, arm)
     path = generations_path(study, model_name)

@@ -19,7 +19,7 @@ def run(args) -> int:
     selection = build_selection(study)
     for line in summary_lines(selection):
         print(line)
-    for name in sorted(study.datasets):  # what the selected study loads: every drop, loss or change counted
+    for name in sorted(study.config.datasets):  # what the selected study loads: every drop, loss or change counted
         print(loss_summary(name, load_dataset(study, name, selection=selection).counts))
     print(f"wrote {study.selection_path}")
     return 0

@@ -162,7 +162,7 @@ def score_study(
         log(f"removed {len(leftovers)} temporary file(s) a killed run left: "
             + ", ".join(str(p.relative_to(results_dir(study))) for p in leftovers))
     combined = {}
-    for name in datasets or list(study.datasets):
+    for name in datasets or list(study.config.datasets):
         dataset = load_dataset(study, name, selection=selection)
         if not dataset.questions:
             raise HarnessError(f"dataset {name}: no questions left to score (counts: {dataset.counts})")

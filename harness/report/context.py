@@ -41,7 +41,7 @@ class ReportContext:
     def datasets(self) -> dict:
         """name -> LoadedDataset, for every dataset that loads."""
         out = {}
-        for name in self.study.datasets:
+        for name in self.study.config.datasets:
             try:
                 out[name] = load_dataset(self.study, name, selection=self.selection)
             except HarnessError as e:
@@ -73,4 +73,4 @@ class ReportContext:
         return assembly.unit if assembly is not None else UNITS[0]
 
     def budgets(self, dataset: str) -> list[int]:
-        return list(budgets_from_config(self.study.config.budgets, self.study.datasets[dataset]["metric_set"]))
+        return list(budgets_from_config(self.study.config.budgets, self.study.config.datasets[dataset].metric_set))

@@ -128,7 +128,7 @@ def chunk_sets(ctx: ReportContext) -> Section:
 def costs(ctx: ReportContext) -> Section:
     sec = Section("costs", "Costs")
     rows, unbuilt = [], []
-    for name in ctx.study.datasets:
+    for name in ctx.study.config.datasets:
         for arm in _arms_of(ctx, name):
             m = _manifest(ctx, name, arm)
             if m is None:

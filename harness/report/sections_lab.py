@@ -26,7 +26,7 @@ _METRIC = re.compile(r"^(partial|complete)@(\d+)([tw])$")
 
 
 def _split_datasets(ctx: ReportContext) -> list[str]:
-    return [n for n, d in ctx.study.datasets.items() if d.get("adapter") == "question_evidence"]
+    return [n for n, d in ctx.study.config.datasets.items() if d.adapter == "question_evidence"]
 
 
 def _oversized(ctx: ReportContext, dataset: str, arm: str, budgets: list[int], unit: str) -> dict[int, int] | None:

@@ -94,7 +94,7 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
 def _run_table(ctx: ReportContext, repeated: dict[str, list[str]], sec: Section):
     rows, unbuilt = [], []
     configured = {cs.names: cs for cs in chunk_sets(ctx.study)}
-    for dataset in ctx.study.datasets:
+    for dataset in ctx.study.config.datasets:
         for arm in repeated:
             cs = configured.get((dataset, arm))
             if cs is None:
