@@ -131,14 +131,18 @@ def cell_of(study: Any, dataset: str, arm: str, retriever: str) -> Cell:
     return Cell(dataset_spec(study, dataset), arm_spec(study, arm), retriever_spec(study, retriever))
 
 
+def _datasets(study: Any) -> list[DatasetSpec]:
+    return [DatasetSpec(name, cfg) for name, cfg in study.config.datasets.items()]
+
+
 def chunk_sets(study: Any) -> list[ChunkSet]:
     """Every chunk set the config names, in config order (datasets, then arms)."""
     arms = [arm_spec(study, a) for a in study.arms]
     return [
-        ChunkSet(dataset_spec(study, d), arm)
-        for d in study.config.datasets
+        ChunkSet(dataset, arm)
+        for dataset in _datasets(study)
         for arm in arms
-        if applies_to(arm.config, d) and not arm.retrieval_time
+        if applies_to(arm.config, dataset.name) and not arm.retrieval_time
     ]
 
 
@@ -147,12 +151,12 @@ def configured_cells(study: Any) -> list[Cell]:
     arms = [arm_spec(study, a) for a in study.arms if not is_planned(study.arms[a])]
     retrievers = [retriever_spec(study, r) for r in study.retrievers]
     return [
-        Cell(dataset_spec(study, d), arm, retriever)
-        for d in study.config.datasets
+        Cell(dataset, arm, retriever)
+        for dataset in _datasets(study)
         for arm in arms
-        if applies_to(arm.config, d)
+        if applies_to(arm.config, dataset.name)
         for retriever in retrievers
-        if applies_to(retriever.config, d, arm.name)
+        if applies_to(retriever.config, dataset.name, arm.name)
     ]
 
 

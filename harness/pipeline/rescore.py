@@ -54,7 +54,6 @@ def _llm_reranked(study: Study, retriever: str) -> bool:
 
 def draw_cells(study: Study, k: int, seed: int) -> tuple[list, int]:
     """K cells by the seed (grid order, then Random(seed).sample), and how many were not eligible."""
-
     cells = configured_cells(study)
     eligible = [c for c in cells if not _llm_reranked(study, c.retriever.name)]
     if k < 1:
@@ -65,7 +64,6 @@ def draw_cells(study: Study, k: int, seed: int) -> tuple[list, int]:
 def _arms_to_build(study: Study, dataset: str, arm: str) -> list[str]:
     """The chunk set `arm` (the one a cell ranks) and every set it is built from (`of:` chains, a field
     ablation's E), sources first."""
-
     todo = []
     while True:
         todo.append(arm)
@@ -111,7 +109,6 @@ def _cell_lines(csv_text: str, dataset: str, arm: str, retriever: str, metrics: 
 
 
 def rescore_cell(study: Study, cell, frozen: str, folder: Path) -> CellCheck:
-
     scratch = _scratch(study, folder)
     dataset_name, source = cell.dataset.name, cell.arm.ranks
     try:
