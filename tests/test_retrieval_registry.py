@@ -20,8 +20,8 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
 def test_canonical_names():
     assert tuple(RETRIEVER_TYPES) == ("bm25", "dense", "rrf", "graph", "rerank")
-    assert DENSE_BACKENDS == ("sentence-transformers", "ollama")
-    assert tuple(RERANK_BACKENDS) == ("cross-encoder", "llm-yes")
+    assert DENSE_BACKENDS == ("sentence-transformers", "ollama", "simulated")
+    assert tuple(RERANK_BACKENDS) == ("cross-encoder", "llm-yes", "simulated")
 
 
 def test_every_declared_type_and_rerank_backend_has_a_builder():
@@ -61,7 +61,7 @@ def test_rrf_of_two_bm25_variants_searches(tmp_path):
         ({"x": {"type": "bm25", "k2": 1}}, "x", r"`retrievers\.x\.k2` is not a known key \(did you mean `k1`\?\)"),
         ({"x": {"type": "bm25", "b": 1.5}}, "x", r"`retrievers\.x\.b` must be a number >= 0 and <= 1, got 1.5"),
         ({"x": {"type": "bm25", "k1": "big"}}, "x", r"`retrievers\.x\.k1` must be a number >= 0, got 'big'"),
-        ({"x": {"type": "dense", "backend": "faiss"}}, "x", r"`retrievers\.x\.backend` must be one of 'sentence-transformers', 'ollama', got 'faiss'"),
+        ({"x": {"type": "dense", "backend": "faiss"}}, "x", r"`retrievers\.x\.backend` must be one of 'sentence-transformers', 'ollama', 'simulated', got 'faiss'"),
         ({"x": {"type": "dense", "max_tokens": 0}}, "x", r"`retrievers\.x\.max_tokens` must be an integer >= 1, got 0"),
         ({"a": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a"]}}, "x", r"`retrievers\.x\.of` must be a list of 2 or more items"),
         ({"a": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a", "a"]}}, "x", r"`retrievers\.x\.of` must be .*no repeats"),
@@ -69,7 +69,7 @@ def test_rrf_of_two_bm25_variants_searches(tmp_path):
         ({"a": {"type": "bm25"}, "b": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a", "b"], "k": 0}}, "x", r"`retrievers\.x\.k` must be a number > 0"),
         ({"x": {"type": "rrf", "of": ["y", "x"]}, "y": {"type": "bm25"}}, "x", r"cycle: x -> x"),
         ({"x": {"type": "rerank", "first_stage": "y", "model": "m"}, "y": {"type": "rerank", "first_stage": "x", "model": "m"}}, "x", r"cycle: x -> y -> x"),
-        ({"x": {"type": "rerank", "backend": "colbert", "first_stage": "y"}}, "x", r"`retrievers\.x\.backend` must be one of 'cross-encoder', 'llm-yes', got 'colbert'"),
+        ({"x": {"type": "rerank", "backend": "colbert", "first_stage": "y"}}, "x", r"`retrievers\.x\.backend` must be one of 'cross-encoder', 'llm-yes', 'simulated', got 'colbert'"),
         ({"x": {"type": "rerank", "model": "m"}}, "x", r"`retrievers\.x\.first_stage` is required"),
         ({"y": {"type": "bm25"}, "x": {"type": "rerank", "first_stage": "y"}}, "x", r"`retrievers\.x\.model` is required"),
         ({"y": {"type": "bm25"}, "x": {"type": "rerank", "first_stage": "y", "model": "m", "depth": 0}}, "x", r"`retrievers\.x\.depth` must be an integer >= 1"),

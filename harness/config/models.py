@@ -16,6 +16,7 @@ from harness.config.fields import (
 OLLAMA_OPTIONS = {"temperature": 0.0, "num_ctx": 8192, "num_predict": 512}
 LLAMACPP_OPTIONS = {"temperature": 0.0, "n_ctx": 8192, "max_tokens": 512, "chat_format": "gemma", "repeat_penalty": 1.0}
 OPENAI_OPTIONS = {"temperature": 0.0, "max_tokens": 1024}
+SIMULATED_OPTIONS = {"temperature": 0.0, "max_tokens": 512, "malformed_rate": 0.0}
 TIMEOUT_S = 600.0  # per call, for server backends
 # `stall_s`: the longest a server that took the call may stay silent before the call fails as stalled
 # (harness.llm.base.ServerStalled; a pool moves the call to another server). Calls are not streamed, so
@@ -150,10 +151,31 @@ class OpenAIModel(_Model):
         return _pool_checked(self, "base_url", where)
 
 
-MODEL_SCHEMAS: dict[str, type] = {"ollama": OllamaModel, "llama.cpp": LlamaCppModel, "openai-compatible": OpenAIModel}
+@dataclass(frozen=True)
+class SimulatedModel(_Model):
+    """A deterministic stand-in (harness.llm.simulated_backend) for rehearsals: answers derived from the
+    prompt by hashing, shaped by the call's JSON schema, with token counts; nothing is loaded or contacted."""
+
+    name: str = setting(check=Text(non_empty=True))  # the model it stands in for (keys the cache)
+    temperature: float = setting(SIMULATED_OPTIONS["temperature"], _TEMPERATURE)
+    max_tokens: int = setting(SIMULATED_OPTIONS["max_tokens"], _POSITIVE)
+    # the share of calls answered with broken JSON, so retries and `llm_failed` run their real code
+    malformed_rate: float = setting(SIMULATED_OPTIONS["malformed_rate"], Number(0, 1))
+    price_in_per_mtok: float | None = setting(None, Optional(Number(0)))  # priced: billed, the spend cap applies
+    price_out_per_mtok: float | None = setting(None, Optional(Number(0)))
+    context_tokens: int | None = setting(None, Optional(_POSITIVE))
+
+    def completed(self, where: Where) -> "SimulatedModel":
+        if (self.price_in_per_mtok is None) != (self.price_out_per_mtok is None):
+            raise where.child("price_in_per_mtok").fail("and `price_out_per_mtok` go together (give both or neither)")
+        return self
+
+
+MODEL_SCHEMAS: dict[str, type] = {"ollama": OllamaModel, "llama.cpp": LlamaCppModel, "openai-compatible": OpenAIModel,
+                                  "simulated": SimulatedModel}
 MODEL = Variants("backend", lambda raw: MODEL_SCHEMAS.get(raw.get("backend")) if isinstance(raw.get("backend"), str) else None,
                  tuple(MODEL_SCHEMAS))
-ModelConfig = OllamaModel | LlamaCppModel | OpenAIModel
+ModelConfig = OllamaModel | LlamaCppModel | OpenAIModel | SimulatedModel
 
 
 def model_settings(cfg: Any, name: str = "model") -> dict[str, Any]:

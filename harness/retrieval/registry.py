@@ -22,7 +22,8 @@ from typing import Any, Callable, Mapping
 
 from harness.config.models import model_settings
 from harness.config.retrievers import (
-    Bm25, CrossEncoderRerank, Dense, Graph, LlmYesRerank, Rerank, RetrieverConfig, Rrf, retriever_settings,
+    Bm25, CrossEncoderRerank, Dense, Graph, LlmYesRerank, Rerank, RetrieverConfig, Rrf, SimulatedRerank,
+    retriever_settings,
 )
 from harness.errors import HarnessError
 from harness.grid.paths import embeddings_dir
@@ -35,6 +36,7 @@ from harness.retrieval.hybrid import RRFRetriever
 from harness.retrieval.lab_tokens import lab_tokens
 from harness.retrieval.rerank import CrossEncoderScorer, RerankRetriever
 from harness.retrieval.rerank_llm import LlmYesNoScorer
+from harness.retrieval.simulated import HashedEmbedder, HashedPairScorer
 
 
 @dataclass
@@ -91,6 +93,8 @@ def _bm25(name: str, cfg: Bm25, context: RetrieverContext) -> Retriever:
 def _dense(name: str, cfg: Dense, context: RetrieverContext) -> Retriever:
     if cfg.backend == "sentence-transformers":
         embedder = dense.SentenceTransformerEmbedder(cfg.model, max_tokens=cfg.max_tokens, batch_size=cfg.batch_size, root=context.root)
+    elif cfg.backend == "simulated":
+        embedder = HashedEmbedder(cfg.model, batch_size=cfg.batch_size)
     else:
         embedder = dense.OllamaEmbedder(cfg.model, host=cfg.host, num_ctx=cfg.max_tokens, batch_size=cfg.batch_size)
     return dense.DenseRetriever(
@@ -131,6 +135,10 @@ def _llm_yes(name: str, cfg: LlmYesRerank, context: RetrieverContext):
     return LlmYesNoScorer(model, context.root / "prompts", template=cfg.template)
 
 
+def _simulated(name: str, cfg: SimulatedRerank, context: RetrieverContext):
+    return HashedPairScorer(cfg.model)
+
+
 # a builder per name of harness.config.retrievers' RETRIEVER_TYPES and RERANK_BACKENDS (the same keys)
 BUILDERS: dict[str, Callable[[str, Any, RetrieverContext], Retriever]] = {
     "bm25": _bm25,
@@ -142,6 +150,7 @@ BUILDERS: dict[str, Callable[[str, Any, RetrieverContext], Retriever]] = {
 SCORERS: dict[str, Callable[[str, Any, RetrieverContext], Any]] = {
     "cross-encoder": _cross_encoder,
     "llm-yes": _llm_yes,
+    "simulated": _simulated,
 }
 
 

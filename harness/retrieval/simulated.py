@@ -1,0 +1,75 @@
+"""Fast deterministic stand-ins for encoders and rerankers (`backend: simulated`), for rehearsals.
+
+A text's vector is its hashed word unigrams and bigrams (feature hashing into `dim` buckets by SHA-256,
+sign from the same digest), L2-normalised: no weights, the same bytes on every machine, and enough lexical
+signal that rankings are better than chance without being BM25's. The reranker scores a pair by the
+cosine of the two vectors. `model` names the encoder the stand-in replaces (it keys the caches).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from typing import Any, Sequence
+
+import numpy as np
+
+from harness.retrieval.dense import Embedder, l2_normalise
+from harness.tokens import words
+
+DIMENSIONS = 256
+SIMULATED = "simulated"
+_WINDOW = 1 << 30  # no truncation: a stand-in sees every word
+
+
+@lru_cache(maxsize=1 << 16)
+def _bucket(feature: str) -> tuple[int, float]:
+    digest = hashlib.sha256(feature.encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "little") % DIMENSIONS, (1.0 if digest[4] & 1 else -1.0)
+
+
+def hashed_vectors(texts: Sequence[str]) -> np.ndarray:
+    """[n, DIMENSIONS] float32 rows, L2-normalised (an empty text is the zero vector)."""
+    out = np.zeros((len(texts), DIMENSIONS), dtype=np.float64)
+    for row, text in enumerate(texts):
+        tokens = words(text)
+        for feature in tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:])]:
+            column, sign = _bucket(feature)
+            out[row, column] += sign
+    return l2_normalise(out).astype(np.float32)
+
+
+class HashedEmbedder(Embedder):
+    backend = SIMULATED
+
+    def __init__(self, model: str, *, batch_size: int):
+        self.model = model
+        self.batch_size = batch_size
+
+    @property
+    def digest(self) -> str:
+        return f"hashed-ngrams-{DIMENSIONS}"
+
+    @property
+    def max_tokens(self) -> int:
+        return _WINDOW
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        return hashed_vectors(texts), np.zeros(len(texts), dtype=bool)
+
+
+class HashedPairScorer:
+    """Cosine of the hashed vectors of query and passage (harness.retrieval.rerank.PairScorer)."""
+
+    def __init__(self, model: str):
+        self.name = model
+        self.digest = f"hashed-ngrams-{DIMENSIONS}"
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        if not passages:
+            return []
+        vectors = hashed_vectors([query, *passages])
+        return [round(float(s), 6) for s in vectors[1:].astype(np.float64) @ vectors[0].astype(np.float64)]
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": SIMULATED, "model": self.name, "digest": self.digest}
