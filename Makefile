@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 RUN    := $(VENV)/bin/python -m harness
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
 
-.PHONY: help venv test demo status config select freeze estimate build-arms score answer judge-sample stats audit report bench
+.PHONY: help venv test demo status config select freeze estimate build-arms score answer judge-sample stats audit report rehearse bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/' | expand -t 14
@@ -71,6 +71,12 @@ audit: $(STAMP)  ## recompute every family and compare with the released statist
 
 report: $(STAMP)  ## the study report: results/report/index.html (self-contained), report.md, tables/, figures/
 	$(RUN) report --study $(STUDY)
+
+# SCALE=small|paper; the twin goes to $(REHEARSAL)/<study>-<scale> (a rerun resumes there)
+SCALE ?= small
+REHEARSAL ?= /tmp/harness-rehearsal
+rehearse: $(STAMP)  ## the whole study on a simulated twin (data and models simulated): stage times, memory, blocked tests
+	$(RUN) rehearse --study $(STUDY) --out $(REHEARSAL)/$(notdir $(abspath $(STUDY)))-$(SCALE) --scale $(SCALE) $(if $(EXECUTOR),--executor $(EXECUTOR))
 
 # every benchmark runs to the end and prints each goal as met / NOT met; only an error fails the target
 bench: $(STAMP)  ## run every benchmark and print its figures and goals (QUICK=1: tiny sizes, seconds)

@@ -26,6 +26,7 @@ COMMANDS = {
     "compare": "compare",
     "estimate": "estimate",  # planning: tokens and dollars of every paid arm before any call
     "power": "power",  # planning: clusters a TOST needs, from a pilot
+    "rehearse": "rehearse",  # planning: every stage on a simulated twin of the study
     "audit": "audit",
     "report": "report",
     "qasper-eval": "qasper_eval",  # stand-alone scorer, outside the pipeline

@@ -1,0 +1,135 @@
+"""Every stage run on the twin, each in its own process, timed, its peak memory and what it made counted.
+
+A stage is the `harness` command itself (python -m harness STAGE --study TWIN), so the rehearsal runs the
+code the real study will run, and the kernel's per-child resource usage gives each stage's peak resident
+memory. Its output goes to <twin>/rehearsal/logs/<stage>.log; the first stage that fails stops the
+rehearsal, named with the end of its log.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from harness.errors import HarnessError
+from harness.files import iter_jsonl, read_json
+from harness.grid.paths import generations_dir, per_question_dir, results_dir, stats_dir
+from harness.study import Study
+
+# in pipeline order; `answer` is skipped when the study configures no answer cells
+STAGES = ("select", "freeze", "estimate", "build-arms", "score", "answer", "stats", "audit", "report")
+EXECUTOR_STAGES = ("score", "stats")  # the stages `--executor` applies to
+RESCORED_CELLS = 1  # the audit re-runs this many seeded cells byte for byte
+LOG_TAIL_LINES = 15
+MISSING = "missing"
+
+
+class StageFailed(HarnessError):
+    """A stage failed on the twin: what ran before it, and the end of its log."""
+
+    def __init__(self, stage: str, exit_code: int, log: Path, tail: list[str], runs: list["StageRun"]):
+        super().__init__(f"stage {stage} failed on the twin (exit {exit_code}); the end of {log}:\n"
+                         + "\n".join("    " + line for line in tail))
+        self.stage, self.tail, self.runs = stage, tail, runs
+
+    @property
+    def reason(self) -> str:
+        """The stage's own error line (the last line naming an error), else its last line."""
+        errors = [line for line in self.tail if "error" in line.lower()]
+        return (errors or self.tail or ["no output"])[-1].strip()
+
+
+@dataclass(frozen=True)
+class StageRun:
+    stage: str
+    wall_s: float
+    peak_mib: float
+    counts: dict[str, int]  # the study's totals after the stage
+
+
+def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = STAGES, progress: bool = True,
+               extra: dict[str, list[str]] | None = None) -> list[StageRun]:
+    logs = twin.root / "rehearsal" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for stage in stages:
+        if stage == "answer" and not twin.config.reader.cells:
+            continue
+        args = _stage_arguments(stage, executor) + (extra or {}).get(stage, [])
+        if progress:
+            print(f"rehearse: {stage} ...", file=sys.stderr, flush=True)
+        run = _run_one(twin, stage, args, logs / f"{stage}.log")
+        if isinstance(run, _Failure):
+            raise StageFailed(run.stage, run.exit_code, run.log, run.tail, runs)
+        runs.append(run)
+        if progress:
+            r = runs[-1]
+            print(f"rehearse: {stage} done in {r.wall_s:.1f} s, peak {r.peak_mib:.0f} MiB", file=sys.stderr, flush=True)
+    return runs
+
+
+def _stage_arguments(stage: str, executor: str | None) -> list[str]:
+    args = []
+    if executor and stage in EXECUTOR_STAGES:
+        args += ["--executor", executor]
+    if stage == "audit":
+        args += ["--rescore", str(RESCORED_CELLS)]
+    return args
+
+
+@dataclass(frozen=True)
+class _Failure:
+    stage: str
+    exit_code: int
+    log: Path
+    tail: list[str]
+
+
+def _run_one(twin: Study, stage: str, args: list[str], log: Path) -> StageRun | _Failure:
+    command = [sys.executable, "-m", "harness", stage, "--study", str(twin.root), *args]
+    start = time.perf_counter()
+    with open(log, "w", encoding="utf-8") as out:
+        out.write("$ " + " ".join(command) + "\n")
+        out.flush()
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=twin.root,
+                                   env=os.environ | {"PYTHONHASHSEED": "0"})
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if process.returncode != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
+        return _Failure(stage, process.returncode, log, tail)
+    # ru_maxrss is in KiB on Linux
+    return StageRun(stage, round(wall, 2), round(usage.ru_maxrss / 1024, 1), counts(twin))
+
+
+def counts(study: Study) -> dict[str, int]:
+    """Chunk sets, scored cells and per-question rows, LLM calls in the generation caches, contrasts run."""
+    out = {"chunk sets": len(list((results_dir(study) / "chunks").glob("*/*.jsonl")))}
+    cells, rows = set(), 0
+    for path in sorted(per_question_dir(study).glob("*.parquet")):
+        table = pq.read_table(path, columns=["dataset", "arm", "retriever"])
+        rows += table.num_rows
+        cells |= set(zip(*(table.column(c).to_pylist() for c in ("dataset", "arm", "retriever"))))
+    out |= {"cells": len(cells), "rows": rows}
+    out["LLM calls"] = sum(sum(1 for _ in iter_jsonl(p)) for p in sorted(generations_dir(study).glob("*.jsonl")))
+    out["contrasts"] = sum(1 for fam in family_results(study) for row in fam.get("rows", [])
+                           if row.get("verdict") != MISSING)
+    return out
+
+
+def family_results(study: Study) -> list[dict[str, Any]]:
+    """The released statistics of every family (results/stats/<family>.json), in file-name order."""
+    released = (read_json(p) for p in sorted(stats_dir(study).glob("*.json")))
+    return [r for r in released if isinstance(r, dict) and "family" in r and "rows" in r]
+
+
+def as_json(runs: list[StageRun]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in runs]

@@ -1,0 +1,71 @@
+"""What a rehearsal prints: each stage's time, memory and counts, then every family and test, ran or blocked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.rehearsal.stages import MISSING, StageRun
+
+COUNTED = ("chunk sets", "cells", "rows", "LLM calls", "contrasts")
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    family: str
+    test: str
+    verdict: str | None  # None: blocked
+    reason: str  # why it is blocked ("" when it ran)
+
+
+def outcomes(families: list[dict[str, Any]], registered: dict[str, list[str]]) -> list[TestOutcome]:
+    """Every registered test (family -> test ids, in plan order): its verdict on the twin, or why it has none.
+    A family with no statistics file, or one not run, blocks all of its tests."""
+    by_family = {f["family"]: f for f in families}
+    out = []
+    for family, tests in registered.items():
+        released = by_family.get(family)
+        rows = {r["test"]: r for r in (released or {}).get("rows", [])}
+        for test in tests:
+            row = rows.get(test)
+            if released is None:
+                out.append(TestOutcome(family, test, None, "the stats stage wrote no statistics for its family"))
+            elif row is None:
+                missing = "; ".join(released.get("missing", [])) or "no rows"
+                out.append(TestOutcome(family, test, None, f"family not run: no per-question results for {missing}"))
+            elif row.get("verdict") == MISSING:
+                out.append(TestOutcome(family, test, None,
+                                       "no per-question results for " + "; ".join(row.get("missing") or ["?"])))
+            else:
+                out.append(TestOutcome(family, test, str(row["verdict"]), ""))
+    return out
+
+
+def stage_table(runs: list[StageRun]) -> str:
+    lines = ["| stage | wall s | peak MiB | " + " | ".join(COUNTED) + " |",
+             "|---|---:|---:|" + "---:|" * len(COUNTED)]
+    for r in runs:
+        lines.append(f"| {r.stage} | {r.wall_s:.1f} | {r.peak_mib:.0f} | "
+                     + " | ".join(str(r.counts.get(k, 0)) for k in COUNTED) + " |")
+    total = sum(r.wall_s for r in runs)
+    peak = max((r.peak_mib for r in runs), default=0.0)
+    lines.append(f"| **all** | {total:.1f} | {peak:.0f} | " + " | ".join("" for _ in COUNTED) + " |")
+    return "\n".join(lines)
+
+
+def outcome_table(results: list[TestOutcome]) -> str:
+    lines = ["| family | test | on the twin |", "|---|---|---|"]
+    for o in results:
+        lines.append(f"| {o.family} | {o.test} | " + (o.verdict if o.verdict is not None else f"BLOCKED: {o.reason}")
+                     + " |")
+    return "\n".join(lines)
+
+
+def headline(results: list[TestOutcome]) -> str:
+    blocked = [o for o in results if o.verdict is None]
+    families = {o.family for o in results}
+    if not blocked:
+        return f"every registered test produced a verdict on the twin ({len(results)} tests in {len(families)} families)"
+    return (f"{len(blocked)} of {len(results)} registered tests are BLOCKED on the twin "
+            f"(families: {', '.join(sorted({o.family for o in blocked}))}): the plan cannot produce their verdicts "
+            "from what the configured arms and retrievers write")

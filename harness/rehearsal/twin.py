@@ -1,0 +1,122 @@
+"""The synthetic twin of a study: its plan, amendments, prompts, arms, retrievers, budgets, families and
+seeds, with simulated data (harness.rehearsal.twin_data) and stand-in models.
+
+The twin is a study directory of its own (a separate git repository, so its plan is registered there and
+its outcomes are its own): nothing is written into the study, and no result of the study is read.
+What is swapped, and how, is fixed here:
+  - every `models:` entry becomes `backend: simulated` under the same entry name and model name, keeping
+    its seed, temperature, output cap, context window and prices (so the estimate and the spend cap see
+    the same numbers);
+  - every dense retriever and reranker becomes its hashed n-gram stand-in (`backend: simulated`), unless
+    `real_encoders` keeps them; an LLM reranker (`llm-yes`) always becomes the stand-in, its model being
+    simulated;
+  - `datasets:` points at the simulated files.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from harness.errors import HarnessError
+from harness.files import atomic_write_json, atomic_write_text, canonical_json, read_json, sha256_file
+from harness.rehearsal.twin_data import write_twin_datasets
+from harness.study import Study
+
+COPIED = ("plan", "amendments", "prompts", "selection")  # configs/study.yaml is rewritten, results never copied
+NOT_COPIED = ("selection.json",)  # the twin draws its own selection from its own data
+MARKER = "REHEARSAL.json"  # what the twin was made from: a rerun into the same folder resumes
+REGISTERED = ("plan", "amendments", "configs", "prompts")
+_GIT_IDENTITY = ("-c", "user.name=harness rehearse", "-c", "user.email=rehearse@localhost")
+_OUTPUT_CAPS = ("max_tokens", "num_predict")
+_WINDOWS = ("context_tokens", "num_ctx", "n_ctx")
+_KEPT_MODEL_KEYS = ("seed", "retry_temperature", "temperature", "price_in_per_mtok", "price_out_per_mtok")
+_KEPT_DENSE_KEYS = ("type", "datasets", "arms", "model", "query_prefix", "document_prefix", "batch_size")
+_KEPT_RERANK_KEYS = ("type", "datasets", "arms", "first_stage", "depth")
+
+
+def simulated_model(entry: Mapping[str, Any], *, malformed_rate: float) -> dict[str, Any]:
+    """A `models:` entry as its simulated stand-in (the model's name keeps keying the cache)."""
+    name = entry.get("name") or entry.get("package") or Path(str(entry.get("model_path", "model"))).name
+    out: dict[str, Any] = {"backend": "simulated", "name": str(name)}
+    out |= {k: entry[k] for k in _KEPT_MODEL_KEYS if entry.get(k) is not None}
+    cap = next((entry[k] for k in _OUTPUT_CAPS if entry.get(k) is not None), None)
+    window = next((entry[k] for k in _WINDOWS if entry.get(k) is not None), None)
+    out |= ({"max_tokens": cap} if cap is not None else {}) | ({"context_tokens": window} if window is not None else {})
+    return out | ({"malformed_rate": malformed_rate} if malformed_rate else {})
+
+
+def simulated_retriever(entry: Mapping[str, Any], *, real_encoders: bool) -> dict[str, Any]:
+    """A `retrievers:` entry as the twin runs it: encoders and rerankers swapped for hashed stand-ins."""
+    kind = entry.get("type")
+    if kind == "dense" and not real_encoders:
+        out = {k: entry[k] for k in _KEPT_DENSE_KEYS if k in entry}
+        return out | {"backend": "simulated", "model": str(entry.get("model") or "sentence-transformer")}
+    if kind == "rerank" and (not real_encoders or entry.get("backend") == "llm-yes"):
+        out = {k: entry[k] for k in _KEPT_RERANK_KEYS if k in entry}
+        return out | {"backend": "simulated", "model": str(entry.get("model") or "reranker")}
+    return dict(entry)
+
+
+def twin_settings(study: Study, *, scale: str, seed: int, real_encoders: bool, malformed_rate: float) -> dict:
+    return {"study": str(study.root), "study_config_sha256": sha256_file(study.config_path), "scale": scale, "seed": seed,
+            "real_encoders": real_encoders, "malformed_rate": malformed_rate}
+
+
+def make_twin(study: Study, out: Path, *, scale: str, seed: int, real_encoders: bool = False,
+              malformed_rate: float = 0.0) -> Study:
+    """Write the twin into `out` (or reuse the twin already there, made with the same settings)."""
+    out = out.resolve()
+    _refuse_inside(study, out)
+    settings = twin_settings(study, scale=scale, seed=seed, real_encoders=real_encoders, malformed_rate=malformed_rate)
+    marker = out / MARKER
+    if marker.is_file():
+        made = read_json(marker)
+        if made != settings:
+            raise HarnessError(f"{out} holds a twin made with other settings ({canonical_json(made)}); "
+                               "give another --out or delete it")
+        return Study.at(out)
+    if out.exists() and any(out.iterdir()):
+        raise HarnessError(f"{out} is not empty and holds no rehearsal ({MARKER} missing); give an empty or new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    for folder in COPIED:
+        source = study.root / folder
+        if source.is_dir():
+            shutil.copytree(source, out / folder, ignore=shutil.ignore_patterns(*NOT_COPIED, "__pycache__"))
+    raw = dict(study.raw_config)
+    raw["datasets"] = write_twin_datasets(study.config, study.root, out, scale=scale, seed=seed)
+    raw["models"] = {name: simulated_model(entry, malformed_rate=malformed_rate)
+                     for name, entry in (raw.get("models") or {}).items()}
+    raw["retrievers"] = {name: simulated_retriever(entry, real_encoders=real_encoders)
+                         for name, entry in (raw.get("retrievers") or {}).items()}
+    (out / "configs").mkdir(exist_ok=True)
+    atomic_write_text(out / "configs" / "study.yaml",
+                      "# the synthetic twin written by `harness rehearse`: simulated data and stand-in models\n"
+                      + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+    _register(out)
+    atomic_write_json(marker, settings)
+    return Study.at(out)
+
+
+def _register(root: Path) -> None:
+    """The twin's own git repository, its plan and config committed: the registration its audit checks."""
+    def git(*args: str) -> None:
+        done = subprocess.run(["git", *_GIT_IDENTITY, *args], cwd=root, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise HarnessError(f"git {' '.join(args)} in {root} failed: {done.stderr.strip()}")
+
+    git("init", "-q")
+    git("add", "--", *[f for f in REGISTERED if (root / f).exists()])
+    git("commit", "-q", "-m", "Register the rehearsal twin's plan and config")
+
+
+def _refuse_inside(study: Study, out: Path) -> None:
+    root = study.root.resolve()
+    if out == root or root in out.parents:
+        raise HarnessError(f"--out {out} is inside the study {root}; the rehearsal writes nothing into the study "
+                           "(give a folder outside it, e.g. /tmp/rehearsal)")
+

@@ -1,0 +1,143 @@
+"""`harness rehearse`: every stage of a study run on its simulated twin, blocked tests found, nothing of the
+study touched."""
+
+from __future__ import annotations
+
+import filecmp
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.cli.main import main
+from harness.cli.rehearse import parse_effects
+from harness.errors import HarnessError
+from harness.files import read_json
+from harness.rehearsal.stages import STAGES
+from harness.rehearsal.twin import make_twin, simulated_model, simulated_retriever
+from harness.study import Study
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "examples" / "demo"
+INPUTS = ("configs", "plan", "amendments", "prompts", "selection", "data")
+
+
+def _rehearse(study: Path, out: Path, *extra: str) -> tuple[int, dict]:
+    code = main(["rehearse", "--study", str(study), "--out", str(out), "--scale", "small", "--no-progress", *extra])
+    return code, read_json(out / "rehearsal" / "rehearsal.json")
+
+
+def _copy_study(source: Path, dest: Path) -> Path:
+    dest.mkdir()
+    for folder in INPUTS:
+        if (source / folder).is_dir():
+            shutil.copytree(source / folder, dest / folder)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def demo_twin(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rehearse") / "demo"
+    code, record = _rehearse(DEMO, out)
+    return out, code, record
+
+
+@pytest.mark.slow
+def test_demo_rehearsal_runs_every_stage_and_every_test_gets_a_verdict(demo_twin):
+    out, code, record = demo_twin
+    assert code == 0
+    assert [s["stage"] for s in record["stages"]] == list(STAGES)
+    last = record["stages"][-1]["counts"]
+    assert last["chunk sets"] > 0 and last["cells"] > 0 and last["rows"] > 0 and last["LLM calls"] > 0
+    assert record["tests"] and all(t["verdict"] for t in record["tests"])
+    plan = yaml.safe_load((DEMO / "plan" / "plan.yaml").read_text())
+    assert {t["test"] for t in record["tests"]} >= {t["id"] for f in plan["families"] for t in f["tests"]}
+    assert all(s["peak_mib"] > 0 and s["wall_s"] >= 0 for s in record["stages"])
+
+
+@pytest.mark.slow
+def test_rehearsal_touches_nothing_of_the_study(demo_twin):
+    out, _, _ = demo_twin
+    twin_config = yaml.safe_load((out / "configs" / "study.yaml").read_text())
+    assert {m["backend"] for m in twin_config["models"].values()} == {"simulated"}
+    assert all(r.get("backend") in (None, "simulated") for r in twin_config["retrievers"].values())
+    # the study's own selection and freeze are untouched: the twin drew and froze its own
+    assert (out / "selection" / "selection.json").is_file() and (out / "frozen_config.json").is_file()
+    assert read_json(DEMO / "frozen_config.json") != read_json(out / "frozen_config.json")
+
+
+@pytest.mark.slow
+def test_stand_in_answers_are_the_same_bytes_on_a_second_rehearsal(demo_twin, tmp_path):
+    first, _, _ = demo_twin
+    code, _ = _rehearse(DEMO, tmp_path / "again")
+    assert code == 0
+    for folder in ("chunks", "per_question"):
+        a, b = first / "results" / folder, tmp_path / "again" / "results" / folder
+        names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".parquet"))
+        assert names
+        match, mismatch, errors = filecmp.cmpfiles(a, b, [str(n) for n in names], shallow=False)
+        assert not mismatch and not errors
+
+
+@pytest.mark.slow
+def test_a_test_no_configured_cell_can_produce_is_reported_blocked(tmp_path):
+    study = _copy_study(DEMO, tmp_path / "study")
+    plan = study / "plan" / "plan.yaml"
+    text = plan.read_text()
+    line = next(l for l in text.splitlines() if "id: A1-papers" in l)
+    plan.write_text(text.replace(line, line.replace("retriever: hybrid", "retriever: minilm")))
+    code, record = _rehearse(study, tmp_path / "twin")
+    assert code == 1
+    assert record["failed"]["stage"] == "freeze"
+    assert "A1-papers" in record["failed"]["reason"]
+    assert "BLOCKED" in (tmp_path / "twin" / "rehearsal" / "rehearsal.md").read_text()
+
+
+def test_models_become_simulated_keeping_what_moves_estimates():
+    entry = {"backend": "ollama", "name": "qwen2.5:7b", "temperature": 0, "seed": 3, "num_ctx": 16384,
+             "num_predict": 1000, "host": "http://gpu:11434"}
+    assert simulated_model(entry, malformed_rate=0.05) == {
+        "backend": "simulated", "name": "qwen2.5:7b", "seed": 3, "temperature": 0, "max_tokens": 1000,
+        "context_tokens": 16384, "malformed_rate": 0.05}
+    priced = {"backend": "openai-compatible", "name": "x", "base_url": "u", "max_tokens": 50,
+              "price_in_per_mtok": 0.1, "price_out_per_mtok": 0.5}
+    assert simulated_model(priced, malformed_rate=0)["price_out_per_mtok"] == 0.5
+    assert simulated_model({"backend": "llama.cpp", "package": "gemma3-gguf"}, malformed_rate=0)["name"] == "gemma3-gguf"
+
+
+def test_encoders_and_rerankers_become_stand_ins_unless_kept():
+    dense = {"type": "dense", "backend": "ollama", "model": "nomic-embed-text", "host": "h", "arms": ["S"]}
+    assert simulated_retriever(dense, real_encoders=False) == {
+        "type": "dense", "arms": ["S"], "model": "nomic-embed-text", "backend": "simulated"}
+    assert simulated_retriever(dense, real_encoders=True) == dense
+    llm_yes = {"type": "rerank", "first_stage": "bm25", "backend": "llm-yes", "model": "embedded"}
+    assert simulated_retriever(llm_yes, real_encoders=True)["backend"] == "simulated"
+    assert simulated_retriever({"type": "bm25", "k1": 1.2}, real_encoders=False) == {"type": "bm25", "k1": 1.2}
+
+
+def test_the_twin_is_never_written_inside_the_study(tmp_path):
+    study = _copy_study(DEMO, tmp_path / "study")
+    with pytest.raises(HarnessError, match="inside the study"):
+        make_twin(Study.at(study), study / "rehearsal", scale="small", seed=0)
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(HarnessError, match="not empty"):
+        make_twin(Study.at(study), tmp_path / "busy", scale="small", seed=0)
+
+
+def test_a_twin_made_with_other_settings_is_not_reused(tmp_path):
+    study = Study.at(_copy_study(DEMO, tmp_path / "study"))
+    make_twin(study, tmp_path / "twin", scale="small", seed=0)
+    assert make_twin(study, tmp_path / "twin", scale="small", seed=0).root == (tmp_path / "twin").resolve()
+    with pytest.raises(HarnessError, match="other settings"):
+        make_twin(study, tmp_path / "twin", scale="small", seed=1)
+
+
+def test_effects_are_parsed_strictly():
+    assert parse_effects(["H1=2.5", "H2=-1"]) == {"H1": 2.5, "H2": -1.0}
+    for bad in (["H1"], ["=2"], ["H1=two"]):
+        with pytest.raises(HarnessError, match="TEST=POINTS"):
+            parse_effects(bad)
+    with pytest.raises(HarnessError, match="twice"):
+        parse_effects(["H1=1", "H1=2"])
