@@ -25,6 +25,7 @@ DESCRIPTION = (
 
 def add_arguments(parser) -> None:
     from harness.cli.main import add_study_argument
+    from harness.rehearsal.stages import STAGES
     from harness.rehearsal.twin_data import SCALES
 
     parser.description = DESCRIPTION
@@ -47,6 +48,8 @@ def add_arguments(parser) -> None:
                         help="bootstrap resamples and sign-flips per replicate contrast (default: the plan's)")
     parser.add_argument("--pilot", metavar="FILE",
                         help="replicates redraw this per-question file (.parquet/.csv) instead of the twin's")
+    parser.add_argument("--until", choices=STAGES, metavar="STAGE",
+                        help=f"stop after this stage ({', '.join(STAGES)}); tests are then listed as far as stats ran")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines or bars")
 
 
@@ -70,12 +73,14 @@ def run(args) -> int:
     from harness.grid.results import read_per_question
     from harness.plan.load import load_study_plan
     from harness.rehearsal import summary
-    from harness.rehearsal.stages import StageFailed, as_json, family_results, run_stages
+    from harness.rehearsal.stages import STAGES, StageFailed, as_json, family_results, run_stages
     from harness.rehearsal.twin import make_twin
     from harness.stats.io import load_per_question
     from harness.study import Study
 
     effects = parse_effects(args.effect)
+    if args.until is not None and STAGES.index(args.until) < STAGES.index("stats") and args.replicates:
+        raise HarnessError(f"--replicates needs the stats stage; --until {args.until} stops before it")
     if (effects or args.pilot) and args.replicates < 1:
         raise HarnessError("--effect and --pilot apply to the replicates: give --replicates R (R >= 1)")
     if not 0 <= args.malformed_rate < 1:
@@ -89,19 +94,24 @@ def run(args) -> int:
     record = {"study": str(study.root), "twin": str(twin.root), "scale": args.scale, "seed": args.seed,
               "executor": args.executor}
     try:
-        runs = run_stages(twin, executor=args.executor, progress=progress)
+        stages = STAGES if args.until is None else STAGES[:STAGES.index(args.until) + 1]
+        runs = run_stages(twin, executor=args.executor, stages=stages, progress=progress)
     except StageFailed as failed:  # e.g. the freeze refusing a test no configured cell can produce
         text = ["## Stages on the twin", "", summary.stage_table(failed.runs), "",
                 f"BLOCKED: stage {failed.stage} failed on the twin: {failed.reason}"]
         _write(twin, record | {"stages": as_json(failed.runs), "failed": {"stage": failed.stage, "reason": failed.reason,
                                                                             "log_tail": failed.tail}}, text)
         return 1
+    record["stages"] = as_json(runs)
+    text = ["## Stages on the twin", "", summary.stage_table(runs)]
+    if "stats" not in stages:
+        _write(twin, record, text + ["", f"stopped after {args.until}: no test was run (stats comes later)"])
+        return 0
     plan = load_study_plan(twin)
     registered = {fam.id: [t.id for t in fam.tests] for fam in plan.families}
     results = summary.outcomes(family_results(twin), registered)
-    record |= {"stages": as_json(runs), "tests": [o.__dict__ for o in results]}
-    text = ["## Stages on the twin", "", summary.stage_table(runs), "", "## Registered tests on the twin", "",
-            summary.outcome_table(results), "", summary.headline(results)]
+    record["tests"] = [o.__dict__ for o in results]
+    text += ["", "## Registered tests on the twin", "", summary.outcome_table(results), "", summary.headline(results)]
     if args.replicates:
         from harness.stats.replicates import replicate_verdicts
 
