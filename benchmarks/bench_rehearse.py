@@ -32,6 +32,7 @@ from harness.study import Study  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPARED = ("chunks", "runs", "per_question", "stats")  # the results an auditor re-derives
+WHEN_RECORDS = ("FIRST_OUTCOME.json", ".done.json")  # completion times: the only bytes allowed to differ
 WALL_GOAL_S = 20 * 60
 MEMORY_GOAL_MIB = 4 * 1024
 REPLICATES_GOAL_S = 10 * 60
@@ -52,7 +53,8 @@ def differing_files(a: Path, b: Path) -> tuple[int, list[str]]:
     names = set()
     for root in (a, b):
         for folder in COMPARED:
-            names |= {p.relative_to(root) for p in (root / "results" / folder).rglob("*") if p.is_file()}
+            names |= {p.relative_to(root) for p in (root / "results" / folder).rglob("*")
+                      if p.is_file() and not p.name.endswith(WHEN_RECORDS)}
     differ = [str(n) for n in sorted(names)
               if not ((a / n).is_file() and (b / n).is_file() and sha256_file(a / n) == sha256_file(b / n))]
     return len(names), differ
