@@ -361,7 +361,7 @@ def _query_row(writer: PageWriter, topic, qid: str, gold: list[str], ids: list[s
     q = writer.question(gold, topic)
     return {
         "query_id": qid, "query_title": q.title, "query_text": q.body, "answer_id": str(int(qid) + 1),
-        "answer_text": q.answer, "metadata": {"date": "2024-06-01", "tags": [topic.words[0]]},
+        "answer_text": q.answer, "metadata": {"date": "2024-06-01", "tags": [writer.lex.word(topic)]},
         "nuggets": [{"_id": f"{qid}_{n + 1}", "text": text, "relevant_corpus_ids": [cid], "non_relevant_corpus_ids": []}
                     for n, (text, cid) in enumerate(zip(q.nuggets, ids))],
     }

@@ -64,7 +64,7 @@ class PageWriter:
             open_start = offset + (len(SEPARATOR) if parts else 0)
             emit("#" * level + " " + title)
 
-        titles = [self.lex.title(page_topic, 1, 4) for _ in range(2 + int(self.rng.poisson(7)))]
+        titles = [self.lex.title(page_topic, 1, 4) for _ in range(2 + int(self.rng.poisson(8)))]
         header(1, self.lex.title(page_topic, 1, 3))
         emit(self.lex.paragraph(page_topic, self.lex.lognormal_chars(300)))
         emit("\n".join(f"- [{t}](#{_slug(t)})" for t in titles))
@@ -105,10 +105,10 @@ class PageWriter:
         """A Stack Overflow-like question about the gold sections' text: its words are mostly theirs, with
         the domain's words mixed in, so retrieval finds the gold more often than chance, not always."""
         words = self.lex.content_words(" ".join(gold), 24)
-        asked = Topic(tuple(words) or domain.words)
+        asked = self.lex.topic_of(words) if words else domain
         title_words = self.lex.content_words(gold[0], int(self.rng.integers(3, 7)))
         start = ("How do I", "Why does", "How to", "What is the right way to")[int(self.rng.integers(0, 4))]
-        title = f"{start} {' '.join(title_words)} in {domain.words[0]}?"
+        title = f"{start} {' '.join(title_words)} in {self.lex.word(domain)}?"
         body = " ".join(self.lex.draw(int(self.rng.integers(30, 90)), (asked, domain), 0.35))
         body = body[0].upper() + body[1:] + "."
         if self.rng.random() < 0.3:

@@ -149,7 +149,7 @@ class PaperWriter:
         sections = []
         for name in names:
             sub_topic = (topic, self.lex.topic(12))
-            children = int(self.rng.poisson(1.6)) if name not in ("Introduction", "Conclusion", "Acknowledgments") else 0
+            children = int(self.rng.poisson(2.2)) if name not in ("Introduction", "Conclusion", "Acknowledgments") else 0
             sections.append({"section_name": name, "paragraphs": self._paragraphs(sub_topic, 0 if children and self.rng.random() < 0.3 else None)})
             for _ in range(children):
                 child = name + SEPARATOR + self.lex.title(sub_topic, 1, 4)
@@ -166,7 +166,7 @@ class PaperWriter:
             return [self.lex.sentence(topics, int(self.rng.integers(4, 10)))]
         out = []
         for _ in range(n):
-            long = self.rng.random() < 0.04  # a paragraph longer than tau_max: a chunk of its own, never split
+            long = self.rng.random() < 0.03  # a paragraph longer than tau_max: a chunk of its own, never split
             out.append(self.lex.paragraph(topics, self.lex.lognormal_chars(1900 if long else 430, 0.2 if long else 0.6, 60)))
         return out
 
@@ -191,7 +191,7 @@ class PaperWriter:
                 swap = self.lex.content_words(other[int(self.rng.integers(0, len(other)))], 1)
                 words[i] = swap[0] if swap else words[i]
         start = ("What", "How", "Which", "Why", "Does", "Do")[int(self.rng.integers(0, 6))]
-        return f"{start} {' '.join(words)} {topic.words[0]}?"
+        return f"{start} {' '.join(words)} {self.lex.word(topic)}?"
 
     def _question(self, paper_id: str, index: int, topic: Topic, sections: list[dict], evidence: list[str], k: int,
                   figures: list[dict]) -> dict:

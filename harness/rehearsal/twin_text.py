@@ -26,11 +26,17 @@ ZIPF_OFFSET = 2.7  # Mandelbrot's shift: the head is flatter than a pure power l
 FUNCTION_SHARE = 0.38  # of running words
 TOPIC_WORDS = 30
 TOPIC_RANKS = (150, 6_000)  # topic words come from the middle of the ranking: neither stop words nor hapaxes
+CODE_LINE_CHARS = 33  # a simulated code line, newline included (measured)
+AVERAGE_WORD_CHARS = 6.8  # with its space, over the mixture drawn (measured)
 
 
 @dataclass(frozen=True)
 class Topic:
-    words: tuple[str, ...]
+    ids: np.ndarray  # indices into the lexicon's words
+
+    @property
+    def first(self) -> int:
+        return int(self.ids[0])
 
 
 class Lexicon:
@@ -39,34 +45,43 @@ class Lexicon:
     def __init__(self, rng: np.random.Generator, size: int = VOCABULARY_SIZE):
         self.rng = rng
         self.words = _invent_words(rng, size)
+        self._array = np.array(self.words, dtype=object)
+        self._index = {w: i for i, w in enumerate(self.words)}
         weights = 1.0 / (np.arange(size) + ZIPF_OFFSET) ** ZIPF_EXPONENT
         self._cdf = np.cumsum(weights / weights.sum())
 
     def topic(self, n: int = TOPIC_WORDS) -> Topic:
         lo, hi = TOPIC_RANKS
-        ranks = self.rng.choice(np.arange(lo, min(hi, len(self.words))), size=n, replace=False)
-        return Topic(tuple(self.words[r] for r in ranks))
+        return Topic(lo + self.rng.choice(min(hi, len(self.words)) - lo, size=n, replace=False))
+
+    def topic_of(self, words: list[str]) -> Topic:
+        """The topic made of these words (they must be the lexicon's)."""
+        ids = [self._index[w] for w in words if w in self._index]
+        return Topic(np.array(ids or [len(FUNCTION_WORDS)], dtype=np.int64))
+
+    def word(self, topic: Topic, k: int = 0) -> str:
+        return self.words[int(topic.ids[k % len(topic.ids)])]
 
     def draw(self, n: int, topics: tuple[Topic, ...] = (), topic_share: float = 0.3) -> list[str]:
         """n running words: function words, words of the given topics (the share given), else the Zipf
         vocabulary."""
         u = self.rng.random(n)
-        zipf = np.searchsorted(self._cdf, self.rng.random(n), side="right")
+        ids = np.minimum(np.searchsorted(self._cdf, self.rng.random(n), side="right"), len(self.words) - 1)
         pick = self.rng.random(n)
-        out = []
-        pooled = [w for t in topics for w in t.words]
-        for i in range(n):
-            if u[i] < FUNCTION_SHARE:
-                out.append(FUNCTION_WORDS[int(pick[i] ** 2 * len(FUNCTION_WORDS))])
-            elif pooled and u[i] < FUNCTION_SHARE + topic_share:
-                out.append(pooled[int(pick[i] * len(pooled))])
-            else:
-                out.append(self.words[min(int(zipf[i]), len(self.words) - 1)])
-        return out
+        function = u < FUNCTION_SHARE
+        ids[function] = (pick[function] ** 2 * len(FUNCTION_WORDS)).astype(np.int64)
+        if topics:
+            pooled = np.concatenate([t.ids for t in topics])
+            on_topic = ~function & (u < FUNCTION_SHARE + topic_share)
+            ids[on_topic] = pooled[(pick[on_topic] * len(pooled)).astype(np.int64)]
+        return self._array[ids].tolist()
 
     def sentence(self, topics: tuple[Topic, ...], n_words: int | None = None) -> str:
         n = n_words if n_words is not None else int(self.rng.integers(8, 27))
-        words = self.draw(n, topics)
+        return self._sentence(self.draw(n, topics))
+
+    def _sentence(self, words: list[str]) -> str:
+        n = len(words)
         if n > 10 and self.rng.random() < 0.4:  # a clause
             k = int(self.rng.integers(4, n - 4))
             words[k] = words[k] + ","
@@ -75,12 +90,17 @@ class Lexicon:
         return words[0].capitalize() + " " + " ".join(words[1:]) + "."
 
     def paragraph(self, topics: tuple[Topic, ...], chars: int) -> str:
-        """Sentences until the paragraph reaches about `chars` characters (one sentence at least)."""
-        sentences = [self.sentence(topics)]
-        length = len(sentences[0])
-        while length < chars:
-            sentences.append(self.sentence(topics))
-            length += len(sentences[-1]) + 1
+        """Sentences of 8-26 words making about `chars` characters (one sentence at least), drawn at once."""
+        n = max(8, round(chars / AVERAGE_WORD_CHARS))
+        words = self.draw(n, topics)
+        lengths = self.rng.integers(8, 27, size=n // 8 + 1)
+        sentences, at = [], 0
+        for k in lengths:
+            if at >= n:
+                break
+            k = int(k) if n - at - int(k) >= 6 else n - at  # no stub sentence at the end
+            sentences.append(self._sentence(words[at:at + k]))
+            at += k
         return " ".join(sentences)
 
     def title(self, topics: tuple[Topic, ...], lo: int = 2, hi: int = 6) -> str:
@@ -102,14 +122,15 @@ class Lexicon:
     # --- Markdown blocks of documentation pages ---
 
     def code_block(self, topics: tuple[Topic, ...], chars: int, language: str) -> str:
-        lines, length = [], 0
-        while length < chars:
-            a, b, c = self.draw(3, topics, 0.7)
-            shape = int(self.rng.integers(0, 4))
-            line = (f"${a} = {b}('{c}');", f"    {a}.{b}({c}, {self.rng.integers(0, 100)})",
-                    f"{a}_{b} = {c}.get('{a}')", f"// {a} {b} {c}")[shape]
-            lines.append(line)
-            length += len(line) + 1
+        n_lines = max(1, round(chars / CODE_LINE_CHARS))
+        words = self.draw(3 * n_lines, topics, 0.7)
+        shapes = self.rng.integers(0, 4, size=n_lines)
+        numbers = self.rng.integers(0, 100, size=n_lines)
+        lines = []
+        for k in range(n_lines):
+            a, b, c = words[3 * k:3 * k + 3]
+            lines.append((f"${a} = {b}('{c}');", f"    {a}.{b}({c}, {numbers[k]})", f"{a}_{b} = {c}.get('{a}')",
+                          f"// {a} {b} {c}")[shapes[k]])
         return f"```{language}\n" + "\n".join(lines) + "\n```"
 
     def table(self, topics: tuple[Topic, ...]) -> str:
