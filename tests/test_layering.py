@@ -36,6 +36,7 @@ LAYERS = (
     ("stats",),
     ("analyses",),
     ("lab",),
+    ("rehearsal",),
     ("report",),
     ("cli", "__main__"),
 )

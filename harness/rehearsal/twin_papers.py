@@ -35,6 +35,7 @@ INELIGIBLE_PAPERS = 13 / 654  # papers with no question that has text evidence
 TOP_SECTIONS = ("Introduction", "Related Work", "Method", "Experiments", "Results", "Discussion", "Analysis",
                 "Conclusion")
 SEPARATOR = " ::: "
+QUERY_WORDS_ELSEWHERE = 0.4  # a question's words taken from other paragraphs than its evidence
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,7 @@ class PaperWriter:
         words = self.lex.content_words(evidence[0], int(self.rng.integers(3, 7)))
         other = [p for s in sections for p in s["paragraphs"]]
         for i in range(len(words)):
-            if self.rng.random() < 0.3:
+            if self.rng.random() < QUERY_WORDS_ELSEWHERE:
                 swap = self.lex.content_words(other[int(self.rng.integers(0, len(other)))], 1)
                 words[i] = swap[0] if swap else words[i]
         start = ("What", "How", "Which", "Why", "Does", "Do")[int(self.rng.integers(0, 6))]
