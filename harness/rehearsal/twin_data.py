@@ -135,8 +135,8 @@ def write_twin_datasets(config, study_root: Path, out: Path, *, scale: str, seed
 def _data_key(cfg: DatasetConfig) -> str:
     """What makes two datasets read the same files."""
     plain = to_plain(cfg)
-    kept = {k: plain.get(k) for k in ("adapter", "files", "hub", "documents", "questions", "document", "domains", "metric_set")}
-    return json.dumps(kept, sort_keys=True)
+    keys = ("adapter", "metric_set", "files", "hub", "documents", "questions", "document", "domains")
+    return json.dumps({k: plain.get(k) for k in keys}, sort_keys=True)
 
 
 def _groups(datasets: dict[str, DatasetConfig]) -> dict[str, list[str]]:
@@ -167,7 +167,8 @@ def _exclusion_entry(twin: Twin, name: str, value):
 
 
 def _entry(twin: Twin, name: str, cfg: DatasetConfig, entry: dict, written: dict) -> dict:
-    paths = copy.deepcopy(written["paths"])  # each entry its own lists (YAML would write anchors otherwise)
+    written = copy.deepcopy(written)  # each entry its own lists and maps (YAML would write anchors otherwise)
+    paths = written["paths"]
     entry = {("files" if k == "hub" else k): paths.get("files" if k == "hub" else k, v) for k, v in entry.items()}
     if cfg.adapter == "freshstack":
         entry["domains"] = {d: {**entry["domains"][d], **written["domains"][d]} for d in entry["domains"]}
@@ -179,10 +180,10 @@ def _entry(twin: Twin, name: str, cfg: DatasetConfig, entry: dict, written: dict
                                                written["clusters"])
         if "n_questions" in selection:
             n = selection["n_questions"]
+            held = written["questions"]
             selection["n_questions"] = (
-                {d: _lowered(twin, f"{name}/{d}: selection.n_questions", v, written["questions"][d]) for d, v in n.items()}
-                if isinstance(n, dict) else
-                _lowered(twin, f"{name}: selection.n_questions", n, min(written["questions"].values())))
+                {d: _lowered(twin, f"{name}/{d}: selection.n_questions", v, held[d]) for d, v in n.items()}
+                if isinstance(n, dict) else _lowered(twin, f"{name}: selection.n_questions", n, min(held.values())))
     return entry
 
 
@@ -289,7 +290,7 @@ def _write_freshstack(twin: Twin, group: str, cfg: FreshStackDataset, excluded: 
         atomic_write_jsonl(twin.out / folder / "corpus.jsonl", corpus)
         entry = {"queries": f"{folder}/queries.jsonl", "corpus": f"{folder}/corpus.jsonl",
                  "checkout": f"{folder}/checkout",
-                 "commit": sha256_text("".join(f"{p.path}\n{p.text}" for p in sorted(pages, key=lambda p: p.path)))[:40]}
+                 "commit": _checkout_digest(pages)}
         if options.qrels is not None:
             entry["qrels"] = f"{folder}/qrels.tsv"
             lines = ["query-id\tcorpus-id\tscore"] + [f"{r['query_id']}\t{cid}\t1" for r in rows
@@ -302,6 +303,11 @@ def _write_freshstack(twin: Twin, group: str, cfg: FreshStackDataset, excluded: 
                             "questions_without_markdown_gold": sizes.without_markdown_gold}
     twin.manifest[group] = {"domains": manifest}
     return {"paths": {}, "domains": domains, "questions": questions, "clusters": sum(questions.values())}
+
+
+def _checkout_digest(pages: list[Page]) -> str:
+    """The twin's stand-in for a docs commit: 40 hex digits fixed by the checkout's paths and texts."""
+    return sha256_text("".join(f"{p.path}\n{p.text}" for p in sorted(pages, key=lambda p: p.path)))[:40]
 
 
 def _question_ids(rng: np.random.Generator, n: int, taken: set[str]) -> list[str]:
@@ -341,7 +347,8 @@ def _domain_queries(lex: Lexicon, writer: PageWriter, topic, prefix: str, gold_p
         spans = []
         for f in files:
             page = gold_pages[f]
-            for s in sorted(int(i) for i in rng.choice(len(page.sections), min(len(page.sections), 1 + int(rng.integers(0, 2))), replace=False)):
+            n = min(len(page.sections), 1 + int(rng.integers(0, 2)))  # one or two sections of each gold file
+            for s in sorted(int(i) for i in rng.choice(len(page.sections), n, replace=False)):
                 spans.append((page, page.sections[s]))
         ids = [f"{prefix}{p.path}_{a}_{b}" for p, (a, b) in spans]
         rows.append(_query_row(writer, topic, qid, [p.text[a:b] for p, (a, b) in spans], ids))
@@ -360,7 +367,7 @@ def _code_file_texts(lex: Lexicon, code_files: list[str]) -> list[tuple[str, str
 def _query_row(writer: PageWriter, topic, qid: str, gold: list[str], ids: list[str]) -> dict:
     q = writer.question(gold, topic)
     return {
-        "query_id": qid, "query_title": q.title, "query_text": q.body, "answer_id": str(int(qid) + 1),
+        "query_id": qid, "query_title": q.title, "query_text": q.body, "answer_id": f"{qid}1",
         "answer_text": q.answer, "metadata": {"date": "2024-06-01", "tags": [writer.lex.word(topic)]},
         "nuggets": [{"_id": f"{qid}_{n + 1}", "text": text, "relevant_corpus_ids": [cid], "non_relevant_corpus_ids": []}
                     for n, (text, cid) in enumerate(zip(q.nuggets, ids))],
@@ -392,8 +399,8 @@ def _jsonl_papers(twin: Twin, group: str) -> tuple[list[dict], list[dict], int]:
     for pid in sorted(records):
         conversion = convert_paper(pid, records[pid], dataset=group)
         doc_id = f"{group}/{pid}"
-        documents.append({"doc_id": doc_id, "domain": group, "path": f"docs/{pid}.md",
-                          "provenance": {"source": SOURCE}, "_path": f"docs/{pid}.md", "_text": conversion.document.text})
+        documents.append({"doc_id": doc_id, "domain": group, "path": f"docs/{pid}.md", "provenance": {"source": SOURCE},
+                          "_path": f"docs/{pid}.md", "_text": conversion.document.text})
         for q in conversion.questions:
             questions.append({"qid": q.qid, "query": q.query, "scope": {"doc": doc_id}, "cluster": "doc", "stratum": "",
                               "evidence": [{"doc_id": doc_id, "start": e.start, "end": e.end} for e in q.evidence],
@@ -413,8 +420,9 @@ def _jsonl_docs(twin: Twin, group: str) -> tuple[list[dict], list[dict], int]:
         topic = lex.topic(40)
         pages = [writer.page(p, topic) for p in page_paths(lex, sizes.pooled, nested=0.0)]
         for page in pages:
-            documents.append({"doc_id": f"{domain}/{page.path}", "domain": domain, "path": f"docs/{domain}/{page.path}",
-                              "provenance": {"source": SOURCE}, "_path": f"docs/{domain}/{page.path}", "_text": page.text})
+            path = f"docs/{domain}/{page.path}"
+            documents.append({"doc_id": f"{domain}/{page.path}", "domain": domain, "path": path,
+                              "provenance": {"source": SOURCE}, "_path": path, "_text": page.text})
         n_gold = min(len(pages), max(1, round(GOLD_FILES_PER_QUESTION * sizes.questions)))
         for k, files in enumerate(_gold_assignment(rng, sizes.questions, n_gold)):
             spans = [(pages[f], pages[f].sections[int(rng.integers(0, len(pages[f].sections)))]) for f in files]
@@ -422,7 +430,8 @@ def _jsonl_docs(twin: Twin, group: str) -> tuple[list[dict], list[dict], int]:
             questions.append({
                 "qid": f"{domain}-q{k + 1:03d}", "query": f"{q.title} {q.body}", "scope": {"domain": domain},
                 "cluster": "question", "stratum": "domain",
-                "evidence": [{"doc_id": f"{domain}/{p.path}", "start": a, "end": b, "text": p.text[a:b]} for p, (a, b) in spans],
+                "evidence": [{"doc_id": f"{domain}/{p.path}", "start": a, "end": b, "text": p.text[a:b]}
+                             for p, (a, b) in spans],
                 "answers": [q.answer], "nuggets": list(q.nuggets), "reference_answer": q.answer})
     return documents, questions, len(questions)
 

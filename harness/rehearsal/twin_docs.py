@@ -93,7 +93,8 @@ class PageWriter:
             elif u < 0.72:
                 long = self.rng.random() < 0.05  # longer than tau_max: never split
                 language = CODE_LANGUAGES[int(self.rng.integers(0, len(CODE_LANGUAGES)))]
-                emit(self.lex.code_block(topics, self.lex.lognormal_chars(2000 if long else 260, 0.2 if long else 0.6), language))
+                chars = self.lex.lognormal_chars(2000, 0.2) if long else self.lex.lognormal_chars(260, 0.6)
+                emit(self.lex.code_block(topics, chars, language))
             elif u < 0.84:
                 emit(self.lex.bullet_list(topics))
             elif u < 0.92:

@@ -35,6 +35,7 @@ INELIGIBLE_PAPERS = 13 / 654  # papers with no question that has text evidence
 TOP_SECTIONS = ("Introduction", "Related Work", "Method", "Experiments", "Results", "Discussion", "Analysis",
                 "Conclusion")
 SEPARATOR = " ::: "
+UNDIVIDED = ("Introduction", "Conclusion", "Acknowledgments")  # sections without subsections
 QUERY_WORDS_ELSEWHERE = 0.4  # a question's words taken from other paragraphs than its evidence
 
 
@@ -139,7 +140,8 @@ class PaperWriter:
 
     def ineligible(self, paper_id: str) -> dict:
         """A paper none of whose questions has text evidence (the adapter drops it; select cannot draw it)."""
-        plan = PaperPlan(paper_id, (), (), unanswerable=int(self.rng.integers(1, 3)), float_only=int(self.rng.integers(0, 2)))
+        unanswerable = int(self.rng.integers(1, 3))
+        plan = PaperPlan(paper_id, (), (), unanswerable=unanswerable, float_only=int(self.rng.integers(0, 2)))
         return self.record(plan)
 
     def _sections(self, topic: Topic) -> list[dict]:
@@ -150,17 +152,22 @@ class PaperWriter:
         sections = []
         for name in names:
             sub_topic = (topic, self.lex.topic(12))
-            children = int(self.rng.poisson(2.2)) if name not in ("Introduction", "Conclusion", "Acknowledgments") else 0
-            sections.append({"section_name": name, "paragraphs": self._paragraphs(sub_topic, 0 if children and self.rng.random() < 0.3 else None)})
+            children = int(self.rng.poisson(2.2)) if name not in UNDIVIDED else 0
+            header_only = bool(children) and self.rng.random() < 0.3  # a parent section with no text of its own
+            paragraphs = self._paragraphs(sub_topic, 0 if header_only else None)
+            sections.append({"section_name": name, "paragraphs": paragraphs})
             for _ in range(children):
                 child = name + SEPARATOR + self.lex.title(sub_topic, 1, 4)
                 sections.append({"section_name": child, "paragraphs": self._paragraphs((topic, self.lex.topic(12)))})
                 if self.rng.random() < 0.2:
                     grandchild = child + SEPARATOR + self.lex.title(sub_topic, 1, 3)
-                    sections.append({"section_name": grandchild, "paragraphs": self._paragraphs((topic, self.lex.topic(12)))})
+                    paragraphs = self._paragraphs((topic, self.lex.topic(12)))
+                    sections.append({"section_name": grandchild, "paragraphs": paragraphs})
         return sections
 
     def _paragraphs(self, topics: tuple[Topic, ...], n: int | None = None) -> list[str]:
+        if n == 0:
+            return []
         if n is None:
             n = 1 + int(self.rng.poisson(1.8))
         if self.rng.random() < 0.08:  # a section shorter than tau_min
@@ -168,13 +175,15 @@ class PaperWriter:
         out = []
         for _ in range(n):
             long = self.rng.random() < 0.03  # a paragraph longer than tau_max: a chunk of its own, never split
-            out.append(self.lex.paragraph(topics, self.lex.lognormal_chars(1900 if long else 430, 0.2 if long else 0.6, 60)))
+            chars = self.lex.lognormal_chars(1900, 0.2, 60) if long else self.lex.lognormal_chars(430, 0.6, 60)
+            out.append(self.lex.paragraph(topics, chars))
         return out
 
     def _evidence_paragraphs(self, paragraphs: list[tuple[int, int]], m: int) -> list[tuple[int, int]]:
         """m distinct paragraphs near one another (evidence gathers in a section or two)."""
         if m > len(paragraphs):
-            raise HarnessError(f"twin data: a paper with {len(paragraphs)} paragraphs cannot hold {m} evidence paragraphs")
+            raise HarnessError(f"twin data: a paper with {len(paragraphs)} paragraphs cannot hold {m} evidence "
+                               "paragraphs")
         anchor = int(self.rng.integers(0, len(paragraphs)))
         half = max(3, m)
         lo, hi = max(0, anchor - half), min(len(paragraphs), anchor + half + 1)

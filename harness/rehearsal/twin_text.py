@@ -174,7 +174,8 @@ def _invent_words(rng: np.random.Generator, size: int) -> list[str]:
         vowels = rng.integers(0, len(_VOWELS), size=(batch, 3))
         codas = rng.integers(0, len(_CODAS), size=(batch, 3))
         for i in range(batch):
-            w = "".join(_ONSETS[onsets[i, s]] + _VOWELS[vowels[i, s]] + _CODAS[codas[i, s]] for s in range(syllables[i]))
+            w = "".join(_ONSETS[onsets[i, s]] + _VOWELS[vowels[i, s]] + _CODAS[codas[i, s]]
+                        for s in range(syllables[i]))
             if len(w) > 2 and w not in seen:
                 seen.add(w)
                 words.append(w)
