@@ -16,18 +16,28 @@ import numpy as np
 # English function words head the ranking, as in any real text (BM25 and stop lists should see them)
 FUNCTION_WORDS = ("the", "of", "and", "to", "a", "in", "is", "for", "that", "on", "with", "as", "by", "we", "are",
                   "this", "from", "be", "it", "an", "at", "or", "which", "can", "not", "each", "when", "its")
-_ONSETS = ("b", "c", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "cr", "dr", "gl",
-           "pl", "st", "tr", "sh", "ch", "th", "qu", "sp", "gr")
-_VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ou", "io", "y")
-_CODAS = ("", "", "", "n", "r", "s", "l", "t", "x", "m", "nd", "st", "rk")
+# invented words are built from common English morphemes, so the cl100k tokenizer splits them about as
+# finely as real English (some 4 characters per token; words of random syllables gave under 3, which would
+# have inflated every token count, price and context length of the rehearsal)
+_PREFIXES = ("con", "pro", "re", "in", "de", "com", "trans", "pre", "sub", "inter", "dis", "en", "ex", "per",
+             "over", "under", "out", "multi", "counter", "post")
+_ROOTS = ("struct", "form", "port", "duct", "mit", "spect", "vert", "press", "tract", "graph", "log", "meter",
+          "stack", "bind", "mark", "lock", "scale", "frame", "path", "load", "shift", "gate", "track", "block",
+          "sort", "field", "range", "weight", "drift", "sample", "model", "layer", "point", "cast", "hold", "flow",
+          "link", "grant", "test", "grade", "quest", "serve", "tend", "vent", "fer", "pose", "sign", "cede", "dict",
+          "fact", "gress", "ject", "lect", "mand", "mod", "pend", "plic", "solve", "tain", "vis", "voc", "clin",
+          "cord", "cur", "fix", "gen", "jud", "lat", "min", "nat", "pact", "pel", "ple", "quir", "rupt", "sect",
+          "sens", "sist", "tect", "tort", "val", "vol")
+_SUFFIXES = ("", "", "tion", "ment", "ing", "er", "al", "ive", "ity", "ous", "ize", "able", "ed", "s", "ly", "ure",
+             "ance", "ist", "ic", "or")
 VOCABULARY_SIZE = 12_000
 ZIPF_EXPONENT = 1.07
 ZIPF_OFFSET = 2.7  # Mandelbrot's shift: the head is flatter than a pure power law
 FUNCTION_SHARE = 0.38  # of running words
 TOPIC_WORDS = 30
 TOPIC_RANKS = (150, 6_000)  # topic words come from the middle of the ranking: neither stop words nor hapaxes
-CODE_LINE_CHARS = 33  # a simulated code line, newline included (measured)
-AVERAGE_WORD_CHARS = 6.8  # with its space, over the mixture drawn (measured)
+CODE_LINE_CHARS = 34  # a simulated code line, newline included (measured)
+AVERAGE_WORD_CHARS = 7.4  # with its space, over the mixture drawn (measured)
 
 
 @dataclass(frozen=True)
@@ -164,21 +174,20 @@ class Lexicon:
 
 
 def _invent_words(rng: np.random.Generator, size: int) -> list[str]:
-    """`size` distinct pronounceable words, function words first (the head of the ranking)."""
+    """`size` distinct words, function words first (the head of the ranking), then [prefix] root suffix
+    [root] compounds in a seeded order."""
     seen = set(FUNCTION_WORDS)
-    words = list(FUNCTION_WORDS)
-    while len(words) < size:
-        batch = 4 * (size - len(words))
-        syllables = rng.integers(1, 4, size=batch)
-        onsets = rng.integers(0, len(_ONSETS), size=(batch, 3))
-        vowels = rng.integers(0, len(_VOWELS), size=(batch, 3))
-        codas = rng.integers(0, len(_CODAS), size=(batch, 3))
+    invented: list[str] = []
+    while len(invented) < size - len(FUNCTION_WORDS):
+        batch = 2 * (size - len(FUNCTION_WORDS) - len(invented))
+        u = rng.random((batch, 2))
+        parts = rng.integers(0, 1 << 30, size=(batch, 4))
         for i in range(batch):
-            w = "".join(_ONSETS[onsets[i, s]] + _VOWELS[vowels[i, s]] + _CODAS[codas[i, s]]
-                        for s in range(syllables[i]))
-            if len(w) > 2 and w not in seen:
+            w = ((_PREFIXES[parts[i, 0] % len(_PREFIXES)] if u[i, 0] < 0.5 else "") + _ROOTS[parts[i, 1] % len(_ROOTS)]
+                 + _SUFFIXES[parts[i, 2] % len(_SUFFIXES)] + (_ROOTS[parts[i, 3] % len(_ROOTS)] if u[i, 1] < 0.12 else ""))
+            if w not in seen:
                 seen.add(w)
-                words.append(w)
-                if len(words) == size:
+                invented.append(w)
+                if len(invented) == size - len(FUNCTION_WORDS):
                     break
-    return words
+    return list(FUNCTION_WORDS) + invented
