@@ -77,6 +77,15 @@ def test_every_twin_dataset_loads_with_every_evidence_string_located(small_twins
         assert {c.doc_id for c in chunks} == {d.doc_id for d in dataset.documents}
 
 
+@pytest.mark.parametrize("source", [DEMO, HANDBOOK], ids=["demo", "handbook"])
+def test_the_twin_questions_fall_in_the_strata_the_plan_may_name(small_twins, source):
+    """Strata are named in plans (`subset: {strata: [...]}`, subset contrasts): the twin keeps the study's."""
+    real = Study.at(source)
+    for name, dataset in _loaded(small_twins[source]).items():
+        expected = {q.stratum for q in load_dataset(real, name, selection=None).questions}
+        assert {q.stratum for q in dataset.questions} == expected, name
+
+
 def test_the_flagship_twin_keeps_its_settings_and_shares_the_qasper_files(small_twins):
     study, source = small_twins[FLAGSHIP], Study.at(FLAGSHIP)
     for name, cfg in source.config.datasets.items():
@@ -85,6 +94,8 @@ def test_the_flagship_twin_keeps_its_settings_and_shares_the_qasper_files(small_
         assert getattr(twin, "retrieval_scope", None) == getattr(cfg, "retrieval_scope", None)
     assert study.config.datasets["qasper"].files == study.config.datasets["qasper-pooled"].files
     assert study.config.datasets["freshstack"].domains["angular"].distractor_ratio == 0.5
+    assert {q.stratum for q in load_dataset(study, "freshstack", selection=read_selection(study)).questions} == {
+        "laravel", "angular", "yolo"}
     # 300 papers cannot be drawn from the small twin's 12: lowered, and said so
     assert study.config.datasets["qasper"].selection.n_clusters == 12
     notes = read_json(study.root / FOLDER / MANIFEST)["notes"]
