@@ -17,7 +17,8 @@ Datasets that read the same files (flagship: `qasper` and `qasper-pooled`) get o
 (SIZES): `paper` is the paper's (Qasper: 300 papers, 951 questions, 2,245 evidence paragraphs; FreshStack: 235
 questions over 377 pooled files, per domain 89 / 99 / 47 over 98 / 189 / 90; the lab's handbook: 25
 questions), `small` a few minutes' rehearsal. A JSONL dataset is shaped by its metric set: `qasper` as the
-Qasper twin (one Markdown paper per document), `freshstack` as the FreshStack twin (pooled docs per domain).
+Qasper twin (one Markdown paper per document), `freshstack` as the FreshStack twin (pooled docs per domain,
+under the domain names of the study's own documents file: a plan may name them as strata).
 The same (config, scale, seed) gives the same bytes.
 """
 
@@ -34,6 +35,7 @@ import numpy as np
 
 from harness.config import to_plain
 from harness.config.datasets import DatasetConfig, FreshStackDataset
+from harness.data.common import iter_jsonl_numbered
 from harness.data.freshstack import distractor_count
 from harness.data.qasper import convert_paper
 from harness.data.sampling import read_exclusions
@@ -382,7 +384,7 @@ def _write_jsonl(twin: Twin, group: str, cfg, excluded: list[str]) -> dict:
     if cfg.metric_set == "qasper":
         documents, questions, clusters = _jsonl_papers(twin, group)
     else:
-        documents, questions, clusters = _jsonl_docs(twin, group)
+        documents, questions, clusters = _jsonl_docs(twin, group, _study_domains(twin, cfg))
     for doc in documents:
         twin.write_text(f"{folder}/{doc.pop('_path')}", doc.pop("_text"))
     atomic_write_jsonl(twin.out / folder / "documents.jsonl", documents)
@@ -409,14 +411,26 @@ def _jsonl_papers(twin: Twin, group: str) -> tuple[list[dict], list[dict], int]:
     return documents, questions, clusters
 
 
-def _jsonl_docs(twin: Twin, group: str) -> tuple[list[dict], list[dict], int]:
-    """The FreshStack twin's shape: pooled docs per domain, gold spans of sections, one cluster per question."""
+def _study_domains(twin: Twin, cfg) -> list[str]:
+    """The domains of the study's own documents file, in order of first appearance: a plan may name them as
+    strata. Empty when the file is absent (the data not fetched yet)."""
+    path = twin.study.resolve(cfg.documents)
+    if not path.is_file():
+        return []
+    return list(dict.fromkeys(str(row.get("domain")) for _, row in iter_jsonl_numbered(path)))
+
+
+def _jsonl_docs(twin: Twin, group: str, names: list[str]) -> tuple[list[dict], list[dict], int]:
+    """The FreshStack twin's shape: pooled docs per domain, gold spans of sections, one cluster per question.
+    The domains keep the study's names (else three invented ones); sizes go by position."""
     rng = twin.rng(group)
     lex = Lexicon(rng)
     writer = PageWriter(lex)
     documents, questions = [], []
-    for sizes in twin.sizes.domains:
-        domain = lex.words[int(rng.integers(300, 3000))]
+    table = twin.sizes.domains
+    names = names or [lex.words[int(i)] for i in rng.choice(np.arange(300, 3000), len(table), replace=False)]
+    for position, domain in enumerate(names):
+        sizes = table[position % len(table)]
         topic = lex.topic(40)
         pages = [writer.page(p, topic) for p in page_paths(lex, sizes.pooled, nested=0.0)]
         for page in pages:
