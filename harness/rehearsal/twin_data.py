@@ -74,6 +74,9 @@ class Sizes:
     handbook_questions: int
 
 
+# paper: the published counts (paper.txt, section 3 and appendix; ../shared/data/flagship/README.md). Only
+# Laravel's pooled files (98, the full docs) and the total (377) are published; Angular's and YOLO's 279 are
+# split in proportion to their questions. Questions without Markdown gold: 22 / 30 / 10, as published.
 SIZES = {
     "paper": Sizes(PaperSizes(300, 951, 2245),
                    (DomainSizes(89, 98, 22), DomainSizes(99, 189, 30), DomainSizes(47, 90, 10)), 25),
