@@ -40,8 +40,10 @@ def load_rows(dataset_id: str, *, split: str, config: str | None = None, revisio
         datasets.enable_progress_bars()
     else:
         datasets.disable_progress_bars()
+    # a local folder has no revision to key the cache on: read it afresh every time
+    fresh = {"download_mode": "force_redownload"} if is_local(dataset_id) else {}
     try:
-        rows = datasets.load_dataset(dataset_id, name=config, split=split, revision=revision)
+        rows = datasets.load_dataset(dataset_id, name=config, split=split, revision=revision, **fresh)
     except Exception as e:  # offline, unknown id, config or split, a loader error: the message says which
         raise HubUnavailable(f"{type(e).__name__}: {e}") from None
     return [dict(row) for row in rows]

@@ -149,7 +149,11 @@ def _content(target: Target, locked: dict | None, progress: bool) -> tuple[bytes
     if expected is not None and len(rows) != expected:
         source = "config" if spec.rows is not None else "SOURCES.lock"
         raise Mismatch(f"{target.path}: {spec.id} split {spec.split} has {len(rows)} rows, expected {expected} ({source})")
-    return fmt.from_rows(rows, f"{spec.id}/{spec.split}").encode("utf-8"), revision, len(rows)
+    try:
+        text = fmt.from_rows(rows, f"{spec.id}/{spec.split}")
+    except HarnessError as e:
+        raise _refused(target, e) from None
+    return text.encode("utf-8"), revision, len(rows)
 
 
 def _check_format(target: Target, path: Path, data: bytes) -> None:
@@ -162,10 +166,14 @@ def _check_format(target: Target, path: Path, data: bytes) -> None:
             f.write(data)
         FORMATS[target.role].check(Path(scratch))
     except HarnessError as e:
-        raise HarnessError(f"{target.path}: {target.describe()} gave content the adapter refuses, nothing "
-                           f"written: {e}") from None
+        raise _refused(target, e) from None
     finally:
         Path(scratch).unlink(missing_ok=True)
+
+
+def _refused(target: Target, error: HarnessError) -> HarnessError:
+    return HarnessError(f"{target.path}: {target.describe()} gave content the adapter refuses, nothing written: "
+                        f"{error}")
 
 
 def _checkout(target: Target, path: Path, declared: dict, locked: dict | None, progress: bool):
