@@ -4,6 +4,7 @@ the hub: the written files load through the existing adapters and give the quest
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,35 @@ def test_offline_each_missing_source_names_itself_and_the_file_to_place(tmp_path
                 f"revision pinned on first fetch)) cannot be fetched: HF_HUB_OFFLINE is set") in err
         assert f"place {path} by hand (a Qasper file in the original schema" in err
     assert not (tmp_path / "data" / "SOURCES.lock").exists()
+
+
+@needs_laravel
+def test_a_fetch_killed_while_writing_leaves_no_partial_file(tmp_path, monkeypatch):
+    _, study = freshstack_pair(tmp_path)
+    real = os.replace
+
+    def killed(src, dst):
+        if str(dst).endswith("queries.jsonl"):
+            raise KeyboardInterrupt
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        fetching.fetch(study, progress=False)
+    folder = study.root / "data" / "freshstack" / "laravel"
+    assert sorted(p.name for p in folder.iterdir()) == ["corpus.jsonl"]
+    monkeypatch.setattr(os, "replace", real)
+    assert [o.state for o in fetching.fetch(study, progress=False).outcomes] == ["verified", "written"]
+
+
+def test_rows_the_adapter_would_refuse_are_refused_before_writing(tmp_path, capsys):
+    rows = [{"query_id": "q1", "query_title": "", "query_text": " ", "nuggets": []}]
+    q_hub = hub_folder(tmp_path / "hub", "d", "test", rows)
+    domain = {"queries": "data/q.jsonl", "corpus": "data/c.jsonl", "checkout": "docs",
+              "source": {"queries": hub(q_hub, "test", "d")}}
+    study = study_with(tmp_path / "study", {"fs": {"adapter": "freshstack", "metric_set": "freshstack",
+                                                   "domains": {"d": domain}}})
+    assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "data/q.jsonl: huggingface" in err and "the query is empty" in err and "nothing written" in err
+    assert not list((study.root / "data").iterdir())  # neither the file nor the scratch copy
