@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from harness.data.load import load_dataset
 from harness.files import read_json, sha256_file
 from harness.sources import fetch as fetching
 from harness.sources.lock import read_lock
+from harness.study import Study
 
 QASPER_HF = SHARED_DATA / "qasper-train10" / "qasper-original-sample.hf.json"
 QASPER_ORIGINAL = SHARED_DATA / "qasper-train10" / "qasper-train10.original-schema.json"
@@ -206,3 +208,23 @@ def test_rows_the_adapter_would_refuse_are_refused_before_writing(tmp_path, caps
     err = capsys.readouterr().err
     assert "data/q.jsonl: huggingface" in err and "the query is empty" in err and "nothing written" in err
     assert not list((study.root / "data").iterdir())  # neither the file nor the scratch copy
+
+
+@pytest.mark.parametrize("dataset", ["papers", "docs"])
+def test_the_demo_jsonl_files_from_the_hub_layout_give_the_demo_questions(tmp_path, dataset):
+    demo = Path(__file__).resolve().parents[1] / "examples" / "demo"
+    shipped_cfg = Study.at(demo).raw_config["datasets"][dataset]
+    source = {}
+    for key in ("documents", "questions"):
+        rows = [json.loads(line) for line in (demo / shipped_cfg[key]).read_text().splitlines() if line.strip()]
+        source[key] = hub(hub_folder(tmp_path / f"{key}-hub", "default", "train", rows), "train", "default",
+                          rows=len(rows))
+    study = study_with(tmp_path / "study", {dataset: {
+        "adapter": "jsonl", "metric_set": shipped_cfg["metric_set"], "documents": f"data/{dataset}/documents.jsonl",
+        "questions": f"data/{dataset}/questions.jsonl", "source": source}})
+    shutil.copytree(demo / "data" / dataset / "docs", study.root / "data" / dataset / "docs")  # the bodies `path` names
+    assert [o.state for o in fetching.fetch(study, progress=False).outcomes] == ["written", "written"]
+    shipped = study_with(tmp_path / "shipped", {dataset: dict(
+        shipped_cfg, documents=str(demo / shipped_cfg["documents"]), questions=str(demo / shipped_cfg["questions"]))})
+    got, expected = load_dataset(study, dataset, selection=None), load_dataset(shipped, dataset, selection=None)
+    assert len(got.questions) > 40 and got.questions == expected.questions and got.documents == expected.documents

@@ -7,6 +7,8 @@ Inputs (dataset options in configs/study.yaml):
       metric_set: qasper
       files: [data/qasper/qasper-dev-v0.3.json, data/qasper/qasper-test-v0.3.json]
       # or, when the network allows:  hub: {name: allenai/qasper, splits: [validation, test]}
+      # (read at every load, unpinned; `source:` instead fetches the rows once, pinned, into `files`:
+      # harness fetch, harness.sources; both convert with `original_schema`)
 
 Each file may be in either layout, detected per record:
   - the original Qasper schema: one JSON object keyed by paper id, values {title, abstract, full_text: [{section_name,
