@@ -24,8 +24,8 @@ COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 @dataclass(frozen=True)
 class HubSource:
     id: str = setting(check=Text(non_empty=True))  # a hub id, or a local folder in the hub's layout
-    split: str = setting(check=Text(non_empty=True))
     config: str | None = setting(None, Optional(Text(non_empty=True)))
+    split: str = setting(check=Text(non_empty=True))
     revision: str | None = setting(None, Optional(Text(non_empty=True)))  # None: pinned on first fetch
     rows: int | None = setting(None, Optional(Int(0)))  # the row count the split must have
 

@@ -92,16 +92,16 @@ def checkout_commit(repository: str, commit: str, folder: Path, *, progress: boo
     if not (scratch / ".git").exists():
         git(scratch, "init", "--quiet")
         git(scratch, "remote", "add", "origin", repository)
-    loud = not progress
-    fetch = ["fetch", "--quiet"] if loud else ["fetch", "--progress"]
+    capture = not progress  # git's own progress goes to the terminal only when asked for
+    fetch = ["fetch", "--quiet"] if capture else ["fetch", "--progress"]
     try:
         if len(commit) == 40:
             try:
-                git(scratch, *fetch, "--depth", "1", "origin", commit, quiet=loud)
+                git(scratch, *fetch, "--depth", "1", "origin", commit, quiet=capture)
             except HarnessError:
-                git(scratch, *fetch, "--filter=blob:none", "origin", quiet=loud)
+                git(scratch, *fetch, "--filter=blob:none", "origin", quiet=capture)
         else:
-            git(scratch, *fetch, "--filter=blob:none", "origin", quiet=loud)
+            git(scratch, *fetch, "--filter=blob:none", "origin", quiet=capture)
     except HarnessError as e:
         raise Unavailable(str(e)) from None
     try:
