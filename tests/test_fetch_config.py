@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -10,12 +11,14 @@ from fetch_support import hub, hub_folder, private_hub_cache, study_with  # noqa
 
 from harness.cli.main import main
 from harness.config import load_study_config
+from harness.config.datasets import DATASET_SCHEMAS, FreshStackDomain
 from harness.data.adapters import ADAPTERS
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, read_json
 from harness.provenance.freeze import compare_records
 from harness.provenance.inputs import input_record
 from harness.sources import fetch as fetching
+from harness.sources.formats import FORMATS
 from harness.sources.lock import lock_path
 from harness.study import Study
 
@@ -107,3 +110,19 @@ def test_the_freeze_records_the_locked_revision_so_another_one_is_drift(tmp_path
 
 def test_a_study_without_sources_has_no_sources_record():
     assert "sources" not in input_record(Study.at(ROOT / "examples" / "handbook"))
+
+
+def _source_keys(schema: type) -> list[str]:
+    """The keys of a schema's `source:` section (through Optional(Section(...)))."""
+    found = {f.name: f for f in fields(schema)}
+    if "source" not in found:
+        return []
+    return [f.name for f in fields(found["source"].metadata["check"].check.cls)]
+
+
+def test_every_file_a_source_section_can_declare_has_a_format():
+    declared = set()
+    for adapter, schema in DATASET_SCHEMAS.items():
+        keys = _source_keys(schema) + (_source_keys(FreshStackDomain) if adapter == "freshstack" else [])
+        declared |= {f"{adapter}-{key}" for key in keys if key != "checkout"}
+    assert declared == set(FORMATS)

@@ -45,8 +45,9 @@ def _count_objects(path: Path) -> int:
     return sum(1 for _ in iter_jsonl_numbered(path))
 
 
+# by "<adapter>-<key of its `source:` section>" (harness.sources.targets)
 FORMATS: dict[str, FileFormat] = {
-    "qasper": FileFormat("a Qasper file in the original schema (a v0.3 release file) or the hub's JSON export",
+    "qasper-files": FileFormat("a Qasper file in the original schema (a v0.3 release file) or the hub's JSON export",
                          qasper_file, _check_qasper),
     "freshstack-queries": FileFormat("FreshStack queries as JSON lines (`Dataset.to_json` of the split)", json_lines,
                                      lambda p: len(freshstack.read_queries(p))),

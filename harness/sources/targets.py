@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from harness.config import to_plain
-from harness.config.datasets import FreshStackDataset, JsonlDataset, QasperDataset
 from harness.config.sources import Source
 from harness.errors import HarnessError
 from harness.sources.formats import CHECKOUT_WHAT, FORMATS
@@ -41,24 +40,31 @@ class Target:
         return f"git {spec.repository} at {spec.commit}"
 
 
+def _sourced(entry, at: str, role_prefix: str) -> list[Target]:
+    """One Target per path an entry's `source:` section fetches: its key `k` writes the entry's `k` (a list
+    of sources, the list of paths). The role is "<adapter>-<key>" (harness.sources.formats), or a checkout."""
+    out = []
+    for f in fields(entry.source) if entry.source is not None else ():
+        given = getattr(entry.source, f.name)
+        paths = getattr(entry, f.name)
+        if given is None:
+            continue
+        if isinstance(given, tuple):  # a list of sources for a list of paths (the schema matched their lengths)
+            paths = (paths,) if isinstance(paths, str) else paths
+            pairs = [(p, s, f"{at}.source.{f.name}[{i}]") for i, (p, s) in enumerate(zip(paths, given))]
+        else:
+            pairs = [(paths, given, f"{at}.source.{f.name}")]
+        out += [Target(p, CHECKOUT if s.kind == "git" else f"{role_prefix}-{f.name}", s, key) for p, s, key in pairs]
+    return out
+
+
 def _entry_targets(name: str, cfg) -> list[Target]:
+    """The entry's own sources, and its domains' (FreshStack: a `source:` per domain)."""
     at = f"datasets.{name}"
-    if isinstance(cfg, QasperDataset) and cfg.source is not None:
-        files = (cfg.files,) if isinstance(cfg.files, str) else cfg.files
-        return [Target(f, "qasper", s, f"{at}.source.files[{i}]") for i, (f, s) in enumerate(zip(files, cfg.source.files))]
-    if isinstance(cfg, JsonlDataset) and cfg.source is not None:
-        return [Target(getattr(cfg, key), f"jsonl-{key}", getattr(cfg.source, key), f"{at}.source.{key}")
-                for key in ("documents", "questions") if getattr(cfg.source, key) is not None]
-    if isinstance(cfg, FreshStackDataset):
-        out = []
-        for domain, options in sorted(cfg.domains.items()):
-            for key in ("queries", "corpus", "qrels", CHECKOUT):
-                source = getattr(options.source, key) if options.source is not None else None
-                if source is not None:
-                    role = CHECKOUT if key == CHECKOUT else f"freshstack-{key}"
-                    out.append(Target(getattr(options, key), role, source, f"{at}.domains.{domain}.source.{key}"))
-        return out
-    return []
+    out = _sourced(cfg, at, cfg.adapter) if hasattr(cfg, "source") else []
+    for domain, options in sorted((getattr(cfg, "domains", None) or {}).items()):
+        out += _sourced(options, f"{at}.domains.{domain}", cfg.adapter)
+    return out
 
 
 def declared_targets(study: Study) -> list[Target]:
