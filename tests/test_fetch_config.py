@@ -6,7 +6,6 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
-import yaml
 from fetch_support import hub, hub_folder, private_hub_cache, study_with  # noqa: F401 - the fixture
 
 from harness.cli.main import main
