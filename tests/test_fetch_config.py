@@ -78,7 +78,7 @@ def test_the_flagship_declares_a_source_for_every_file_its_adapters_read(capsys)
     lines = capsys.readouterr().out.splitlines()
     listed = {line.split()[2]: line for line in lines if line.startswith("would write")}
     assert set(listed) == read and len(read) == 11
-    assert "<- huggingface allenai/qasper (config qasper, split validation, revision pinned on first fetch)" in \
+    assert "<- huggingface allenai/qasper (split validation, revision pinned on first fetch)" in \
         listed["data/qasper/qasper-dev-v0.3.json"]
     assert f"<- git https://github.com/laravel/docs.git at {COMMIT}" in listed["data/checkouts/laravel-docs"]
     assert "config yolo, split test" in listed["data/freshstack/yolo/queries.jsonl"]

@@ -63,3 +63,16 @@ def test_an_unreachable_url_names_the_source_and_the_file_to_place(tmp_path, cap
     err = capsys.readouterr().err
     assert "source `datasets.d.source.questions` (url file://" in err
     assert "place data/questions.jsonl by hand (questions.jsonl (docs/jsonl-format.md))" in err
+
+
+def test_a_file_placed_by_hand_is_kept_unlocked_if_the_adapter_reads_it(tmp_path, capsys):
+    study = jsonl_study(tmp_path / "study", (tmp_path / "absent.jsonl").as_uri(), "0" * 64)
+    placed = study.root / "data" / "questions.jsonl"
+    placed.parent.mkdir()
+    placed.write_text("not json\n")
+    assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 1
+    assert "data/questions.jsonl: placed by hand, but the adapter refuses it" in capsys.readouterr().err
+    placed.write_text(json.dumps(QUESTIONS[0]) + "\n")
+    assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 0
+    assert "already present  data/questions.jsonl  (not in the lock: placed by hand" in capsys.readouterr().out
+    assert read_lock(study) == {}

@@ -103,7 +103,11 @@ def _one(study: Study, target: Target, locked: dict | None, *, update: bool, pro
     if target.is_checkout:
         return _checkout(target, path, declared, None if update else locked, progress)
     if path.is_file() and not update:
-        if locked is None:
+        if locked is None:  # placed by hand: nothing to hold it to, but the adapter must be able to read it
+            try:
+                FORMATS[target.role].check(path)
+            except HarnessError as e:
+                raise HarnessError(f"{target.path}: placed by hand, but the adapter refuses it: {e}") from None
             return Outcome(target.path, PRESENT, "(not in the lock: placed by hand; `--update` fetches and locks it)"), None
         _same(target.path, locked["sha256"], sha256_file(path))
         return Outcome(target.path, VERIFIED, f"sha256 {locked['sha256'][:12]}"), locked
