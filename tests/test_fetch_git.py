@@ -94,3 +94,4 @@ def test_an_unreachable_repository_names_the_source_and_the_folder_to_place(tmp_
     err = capsys.readouterr().err
     assert "source `datasets.fs.domains.docs.source.checkout` (git file://" in err
     assert "place data/checkouts/docs by hand (a clone of the repository with that commit checked out)" in err
+    assert not list((study.root / "data" / "checkouts").iterdir())  # no empty scratch clone left behind

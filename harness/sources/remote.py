@@ -88,6 +88,7 @@ def checkout_commit(repository: str, commit: str, folder: Path, *, progress: boo
     alone and shallow; an abbreviated one (or a server refusing a fetch by hash) needs the history without
     file contents, to resolve the hash; then only that commit's files are fetched."""
     scratch = folder.parent / f".{folder.name}.fetch-tmp"
+    created = not scratch.exists()
     scratch.mkdir(parents=True, exist_ok=True)
     if not (scratch / ".git").exists():
         git(scratch, "init", "--quiet")
@@ -103,6 +104,8 @@ def checkout_commit(repository: str, commit: str, folder: Path, *, progress: boo
         else:
             git(scratch, *fetch, "--filter=blob:none", "origin", quiet=capture)
     except HarnessError as e:
+        if created:  # nothing fetched to resume from: leave no trace
+            shutil.rmtree(scratch, ignore_errors=True)
         raise Unavailable(str(e)) from None
     try:
         full = git(scratch, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
