@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 RUN    := $(VENV)/bin/python -m harness
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
 
-.PHONY: help venv test demo status config select freeze estimate build-arms score answer judge-sample stats audit report rehearse bench
+.PHONY: help venv test demo status config data select freeze estimate build-arms score answer judge-sample stats audit report rehearse bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/' | expand -t 14
@@ -39,6 +39,9 @@ status: $(STAMP)  ## show the grid: chunk sets, cells scored / missing / stale, 
 
 config: $(STAMP)  ## check configs/study.yaml and print the effective config (defaults filled in)
 	$(RUN) config --study $(STUDY)
+
+data: $(STAMP)  ## fetch every declared source that is missing, verify the rest (data/SOURCES.lock)
+	$(RUN) fetch --study $(STUDY)
 
 select: $(STAMP)  ## draw the seeded selection into selection/selection.json
 	$(RUN) select --study $(STUDY)

@@ -25,6 +25,7 @@ LAYERS = (
     ("plan",),
     ("study",),
     ("data",),
+    ("sources",),
     ("grid",),
     ("metrics",),
     ("chunking",),

@@ -14,6 +14,7 @@ from harness.errors import HarnessError
 # command name -> module name, in pipeline order
 COMMANDS = {
     "config": "config",
+    "fetch": "fetch",  # the declared inputs, fetched and pinned (data/SOURCES.lock)
     "select": "select",
     "chunk": "chunk",
     "freeze": "freeze",

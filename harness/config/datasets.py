@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.config.fields import (
-    Either, Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Variants, setting,
+    Either, Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Variants, Where, setting,
 )
+from harness.config.sources import FreshStackSources, JsonlSources, QasperSources, check_targets
 
 METRIC_SETS = ("qasper", "freshstack")  # scored by harness.metrics.registry
 # `retrieval_scope`: `document` keeps the scope each question records (Qasper: its own paper; JSONL: its
@@ -58,6 +59,12 @@ class QasperDataset:
     hub: QasperHub | None = setting(None, Optional(Section(QasperHub)))  # instead of `files`, when online
     selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
     retrieval_scope: str | None = setting(None, _SCOPE)
+    source: QasperSources | None = setting(None, Optional(Section(QasperSources)))  # for `harness fetch`
+
+    def completed(self, where: Where) -> "QasperDataset":
+        if self.source is not None:
+            check_targets(self, self.source, where)
+        return self
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,18 @@ class FreshStackDomain:
     corpus_path_prefix: str = setting("", Text())
     distractor_ratio: float | str = setting(1, Either((OneOf(("full",)), Number(0))))  # distractors per gold file
     licence: str = setting("", Text())
+    source: FreshStackSources | None = setting(None, Optional(Section(FreshStackSources)))  # for `harness fetch`
+
+    def completed(self, where: Where) -> "FreshStackDomain":
+        if self.source is None:
+            return self
+        check_targets(self, self.source, where)
+        git = self.source.checkout.git if self.source.checkout is not None else None
+        pinned, wanted = str(self.commit), str(git.commit) if git is not None else ""
+        if git is not None and pinned and not (pinned.startswith(wanted) or wanted.startswith(pinned)):
+            raise where.child("source").child("checkout").child("git").child("commit").fail(
+                f"is {wanted}, but the domain's `commit` is {pinned}: they must name the same commit")
+        return self
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,12 @@ class JsonlDataset:
     questions: str | None = setting(None, Optional(_PATH))  # questions.jsonl
     selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
     retrieval_scope: str | None = setting(None, _SCOPE)
+    source: JsonlSources | None = setting(None, Optional(Section(JsonlSources)))  # for `harness fetch`
+
+    def completed(self, where: Where) -> "JsonlDataset":
+        if self.source is not None:
+            check_targets(self, self.source, where)
+        return self
 
 
 @dataclass(frozen=True)

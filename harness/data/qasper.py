@@ -7,6 +7,8 @@ Inputs (dataset options in configs/study.yaml):
       metric_set: qasper
       files: [data/qasper/qasper-dev-v0.3.json, data/qasper/qasper-test-v0.3.json]
       # or, when the network allows:  hub: {name: allenai/qasper, splits: [validation, test]}
+      # (read at every load, unpinned; `source:` instead fetches the rows once, pinned, into `files`:
+      # harness fetch, harness.sources; both convert with `original_schema`)
 
 Each file may be in either layout, detected per record:
   - the original Qasper schema: one JSON object keyed by paper id, values {title, abstract, full_text: [{section_name,
@@ -41,6 +43,7 @@ from typing import Any, Callable, Iterator
 from harness.config.datasets import QasperDataset
 from harness.data.answer_types import FROM_EVALUATOR, combined_answer_type
 from harness.data.common import Adapter, InputReader, LoadedDataset, TextLocator, exclusion_paths
+from harness.data.hub import HubUnavailable, load_rows
 from harness.data.model import Document, Evidence, Question
 from harness.data.qasper_gold import reference_from_annotation
 from harness.data.sampling import select_clusters
@@ -162,25 +165,31 @@ def read_qasper_file(path: str | Path, reader: InputReader | None = None) -> dic
 
 
 def read_hub(name: str, splits: list[str], reader: InputReader) -> dict[str, dict]:
-    """Records from `datasets.load_dataset(name)` (network needed), converted like the export files."""
-    try:
-        import datasets
-    except ImportError:
-        raise HarnessError("the `datasets` package is needed for `hub:`; install the pinned requirements") from None
+    """Records from the hub at load time (network needed), converted like the export files. A pinned copy
+    is `source: {files: [{huggingface: ...}]}` instead, written once by `harness fetch` (harness.sources)."""
     papers: dict[str, dict] = {}
     for split in splits:
         try:
-            rows = datasets.load_dataset(name, split=split)
-        except Exception as e:  # offline, unknown dataset, or a loader error: all mean "use local files"
+            received = load_rows(name, split=split)
+        except HubUnavailable as e:
             raise HarnessError(
-                f"cannot load {name} split {split} from the hub ({type(e).__name__}: {e}); when offline, "
+                f"cannot load {name} split {split} from the hub ({e}); when offline, "
                 "download the original Qasper JSON files and list them under `files:` instead"
             ) from None
-        received = [dict(row) for row in rows]
         reader.record(f"hub:{name}/{split}", sha256_text(canonical_json(received)))
-        for row in received:
-            paper_id, record = hf_record_to_original(row, f"hub:{name}/{split}")
-            papers[paper_id] = record
+        papers.update(original_schema(received, f"hub:{name}/{split}"))
+    return papers
+
+
+def original_schema(rows: list[dict], origin) -> dict[str, dict]:
+    """Hub rows -> {paper id: record in the original schema}, the one conversion `hub:` and `harness fetch`
+    share (a paper id given twice is an error naming `origin`)."""
+    papers: dict[str, dict] = {}
+    for row in rows:
+        paper_id, record = hf_record_to_original(row, origin)
+        if paper_id in papers:
+            raise InputError("paper id appears twice", path=origin, record=paper_id)
+        papers[paper_id] = record
     return papers
 
 

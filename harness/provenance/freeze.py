@@ -18,7 +18,9 @@ afresh from each backend; a digest that cannot be read is an error, never replac
 the digests of retriever models, the SHA-256 of every input file (`input_files`,
 harness/provenance/inputs.py: the study's configs/, plan/, amendments/, prompts/ and selection/, and
 every file a dataset adapter read, down to each Markdown body and checkout file), a content hash of
-every loaded dataset, the HEAD commit of git checkouts, the tokenizer file SHA-256, the BM25 token
+every loaded dataset, the HEAD commit of git checkouts, the data/SOURCES.lock entry of each declared
+`source:` (`sources`, present only when the config declares one: its revision or commit and hashes), the
+tokenizer file SHA-256, the BM25 token
 pattern, the selection file SHA-256, and the registered plan and amendments.
 A changed input that no longer loads (a flipped byte in a JSON line) is still drift: the check then
 falls back to comparing file bytes, so the message names the file.

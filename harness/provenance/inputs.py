@@ -24,6 +24,7 @@ from harness.data.common import LoadedDataset, display_path
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.files import canonical_json, sha256_file, sha256_text
+from harness.sources.lock import sources_record
 from harness.study import Study
 
 STUDY_INPUT_FOLDERS = ("configs", "plan", "amendments", "prompts", "selection")
@@ -86,7 +87,9 @@ def checkout_identity(folder: Path) -> str:
 
 
 def input_record(study: Study) -> dict[str, Any]:
-    """{"input_files": {path: sha256}, "dataset_content": {name: ...}, "checkouts": {name: {value: id}}}."""
+    """{"input_files": {path: sha256}, "dataset_content": {name: ...}, "checkouts": {name: {value: id}}},
+    plus "sources" (each declared source's data/SOURCES.lock entry: revision or commit, hashes) only when
+    the config declares a `source:`, so the record of a study without one is unchanged."""
     files = study_folder_files(study)
     content, checkouts = {}, {}
     for name, dataset in loaded_datasets(study).items():
@@ -97,7 +100,9 @@ def input_record(study: Study) -> dict[str, Any]:
                 checkouts.setdefault(name, {})[value] = checkout_identity(path)
             else:
                 files.setdefault(display_path(study.root, path), sha256_file(path))
-    return {"input_files": dict(sorted(files.items())), "dataset_content": content, "checkouts": checkouts}
+    record = {"input_files": dict(sorted(files.items())), "dataset_content": content, "checkouts": checkouts}
+    sources = sources_record(study)
+    return record if sources is None else record | {"sources": sources}
 
 
 def current_file_hashes(study: Study, paths) -> dict[str, str | None]:

@@ -10,7 +10,7 @@ What is swapped, and how, is fixed here:
   - every dense retriever and reranker becomes its hashed n-gram stand-in (`backend: simulated`), unless
     `real_encoders` keeps them; an LLM reranker (`llm-yes`) always becomes the stand-in, its model being
     simulated;
-  - `datasets:` points at the simulated files.
+  - `datasets:` points at the simulated files (no `source:` blocks: nothing is fetched).
 """
 
 from __future__ import annotations
@@ -62,6 +62,17 @@ def simulated_retriever(entry: Mapping[str, Any], *, real_encoders: bool) -> dic
     return dict(entry)
 
 
+def without_sources(datasets: Mapping[str, Any]) -> dict[str, Any]:
+    """The twin's data is written locally: the study's `source:` blocks (hub ids, URLs, commits) do not apply."""
+    out = {}
+    for name, entry in datasets.items():
+        entry = {k: v for k, v in entry.items() if k != "source"}
+        if isinstance(entry.get("domains"), Mapping):
+            entry["domains"] = {d: {k: v for k, v in spec.items() if k != "source"} for d, spec in entry["domains"].items()}
+        out[name] = entry
+    return out
+
+
 def twin_settings(study: Study, *, scale: str, seed: int, real_encoders: bool, malformed_rate: float) -> dict:
     return {"study": str(study.root), "study_config_sha256": sha256_file(study.config_path), "scale": scale, "seed": seed,
             "real_encoders": real_encoders, "malformed_rate": malformed_rate}
@@ -88,7 +99,7 @@ def make_twin(study: Study, out: Path, *, scale: str, seed: int, real_encoders: 
         if source.is_dir():
             shutil.copytree(source, out / folder, ignore=shutil.ignore_patterns(*NOT_COPIED, "__pycache__"))
     raw = dict(study.raw_config)
-    raw["datasets"] = write_twin_datasets(study.config, study.root, out, scale=scale, seed=seed)
+    raw["datasets"] = without_sources(write_twin_datasets(study.config, study.root, out, scale=scale, seed=seed))
     raw["models"] = {name: simulated_model(entry, malformed_rate=malformed_rate)
                      for name, entry in (raw.get("models") or {}).items()}
     raw["retrievers"] = {name: simulated_retriever(entry, real_encoders=real_encoders)
