@@ -11,6 +11,7 @@ change (all relative to `out`), plus:
     questions of the first FreshStack domain), eligible and then excluded, as the pilot's were; inline
     exclusion lists are kept as written (ids that name nothing are ignored by the draw);
   - a selection count larger than what the twin holds is lowered to what it holds.
+  - `source:` sections (what `harness fetch` downloads) are left out: nothing of the twin is fetched.
 What was generated and every lowered count are listed in data/twin_data.json (`notes`).
 
 Datasets that read the same files (flagship: `qasper` and `qasper-pooled`) get one set of files. Sizes
@@ -51,6 +52,7 @@ SCALES = ("paper", "small")
 FOLDER = "data"  # under the twin's root
 MANIFEST = "twin_data.json"
 SOURCE = "simulated by harness rehearse (harness.rehearsal.twin_data)"
+NOT_KEPT = ("source",)  # where the real files are fetched from (hub ids, URLs, commits): the twin's are simulated
 
 
 @dataclass(frozen=True)
@@ -174,9 +176,11 @@ def _exclusion_entry(twin: Twin, name: str, value):
 def _entry(twin: Twin, name: str, cfg: DatasetConfig, entry: dict, written: dict) -> dict:
     written = copy.deepcopy(written)  # each entry its own lists and maps (YAML would write anchors otherwise)
     paths = written["paths"]
-    entry = {("files" if k == "hub" else k): paths.get("files" if k == "hub" else k, v) for k, v in entry.items()}
+    entry = {("files" if k == "hub" else k): paths.get("files" if k == "hub" else k, v) for k, v in entry.items()
+             if k not in NOT_KEPT}
     if cfg.adapter == "freshstack":
-        entry["domains"] = {d: {**entry["domains"][d], **written["domains"][d]} for d in entry["domains"]}
+        entry["domains"] = {d: {k: v for k, v in {**entry["domains"][d], **written["domains"][d]}.items()
+                                if k not in NOT_KEPT} for d in entry["domains"]}
     selection = entry.get("selection")
     if selection is not None:
         selection["exclude"] = _exclusion_entry(twin, name, cfg.selection.exclude)
