@@ -37,6 +37,7 @@ LAYERS = (
     ("stats",),
     ("analyses",),
     ("lab",),
+    ("rehearsal",),
     ("report",),
     ("cli", "__main__"),
 )
