@@ -59,6 +59,7 @@ from harness.study import Study
 from harness.tokens import WORD_RE
 from harness.llm import registry as llm_registry
 from harness.retrieval import dense
+from harness.retrieval.registry import RetrieverContext
 
 FORMAT = 2  # 2: `config` is the effective typed config (it absorbed `chunking` and the retriever defaults)
 
@@ -175,6 +176,7 @@ def _retrieval_record(study: Study, identities: dict[str, Any] | None = None) ->
     (k, depth, prefixes and the default model are in `config`, filled in by the schema). Given
     `identities` (the frozen ones), a configured model's identity is taken from there, not asked for."""
     models = {}
+    context = RetrieverContext.for_study(study)
     for name, cfg in sorted(study.retrievers.items()):
         if identities is not None:
             if name in identities:
@@ -182,7 +184,7 @@ def _retrieval_record(study: Study, identities: dict[str, Any] | None = None) ->
             continue
         model = getattr(cfg, "model", None)
         if model is not None and model not in study.models:  # models-section entries have digests already
-            models[name] = _retriever_model_identity(study, name, cfg)
+            models[name] = _retriever_model_identity(context, name, cfg)
     record = {"bm25_token_pattern": WORD_RE.pattern, "model_identity": models}
     if any(cfg.type == "dense" for cfg in study.retrievers.values()):
         # code constants that decide a dense run file's bytes (docs/determinism.md), hashed like the token pattern
@@ -191,16 +193,18 @@ def _retrieval_record(study: Study, identities: dict[str, Any] | None = None) ->
     return record
 
 
-def _retriever_model_identity(study: Study, name: str, cfg: Any) -> str:
-    """The digest the retrieval layer keys its caches on: the Ollama weights blob, or the SHA-256 of the
-    model directory (local path, installed package or local Hugging Face cache)."""
-    model = cfg.model
+def _retriever_model_identity(context: RetrieverContext, name: str, cfg: Any) -> str:
+    """The digest the retrieval layer keys its caches on, asked of the encoder or pair scorer it builds for
+    this entry: the Ollama weights blob, the SHA-256 of a model directory (local path, installed package
+    or local Hugging Face cache), a server's model id, a stand-in's name."""
     try:
-        if cfg.backend == "ollama":
-            return dense.OllamaEmbedder(model, host=cfg.host).digest
-        return dense.directory_digest(dense.resolve_model_dir(model, root=study.root))
+        retriever = context.get(name)
+        part = getattr(retriever, "embedder", None) or getattr(retriever, "scorer", None)
+        if part is None:
+            raise HarnessError(f"a {cfg.type} retriever has no model of its own to identify")
+        return str(part.digest)
     except Exception as e:  # an unreadable identity is an error, never replaced by the frozen one
-        raise HarnessError(f"retriever `{name}`: cannot identify model {model!r}: {e}") from None
+        raise HarnessError(f"retriever `{name}`: cannot identify model {cfg.model!r}: {e}") from None
 
 
 def tokenizer_file() -> Path:
