@@ -77,8 +77,14 @@ class LateEncoder:
         st = self.embedder._loaded()
         names = [type(m).__name__ for m in st]
         pooling = st[1] if len(st) > 1 else None
-        mean = pooling is not None and getattr(pooling, "pooling_mode_mean_tokens", False) and not any(
-            getattr(pooling, f"pooling_mode_{m}", False) for m in ("cls_token", "max_tokens", "lasttoken"))
+        mode = getattr(pooling, "pooling_mode", None)  # sentence-transformers 5: "mean"; older: one flag per mode
+        if isinstance(mode, str):
+            mean = mode == "mean"
+        elif mode is not None:
+            mean = list(mode) == ["mean"]
+        else:
+            mean = pooling is not None and getattr(pooling, "pooling_mode_mean_tokens", False) and not any(
+                getattr(pooling, f"pooling_mode_{m}", False) for m in ("cls_token", "max_tokens", "lasttoken"))
         if names[:1] != ["Transformer"] or not mean or any(n != "Normalize" for n in names[2:]):
             raise HarnessError(f"late chunking: model {self.embedder.model!r} ({' -> '.join(names)}) does not embed a "
                                "text as the mean of its token vectors (Transformer, mean Pooling, optional Normalize)")
