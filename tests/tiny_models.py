@@ -62,7 +62,7 @@ def tiny_bert_sentence_transformer(directory: Path, *, max_seq_length: int = 16,
     BertModel(config).eval().save_pretrained(encoder_dir)
     tokenizer.save_pretrained(encoder_dir)
     transformer = models.Transformer(str(encoder_dir), max_seq_length=max_seq_length)
-    pooling = models.Pooling(transformer.get_word_embedding_dimension(), pooling_mode="mean")
+    pooling = models.Pooling(transformer.get_embedding_dimension(), pooling_mode="mean")
     out = directory / "st"
     SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(out))
     return out
