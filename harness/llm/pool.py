@@ -15,6 +15,9 @@ The pool is itself a Backend, so the session, the generation cache and the spend
   each server's last error, and the build stops; a rerun resumes from the cache.
 
 Any other error (model missing, credentials, a 4xx) is not a server fault and stops the build as before.
+
+ServerPool holds the dispatch and the agreement check for any kind of server (the /rerank servers of
+harness.retrieval.rerank_http use it); HostPool is that pool behind the LLM Backend interface.
 """
 
 from __future__ import annotations
