@@ -6,8 +6,9 @@ Inference (TEI) and Infinity, one server or a pool of them.
     api: tei      POST {base_url}/rerank {"query", "texts", "raw_scores": false} -> [{"index", "score"}];
                   the served id from GET {base_url}/info ("model_id")
 
-Before the first request every server must report the configured `model` id (a server reporting another
-id stops the run, naming both). Requests go through the LLM layer's server pool (harness.llm.pool.ServerPool):
+When the retriever is built every server must report the configured `model` id (a server reporting another
+id stops the run, naming both); the check runs even when every pair score is cached, because the
+pair-score cache is keyed by what the servers report. Requests go through the LLM layer's server pool (harness.llm.pool.ServerPool):
 a server that refuses, drops, times out or answers 5xx is rested with backoff and the request moves to
 another; when every server is down the run stops, and the scores already computed are in the pair-score
 cache, so a rerun resumes. With `qwen3_prompt: true` the query and documents are sent wrapped in the
