@@ -69,6 +69,9 @@ EXPECTED = {
     "field_ablations": ("secondary", "none", "plan",
                         [(f"E-{k}-{f}", "E", "hybrid", d, METRIC[d], "two-sided", None) for d in (Q, F)
                          for k in ("no", "only") for f in ("title", "summary", "keywords", "questions")]),
+    # Amendment 1's late chunking (section 5.3: "secondary"): S under late-pooled jina-v3 minus S under plain
+    # jina-v3, each dataset; registered in the plan with its test now that a test can name two retrievers
+    "late_chunking": ("secondary", "none", "plan", _cells("S", "S", "jina-late/jina", "two-sided")),
     # Amendment 1: BM25+qwen3 hybrid and the reranker, same rule as the plan's secondary retrievers
     "retrievers_a1": ("secondary", "none", "amendment 0001",
                       [c for d in (Q, F) for r in ("hybrid-qwen3", "rerank")
@@ -116,7 +119,8 @@ def plan():
 
 
 def _as_rows(family):
-    return [(t.a, t.b, t.retriever, t.dataset, t.metric, t.rule, t.margin) for t in family.tests]
+    return [(t.a, t.b, t.retriever if t.retriever_b is None else f"{t.retriever}/{t.retriever_b}", t.dataset, t.metric,
+             t.rule, t.margin) for t in family.tests]
 
 
 def test_every_family_and_no_other(plan):
@@ -163,7 +167,7 @@ def test_key_secondary_ids(plan):
 
 
 def test_retrievers_and_arms(plan):
-    assert plan.retrievers == ("bm25", "nomic", "mxbai", "qwen3", "hybrid", "hybrid-qwen3", "rerank")
+    assert plan.retrievers == ("bm25", "nomic", "mxbai", "qwen3", "hybrid", "jina", "jina-late", "hybrid-qwen3", "rerank")
     assert plan.datasets["qasper"].margin == 5 and plan.datasets["freshstack"].margin == 4
     assert plan.datasets["freshstack"].stratified and not plan.datasets["qasper"].stratified
 

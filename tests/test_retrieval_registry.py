@@ -21,7 +21,7 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 def test_canonical_names():
     assert tuple(RETRIEVER_TYPES) == ("bm25", "dense", "rrf", "graph", "rerank")
     assert DENSE_BACKENDS == ("sentence-transformers", "ollama", "simulated")
-    assert tuple(RERANK_BACKENDS) == ("cross-encoder", "llm-yes", "simulated")
+    assert tuple(RERANK_BACKENDS) == ("cross-encoder", "llm-yes", "simulated", "transformers", "http-rerank")
 
 
 def test_every_declared_type_and_rerank_backend_has_a_builder():
@@ -69,7 +69,7 @@ def test_rrf_of_two_bm25_variants_searches(tmp_path):
         ({"a": {"type": "bm25"}, "b": {"type": "bm25"}, "x": {"type": "rrf", "of": ["a", "b"], "k": 0}}, "x", r"`retrievers\.x\.k` must be a number > 0"),
         ({"x": {"type": "rrf", "of": ["y", "x"]}, "y": {"type": "bm25"}}, "x", r"cycle: x -> x"),
         ({"x": {"type": "rerank", "first_stage": "y", "model": "m"}, "y": {"type": "rerank", "first_stage": "x", "model": "m"}}, "x", r"cycle: x -> y -> x"),
-        ({"x": {"type": "rerank", "backend": "colbert", "first_stage": "y"}}, "x", r"`retrievers\.x\.backend` must be one of 'cross-encoder', 'llm-yes', 'simulated', got 'colbert'"),
+        ({"x": {"type": "rerank", "backend": "colbert", "first_stage": "y"}}, "x", r"`retrievers\.x\.backend` must be one of 'cross-encoder', 'llm-yes', 'simulated', 'transformers', 'http-rerank', got 'colbert'"),
         ({"x": {"type": "rerank", "model": "m"}}, "x", r"`retrievers\.x\.first_stage` is required"),
         ({"y": {"type": "bm25"}, "x": {"type": "rerank", "first_stage": "y"}}, "x", r"`retrievers\.x\.model` is required"),
         ({"y": {"type": "bm25"}, "x": {"type": "rerank", "first_stage": "y", "model": "m", "depth": 0}}, "x", r"`retrievers\.x\.depth` must be an integer >= 1"),

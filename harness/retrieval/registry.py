@@ -7,6 +7,9 @@
     graph:  {type: graph, base: bm25, ablate: [lexical]}                  # chunk graph over bm25's seeds
     lab:    {type: bm25, k1: 1.2, b: 0.75, tokenizer: lab}                # stop words + light stemmer
     rerank: {type: rerank, first_stage: hybrid, depth: 30, backend: cross-encoder, model: PATH}
+    qwen3r: {type: rerank, first_stage: hybrid, backend: transformers, model: Qwen/Qwen3-Reranker-0.6B}
+    served: {type: rerank, first_stage: hybrid, backend: http-rerank, model: ID, base_url: http://gpu:8000/v1}
+    late:   {type: dense, model: PATH, pooling: late, arms: [S]}          # chunk vectors from document tokens
 
 rrf and rerank name other retrievers; the context builds each named retriever once and shares it.
 Which types and rerank backends exist, which keys each takes and their defaults, is the config schema's
@@ -22,8 +25,8 @@ from typing import Any, Callable, Mapping
 
 from harness.config.models import model_settings
 from harness.config.retrievers import (
-    Bm25, CrossEncoderRerank, Dense, Graph, LlmYesRerank, Rerank, RetrieverConfig, Rrf, SimulatedRerank,
-    retriever_settings,
+    Bm25, CrossEncoderRerank, Dense, Graph, HttpRerank, LlmYesRerank, Rerank, RetrieverConfig, Rrf, SimulatedRerank,
+    TransformersRerank, retriever_settings,
 )
 from harness.errors import HarnessError
 from harness.grid.paths import embeddings_dir
@@ -34,8 +37,12 @@ from harness.retrieval.graph import GraphParams
 from harness.retrieval.graph_retriever import GraphRetriever
 from harness.retrieval.hybrid import RRFRetriever
 from harness.retrieval.lab_tokens import lab_tokens
+from harness.retrieval.late import LateChunkingRetriever
 from harness.retrieval.rerank import CrossEncoderScorer, RerankRetriever
+from harness.retrieval.rerank_http import HttpRerankScorer
 from harness.retrieval.rerank_llm import LlmYesNoScorer
+from harness.retrieval.rerank_qwen3 import Qwen3RerankScorer
+from harness.retrieval.token_cut import TokenCut
 from harness.retrieval.simulated import HashedEmbedder, HashedPairScorer
 
 
@@ -46,6 +53,7 @@ class RetrieverContext:
     models: Mapping[str, Any] = field(default_factory=dict)  # `models:` entries (for llm-yes)
     root: Path | None = None  # relative model paths resolve against the study root
     progress: bool = False  # progress bars inside slow retrievers (the reranker's per-query bar)
+    documents: dict[str, str] = field(default_factory=dict)  # doc_id -> text, for late chunking (add_documents)
     _built: dict[str, Retriever] = field(default_factory=dict, repr=False)
     _building: list[str] = field(default_factory=list, repr=False)
 
@@ -67,6 +75,10 @@ class RetrieverContext:
         finally:
             self._building.pop()
         return self._built[name]
+
+    def add_documents(self, documents) -> None:
+        """Make the documents' texts (data.model.Document) known to retrievers that read them (pooling: late)."""
+        self.documents.update((d.doc_id, d.text) for d in documents)
 
     def all(self) -> dict[str, Retriever]:
         return {name: self.get(name) for name in self.configs}
@@ -92,14 +104,37 @@ def _bm25(name: str, cfg: Bm25, context: RetrieverContext) -> Retriever:
 
 def _dense(name: str, cfg: Dense, context: RetrieverContext) -> Retriever:
     if cfg.backend == "sentence-transformers":
-        embedder = dense.SentenceTransformerEmbedder(cfg.model, max_tokens=cfg.max_tokens, batch_size=cfg.batch_size, root=context.root)
+        embedder = dense.SentenceTransformerEmbedder(cfg.model, max_tokens=cfg.max_tokens, batch_size=cfg.batch_size,
+                                                     root=context.root, trust_remote_code=bool(cfg.trust_remote_code))
     elif cfg.backend == "simulated":
         embedder = HashedEmbedder(cfg.model, batch_size=cfg.batch_size)
     else:
-        embedder = dense.OllamaEmbedder(cfg.model, host=cfg.host, num_ctx=cfg.max_tokens, batch_size=cfg.batch_size)
-    return dense.DenseRetriever(
-        name, embedder, cache_dir=context.cache_dir, query_prefix=cfg.query_prefix, document_prefix=cfg.document_prefix
-    )
+        embedder = dense.OllamaEmbedder(cfg.model, host=cfg.host, num_ctx=cfg.max_tokens, batch_size=cfg.batch_size,
+                                        num_batch=cfg.num_batch)
+    if cfg.pooling == "late":
+        return LateChunkingRetriever(name, embedder, cache_dir=context.cache_dir, documents=context.documents,
+                                     overlap=cfg.late_overlap, query_prefix=cfg.query_prefix,
+                                     document_prefix=cfg.document_prefix)
+    return dense.DenseRetriever(name, embedder, cache_dir=context.cache_dir, query_prefix=cfg.query_prefix,
+                                document_prefix=cfg.document_prefix, cut=_token_cut(cfg, embedder, context))
+
+
+def _token_cut(cfg: Dense, embedder, context: RetrieverContext) -> TokenCut | None:
+    """`truncate_tokens`: an ollama model counts with `tokenizer:` (read locally), a sentence-transformers one with its own."""
+    if cfg.truncate_tokens is None:
+        return None
+    if cfg.tokenizer is None:
+        return TokenCut(lambda: embedder._loaded().tokenizer, limit=cfg.truncate_tokens, side=cfg.truncation_side,
+                        identity="the model's own")
+    directory = dense.resolve_model_dir(cfg.tokenizer, root=context.root)
+
+    def load():
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
+
+    return TokenCut(load, limit=cfg.truncate_tokens, side=cfg.truncation_side,
+                    identity=f"{cfg.tokenizer} {dense.directory_digest(directory)}")
 
 
 def _rrf(name: str, cfg: Rrf, context: RetrieverContext) -> Retriever:
@@ -139,6 +174,15 @@ def _simulated(name: str, cfg: SimulatedRerank, context: RetrieverContext):
     return HashedPairScorer(cfg.model)
 
 
+def _transformers(name: str, cfg: TransformersRerank, context: RetrieverContext):
+    return Qwen3RerankScorer(cfg.model, instruction=cfg.instruction, max_length=cfg.max_length,
+                             batch_size=cfg.batch_size, root=context.root)
+
+
+def _http_rerank(name: str, cfg: HttpRerank, context: RetrieverContext):
+    return HttpRerankScorer(cfg)
+
+
 # a builder per name of harness.config.retrievers' RETRIEVER_TYPES and RERANK_BACKENDS (the same keys)
 BUILDERS: dict[str, Callable[[str, Any, RetrieverContext], Retriever]] = {
     "bm25": _bm25,
@@ -151,6 +195,8 @@ SCORERS: dict[str, Callable[[str, Any, RetrieverContext], Any]] = {
     "cross-encoder": _cross_encoder,
     "llm-yes": _llm_yes,
     "simulated": _simulated,
+    "transformers": _transformers,
+    "http-rerank": _http_rerank,
 }
 
 
