@@ -6,7 +6,7 @@ its outcomes are its own): nothing is written into the study, and no result of t
 What is swapped, and how, is fixed here:
   - every `models:` entry becomes `backend: simulated` under the same entry name and model name, keeping
     its seed, temperature, output cap, context window and prices (so the estimate and the spend cap see
-    the same numbers);
+    the same numbers); the arms', reader's and judge's `model_options` are renamed the same way;
   - every dense retriever and reranker becomes its hashed n-gram stand-in (`backend: simulated`), unless
     `real_encoders` keeps them; an LLM reranker (`llm-yes`) always becomes the stand-in, its model being
     simulated;
@@ -32,9 +32,13 @@ NOT_COPIED = ("selection.json",)  # the twin draws its own selection from its ow
 MARKER = "REHEARSAL.json"  # what the twin was made from: a rerun into the same folder resumes
 REGISTERED = ("plan", "amendments", "configs", "prompts")
 _GIT_IDENTITY = ("-c", "user.name=harness rehearse", "-c", "user.email=rehearse@localhost")
-_OUTPUT_CAPS = ("max_tokens", "num_predict")
-_WINDOWS = ("context_tokens", "num_ctx", "n_ctx")
-_KEPT_MODEL_KEYS = ("seed", "retry_temperature", "temperature", "price_in_per_mtok", "price_out_per_mtok")
+# another backend's option -> the simulated model's: what moves the estimate and the spend cap carries over,
+# the rest (reasoning effort, repeat penalty, ...) cannot change a stand-in's answer and is dropped
+SIMULATED_OPTION = {"max_tokens": "max_tokens", "num_predict": "max_tokens", "context_tokens": "context_tokens",
+                    "num_ctx": "context_tokens", "n_ctx": "context_tokens", "temperature": "temperature",
+                    "seed": "seed", "retry_temperature": "retry_temperature"}
+_PRICES = ("price_in_per_mtok", "price_out_per_mtok")
+_OPTION_SECTIONS = ("reader", "judge")  # sections with `model_options` besides the arms
 _KEPT_DENSE_KEYS = ("type", "datasets", "arms", "model", "query_prefix", "document_prefix", "batch_size")
 _KEPT_RERANK_KEYS = ("type", "datasets", "arms", "first_stage", "depth")
 
@@ -43,11 +47,21 @@ def simulated_model(entry: Mapping[str, Any], *, malformed_rate: float) -> dict[
     """A `models:` entry as its simulated stand-in (the model's name keeps keying the cache)."""
     name = entry.get("name") or entry.get("package") or Path(str(entry.get("model_path", "model"))).name
     out: dict[str, Any] = {"backend": "simulated", "name": str(name)}
-    out |= {k: entry[k] for k in _KEPT_MODEL_KEYS if entry.get(k) is not None}
-    cap = next((entry[k] for k in _OUTPUT_CAPS if entry.get(k) is not None), None)
-    window = next((entry[k] for k in _WINDOWS if entry.get(k) is not None), None)
-    out |= ({"max_tokens": cap} if cap is not None else {}) | ({"context_tokens": window} if window is not None else {})
+    out |= simulated_options({k: v for k, v in entry.items() if v is not None})
+    out |= {k: entry[k] for k in _PRICES if entry.get(k) is not None}
     return out | ({"malformed_rate": malformed_rate} if malformed_rate else {})
+
+
+def simulated_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Model options (an entry's, or an arm's `model_options`, per-dataset values kept) in the simulated
+    model's names."""
+    return {SIMULATED_OPTION[k]: v for k, v in options.items() if k in SIMULATED_OPTION}
+
+
+def _with_simulated_options(section: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(section.get("model_options"), Mapping):
+        return dict(section)
+    return dict(section) | {"model_options": simulated_options(section["model_options"])}
 
 
 def simulated_retriever(entry: Mapping[str, Any], *, real_encoders: bool) -> dict[str, Any]:
@@ -104,6 +118,8 @@ def make_twin(study: Study, out: Path, *, scale: str, seed: int, real_encoders: 
                      for name, entry in (raw.get("models") or {}).items()}
     raw["retrievers"] = {name: simulated_retriever(entry, real_encoders=real_encoders)
                          for name, entry in (raw.get("retrievers") or {}).items()}
+    raw["arms"] = {name: _with_simulated_options(arm) for name, arm in (raw.get("arms") or {}).items()}
+    raw |= {key: _with_simulated_options(raw[key]) for key in _OPTION_SECTIONS if isinstance(raw.get(key), Mapping)}
     (out / "configs").mkdir(exist_ok=True)
     atomic_write_text(out / "configs" / "study.yaml",
                       "# the synthetic twin written by `harness rehearse`: simulated data and stand-in models\n"
