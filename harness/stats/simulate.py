@@ -16,6 +16,18 @@ class SyntheticDataset:
     strata: tuple[str, ...] = ("",)
 
 
+def redraw_clusters(rng: np.random.Generator, pool: int, n: int, studies: int) -> np.ndarray:
+    """Simulated studies drawn from a pilot: (studies, n) indices into its `pool` clusters, with replacement.
+
+    The one redraw behind `harness power` (n: a candidate study size) and the known-effects replicates
+    (harness.stats.replicates; n = pool: a study of the registered size). One call takes one block of
+    `rng`'s stream, so a seed gives the same studies wherever they are drawn.
+    """
+    if pool < 1 or n < 1 or studies < 1:
+        raise ValueError(f"`pool`, `n` and `studies` must be >= 1; got {pool}, {n}, {studies}")
+    return rng.integers(0, pool, size=(studies, n))
+
+
 def clustered_sample(
     rng: np.random.Generator, *, n_clusters: int, mean_cluster_size: float, shift: float,
     cluster_sd: float, noise_sd: float, skew: bool = False,
