@@ -164,12 +164,12 @@ def test_an_unknown_test_is_refused_and_one_without_rows_is_reported_missing(tmp
     assert "| f | holm | 0.05 | 1 |" in table_md
 
 
-def test_the_summary_depends_on_the_seed_alone_not_on_threads(tmp_path, table):
+def test_the_summary_depends_on_the_seed_alone_not_on_workers(tmp_path, table):
     plan = _plan(tmp_path, [_family("f", "tost", "holm", [_test("t1", margin=3), _test("t2", "A", "C", margin=3)])])
     args = dict(effects={"t2": 1.0}, replicates=40, seed=12, resamples=200)
-    one = replicate_verdicts(plan, table, threads=1, **args)
-    assert replicate_verdicts(plan, table, threads=3, **args).to_json() == one.to_json()
-    assert replicate_verdicts(plan, table, threads=1, **args | {"seed": 13}).to_json() != one.to_json()
+    one = replicate_verdicts(plan, table, workers=1, **args)
+    assert replicate_verdicts(plan, table, workers=3, **args).to_json() == one.to_json()
+    assert replicate_verdicts(plan, table, workers=1, **args | {"seed": 13}).to_json() != one.to_json()
     data = one.to_json()
     assert (data["seed"], data["replicates"], data["resamples"], data["max_flips"]) == (12, 40, 200, 200)
     assert [t["test"] for t in data["tests"]] == ["t1", "t2"] and data["families"][0]["family"] == "f"

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from concurrent.futures import ThreadPoolExecutor
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -97,39 +98,66 @@ class ReplicateSummary:
 
 def replicate_verdicts(
     plan: Plan, table: pd.DataFrame | ResultTable, *, effects: dict[str, float], replicates: int, seed: int,
-    resamples: int | None = None, progress: bool = False, threads: int = 1,
+    resamples: int | None = None, progress: bool = False, workers: int = 1,
 ) -> ReplicateSummary:
     """Share of each verdict per registered test, and each family's familywise error under the null, over
     `replicates` simulated studies with the true effects `effects` (test id -> points; others 0).
 
     `resamples` sets the bootstrap resamples and the sign-flips of every replicate contrast (None: the
-    plan's registered counts). Randomness comes only from `seed`; `threads` only spreads replicates, so the
-    summary is the same for any thread count.
+    plan's registered counts). Randomness comes only from `seed`; `workers` (processes: a replicate is many
+    small NumPy calls, which threads serialise on the GIL) only spreads replicates, so the summary is the
+    same for any number of them.
     """
-    effects, replicates, resamples, threads = _replicates_iv(plan, effects, replicates, seed, resamples, threads)
+    effects, replicates, resamples, workers = _replicates_iv(plan, effects, replicates, seed, resamples, workers)
     max_flips = plan.max_flips if resamples is None else resamples
     resamples = plan.resamples if resamples is None else resamples
     results = as_results(table)
     pools = {test.id: _pool(plan, fam, test, results, effects.get(test.id, 0.0))
              for fam in plan.families for test in fam.tests}
     draws = _draws(pools.values(), replicates, seed)
-
-    def one(r: int) -> dict[str, str]:
-        return _replicate(plan, pools, draws, r, seed, resamples, max_flips)
-
-    from tqdm import tqdm
-
-    verdicts = []
-    with ThreadPoolExecutor(max_workers=threads) as workers:
-        for labels in tqdm(workers.map(one, range(replicates)), total=replicates, desc="replicates",
-                           unit="replicate", disable=not progress):
-            verdicts.append(labels)
+    verdicts = _run(plan, pools, draws, replicates, seed, resamples, max_flips, workers, progress)
     return ReplicateSummary(
         study=plan.study, seed=seed, replicates=replicates, resamples=resamples, max_flips=max_flips,
         tests=tuple(_test_shares(fam, test, effects.get(test.id, 0.0), [v[test.id] for v in verdicts])
                     for fam in plan.families for test in fam.tests),
         families=tuple(_family_error(plan, fam, effects, pools, verdicts) for fam in plan.families),
     )
+
+
+def _run(plan: Plan, pools: dict, draws: dict, replicates: int, seed: int, resamples: int, max_flips: int,
+         workers: int, progress: bool) -> list[dict[str, str]]:
+    """Every replicate's verdicts, in replicate order; with workers, contiguous chunks of replicates run in
+    processes, each sent only its own rows of the draws."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=replicates, desc="replicates", unit="replicate", disable=not progress)
+    if workers == 1:
+        out = []
+        for r in range(replicates):
+            out += _replicate_range(plan, pools, {k: d[r : r + 1] for k, d in draws.items()}, r, 1, seed,
+                                    resamples, max_flips)
+            bar.update(1)
+        bar.close()
+        return out
+    step = max(1, replicates // (workers * 20))  # chunks small enough for a live bar, large enough to amortise
+    chunks = {}
+    # spawned, not forked: the parent may hold Arrow's threads, which a fork would copy mid-flight
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_replicate_range, plan, pools, {k: d[start : start + step] for k, d in draws.items()},
+                               start, min(step, replicates - start), seed, resamples, max_flips): start
+                   for start in range(0, replicates, step)}
+        for future in as_completed(futures):
+            chunks[futures[future]] = future.result()
+            bar.update(len(chunks[futures[future]]))
+    bar.close()
+    return [labels for start in sorted(chunks) for labels in chunks[start]]
+
+
+def _replicate_range(plan: Plan, pools: dict, draws: dict, first: int, count: int, seed: int, resamples: int,
+                     max_flips: int) -> list[dict[str, str]]:
+    """Replicates first .. first + count - 1; `draws` holds their rows only."""
+    return [_replicate(plan, pools, {k: d[i] for k, d in draws.items()}, first + i, seed, resamples, max_flips)
+            for i in range(count)]
 
 
 @dataclass(frozen=True)
@@ -191,9 +219,10 @@ def _draws(pools, replicates: int, seed: int) -> dict[tuple, np.ndarray]:
     return draws
 
 
-def _replicate(plan: Plan, pools: dict[str, _Pool], draws: dict, r: int, seed: int, resamples: int,
+def _replicate(plan: Plan, pools: dict[str, _Pool], picks: dict, r: int, seed: int, resamples: int,
                max_flips: int) -> dict[str, str]:
-    """Replicate r: every family's contrasts on the redrawn clusters, decided as registered -> test id: verdict."""
+    """Replicate r (`picks`: its drawn clusters per draw key): every family's contrasts on the redrawn
+    clusters, decided as registered -> test id: verdict."""
     verdicts = {}
     for family in plan.families:
         contrasts = []
@@ -203,7 +232,7 @@ def _replicate(plan: Plan, pools: dict[str, _Pool], draws: dict, r: int, seed: i
                 contrasts.append((test, None, pool.lacking))
                 continue
             result = contrast_of_pairs(
-                _redrawn(pool, draws, r), dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
+                _redrawn(pool, picks), dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
                 metric=test.metric, seed=_contrast_seed(seed, r, derive_seed(family.seed, test.id)),
                 resamples=resamples, max_flips=max_flips,
                 margin=test.margin if RULES[test.rule].computes_p_tost else None,
@@ -214,13 +243,13 @@ def _replicate(plan: Plan, pools: dict[str, _Pool], draws: dict, r: int, seed: i
     return verdicts
 
 
-def _redrawn(pool: _Pool, draws: dict, r: int) -> PairedDifferences:
-    """The test's questions in replicate r: every drawn cluster's questions, a cluster drawn twice counting
+def _redrawn(pool: _Pool, picks: dict) -> PairedDifferences:
+    """The test's questions in one replicate: every drawn cluster's questions, a cluster drawn twice counting
     as two clusters (labelled by its draw slot)."""
     positions, labels = [], []
     slot = 0
     for group in pool.groups:
-        pick = draws[group.key][r]
+        pick = picks[group.key]
         lengths = group.sizes[pick]
         # question j of the output belongs to draw i = repeat(i, lengths); its source is starts[pick[i]] + offset
         firsts = np.cumsum(lengths) - lengths
@@ -258,7 +287,7 @@ def _family_error(plan: Plan, family: FamilyPlan, effects: dict[str, float], poo
                        null_tests=len(null), familywise_error=error)
 
 
-def _replicates_iv(plan: Plan, effects, replicates, seed, resamples, threads):
+def _replicates_iv(plan: Plan, effects, replicates, seed, resamples, workers):
     known = [t.id for f in plan.families for t in f.tests]
     unknown = [name for name in effects if name not in known]
     if unknown:
@@ -270,13 +299,13 @@ def _replicates_iv(plan: Plan, effects, replicates, seed, resamples, threads):
                 or not math.isfinite(value):
             raise InputError(f"the true effect of test {name!r} must be a finite number of points; got {value!r}")
         out[name] = float(value)
-    for what, value, least in (("replicates", replicates, 1), ("seed", seed, 0), ("threads", threads, 1)):
+    for what, value, least in (("replicates", replicates, 1), ("seed", seed, 0), ("workers", workers, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise InputError(f"`{what}` must be an integer >= {least}; got {value!r}")
     if resamples is not None and (isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer))
                                   or resamples < 2):
         raise InputError(f"`resamples` must be an integer >= 2 (or None: the plan's); got {resamples!r}")
-    return out, int(replicates), None if resamples is None else int(resamples), int(threads)
+    return out, int(replicates), None if resamples is None else int(resamples), int(workers)
 
 
 def _share(share: float) -> str:
