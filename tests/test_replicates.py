@@ -159,6 +159,9 @@ def test_an_unknown_test_is_refused_and_one_without_rows_is_reported_missing(tmp
     assert absent.truth is None and absent.correct is None and absent.effect == 3.0
     assert present.shares[DIFFERENT] + present.shares[NO_DIFFERENCE] == 1.0
     assert summary.families[0].null_tests == 1
+    nothing = _plan(tmp_path, [_family("f", "tost", "none", [_test("no-rows", metric="rec2", margin=3)])])
+    alone = replicate_verdicts(nothing, table, effects={}, replicates=3, seed=1)
+    assert alone.tests[0].shares[MISSING] == 1.0 and alone.families[0].familywise_error is None
     table_md = summary.to_markdown()
     assert "| f | no-rows | two-sided | +3 |  | 0.0% |  | 0.0% | missing 100.0% | n/a |" in table_md
     assert "| f | holm | 0.05 | 1 |" in table_md
@@ -175,3 +178,10 @@ def test_the_summary_depends_on_the_seed_alone_not_on_workers(tmp_path, table):
     assert [t["test"] for t in data["tests"]] == ["t1", "t2"] and data["families"][0]["family"] == "f"
     registered = replicate_verdicts(plan, table, effects={}, replicates=2, seed=1)
     assert (registered.resamples, registered.max_flips) == (400, 400)  # the plan's counts
+
+
+def test_a_synthetic_dataset_can_have_an_exact_question_count():
+    sizes = SyntheticDataset("qasper", 300, 3.17, n_questions=951).cluster_sizes(np.random.default_rng(0))
+    assert len(sizes) == 300 and sizes.sum() == 951 and sizes.min() >= 1
+    with pytest.raises(ValueError, match="10 questions cannot fill 300 clusters"):
+        SyntheticDataset("qasper", 300, 3.17, n_questions=10).cluster_sizes(np.random.default_rng(0))

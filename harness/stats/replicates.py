@@ -146,9 +146,13 @@ def _run(plan: Plan, pools: dict, draws: dict, replicates: int, seed: int, resam
         futures = {pool.submit(_replicate_range, plan, pools, {k: d[start : start + step] for k, d in draws.items()},
                                start, min(step, replicates - start), seed, resamples, max_flips): start
                    for start in range(0, replicates, step)}
-        for future in as_completed(futures):
-            chunks[futures[future]] = future.result()
-            bar.update(len(chunks[futures[future]]))
+        try:
+            for future in as_completed(futures):
+                chunks[futures[future]] = future.result()
+                bar.update(len(chunks[futures[future]]))
+        except BaseException:  # a failed chunk (or Ctrl-C) stops the rest instead of waiting for them
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     bar.close()
     return [labels for start in sorted(chunks) for labels in chunks[start]]
 
