@@ -5,6 +5,8 @@ pooled; FreshStack: 235 questions in 3 domains).
 A replicate contrast may use fewer bootstrap resamples (and sign-flips) than the plan registers if verdict
 shares agree with the registered count within Monte Carlo error: checked here on the primary and H3 families
 (8 tests, true effects chosen so the shares are neither 0 nor 1), with the same replicates at both counts.
+The default, 1,000 resamples and sign-flips per replicate contrast, is the count this check backs; the wall
+time counts whatever else shares the cores, so the CPU time is printed beside it.
 
 Goal (issue 26): 1,000 replicates of every contrast in under 10 minutes on 2 cores. Run:
     .venv/bin/python benchmarks/bench_replicates.py [--cores 2] [--resamples 1000] [--quick]

@@ -106,7 +106,8 @@ def replicate_verdicts(
     `resamples` sets the bootstrap resamples and the sign-flips of every replicate contrast (None: the
     plan's registered counts). Randomness comes only from `seed`; `workers` (processes: a replicate is many
     small NumPy calls, which threads serialise on the GIL) only spreads replicates, so the summary is the
-    same for any number of them.
+    same for any number of them. Workers are spawned: a script calling this with workers > 1 needs its
+    `if __name__ == "__main__":` guard.
     """
     effects, replicates, resamples, workers = _replicates_iv(plan, effects, replicates, seed, resamples, workers)
     max_flips = plan.max_flips if resamples is None else resamples
