@@ -203,6 +203,28 @@ def compare(
 ) -> ContrastResult:
     pairs = paired_differences(table, dataset=dataset, a=a, b=b, retriever=retriever, metric=metric,
                                subset_clusters=subset_clusters, strata=strata, retriever_b=retriever_b)
+    return contrast_of_pairs(pairs, dataset=dataset, a=a, b=b, retriever=retriever, metric=metric, seed=seed,
+                             resamples=resamples, max_flips=max_flips, margin=margin, stratified=stratified,
+                             retriever_b=retriever_b)
+
+
+def contrast_of_pairs(
+    pairs: PairedDifferences,
+    *,
+    dataset: str,
+    a: str,
+    b: str,
+    retriever: str,
+    metric: str,
+    seed: int,
+    resamples: int = 10_000,
+    max_flips: int = 10_000,
+    margin: float | None = None,
+    stratified: bool = True,
+    retriever_b: str | None = None,
+) -> ContrastResult:
+    """The statistics of `compare` on differences already paired (also the known-effects replicates'
+    simulated ones): bootstrap, sign-flip, cluster SE and, given a margin, TOST."""
     boot = cluster_bootstrap(pairs.diffs, pairs.clusters, pairs.strata if stratified else None,
                              resamples=resamples, seed=seed)
     flip = cluster_sign_flip(pairs.diffs, pairs.clusters, max_flips=max_flips, seed=seed)

@@ -146,7 +146,7 @@ def run_family(
     missing = sorted(set(missing))
     if all(c is None for _, c, _ in contrasts):
         return FamilyResult(**settings, status=Status.NOT_RUN, missing=tuple(missing), rows=())
-    rows = _decide(plan, family, contrasts, judge_rates or {})
+    rows = decide_family(plan, family, contrasts, judge_rates)
     return FamilyResult(**settings, status=Status.RAN, missing=tuple(missing), rows=tuple(rows))
 
 
@@ -182,11 +182,15 @@ def _decisive_p(test: TestPlan, contrast: dict | None) -> float:
     return contrast[RULES[test.rule].decisive_p]
 
 
-def _decide(plan: Plan, family: FamilyPlan, contrasts: list[tuple], judge_rates: Mapping[str, Mapping[str, float]]) -> list[dict]:
+def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[tuple],
+                  judge_rates: Mapping[str, Mapping[str, float]] | None = None) -> list[dict]:
     """Holm over each row's decisive p (its rule's: p_tost for TOST rows, else the sign-flip p), then verdicts.
 
-    Rows deciding on p_tost also get the Holm-adjusted sign-flip p over the family's sign-flip p's: the verdict
-    does not use it, but it is reported beside the TOST result."""
+    `contrasts` holds, per registered test in family order, (test, its contrast's JSON or None when it has no
+    rows, what it lacks). The one decision path: `harness stats` and the known-effects replicates
+    (harness.stats.replicates) both decide here. Rows deciding on p_tost also get the Holm-adjusted sign-flip
+    p over the family's sign-flip p's: the verdict does not use it, but it is reported beside the TOST result."""
+    judge_rates = judge_rates or {}
     holm_family = family.multiplicity == "holm"
     decisive = np.array([_decisive_p(t, c) for t, c, _ in contrasts])
     adjusted = holm(decisive) if holm_family else None

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from harness.stats.bootstrap import cluster_totals
+from harness.stats.simulate import redraw_clusters
 
 POWER = 0.80  # the power the planning numbers are quoted at
 
@@ -99,7 +100,7 @@ def tost_clusters_for_power(
     curve = []
     found = None
     for n in candidates:
-        pick = rng.integers(0, n_pilot, size=(simulations, n))
+        pick = redraw_clusters(rng, n_pilot, n, simulations)
         s, m = sums[pick], sizes_q[pick]
         total = m.sum(axis=1)
         est = s.sum(axis=1) / total

@@ -38,10 +38,25 @@ class Rule:
     verdicts: tuple[str, ...]  # every label `decide` can give (besides "too few clusters")
     decide: Callable[[Evidence], Verdict]
     caption: Callable[[bool], str]  # its clause in a family's caption, given the family's signflip_required
+    # the verdict that states the truth about a true difference (points) under the test's margin, or None
+    # where no verdict does (e.g. a difference exactly at the margin): what the known-effects replicates
+    # (harness.stats.replicates) count as correct. A rule without it has no correct share.
+    truth: Callable[[float, float | None], str | None] | None = None
 
     @property
     def computes_p_tost(self) -> bool:
         return self.decisive_p == "p_tost"
+
+
+def _margin_truth(difference: float, margin: float | None) -> str | None:
+    """Inside the margin the truth is equivalence, beyond it a difference; at the margin neither."""
+    if abs(difference) < margin:
+        return EQUIVALENT
+    return DIFFERENT if abs(difference) > margin else None
+
+
+def _zero_truth(difference: float, _margin: float | None) -> str:
+    return NO_DIFFERENCE if difference == 0 else DIFFERENT
 
 
 RULES: dict[str, Rule] = {r.name: r for r in (
@@ -50,6 +65,7 @@ RULES: dict[str, Rule] = {r.name: r for r in (
         verdicts=(EQUIVALENT, DIFFERENT, INCONCLUSIVE),
         decide=lambda e: tost_verdict(p_tost=e.p, ci95=e.ci95, alpha=e.alpha),
         caption=lambda _signflip: "TOST rows show the 90% BCa CI against the margin; equiv. needs p_tost < alpha",
+        truth=_margin_truth,
     ),
     Rule(
         name="two-sided", decisive_p="p_signflip", ci_shown="95",
@@ -58,6 +74,7 @@ RULES: dict[str, Rule] = {r.name: r for r in (
                                            signflip_required=e.signflip_required),
         caption=lambda signflip: "two-sided rows show the 95% BCa CI; diff. needs it to exclude 0"
         + (" and the sign-flip p < alpha" if signflip else ""),
+        truth=_zero_truth,
     ),
     # the rule the paper applies to its secondary retrievers (no TOST was registered there): equiv. when the
     # unadjusted 95% CI lies inside (-margin, +margin), else diff. when it excludes 0, else incon.
@@ -67,6 +84,7 @@ RULES: dict[str, Rule] = {r.name: r for r in (
         decide=lambda e: ci_margin_verdict(ci95=e.ci95, margin=e.margin),
         caption=lambda _signflip: "margin rows show the unadjusted 95% BCa CI; equiv. needs it inside the margin, "
         "else diff. needs it to exclude 0",
+        truth=_margin_truth,
     ),
 )}
 

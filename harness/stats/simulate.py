@@ -14,6 +14,28 @@ class SyntheticDataset:
     n_clusters: int
     mean_cluster_size: float  # questions per cluster: 1 + Poisson(mean - 1)
     strata: tuple[str, ...] = ("",)
+    # exactly this many questions instead (e.g. a paper's 951): 1 per cluster plus the rest spread uniformly
+    n_questions: int | None = None
+
+    def cluster_sizes(self, rng: np.random.Generator) -> np.ndarray:
+        if self.n_questions is None:
+            return 1 + rng.poisson(self.mean_cluster_size - 1, self.n_clusters)
+        if self.n_questions < self.n_clusters:
+            raise ValueError(f"dataset {self.name}: {self.n_questions} questions cannot fill "
+                             f"{self.n_clusters} clusters")
+        return 1 + rng.multinomial(self.n_questions - self.n_clusters, np.full(self.n_clusters, 1 / self.n_clusters))
+
+
+def redraw_clusters(rng: np.random.Generator, pool: int, n: int, studies: int) -> np.ndarray:
+    """Simulated studies drawn from a pilot: (studies, n) indices into its `pool` clusters, with replacement.
+
+    The one redraw behind `harness power` (n: a candidate study size) and the known-effects replicates
+    (harness.stats.replicates; n = pool: a study of the registered size). One call takes one block of
+    `rng`'s stream, so a seed gives the same studies wherever they are drawn.
+    """
+    if pool < 1 or n < 1 or studies < 1:
+        raise ValueError(f"`pool`, `n` and `studies` must be >= 1; got {pool}, {n}, {studies}")
+    return rng.integers(0, pool, size=(studies, n))
 
 
 def clustered_sample(
@@ -47,7 +69,7 @@ def long_table(
     """
     frames = []
     for ds in datasets:
-        sizes = 1 + rng.poisson(ds.mean_cluster_size - 1, ds.n_clusters)
+        sizes = ds.cluster_sizes(rng)
         cluster_idx = np.repeat(np.arange(ds.n_clusters), sizes)
         n = len(cluster_idx)
         clusters = np.array([f"{ds.name}-c{c:04d}" for c in cluster_idx])
