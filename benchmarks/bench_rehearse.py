@@ -14,6 +14,7 @@ path), with a handful of replicates.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from goals import add_quick, goal  # noqa: E402
 from harness.files import read_json, sha256_file  # noqa: E402
 from harness.plan.load import load_study_plan  # noqa: E402
 from harness.stats.io import load_per_question  # noqa: E402
-from harness.stats.replicates import replicate_verdicts  # noqa: E402
+from harness.stats.replicates import REPLICATE_RESAMPLES, replicate_verdicts  # noqa: E402
 from harness.study import Study  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +66,9 @@ def main() -> None:
     parser.add_argument("--study", default=str(ROOT), help="the study rehearsed (default: the flagship, the repository root)")
     parser.add_argument("--scale", default="paper", choices=("paper", "small"))
     parser.add_argument("--replicates", type=int, default=1000)
-    parser.add_argument("--resamples", type=int, help="bootstrap resamples per replicate contrast (default: the plan's)")
+    parser.add_argument("--resamples", type=int, default=REPLICATE_RESAMPLES,
+                        help=f"bootstrap resamples per replicate contrast (default {REPLICATE_RESAMPLES}, as rehearse)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the replicates")
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray run")
     parser.add_argument("--out", help="keep the twins here (default: a temporary folder, removed)")
     add_quick(parser)
@@ -95,7 +98,8 @@ def main() -> None:
         twin = Study.at(base / "local")
         plan, table = load_study_plan(twin), load_per_question(twin)
         start = time.perf_counter()
-        summary = replicate_verdicts(plan, table, effects={}, replicates=replicates, seed=0, resamples=args.resamples)
+        summary = replicate_verdicts(plan, table, effects={}, replicates=replicates, seed=0, resamples=args.resamples,
+                                     workers=args.workers)
         took = time.perf_counter() - start
         n_tests = sum(len(f.tests) for f in plan.families)
         print(f"{replicates} replicates of {n_tests} registered tests: {took:.1f} s "

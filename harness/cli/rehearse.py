@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -26,6 +27,7 @@ DESCRIPTION = (
 def add_arguments(parser) -> None:
     from harness.cli.main import add_study_argument
     from harness.rehearsal.stages import STAGES
+    from harness.stats.replicates import REPLICATE_RESAMPLES
     from harness.rehearsal.twin_data import SCALES
 
     parser.description = DESCRIPTION
@@ -44,8 +46,12 @@ def add_arguments(parser) -> None:
                         help="a registered test's true effect in points for the replicates (repeatable; others 0)")
     parser.add_argument("--replicates", type=int, default=0, metavar="R",
                         help="redraw the per-question outcomes R times with the known effects (default 0: none)")
-    parser.add_argument("--resamples", type=int, metavar="N",
-                        help="bootstrap resamples and sign-flips per replicate contrast (default: the plan's)")
+    parser.add_argument("--resamples", type=int, default=REPLICATE_RESAMPLES, metavar="N",
+                        help="bootstrap resamples and sign-flips per replicate contrast (default "
+                        f"{REPLICATE_RESAMPLES}: verdict shares agree with the registered count within Monte Carlo "
+                        "error, see benchmarks/bench_replicates.py; 0: the plan's registered count)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help="processes for the replicates (the result is the same for any number; default: the CPUs)")
     parser.add_argument("--pilot", metavar="FILE",
                         help="replicates redraw this per-question file (.parquet/.csv) instead of the twin's")
     parser.add_argument("--until", choices=STAGES, metavar="STAGE",
@@ -117,7 +123,7 @@ def run(args) -> int:
 
         table = read_per_question(args.pilot) if args.pilot else load_per_question(twin)
         known = replicate_verdicts(plan, table, effects=effects, replicates=args.replicates, seed=args.seed,
-                                   resamples=args.resamples, progress=progress)
+                                   resamples=args.resamples or None, progress=progress, workers=args.workers)
         record["replicates"] = known.to_json() | {"pilot": args.pilot}
         text += ["", f"## Known effects: {args.replicates} replicates", "", known.to_markdown()]
     _write(twin, record, text)
