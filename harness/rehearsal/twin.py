@@ -22,9 +22,11 @@ from typing import Any, Mapping
 
 import yaml
 
+from harness.config.arms import documents_of
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_text, canonical_json, read_json, sha256_file
 from harness.rehearsal.twin_data import write_twin_datasets
+from harness.plan.load import load_study_plan
 from harness.study import Study
 
 COPIED = ("plan", "amendments", "prompts", "selection")  # configs/study.yaml is rewritten, results never copied
@@ -76,6 +78,21 @@ def simulated_retriever(entry: Mapping[str, Any], *, real_encoders: bool) -> dic
     return dict(entry)
 
 
+def sampled_clusters(study: Study) -> dict[str, int]:
+    """dataset -> the most clusters any registered subset or arm's document sample draws from it."""
+    need: dict[str, int] = {}
+    for family in load_study_plan(study).families:
+        for test in family.tests:
+            if test.subset is not None and test.subset.n_clusters is not None:
+                need[test.dataset] = max(need.get(test.dataset, 0), test.subset.n_clusters)
+    for arm in study.arms.values():
+        documents = documents_of(arm)
+        if isinstance(documents, int):
+            for dataset in getattr(arm, "datasets", None) or study.config.datasets:
+                need[dataset] = max(need.get(dataset, 0), documents)
+    return need
+
+
 def without_sources(datasets: Mapping[str, Any]) -> dict[str, Any]:
     """The twin's data is written locally: the study's `source:` blocks (hub ids, URLs, commits) do not apply."""
     out = {}
@@ -113,7 +130,8 @@ def make_twin(study: Study, out: Path, *, scale: str, seed: int, real_encoders: 
         if source.is_dir():
             shutil.copytree(source, out / folder, ignore=shutil.ignore_patterns(*NOT_COPIED, "__pycache__"))
     raw = dict(study.raw_config)
-    raw["datasets"] = without_sources(write_twin_datasets(study.config, study.root, out, scale=scale, seed=seed))
+    raw["datasets"] = without_sources(write_twin_datasets(study.config, study.root, out, scale=scale, seed=seed,
+                                                          min_clusters=sampled_clusters(study)))
     raw["models"] = {name: simulated_model(entry, malformed_rate=malformed_rate)
                      for name, entry in (raw.get("models") or {}).items()}
     raw["retrievers"] = {name: simulated_retriever(entry, real_encoders=real_encoders)

@@ -83,8 +83,9 @@ SIZES = {
     "paper": Sizes(PaperSizes(300, 951, 2245),
                    (DomainSizes(89, 98, 22), DomainSizes(99, 189, 30), DomainSizes(47, 90, 10)), 25),
     "small": Sizes(PaperSizes(12, 40, 94),
-                   (DomainSizes(15, 30, 4), DomainSizes(17, 30, 5), DomainSizes(8, 30, 2)), 25),
+                   (DomainSizes(10, 14, 3), DomainSizes(10, 14, 3), DomainSizes(6, 10, 2)), 25),
 }
+QUESTIONS_PER_RAISED_PAPER = 1.2  # a small twin raised to a sample's size stays near one question per paper
 GOLD_FILES_PER_QUESTION = 0.75  # gold files of a `full` domain, per question (the rest of it is distractors)
 
 
@@ -100,10 +101,26 @@ class Twin:
     exclusion_copies: dict[str, str] = field(default_factory=dict)  # resolved source -> twin path
     manifest: dict[str, dict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    needed: dict[str, int] = field(default_factory=dict)  # group -> clusters the plan's samples draw at least
 
     @property
     def sizes(self) -> Sizes:
         return SIZES[self.scale]
+
+    def paper_sizes(self, group: str) -> PaperSizes:
+        """The scale's sizes, raised to the clusters a registered sample draws (a small twin must still
+        hold the 100 papers a subset test samples), questions and evidence in the scale's proportions."""
+        base = self.sizes.papers
+        need = self.needed.get(group, 0)
+        if need <= base.papers:
+            return base
+        questions = max(base.questions, round(need * QUESTIONS_PER_RAISED_PAPER))
+        self.notes.append(f"{group}: {need} papers instead of {base.papers}, for the plan's largest cluster sample")
+        return PaperSizes(need, questions, round(questions * base.evidence / base.questions))
+
+    @property
+    def short_papers(self) -> bool:
+        return self.scale == "small"
 
     def rng(self, group: str) -> np.random.Generator:
         """A generator per group of files, so one dataset's files do not depend on the others'."""
@@ -116,9 +133,11 @@ class Twin:
         atomic_write_text(self.out / rel, text)
 
 
-def write_twin_datasets(config, study_root: Path, out: Path, *, scale: str, seed: int) -> dict[str, dict]:
+def write_twin_datasets(config, study_root: Path, out: Path, *, scale: str, seed: int,
+                        min_clusters: dict[str, int] | None = None) -> dict[str, dict]:
     """Write simulated data for every dataset of `config` under `out` and return the twin's `datasets:`
-    mapping (plain data, paths relative to `out`)."""
+    mapping (plain data, paths relative to `out`). `min_clusters` (dataset -> count): the clusters the
+    plan's samples and the arms' document samples draw, which a Qasper-like twin holds at least."""
     if scale not in SCALES:
         raise HarnessError(f"twin data: scale {scale!r} is not one of {', '.join(SCALES)}")
     twin = Twin(Study(Path(study_root).resolve()), Path(out), scale, seed)
@@ -129,6 +148,7 @@ def write_twin_datasets(config, study_root: Path, out: Path, *, scale: str, seed
         key = _data_key(cfg)
         excluded = sorted({i for member in groups[key] for i in _excluded_ids(twin, member, config.datasets[member])})
         if key not in twin.written:
+            twin.needed[groups[key][0]] = max((min_clusters or {}).get(m, 0) for m in groups[key])
             twin.written[key] = WRITERS[cfg.adapter](twin, groups[key][0], cfg, excluded)
         mapping[name] = _entry(twin, name, cfg, entry, twin.written[key])
     atomic_write_json(twin.out / FOLDER / MANIFEST, {"scale": scale, "seed": seed, "datasets": twin.manifest,
@@ -209,9 +229,9 @@ def _lowered(twin: Twin, what: str, n, available: int):
 def _paper_records(twin: Twin, group: str, excluded: list[str]) -> tuple[dict[str, dict], list[str]]:
     """paper id -> record: the sized papers, the excluded ids as eligible papers of their own, and a few papers
     with no usable question; and the ids of the excluded ones."""
-    sizes = twin.sizes.papers
+    sizes = twin.paper_sizes(group)
     rng = twin.rng(group)
-    writer = PaperWriter(Lexicon(rng))
+    writer = PaperWriter(Lexicon(rng), short=twin.short_papers)
     n_ineligible = round(INELIGIBLE_PAPERS * sizes.papers)
     fresh = paper_ids(rng, sizes.papers + n_ineligible, set(excluded))
     records = {plan.paper_id: writer.record(plan)
@@ -242,7 +262,7 @@ def _write_qasper(twin: Twin, group: str, cfg, excluded: list[str]) -> dict:
         twin.write_text(rel, json.dumps({pid: records[pid] for pid in sorted(ids)}, ensure_ascii=False) + "\n")
         files.append(rel)
     twin.manifest[group] = _paper_counts(records, excluded) | {"files": files}
-    return {"paths": {"files": files}, "clusters": twin.sizes.papers.papers}
+    return {"paths": {"files": files}, "clusters": twin.paper_sizes(group).papers}
 
 
 def _paper_counts(records: dict[str, dict], excluded: list[str]) -> dict:

@@ -109,14 +109,18 @@ def paper_ids(rng: np.random.Generator, n: int, taken: set[str]) -> list[str]:
 class PaperWriter:
     """Builds paper records (original Qasper schema) from plans."""
 
-    def __init__(self, lexicon: Lexicon):
+    def __init__(self, lexicon: Lexicon, *, short: bool = False):
         self.lex = lexicon
         self.rng = lexicon.rng
+        self.short = short  # a small twin's papers: fewer sections and subsections (a few chunks each)
 
     def record(self, plan: PaperPlan) -> dict:
         topic = self.lex.topic()
         sections = self._sections(topic)
         paragraphs = [(si, pi) for si, s in enumerate(sections) for pi in range(len(s["paragraphs"]))]
+        while self.short and len(paragraphs) < max(plan.evidence, default=0):  # a short paper still holds its evidence
+            sections += self._sections(topic)[2:]
+            paragraphs = [(si, pi) for si, s in enumerate(sections) for pi in range(len(s["paragraphs"]))]
         figures = [{"caption": f"{('Table', 'Figure')[k % 2]} {k // 2 + 1}: {self.lex.sentence((topic,), 10)}",
                     "file": f"{k + 1}-{self.lex.words[int(self.rng.integers(100, 5000))]}.png"}
                    for k in range(int(self.rng.integers(1, 5)))]
@@ -147,12 +151,13 @@ class PaperWriter:
     def _sections(self, topic: Topic) -> list[dict]:
         """Top-level sections with subsections (names joined by " ::: "), paragraph lengths around Qasper's
         (median ~450 characters, a few over tau_max), and short sections under tau_min."""
-        names = list(TOP_SECTIONS[:2]) + [self.lex.title((topic,), 1, 3) for _ in range(int(self.rng.integers(2, 5)))]
+        extra = (1, 2) if self.short else (2, 5)
+        names = list(TOP_SECTIONS[:2]) + [self.lex.title((topic,), 1, 3) for _ in range(int(self.rng.integers(*extra)))]
         names += ["Conclusion"] + (["Acknowledgments"] if self.rng.random() < 0.5 else [])
         sections = []
         for name in names:
             sub_topic = (topic, self.lex.topic(12))
-            children = int(self.rng.poisson(2.2)) if name not in UNDIVIDED else 0
+            children = int(self.rng.poisson(0.7 if self.short else 2.2)) if name not in UNDIVIDED else 0
             header_only = bool(children) and self.rng.random() < 0.3  # a parent section with no text of its own
             paragraphs = self._paragraphs(sub_topic, 0 if header_only else None)
             sections.append({"section_name": name, "paragraphs": paragraphs})
