@@ -15,7 +15,7 @@ earlier expansion already pulled up is skipped where it was ranked and gets no e
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from harness.data.model import Chunk
 from harness.errors import InputError
@@ -35,6 +35,7 @@ class ChunkSet:
     def __init__(self, chunks: Sequence[Chunk]):
         self.documents: dict[str, list[Chunk]] = {}
         self.where: dict[str, tuple[str, int]] = {}
+        self._key_links: dict[str, list[tuple[int, ...]]] = {}
         for chunk in chunks:
             if chunk.chunk_id in self.where:
                 raise InputError(f"chunk id {chunk.chunk_id!r} occurs twice in the chunk set")
@@ -43,11 +44,22 @@ class ChunkSet:
             doc.append(chunk)
 
     def locate(self, chunk_id: str) -> tuple[list[Chunk], int]:
+        doc_id, position = self.position(chunk_id)
+        return self.documents[doc_id], position
+
+    def position(self, chunk_id: str) -> tuple[str, int]:
         try:
-            doc_id, position = self.where[chunk_id]
+            return self.where[chunk_id]
         except KeyError:
             raise InputError(f"ranked chunk id {chunk_id!r} is not in the chunk set") from None
-        return self.documents[doc_id], position
+
+    def key_links(self, doc_id: str) -> list[tuple[int, ...]]:
+        """Per position of the document, its key_linked positions: worked out once per document, since a
+        cell expands every question's ranking over the same chunk set."""
+        if doc_id not in self._key_links:
+            doc = self.documents[doc_id]
+            self._key_links[doc_id] = [tuple(key_linked(doc, i)) for i in range(len(doc))]
+        return self._key_links[doc_id]
 
 
 def _generated(chunk: Chunk) -> Mapping:
@@ -86,21 +98,22 @@ def same_section(doc: Sequence[Chunk], i: int) -> Iterator[int]:
 def _expand(
     ranked_ids: Sequence[str],
     chunk_set: ChunkSet,
-    candidates: Callable[[Sequence[Chunk], int], Iterator[int]],
+    candidates: Callable[[ChunkSet, str, int], Iterable[int]],
     quota: Callable[[str], int | None],
 ) -> Expansion:
     out: list[str] = []
     included: set[str] = set()
     inserted: dict[str, int] = {}
     for chunk_id in ranked_ids:
-        doc, i = chunk_set.locate(chunk_id)
+        doc_id, i = chunk_set.position(chunk_id)
+        doc = chunk_set.documents[doc_id]
         if chunk_id in included:
             continue
         out.append(chunk_id)
         included.add(chunk_id)
         limit = quota(chunk_id)
         added = 0
-        for j in candidates(doc, i):
+        for j in candidates(chunk_set, doc_id, i):
             if limit is not None and added >= limit:
                 break
             if doc[j].chunk_id not in included:
@@ -119,11 +132,13 @@ def expand_ranking(
     if len(set(ranked_ids)) != len(ranked_ids):
         raise InputError("the ranking to expand names a chunk twice")
     if mode == "KX":
-        return _expand(ranked_ids, chunk_set, key_linked, lambda _: None)
+        return _expand(ranked_ids, chunk_set, lambda cs, doc_id, i: cs.key_links(doc_id)[i], lambda _: None)
     if mode == "SX":
-        return _expand(ranked_ids, chunk_set, same_section, lambda _: None)
+        return _expand(ranked_ids, chunk_set, lambda cs, doc_id, i: same_section(cs.documents[doc_id], i),
+                       lambda _: None)
     if mode == "AX":
         if kx_inserted is None:
             raise InputError("AX expansion needs kx_inserted, the per-chunk counts of KX on the same ranking")
-        return _expand(ranked_ids, chunk_set, neighbours, lambda cid: kx_inserted.get(cid, 0))
+        return _expand(ranked_ids, chunk_set, lambda cs, doc_id, i: neighbours(cs.documents[doc_id], i),
+                       lambda cid: kx_inserted.get(cid, 0))
     raise InputError(f"expansion mode must be one of {', '.join(MODES)}, got {mode!r}")

@@ -7,6 +7,7 @@ ranking always gives the same bytes and a read-back is exact.
 from __future__ import annotations
 
 import math
+import re
 import os
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -42,9 +43,15 @@ def format_score(score: float) -> str:
     return repr(float(score) + 0.0)  # + 0.0 turns -0.0 into 0.0
 
 
-def _field(value: str, what: str) -> str:
-    if not value or any(ch.isspace() for ch in value):
-        raise ValueError(f"{what} {value!r} cannot be written to a TREC run file (empty or contains whitespace)")
+_WHITESPACE = re.compile(r"\s")  # str.isspace's characters (both use the Unicode whitespace property)
+
+
+def _field(value: str, what: str, checked: set[str]) -> str:
+    """`value` as a run-file field; `checked` holds the values already accepted (ids repeat on every line)."""
+    if value not in checked:
+        if not value or _WHITESPACE.search(value):
+            raise ValueError(f"{what} {value!r} cannot be written to a TREC run file (empty or contains whitespace)")
+        checked.add(value)
     return value
 
 
@@ -52,6 +59,7 @@ def write_run(path: str | os.PathLike, rows: Iterable[RunRow]) -> int:
     """Write rows sorted by (qid, rank), atomically; returns the number of rows. Ranks must run 1..n per qid."""
     ordered = sorted(rows, key=lambda r: (r.qid, r.rank))
     seen: dict[str, int] = {}
+    checked: set[str] = set()
     lines = []
     for row in ordered:
         expected = seen.get(row.qid, 0) + 1
@@ -61,8 +69,8 @@ def write_run(path: str | os.PathLike, rows: Iterable[RunRow]) -> int:
             )
         seen[row.qid] = expected
         lines.append(
-            f"{_field(row.qid, 'qid')} Q0 {_field(row.chunk_id, 'chunk_id')} {row.rank} "
-            f"{format_score(row.score)} {_field(row.tag, 'tag')}\n"
+            f"{_field(row.qid, 'qid', checked)} Q0 {_field(row.chunk_id, 'chunk_id', checked)} {row.rank} "
+            f"{format_score(row.score)} {_field(row.tag, 'tag', checked)}\n"
         )
     atomic_write_text(path, "".join(lines))
     return len(lines)
