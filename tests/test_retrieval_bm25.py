@@ -8,6 +8,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from harness.retrieval.bm25 import BM25Index, BM25Retriever
+from harness.retrieval.bm25_terms import token_list_terms
 from harness.tokens import words
 from retrieval_support import LARAVEL, chunks_of, laravel_chunks
 
@@ -61,7 +62,7 @@ def test_negative_idf_is_floored_at_epsilon_times_mean_idf():
     texts = ["common alpha", "common beta", "common gamma delta", "epsilon zeta"]
     tokens = [words(t) for t in texts]
     reference = BM25Okapi(tokens, epsilon=0.4)
-    index = BM25Index("s", tokens, k1=1.5, b=0.75, epsilon=0.4)
+    index = BM25Index("s", token_list_terms(tokens), k1=1.5, b=0.75, epsilon=0.4)
     col = index.vocabulary["common"]
     assert index.idf[col] == pytest.approx(0.4 * reference.average_idf, rel=1e-12)
     assert index.idf[col] == pytest.approx(reference.idf["common"], rel=1e-12)
