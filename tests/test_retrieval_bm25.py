@@ -27,8 +27,9 @@ def _queries(chunks, every=7):
 
 
 def _assert_same_scores(reference: BM25Okapi, index: BM25Index, query: str):
+    """Bit for bit: the run files hold these scores, and must not change with the implementation."""
     expected = reference.get_scores(words(query))
-    np.testing.assert_allclose(index.scores(query), expected, rtol=1e-9, atol=0)
+    assert index.scores(query).tobytes() == expected.tobytes(), query
 
 
 @needs_laravel
@@ -55,6 +56,25 @@ def test_scores_equal_rank_bm25_on_pooled_corpus(laravel):
         # the ranking is the stable (-score, position) order of rank_bm25's own scores
         expected_order = np.lexsort((np.arange(len(chunks)), -reference.get_scores(words(query))))
         assert index.search(query).order.tolist() == expected_order.tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_scores_are_rank_bm25s_bit_for_bit_over_dense_and_sparse_terms(seed):
+    # Zipf-like words: a few in most chunks (kept as dense columns), many in a few (posting lists); queries
+    # mix both kinds in random order, repeat words and include unknown ones, so any change to the order
+    # in which a chunk's contributions are added shows in the last bits
+    rng = np.random.default_rng(seed)
+    n_chunks, vocabulary = int(rng.integers(30, 400)), int(rng.integers(20, 400))
+    p = 1.0 / np.arange(1, vocabulary + 1) ** 1.1
+    texts = [" ".join(f"W{w}" for w in rng.choice(vocabulary, size=int(rng.integers(0, 60)), p=p / p.sum()))
+             for _ in range(n_chunks)]
+    k1, b, epsilon = float(rng.uniform(0.5, 2.0)), float(rng.uniform(0.0, 1.0)), float(rng.uniform(0.0, 0.5))
+    reference = BM25Okapi([words(t) for t in texts], k1=k1, b=b, epsilon=epsilon)
+    index = BM25Retriever("bm25", k1=k1, b=b, epsilon=epsilon).index("s", chunks_of(texts))
+    assert len(index._columns) and len(index._rows)  # both kinds of term are exercised
+    for _ in range(40):
+        query = " ".join(f"w{w}" for w in rng.choice(vocabulary + 5, size=int(rng.integers(1, 14))))
+        _assert_same_scores(reference, index, query)
 
 
 def test_negative_idf_is_floored_at_epsilon_times_mean_idf():
