@@ -77,6 +77,17 @@ def test_scores_are_rank_bm25s_bit_for_bit_over_dense_and_sparse_terms(seed):
         _assert_same_scores(reference, index, query)
 
 
+def test_a_zero_epsilon_floor_scores_plus_zero_like_rank_bm25():
+    # every word but "c" is in more than half the chunks: the mean idf is negative, and epsilon 0 floors
+    # those idfs at -0.0; rank_bm25 adds +0.0 for them, and so must the dense columns
+    texts = ["a b", "a b", "a b c", "a b"]
+    reference = BM25Okapi([words(t) for t in texts], epsilon=0.0)
+    index = BM25Retriever("bm25", epsilon=0.0).index("s", chunks_of(texts))
+    assert reference.average_idf < 0 and len(index._columns) == 3
+    for query in ("a", "b a", "c a", "a c", "c", "zz"):
+        _assert_same_scores(reference, index, query)
+
+
 def test_negative_idf_is_floored_at_epsilon_times_mean_idf():
     # "common" is in 3 of 4 chunks: raw idf ln(1.5/3.5) < 0, so rank_bm25 replaces it by eps * mean idf
     texts = ["common alpha", "common beta", "common gamma delta", "epsilon zeta"]

@@ -63,17 +63,22 @@ class BM25Index(ScopeIndex):
         self._indptr: list[int] = np.concatenate(([0], np.cumsum(np.bincount(terms[sparse], minlength=n_terms)))).tolist()
 
     def scores(self, query: str) -> np.ndarray:
-        scores = np.zeros(self.n_chunks, dtype=np.float64)
+        scores = None
         for term in map(self.vocabulary.get, self._tokenize(query)):
             if term is None:
                 continue
             slot = self._dense_slot.get(term)
             if slot is not None:
-                scores += self._columns[slot]
+                if scores is None:  # 0.0 + x in one pass instead of zeroing first (x + 0.0 is the same sum)
+                    scores = self._columns[slot] + 0.0
+                else:
+                    scores += self._columns[slot]
             else:  # a term's postings name each chunk once, so the scatter adds once per chunk
+                if scores is None:
+                    scores = np.zeros(self.n_chunks, dtype=np.float64)
                 span = slice(self._indptr[term], self._indptr[term + 1])
                 scores[self._rows[span]] += self._weights[span]
-        return scores
+        return np.zeros(self.n_chunks, dtype=np.float64) if scores is None else scores
 
     def search(self, query: str) -> Ranking:
         # a fresh array of finite sums (no NaN to check, nobody else holds it): ranked lazily as it is
