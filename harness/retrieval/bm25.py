@@ -4,10 +4,10 @@ rank_bm25 semantics kept exactly: idf = ln(N - df + 0.5) - ln(df + 0.5); a negat
 epsilon x (mean idf over the vocabulary); a query token counts once per occurrence; unknown tokens add 0.
 Contributions are added token by token in query order, as rank_bm25 does, so scores match bit for bit.
 
-A term in at least a quarter of the chunks keeps its contributions as a dense column (adding it to the
-scores is one vector addition, cheaper than scattering that many postings, and no larger in memory than
-postings over half the chunks); rarer terms keep posting lists. A dense column holds 0.0 where the term
-is absent, and x + 0.0 == x, so both add the same values in the same order.
+A term in at least a quarter of the chunks keeps its contributions as a dense column: adding it to the
+scores is one vector addition, cheaper than scattering that many postings, and it takes at most twice
+the memory of its postings (16 bytes each). Rarer terms keep posting lists. A dense column holds 0.0
+where the term is absent, and x + 0.0 == x, so both kinds add the same values in the same order.
 """
 
 from __future__ import annotations
