@@ -8,6 +8,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from harness.retrieval.bm25 import BM25Index, BM25Retriever
+from harness.retrieval.bm25_terms import token_list_terms
 from harness.tokens import words
 from retrieval_support import LARAVEL, chunks_of, laravel_chunks
 
@@ -26,8 +27,9 @@ def _queries(chunks, every=7):
 
 
 def _assert_same_scores(reference: BM25Okapi, index: BM25Index, query: str):
+    """Bit for bit: the run files hold these scores, and must not change with the implementation."""
     expected = reference.get_scores(words(query))
-    np.testing.assert_allclose(index.scores(query), expected, rtol=1e-9, atol=0)
+    assert index.scores(query).tobytes() == expected.tobytes(), query
 
 
 @needs_laravel
@@ -56,12 +58,42 @@ def test_scores_equal_rank_bm25_on_pooled_corpus(laravel):
         assert index.search(query).order.tolist() == expected_order.tolist()
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_scores_are_rank_bm25s_bit_for_bit_over_dense_and_sparse_terms(seed):
+    # Zipf-like words: a few in most chunks (kept as dense columns), many in a few (posting lists); queries
+    # mix both kinds in random order, repeat words and include unknown ones, so any change to the order
+    # in which a chunk's contributions are added shows in the last bits
+    rng = np.random.default_rng(seed)
+    n_chunks, vocabulary = int(rng.integers(30, 400)), int(rng.integers(20, 400))
+    p = 1.0 / np.arange(1, vocabulary + 1) ** 1.1
+    texts = [" ".join(f"W{w}" for w in rng.choice(vocabulary, size=int(rng.integers(0, 60)), p=p / p.sum()))
+             for _ in range(n_chunks)]
+    k1, b, epsilon = float(rng.uniform(0.5, 2.0)), float(rng.uniform(0.0, 1.0)), float(rng.uniform(0.0, 0.5))
+    reference = BM25Okapi([words(t) for t in texts], k1=k1, b=b, epsilon=epsilon)
+    index = BM25Retriever("bm25", k1=k1, b=b, epsilon=epsilon).index("s", chunks_of(texts))
+    assert len(index._columns) and len(index._rows)  # both kinds of term are exercised
+    for _ in range(40):
+        query = " ".join(f"w{w}" for w in rng.choice(vocabulary + 5, size=int(rng.integers(1, 14))))
+        _assert_same_scores(reference, index, query)
+
+
+def test_a_zero_epsilon_floor_scores_plus_zero_like_rank_bm25():
+    # every word but "c" is in more than half the chunks: the mean idf is negative, and epsilon 0 floors
+    # those idfs at -0.0; rank_bm25 adds +0.0 for them, and so must the dense columns
+    texts = ["a b", "a b", "a b c", "a b"]
+    reference = BM25Okapi([words(t) for t in texts], epsilon=0.0)
+    index = BM25Retriever("bm25", epsilon=0.0).index("s", chunks_of(texts))
+    assert reference.average_idf < 0 and len(index._columns) == 3
+    for query in ("a", "b a", "c a", "a c", "c", "zz"):
+        _assert_same_scores(reference, index, query)
+
+
 def test_negative_idf_is_floored_at_epsilon_times_mean_idf():
     # "common" is in 3 of 4 chunks: raw idf ln(1.5/3.5) < 0, so rank_bm25 replaces it by eps * mean idf
     texts = ["common alpha", "common beta", "common gamma delta", "epsilon zeta"]
     tokens = [words(t) for t in texts]
     reference = BM25Okapi(tokens, epsilon=0.4)
-    index = BM25Index("s", tokens, k1=1.5, b=0.75, epsilon=0.4)
+    index = BM25Index("s", token_list_terms(tokens), k1=1.5, b=0.75, epsilon=0.4)
     col = index.vocabulary["common"]
     assert index.idf[col] == pytest.approx(0.4 * reference.average_idf, rel=1e-12)
     assert index.idf[col] == pytest.approx(reference.idf["common"], rel=1e-12)

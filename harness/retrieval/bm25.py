@@ -1,13 +1,17 @@
-"""BM25 reproducing rank_bm25.BM25Okapi score for score, vectorised over per-scope posting lists.
+"""BM25 reproducing rank_bm25.BM25Okapi score for score, over per-scope posting lists.
 
 rank_bm25 semantics kept exactly: idf = ln(N - df + 0.5) - ln(df + 0.5); a negative idf is replaced by
 epsilon x (mean idf over the vocabulary); a query token counts once per occurrence; unknown tokens add 0.
 Contributions are added token by token in query order, as rank_bm25 does, so scores match bit for bit.
+
+A term in at least a quarter of the chunks keeps its contributions as a dense column: adding it to the
+scores is one vector addition, cheaper than scattering that many postings, and it takes at most twice
+the memory of its postings (16 bytes each). Rarer terms keep posting lists. A dense column holds 0.0
+where the term is absent, and x + 0.0 == x, so both kinds add the same values in the same order.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any, Callable, Sequence
 
@@ -15,53 +19,66 @@ import numpy as np
 
 from harness.data.model import Chunk
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex
+from harness.retrieval.bm25_terms import CorpusTerms, corpus_terms
 from harness.tokens import words
+
+DENSE_SHARE = 4  # a term in at least 1/DENSE_SHARE of the chunks is stored as a dense column
 
 
 class BM25Index(ScopeIndex):
     def __init__(
         self,
         scope_key: str,
-        token_lists: Sequence[Sequence[str]],
+        corpus: CorpusTerms,
         *,
         k1: float,
         b: float,
         epsilon: float,
         tokenize: Callable[[str], list[str]] = words,
     ):
-        super().__init__(scope_key, len(token_lists))
+        n_docs, n_terms = len(corpus.lengths), len(corpus.vocabulary)
+        super().__init__(scope_key, n_docs)
         self._tokenize = tokenize  # queries must be tokenised like the chunks were
-        # term -> column, in order of first occurrence (the order of rank_bm25's dict); C-speed iteration
-        first_seen = dict.fromkeys(itertools.chain.from_iterable(token_lists))
-        self.vocabulary: dict[str, int] = {t: i for i, t in enumerate(first_seen)}
-        doc_len = np.array([len(t) for t in token_lists], dtype=np.int64)
-        n_docs, n_terms, n_tokens = len(token_lists), len(self.vocabulary), int(doc_len.sum())
-        term_ids = np.fromiter(map(self.vocabulary.__getitem__, itertools.chain.from_iterable(token_lists)), np.int64, n_tokens)
-        doc_ids = np.repeat(np.arange(n_docs, dtype=np.int64), doc_len)
-        # posting lists: one (term, chunk) pair per distinct occurrence, sorted by term then chunk, with its
-        # count (a CSC matrix built with numpy alone: scipy.sparse costs a quarter second to import)
-        pairs, freq = np.unique(term_ids * max(n_docs, 1) + doc_ids, return_counts=True)
-        cols, rows = np.divmod(pairs, max(n_docs, 1))
-        indptr = np.searchsorted(cols, np.arange(n_terms + 1))
-        self.idf = _okapi_idf(np.diff(indptr), n_docs, epsilon)
-        doc_len = doc_len.astype(np.float64)
+        self.vocabulary: dict[str, int] = {t: i for i, t in enumerate(corpus.vocabulary)}
+        terms, rows, freq = corpus.postings()
+        doc_freq = np.bincount(terms, minlength=n_terms)
+        self.idf = _okapi_idf(doc_freq, n_docs, epsilon)
+        doc_len = corpus.lengths.astype(np.float64)
         avgdl = doc_len.sum() / n_docs if n_docs else 0.0
         # Same expression, same operation order as rank_bm25.get_scores, so each contribution is bit-identical.
         length_norm = k1 * (1 - b + b * doc_len / avgdl) if avgdl > 0 else np.zeros(n_docs)
         freq = freq.astype(np.float64)
-        weights = self.idf[cols] * (freq * (k1 + 1) / (freq + length_norm[rows]))
-        self._indptr, self._rows, self._weights = indptr, rows, weights
+        weights = self.idf[terms] * (freq * (k1 + 1) / (freq + length_norm[rows]))
+
+        dense_terms = np.flatnonzero(doc_freq * DENSE_SHARE >= max(n_docs, 1))
+        slot = np.full(n_terms, -1, dtype=np.int64)
+        slot[dense_terms] = np.arange(len(dense_terms))
+        in_dense = slot[terms] >= 0
+        self._columns = np.zeros((len(dense_terms), n_docs), dtype=np.float64)
+        self._columns[slot[terms[in_dense]], rows[in_dense]] = weights[in_dense]
+        self._dense_slot: dict[int, int] = dict(zip(dense_terms.tolist(), range(len(dense_terms))))
+        sparse = ~in_dense
+        self._rows, self._weights = rows[sparse], weights[sparse]
+        # Python ints: a query reads a few of them, scalar by scalar
+        self._indptr: list[int] = np.concatenate(([0], np.cumsum(np.bincount(terms[sparse], minlength=n_terms)))).tolist()
 
     def scores(self, query: str) -> np.ndarray:
-        cols = [c for c in map(self.vocabulary.get, self._tokenize(query)) if c is not None]
-        if not cols:
-            return np.zeros(self.n_chunks, dtype=np.float64)
-        # one pass over the query's posting lists; bincount adds each chunk's contributions in input order,
-        # i.e. token by token in query order, as rank_bm25 does (a term absent from a chunk adds exactly 0)
-        spans = [slice(self._indptr[c], self._indptr[c + 1]) for c in cols]
-        rows = np.concatenate([self._rows[s] for s in spans])
-        weights = np.concatenate([self._weights[s] for s in spans])
-        return np.bincount(rows, weights=weights, minlength=self.n_chunks).astype(np.float64, copy=False)
+        scores = None
+        for term in map(self.vocabulary.get, self._tokenize(query)):
+            if term is None:
+                continue
+            slot = self._dense_slot.get(term)
+            if slot is not None:
+                if scores is None:  # 0.0 + x in one pass instead of zeroing first (x + 0.0 is the same sum)
+                    scores = self._columns[slot] + 0.0
+                else:
+                    scores += self._columns[slot]
+            else:  # a term's postings name each chunk once, so the scatter adds once per chunk
+                if scores is None:
+                    scores = np.zeros(self.n_chunks, dtype=np.float64)
+                span = slice(self._indptr[term], self._indptr[term + 1])
+                scores[self._rows[span]] += self._weights[span]
+        return np.zeros(self.n_chunks, dtype=np.float64) if scores is None else scores
 
     def search(self, query: str) -> Ranking:
         # a fresh array of finite sums (no NaN to check, nobody else holds it): ranked lazily as it is
@@ -97,7 +114,7 @@ class BM25Retriever(Retriever):
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> BM25Index:
         return BM25Index(
             scope_key,
-            [self.tokenize(c.indexed_text) for c in chunks],
+            corpus_terms([c.indexed_text for c in chunks], self.tokenize),
             k1=self.k1,
             b=self.b,
             epsilon=self.epsilon,
