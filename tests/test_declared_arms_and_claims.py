@@ -58,8 +58,9 @@ def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
     from metrics_support import question
 
     outside = Scope("doc-b", [], [question("alpha beta gamma delta epsilon", qid="q2")])
-    dataset = SimpleNamespace(name="papers", metric_set="qasper")
-    context = SimpleNamespace(get=lambda name: None)  # no scope with chunks: the retriever is never asked
+    dataset = SimpleNamespace(name="papers", metric_set="qasper", documents=[])
+    # no scope with chunks: the retriever is never asked (late-chunking retrievers are handed the documents)
+    context = SimpleNamespace(get=lambda name: None, add_documents=lambda documents: None)
 
     def score(arm_cfg):
         study = SimpleNamespace(root=tmp_path, results_root=None)

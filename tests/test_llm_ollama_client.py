@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from harness.llm.ollama_client import OllamaClient, model_digest
 from harness.llm.registry import make_backend, resolve_digest
 from harness.provenance import freeze
 from harness.retrieval.dense import OllamaEmbedder
+from harness.retrieval.registry import RetrieverContext
 
 MODEL = "nomic-embed-text"
 
@@ -61,10 +63,9 @@ def test_every_path_reads_the_digest_through_model_digest(monkeypatch):
         chat = chat_backend(fake.host).digest
         embed = OllamaEmbedder(MODEL, host=fake.host).digest
         frozen_model = resolve_digest({"backend": "ollama", "name": MODEL, "host": fake.host})
-        frozen_retriever = freeze._retriever_model_identity(
-            None, "nomic", retriever_settings("nomic", {"type": "dense", "backend": "ollama", "model": MODEL,
-                                                         "host": fake.host})
-        )
+        nomic = retriever_settings("nomic", {"type": "dense", "backend": "ollama", "model": MODEL, "host": fake.host})
+        context = RetrieverContext(Path("unused-cache"), {"nomic": nomic})
+        frozen_retriever = freeze._retriever_model_identity(context, "nomic", nomic)
     assert chat == embed == frozen_model == frozen_retriever == DIGEST
     assert calls == [MODEL] * 4
 

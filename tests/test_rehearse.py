@@ -57,6 +57,18 @@ def test_demo_rehearsal_runs_every_stage_and_every_test_gets_a_verdict(demo_twin
 
 
 @pytest.mark.slow
+def test_flagship_rehearsal_at_small_scale_gives_every_registered_test_a_verdict(tmp_path):
+    """The repository root's registered study, every family, on stand-ins: nothing blocked."""
+    code, record = _rehearse(ROOT, tmp_path / "flagship")
+    blocked = [t for t in record.get("tests", []) if not t["verdict"]]
+    assert code == 0, record.get("failed") or blocked
+    assert [s["stage"] for s in record["stages"]] == list(STAGES)
+    plan = yaml.safe_load((ROOT / "plan" / "plan.yaml").read_text())
+    assert {f["id"] for f in plan["families"]} <= {t["family"] for t in record["tests"]}
+    assert not blocked
+
+
+@pytest.mark.slow
 def test_rehearsal_touches_nothing_of_the_study(demo_twin):
     out, _, _ = demo_twin
     twin_config = yaml.safe_load((out / "configs" / "study.yaml").read_text())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +23,8 @@ from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.rehearsal.twin_data import FOLDER, MANIFEST, SCALES, WRITERS, write_twin_datasets
-from harness.retrieval.bm25 import BM25Index
+from harness.retrieval.bm25 import BM25Retriever
 from harness.study import Study
-from harness.tokens import words
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGSHIP, DEMO, HANDBOOK = ROOT, ROOT / "examples" / "demo", ROOT / "examples" / "handbook"
@@ -115,7 +115,7 @@ def test_questions_find_their_evidence_better_than_chance_but_not_always(small_t
         for q in dataset.questions:
             pool = [c for doc_id in q.scope for c in chunks[doc_id]]
             if q.scope not in indexes:
-                indexes[q.scope] = BM25Index("", [words(c.text) for c in pool], k1=1.5, b=0.75, epsilon=0.25)
+                indexes[q.scope] = BM25Retriever("bm25").index("", [replace(c, indexed_text=c.text) for c in pool])
             gold = {i for i, c in enumerate(pool) for e in q.evidence
                     if c.doc_id == e.doc_id and c.spans[0][0] < e.end and e.start < c.spans[0][1]}
             hits.append(int(np.argmax(indexes[q.scope].scores(q.query))) in gold)

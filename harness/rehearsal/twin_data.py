@@ -487,7 +487,7 @@ def _write_question_evidence(twin: Twin, group: str, cfg, excluded: list[str]) -
     document, qe = twin.path(group, Path(cfg.document).name), twin.path(group, Path(cfg.questions).name)
     twin.write_text(document, text)
     twin.write_text(qe, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
-    twin.manifest[group] = {"characters": len(text), "provisions": len(provisions), "questions": len(records)}
+    twin.manifest[group] = {"characters": len(text), "provision_count": len(provisions), "questions": len(records)}
     return {"paths": {"document": document, "questions": qe}, "clusters": len(records)}
 
 
