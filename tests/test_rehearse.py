@@ -14,6 +14,7 @@ from harness.cli.main import main
 from harness.cli.rehearse import parse_effects
 from harness.errors import HarnessError
 from harness.files import read_json
+from harness.plan.load import load_study_plan
 from harness.rehearsal.stages import STAGES
 from harness.rehearsal.twin import make_twin, simulated_model, simulated_retriever
 from harness.study import Study
@@ -56,16 +57,25 @@ def test_demo_rehearsal_runs_every_stage_and_every_test_gets_a_verdict(demo_twin
     assert all(s["peak_mib"] > 0 and s["wall_s"] >= 0 for s in record["stages"])
 
 
+# The flagship's `indexing` family (amendment 0003) compares E+keys and E+entities with E, two arm kinds the
+# harness declares but cannot build yet: the rehearsal finds exactly those four tests blocked. When the kinds
+# are built, this set becomes empty.
+FLAGSHIP_BLOCKED = {"XI-keys-qasper", "XI-entities-qasper", "XI-keys-freshstack", "XI-entities-freshstack"}
+
+
 @pytest.mark.slow
-def test_flagship_rehearsal_at_small_scale_gives_every_registered_test_a_verdict(tmp_path):
-    """The repository root's registered study, every family, on stand-ins: nothing blocked."""
+def test_flagship_rehearsal_at_small_scale_runs_every_stage_and_finds_only_the_unbuilt_arms_blocked(tmp_path):
+    """The repository root's registered study on stand-ins: every stage runs, every family is reported, and
+    the only tests without a verdict are those of arm kinds with no builder, named as such."""
     code, record = _rehearse(ROOT, tmp_path / "flagship")
-    blocked = [t for t in record.get("tests", []) if not t["verdict"]]
-    assert code == 0, record.get("failed") or blocked
+    assert "failed" not in record, record.get("failed")
     assert [s["stage"] for s in record["stages"]] == list(STAGES)
-    plan = yaml.safe_load((ROOT / "plan" / "plan.yaml").read_text())
-    assert {f["id"] for f in plan["families"]} <= {t["family"] for t in record["tests"]}
-    assert not blocked
+    plan = load_study_plan(Study.at(ROOT))
+    assert {t["test"] for t in record["tests"]} == {t.id for f in plan.families for t in f.tests}
+    blocked = {t["test"]: t["reason"] for t in record["tests"] if not t["verdict"]}
+    assert set(blocked) == FLAGSHIP_BLOCKED
+    assert all("E+keys" in reason or "E+entities" in reason for reason in blocked.values())
+    assert code == (1 if blocked else 0)
 
 
 @pytest.mark.slow
