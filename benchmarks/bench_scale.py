@@ -88,24 +88,18 @@ def _study_and_cell(folder: Path):
 def one_size(n_chunks: int, queries_per_1000: int, seed: int) -> dict:
     from harness.metrics.registry import ScoringCache, get_metric_set
     from harness.pipeline.score import score_cell, scopes
-    from harness.retrieval.bm25 import BM25Retriever
+    from harness.retrieval.registry import RetrieverContext
 
     baseline = peak_rss_mb()
     start = time.perf_counter()
     dataset, chunks = corpus(n_chunks, queries_per_1000, seed)
     built = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as tmp:
-
-        class Context:
-            retriever = BM25Retriever("bm25")
-
-            def get(self, name):
-                return self.retriever
-
+        context = RetrieverContext(Path(tmp) / "embeddings", {"bm25": {"type": "bm25"}})
         start = time.perf_counter()
         scoped = scopes(dataset, chunks)
         study, cell = _study_and_cell(Path(tmp))
-        rows, _variant_rows, counts = score_cell(study, dataset, cell, scoped, Context(), ScoringCache(),
+        rows, _variant_rows, counts = score_cell(study, dataset, cell, scoped, context, ScoringCache(),
                                                  get_metric_set("qasper").default_budgets, run_depth=100)
         scored = time.perf_counter() - start
     return {"chunks": len(chunks), "questions": counts["questions"], "rows": len(rows), "build_s": built,
