@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from harness.errors import HarnessError
 from harness.files import iter_jsonl, read_json
 from harness.grid.paths import generations_dir, per_question_dir, results_dir, stats_dir
+from harness.stats.verdicts import MISSING
 from harness.study import Study
 
 # in pipeline order; `answer` is skipped when the study configures no answer cells
@@ -28,7 +29,6 @@ STAGES = ("select", "freeze", "estimate", "build-arms", "score", "answer", "stat
 EXECUTOR_STAGES = ("score", "stats")  # the stages `--executor` applies to
 RESCORED_CELLS = 1  # the audit re-runs this many seeded cells byte for byte
 LOG_TAIL_LINES = 15
-MISSING = "missing"
 
 
 class StageFailed(HarnessError):
@@ -54,15 +54,15 @@ class StageRun:
     counts: dict[str, int]  # the study's totals after the stage
 
 
-def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = STAGES, progress: bool = True,
-               extra: dict[str, list[str]] | None = None) -> list[StageRun]:
+def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = STAGES,
+               progress: bool = True) -> list[StageRun]:
     logs = twin.root / "rehearsal" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     runs = []
     for stage in stages:
         if stage == "answer" and not twin.config.reader.cells:
             continue
-        args = _stage_arguments(stage, executor) + (extra or {}).get(stage, [])
+        args = _stage_arguments(stage, executor)
         if progress:
             print(f"rehearse: {stage} ...", file=sys.stderr, flush=True)
         run = _run_one(twin, stage, args, logs / f"{stage}.log")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.rehearsal.stages import MISSING, StageRun
+from harness.rehearsal.stages import StageRun
+from harness.stats.verdicts import MISSING
 
 COUNTED = ("chunk sets", "cells", "rows", "LLM calls", "contrasts")
 
