@@ -48,3 +48,19 @@ def sized(pos: int, length: int, key: str = "", **kw) -> Chunk:
 
 def doc_chunks(keys: list[str], length: int = 100, **kw) -> list[Chunk]:
     return [sized(i, length, k, **kw) for i, k in enumerate(keys)]
+
+
+PLANNED_KIND = "E+future"
+
+
+def declare_planned_kind(monkeypatch) -> str:
+    """Register a kind the plan may name before its builder exists (the shipped kinds are all buildable), so
+    the planned-kind path is tested on the real tables."""
+    from harness.arms.builder import ArmBuilder
+    from harness.arms.registry import BUILDERS
+    from harness.arms.render import render_enriched
+    from harness.config.arm_kinds import ARM_KINDS, HEADER_LED, ArmKindSpec
+
+    monkeypatch.setitem(ARM_KINDS, PLANNED_KIND, ArmKindSpec(PLANNED_KIND, HEADER_LED, needs_model=True, planned=True))
+    monkeypatch.setitem(BUILDERS, PLANNED_KIND, ArmBuilder(render_enriched))
+    return PLANNED_KIND

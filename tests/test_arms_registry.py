@@ -14,16 +14,16 @@ from harness.arms.enrich import PF_FIELDS
 from harness.arms.builder import BuildInputs
 from harness.arms.registry import BUILDERS, build_chunks
 from harness.config.arm_kinds import (
-    ABLATIONS, ARM_KINDS, PF_PROMPTS, buildable_kinds, get_kind, lab_kinds, llm_free_kinds,
+    ABLATIONS, ARM_KINDS, PF_PROMPTS, RERENDERINGS, buildable_kinds, get_kind, lab_kinds, llm_free_kinds,
 )
 from harness.cli.main import main
 from harness.errors import HarnessError, InputError
+from arms_support import declare_planned_kind
 from pipeline_support import edit_config, make_llm_free_study
 from harness.grid.paths import chunks_path, results_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = [REPO / "configs" / "study.yaml", REPO / "examples" / "demo" / "configs" / "study.yaml"]
-PLANNED = ["E+keys", "E+entities"]
 ADDON = ["M", "RM", "SM", "M-TP", "E+KX", "E+AX", "E+SX"]
 
 
@@ -32,23 +32,27 @@ def test_every_shipped_arm_resolves_to_a_registered_kind(config):
     arms = yaml.safe_load(config.read_text(encoding="utf-8"))["arms"]
     for arm, cfg in arms.items():
         kind = get_kind(cfg["kind"])
-        if not kind.implemented:  # the flagship declares the amendments' add-on arms before they exist
-            assert config == SHIPPED[0] and "of" in cfg, arm
-            continue
+        assert kind.implemented, arm
         assert kind.needs_model == ("model" in cfg), arm
         for template in kind.prompts.values():
             assert (config.parent.parent / "prompts" / template).is_file(), (arm, template)
 
 
-def test_planned_kinds_are_registered_but_not_buildable():
-    assert [k for k in ARM_KINDS if not ARM_KINDS[k].implemented] == PLANNED
+def test_every_shipped_kind_is_buildable():
+    assert [k for k in ARM_KINDS if not ARM_KINDS[k].implemented] == []
     assert set(buildable_kinds()) == {"S", "S+T", "F512c", "F256t", "P", "FL", "E", "E-K", "CR", "PF", *ADDON,
-                                      "fixed", "sentence", "provisions", "qes-dp", "qes-greedy",
-                                      *(f"E-{w}-{f}" for w in ("no", "only")
-                                        for f in ("title", "summary", "keywords", "questions"))}
-    with pytest.raises(HarnessError, match=r"arm `Kx` has kind 'E\+keys', which the plan names but this harness "
-                                           r"does not implement yet \(buildable kinds: S, S\+T, "):
-        build_chunks(get_kind("E+keys"), BuildInputs((), {}, dict, arm="Kx"))
+                                      "fixed", "sentence", "provisions", "qes-dp", "qes-greedy", "E+keys",
+                                      "E+entities", *(f"E-{w}-{f}" for w in ("no", "only")
+                                                      for f in ("title", "summary", "keywords", "questions"))}
+
+
+def test_a_planned_kind_is_registered_but_not_buildable(monkeypatch):
+    planned = declare_planned_kind(monkeypatch)
+    assert [k for k in ARM_KINDS if not ARM_KINDS[k].implemented] == [planned]
+    assert planned not in buildable_kinds()
+    with pytest.raises(HarnessError, match=r"arm `Kx` has kind 'E\+future', which the plan names but this "
+                                           r"harness does not implement yet \(buildable kinds: S, S\+T, "):
+        build_chunks(get_kind(planned), BuildInputs((), {}, dict, arm="Kx"))
 
 
 def test_add_on_kinds_start_from_another_arm():
@@ -58,11 +62,13 @@ def test_add_on_kinds_start_from_another_arm():
         build_chunks(get_kind("E+KX"), BuildInputs((), {}, dict, arm="X"))
 
 
-def test_field_ablations_start_from_an_arm_of_kind_e():
-    """Built from another arm as the add-on arms are, but `of:` may default to the one arm of kind E."""
-    assert [k for k, spec in ARM_KINDS.items() if spec.of_kind is not None] == list(ABLATIONS)
+def test_rerenderings_start_from_an_arm_of_kind_e():
+    """Field ablations and E+keys / E+entities are built from another arm as the add-on arms are, but `of:`
+    may default to the one arm of kind E."""
+    assert [k for k, spec in ARM_KINDS.items() if spec.of_kind is not None] == list(RERENDERINGS)
+    assert set(ABLATIONS) < set(RERENDERINGS) and {"E+keys", "E+entities"} < set(RERENDERINGS)
     assert all(ARM_KINDS[k].derived and ARM_KINDS[k].of_kind == "E" and not ARM_KINDS[k].of_required
-               for k in ABLATIONS)
+               and not ARM_KINDS[k].needs_model for k in RERENDERINGS)
 
 
 def test_every_declared_kind_has_exactly_one_builder_entry():
@@ -79,16 +85,17 @@ def test_unknown_kind_names_the_choices():
         get_kind("E2")
 
 
-def test_building_a_planned_arm_fails_before_any_work(tmp_path, capsys):
+def test_building_a_planned_arm_fails_before_any_work(tmp_path, capsys, monkeypatch):
+    planned = declare_planned_kind(monkeypatch)
     study = make_llm_free_study(tmp_path / "s", freeze=False)
-    edit_config(study.root, lambda c: c["arms"].__setitem__("M", {"kind": "E+keys", "of": "S"}))
+    edit_config(study.root, lambda c: c["arms"].__setitem__("M", {"kind": planned, "of": "S"}))
     assert main(["select", "--study", str(study.root)]) == 0
     assert main(["freeze", "--study", str(study.root)]) == 0  # the plan may register a kind before it is built
     capsys.readouterr()
     assert main(["status", "--study", str(study.root)]) == 0
     assert "not buildable yet, skipped: M" in capsys.readouterr().out
     assert main(["build-arms", "--study", str(study.root), "--arm", "M", "--no-progress"]) == 1
-    assert "arm `M` has kind 'E+keys', which the plan names but this harness does not implement yet" in capsys.readouterr().err
+    assert f"arm `M` has kind '{planned}', which the plan names but this harness does not implement yet" in capsys.readouterr().err
     assert not (results_dir(study) / "chunks").exists()  # refused before any work
     assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0  # the others build; M is skipped
     assert "not built (declared for the plan, no builder yet): M" in capsys.readouterr().out

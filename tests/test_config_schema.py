@@ -251,7 +251,8 @@ def test_schema_names_match_the_registries():
 
     # arm kinds are named once, in their declarations; the schema picks each one's entry shape from them
     shapes = {k: _arm_schema({"kind": k}) for k in ARM_KINDS}
-    assert shapes["S"] is LlmFreeArm and shapes["E"] is LlmArm and shapes["M"] is DerivedArm and shapes["E+keys"] is DerivedArm
+    assert shapes["S"] is LlmFreeArm and shapes["E"] is LlmArm and shapes["M"] is DerivedArm
+    assert shapes["E+keys"] is shapes["E-no-title"] is LlmFreeArm  # re-renderings of E: `of:` is optional
     assert shapes["E-no-title"] is LlmFreeArm  # a field ablation's `of:` is optional
     assert all(shape is not None for shape in shapes.values()) and _arm_schema({"kind": "Q"}) is None
     assert set(BACKENDS) == set(MODEL_SCHEMAS)

@@ -10,18 +10,20 @@ from harness.errors import HarnessError
 from harness.grid.cells import configured_cells
 from harness.provenance.timeline import timeline
 from harness.study import Study
+from arms_support import declare_planned_kind
 from provenance_support import edit_yaml, make_study, write_yaml
 
 
 @pytest.fixture
-def study(tmp_path):
+def study(tmp_path, monkeypatch):
+    planned = declare_planned_kind(monkeypatch)
     root = make_study(tmp_path / "study")
-    edit_yaml(root / "configs" / "study.yaml", lambda c: c["arms"].update({"M": {"kind": "E+keys", "of": "E"}}))
+    edit_yaml(root / "configs" / "study.yaml", lambda c: c["arms"].update({"M": {"kind": planned, "of": "E"}}))
     return Study.at(root)
 
 
 def test_declared_kind_is_refused_by_name_with_its_reason(study):
-    with pytest.raises(HarnessError, match=r"arm `M` has kind 'E\+keys', which the plan names but this harness does not "
+    with pytest.raises(HarnessError, match=r"arm `M` has kind 'E\+future', which the plan names but this harness does not "
                                            r"implement yet"):
         buildable_arm_kind(study, "M")
     with pytest.raises(HarnessError, match="does not implement yet"):

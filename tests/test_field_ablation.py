@@ -1,4 +1,5 @@
-"""Field ablations of E: E's cached outputs re-rendered without one field or with one field, no LLM call."""
+"""Re-renderings of E: E's cached outputs re-rendered without one field, with one field, or with a field E does
+not index (E+keys, E+entities), no LLM call."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.grid.arms import source_arm
-from harness.config.arm_kinds import ABLATIONS, get_kind, llm_free_kinds
+from harness.config.arm_kinds import ABLATIONS, INDEXED_EXTRAS, RERENDERINGS, get_kind, llm_free_kinds
 from harness.cli.main import main
 from harness.data.model import Chunk
 
@@ -24,8 +25,10 @@ def study_root(tmp_path_factory):
     for part in ("configs", "data", "plan", "amendments", "prompts", "selection"):
         shutil.copytree(DEMO / part, root / part)
     shutil.copytree(DEMO / "results" / "generations", root / "results" / "generations")
+    edit_config(root, lambda c: c["arms"].update({name: {"kind": name, "datasets": ["papers"]}
+                                                  for name in INDEXED_EXTRAS}))
     assert main(["freeze", "--study", str(root)]) == 0
-    arms = ["E", *ABLATIONS]
+    arms = ["E", *RERENDERINGS]
     assert main(["build-arms", "--study", str(root), "--replay", "--no-progress", "--dataset", "papers",
                  *[x for a in arms for x in ("--arm", a)]]) == 0
     return root
@@ -59,8 +62,31 @@ def test_ablations_reuse_e_chunks_and_drop_exactly_their_fields(study_root):
     assert manifest["ablation"]["source_arm"] == "E" and "llm" not in manifest
 
 
+def test_keys_and_entities_are_indexed_after_e_fields(study_root):
+    """E+keys indexes E's prefix plus the key line; E+entities plus the entities joined by ", "."""
+    e = _chunks(study_root, "E")
+    extras = {"E+keys": lambda g: " ".join(str(g.get("key") or "").split()),
+              "E+entities": lambda g: ", ".join(" ".join(str(x).split()) for x in g.get("entities") or []
+                                                if str(x).strip())}
+    for arm, line in extras.items():
+        built = _chunks(study_root, arm)
+        assert [c.chunk_id for c in built] == [c.chunk_id for c in e]
+        added = 0
+        for full, x in zip(e, built):
+            assert x.generated == full.generated and x.text == full.text
+            prefix = full.indexed_text[: -len(full.text)].strip("\n")
+            extra = line(full.generated)
+            lines = [ln for ln in (prefix, extra) if ln]
+            assert x.indexed_text == ("\n".join(lines) + "\n\n" + x.text if lines else x.text), (arm, x.chunk_id)
+            added += bool(extra)
+        assert added, f"the demo's E outputs have a non-empty {arm[2:]} field"
+        manifest = json.loads((study_root / "results" / "chunks" / "papers" / f"{arm}.manifest.json").read_text())
+        assert manifest["rerendering"]["fields_indexed"] == list(RERENDERINGS[arm])
+        assert manifest["rerendering"]["source_arm"] == "E" and "llm" not in manifest
+
+
 def test_ablation_kinds_make_no_call_and_are_not_document_chunkers():
-    for name in ABLATIONS:
+    for name in RERENDERINGS:
         kind = get_kind(name)
         assert kind.implemented and not kind.needs_model and kind.calls_per_chunk == 0
         assert name not in llm_free_kinds()

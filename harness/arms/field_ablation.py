@@ -1,7 +1,9 @@
-"""Field ablations of E, built from E's cached outputs with no LLM call (a robustness analysis, issue 15).
+"""Re-renderings of E, built from E's cached outputs with no LLM call: field ablations (a robustness analysis,
+issue 15) and E with a field it does not index added (exploratory indexing, amendment 0003).
 
 `E-no-<field>` indexes E's rendering without one generated field; `E-only-<field>` with that field
-alone (harness.config.arm_kinds.ABLATIONS). The chunks, their boundaries and their generated fields are E's
+alone (harness.config.arm_kinds.ABLATIONS); `E+keys` and `E+entities` add the key or the entities after E's
+fields (INDEXED_EXTRAS). The manifest records which fields each indexes. The chunks, their boundaries and their generated fields are E's
 own (read from E's built chunk set on the same dataset), so the ablation isolates what each field adds. The
 source (BuildInputs.source) is the arm named by `of:` (when several arms of kind E apply, e.g. E and its
 strong-model twin), else the one arm of kind E configured for the dataset; its inputs hash enters the
@@ -10,25 +12,20 @@ ablation's, so rebuilding E makes the ablations stale.
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from harness.arms.builder import ArmBuilder, ArmChunks, BuildInputs, Render
-from harness.arms.render import render_enriched
-from harness.config.arm_kinds import ABLATIONS, ENRICHED_FIELDS, ArmKindSpec
+from harness.arms.render import render_fields
+from harness.config.arm_kinds import ABLATIONS, RERENDERINGS, ArmKindSpec
 from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.files import iter_jsonl, read_json
 from harness.grid.paths import chunk_manifest_path, chunks_path
 
 
-def render_with(keep: tuple[str, ...]) -> Render:
-    """E's rendering with only the fields in `keep`; the chunk's generated fields stay whole."""
+def render_with(fields: tuple[str, ...]) -> Render:
+    """A rendering that indexes the generated `fields` in order; the chunk's generated fields stay whole."""
     def render(chunk: Chunk) -> Chunk:
-        g = dict(chunk.generated or {})
-        for name in ENRICHED_FIELDS:
-            if name not in keep:
-                g[name] = [] if isinstance(g.get(name), list) else ""
-        return replace(render_enriched(replace(chunk, generated=g)), generated=chunk.generated)
+        return render_fields(chunk, fields)
     return render
 
 
@@ -45,6 +42,10 @@ def build_field_ablation(kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildIn
                            f"rebuild {source} before {inputs.arm}")
     chunks = [builder.render(Chunk.from_json(r)) for r in iter_jsonl(path)]
     failed = sum(bool((c.generated or {}).get("llm_failed")) for c in chunks)
-    return ArmChunks(chunks, {"ablation": {"source_arm": source, "source_inputs_hash": expected,
-                                           "fields_kept": list(ABLATIONS[kind.name]),
-                                           "chunks_with_failed_generation": failed}})
+    record = {"source_arm": source, "source_inputs_hash": expected}
+    if kind.name in ABLATIONS:
+        record.update(fields_kept=list(ABLATIONS[kind.name]))
+    else:
+        record.update(fields_indexed=list(RERENDERINGS[kind.name]))
+    record["chunks_with_failed_generation"] = failed
+    return ArmChunks(chunks, {"ablation" if kind.name in ABLATIONS else "rerendering": record})

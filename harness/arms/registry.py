@@ -15,7 +15,7 @@ from harness.arms.field_ablation import build_field_ablation, render_with
 from harness.arms.headers import add_contextual_headers
 from harness.arms.llm_arms import build_llm_kind
 from harness.arms.render import render_context, render_enriched, render_section_path, render_text
-from harness.config.arm_kinds import ABLATIONS, ArmKindSpec, get_kind
+from harness.config.arm_kinds import RERENDERINGS, ArmKindSpec, get_kind
 from harness.config.arm_settings import wants_contextual_headers
 from harness.data.model import Chunk
 from harness.errors import HarnessError
@@ -35,7 +35,7 @@ def _addon(merging) -> ArmBuilder:
 
 _CHUNKED = ArmBuilder(render_text, build_chunked)
 _ENRICHED_LLM = ArmBuilder(render_enriched, build_llm_kind)
-_NOT_BUILT = ArmBuilder(render_enriched)  # expanded at retrieval time, or planned
+_NOT_BUILT = ArmBuilder(render_enriched)  # expanded at retrieval time
 
 BUILDERS: dict[str, ArmBuilder] = {
     "S": _CHUNKED,
@@ -61,9 +61,7 @@ BUILDERS: dict[str, ArmBuilder] = {
     "E+KX": _NOT_BUILT,
     "E+AX": _NOT_BUILT,
     "E+SX": _NOT_BUILT,
-    "E+keys": _NOT_BUILT,
-    "E+entities": _NOT_BUILT,
-    **{name: ArmBuilder(render_with(keep), build_field_ablation) for name, keep in ABLATIONS.items()},
+    **{name: ArmBuilder(render_with(fields), build_field_ablation) for name, fields in RERENDERINGS.items()},
 }
 
 

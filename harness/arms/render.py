@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 from typing import Any, Sequence
 
+from harness.config.arm_kinds import ENRICHED_FIELDS
 from harness.data.model import Chunk
 from harness.errors import InputError
 
@@ -61,18 +62,29 @@ def render_heading_paths(chunk: Chunk, paths: Sequence[str]) -> Chunk:
     return _with_prefix(chunk, [_one_line(p) for p in paths], chunk.indexed_text or chunk.text)
 
 
+# how each generated field is written on its prefix line: lists joined, strings made single-line
+_FIELD_LINE = {
+    "title": lambda v: _one_line(v or ""),
+    "summary": lambda v: _one_line(v or ""),
+    "keywords": lambda v: ", ".join(_items(v)),
+    "questions": lambda v: " ".join(_items(v)),
+    "key": lambda v: _one_line(v or ""),
+    "entities": lambda v: ", ".join(_items(v)),
+}
+
+
+def render_fields(chunk: Chunk, fields: Sequence[str]) -> Chunk:
+    """The named generated fields, one per line in the order given, blank line, text."""
+    g = _generated(chunk)
+    unknown = [f for f in fields if f not in _FIELD_LINE]
+    if unknown:
+        raise InputError(f"no rendering for generated field(s) {', '.join(unknown)}")
+    return _with_prefix(chunk, [_FIELD_LINE[f](g.get(f)) for f in fields])
+
+
 def render_enriched(chunk: Chunk) -> Chunk:
     """E, E-K, PF, M: title / summary / keywords (", ") / questions (" "), one per line, blank line, text."""
-    g = _generated(chunk)
-    return _with_prefix(
-        chunk,
-        [
-            _one_line(g.get("title") or ""),
-            _one_line(g.get("summary") or ""),
-            ", ".join(_items(g.get("keywords"))),
-            " ".join(_items(g.get("questions"))),
-        ],
-    )
+    return render_fields(chunk, ENRICHED_FIELDS)
 
 
 def render_context(chunk: Chunk) -> Chunk:

@@ -26,6 +26,14 @@ ABLATIONS: dict[str, tuple[str, ...]] = {
     **{f"E-no-{f}": tuple(x for x in ENRICHED_FIELDS if x != f) for f in ENRICHED_FIELDS},
     **{f"E-only-{f}": (f,) for f in ENRICHED_FIELDS},
 }
+# E with a generated field it does not index added after its own (exploratory indexing, amendment 0003):
+# name -> the fields its rendering indexes, in order
+INDEXED_EXTRAS: dict[str, tuple[str, ...]] = {
+    "E+keys": (*ENRICHED_FIELDS, "key"),
+    "E+entities": (*ENRICHED_FIELDS, "entities"),
+}
+# every re-rendering of E's built chunks (no LLM call): name -> the fields it indexes
+RERENDERINGS: dict[str, tuple[str, ...]] = {**INDEXED_EXTRAS, **ABLATIONS}
 
 
 @dataclass(frozen=True)
@@ -113,10 +121,8 @@ ARM_KINDS: dict[str, ArmKindSpec] = {k.name: k for k in (
     _derived("E+KX", expansion="KX"),
     _derived("E+AX", expansion="AX"),
     _derived("E+SX", expansion="SX"),
-    ArmKindSpec("E+keys", HEADER_LED, needs_model=True, planned=True),  # E with its key indexed too
-    ArmKindSpec("E+entities", HEADER_LED, needs_model=True, planned=True),  # E with its entities indexed too
-    # E's built chunks re-rendered with some of its fields: no LLM call
-    *(_derived(name, of_kind="E") for name in ABLATIONS),
+    # E's built chunks re-rendered with some of its fields, or with one it does not index: no LLM call
+    *(_derived(name, of_kind="E") for name in RERENDERINGS),
 )}
 
 
