@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 from harness.llm.base import Backend, LlmError, Message, as_messages
 from harness.llm.cache import CacheRecord, GenerationCache, cache_key, prompt_sha256
 from harness.llm.ledger import SpendLedger
+from harness.timing import MODEL, waiting_on
 
 
 class Cancelled(LlmError):
@@ -85,7 +86,8 @@ class LlmSession:
             self.backend.estimate_cost_usd(messages, options or {}), billed=self.backend.billed
         )
         try:
-            done = self.backend.complete(messages, schema=schema, seed=seed, options=options)
+            with waiting_on(MODEL):
+                done = self.backend.complete(messages, schema=schema, seed=seed, options=options)
         except BaseException:
             self.ledger.release(reservation)
             raise

@@ -19,10 +19,11 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from harness.errors import HarnessError
-from harness.files import iter_jsonl, read_json
+from harness.files import read_json
 from harness.grid.paths import generations_dir, per_question_dir, results_dir, stats_dir
 from harness.stats.verdicts import MISSING
 from harness.study import Study
+from harness.timing import EITHER, SPLIT_ENV
 
 # in pipeline order; `answer` is skipped when the study configures no answer cells
 STAGES = ("select", "freeze", "estimate", "build-arms", "score", "answer", "stats", "audit", "report")
@@ -52,6 +53,14 @@ class StageRun:
     wall_s: float
     peak_mib: float
     counts: dict[str, int]  # the study's totals after the stage
+    # seconds the stage's process waited on models, on encoders, and on either (harness.timing); the rest of
+    # wall_s is the harness's own work (worker processes of an executor are not included)
+    waiting_s: dict[str, float]
+
+    @property
+    def own_share(self) -> float:
+        """The share of the stage's wall time spent outside model and encoder calls."""
+        return max(0.0, self.wall_s - self.waiting_s.get(EITHER, 0.0)) / self.wall_s if self.wall_s else 0.0
 
 
 def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = STAGES,
@@ -94,12 +103,14 @@ class _Failure:
 
 def _run_one(twin: Study, stage: str, args: list[str], log: Path) -> StageRun | _Failure:
     command = [sys.executable, "-m", "harness", stage, "--study", str(twin.root), *args]
+    waiting = log.with_suffix(".waiting.json")
+    waiting.unlink(missing_ok=True)
     start = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
         out.write("$ " + " ".join(command) + "\n")
         out.flush()
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=twin.root,
-                                   env=os.environ | {"PYTHONHASHSEED": "0"})
+                                   env=os.environ | {"PYTHONHASHSEED": "0", SPLIT_ENV: str(waiting)})
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
@@ -107,7 +118,8 @@ def _run_one(twin: Study, stage: str, args: list[str], log: Path) -> StageRun | 
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
         return _Failure(stage, process.returncode, log, tail)
     # ru_maxrss is in KiB on Linux
-    return StageRun(stage, round(wall, 2), round(usage.ru_maxrss / 1024, 1), counts(twin))
+    return StageRun(stage, round(wall, 2), round(usage.ru_maxrss / 1024, 1), counts(twin),
+                    read_json(waiting) if waiting.is_file() else {})
 
 
 def counts(study: Study) -> dict[str, int]:
@@ -119,10 +131,16 @@ def counts(study: Study) -> dict[str, int]:
         rows += table.num_rows
         cells |= set(zip(*(table.column(c).to_pylist() for c in ("dataset", "arm", "retriever"))))
     out |= {"cells": len(cells), "rows": rows}
-    out["LLM calls"] = sum(sum(1 for _ in iter_jsonl(p)) for p in sorted(generations_dir(study).glob("*.jsonl")))
+    out["LLM calls"] = sum(_records(p) for p in sorted(generations_dir(study).glob("*.jsonl")))
     out["contrasts"] = sum(1 for fam in family_results(study) for row in fam.get("rows", [])
                            if row.get("verdict") != MISSING)
     return out
+
+
+def _records(path: Path) -> int:
+    """Non-blank lines of a JSON Lines file: a count, not a parse (caches reach millions of lines)."""
+    with open(path, "rb") as lines:
+        return sum(1 for line in lines if line.strip())
 
 
 def family_results(study: Study) -> list[dict[str, Any]]:
@@ -132,4 +150,4 @@ def family_results(study: Study) -> list[dict[str, Any]]:
 
 
 def as_json(runs: list[StageRun]) -> list[dict[str, Any]]:
-    return [asdict(r) for r in runs]
+    return [asdict(r) | {"own_share": round(r.own_share, 4)} for r in runs]

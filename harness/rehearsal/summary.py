@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.rehearsal.stages import StageRun
 from harness.stats.verdicts import MISSING
+from harness.timing import EITHER
 
 COUNTED = ("chunk sets", "cells", "rows", "LLM calls", "contrasts")
 
@@ -43,14 +44,17 @@ def outcomes(families: list[dict[str, Any]], registered: dict[str, list[str]]) -
 
 
 def stage_table(runs: list[StageRun]) -> str:
-    lines = ["| stage | wall s | peak MiB | " + " | ".join(COUNTED) + " |",
-             "|---|---:|---:|" + "---:|" * len(COUNTED)]
+    """Per stage: wall time, peak memory, the share of wall time outside model and encoder calls, counts."""
+    lines = ["| stage | wall s | peak MiB | own work | " + " | ".join(COUNTED) + " |",
+             "|---|---:|---:|---:|" + "---:|" * len(COUNTED)]
     for r in runs:
-        lines.append(f"| {r.stage} | {r.wall_s:.1f} | {r.peak_mib:.0f} | "
+        lines.append(f"| {r.stage} | {r.wall_s:.1f} | {r.peak_mib:.0f} | {r.own_share:.0%} | "
                      + " | ".join(str(r.counts.get(k, 0)) for k in COUNTED) + " |")
     total = sum(r.wall_s for r in runs)
     peak = max((r.peak_mib for r in runs), default=0.0)
-    lines.append(f"| **all** | {total:.1f} | {peak:.0f} | " + " | ".join("" for _ in COUNTED) + " |")
+    waited = sum(r.waiting_s.get(EITHER, 0.0) for r in runs)
+    own = max(0.0, total - waited) / total if total else 0.0
+    lines.append(f"| **all** | {total:.1f} | {peak:.0f} | {own:.0%} | " + " | ".join("" for _ in COUNTED) + " |")
     return "\n".join(lines)
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from harness.config.retrievers import BATCH_SIZE, DEFAULT_SENTENCE_TRANSFORMER
 from harness.data.model import Chunk
 from harness.errors import HarnessError
+from harness.timing import ENCODER, waiting_on
 from harness.files import canonical_json, sha256_file, sha256_text
 from harness.llm.ollama_client import InputTooLong, OllamaClient
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
@@ -316,7 +317,8 @@ class DenseRetriever(Retriever):
     def _embed(self, texts: list[str], prefix: str, role: str) -> tuple[np.ndarray, int]:
         def encode(ts: list[str]) -> tuple[np.ndarray, np.ndarray]:
             cuts = [self.cut.apply(prefix, t) if self.cut else (t, False) for t in ts]
-            vectors, truncated = self.embedder.embed([prefix + t for t, _ in cuts])
+            with waiting_on(ENCODER):
+                vectors, truncated = self.embedder.embed([prefix + t for t, _ in cuts])
             return vectors, np.asarray(truncated, dtype=bool) | np.array([c for _, c in cuts], dtype=bool)
 
         vectors, truncated = self._cache(prefix).encode(texts, encode)

@@ -37,6 +37,7 @@ from harness.errors import HarnessError
 from harness.files import canonical_json, sha256_text
 from harness.retrieval.cache import CacheNamespace, VectorCache
 from harness.retrieval.dense import DenseIndex, DenseRetriever, SentenceTransformerEmbedder, l2_normalise, one_torch_thread
+from harness.timing import ENCODER, waiting_on
 
 LATE_ENCODING = "late chunking: one forward pass per window, 1 torch thread, most-context window per token"
 
@@ -197,7 +198,8 @@ class LateChunkingRetriever(DenseRetriever):
             for key in missing:
                 doc_id, spans = where[key]
                 if doc_id not in by_doc:
-                    offsets, vectors, windows = self.encoder.token_vectors(self.documents[doc_id])
+                    with waiting_on(ENCODER):
+                        offsets, vectors, windows = self.encoder.token_vectors(self.documents[doc_id])
                     by_doc[doc_id] = (offsets, vectors)
                     self.counts["late_documents"] += 1
                     self.counts["late_windows"] += windows

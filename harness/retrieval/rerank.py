@@ -14,6 +14,7 @@ from tqdm import tqdm
 from harness.config.retrievers import BATCH_SIZE, RERANK_DEPTH
 from harness.data.model import Chunk
 from harness.errors import HarnessError
+from harness.timing import ENCODER, waiting_on
 from harness.files import canonical_json
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex
 from harness.retrieval.cache import CacheNamespace, VectorCache
@@ -110,7 +111,8 @@ class RerankRetriever(Retriever):
         def score_missing(pairs: list[str]) -> tuple[np.ndarray, np.ndarray]:
             # every pair in one call shares this query; the cache hands back only the unseen passages
             missing = [passage for _, passage in (_decode_pair(p) for p in pairs)]
-            scores = np.asarray(self.scorer.score(query, missing), dtype=np.float64)
+            with waiting_on(ENCODER):
+                scores = np.asarray(self.scorer.score(query, missing), dtype=np.float64)
             if scores.shape != (len(missing),) or not np.isfinite(scores).all():
                 raise HarnessError(
                     f"reranker {self.scorer.name!r} returned {scores.shape} scores (finite: {np.isfinite(scores).all()}) "
