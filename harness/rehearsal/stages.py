@@ -23,7 +23,7 @@ from harness.files import read_json
 from harness.grid.paths import generations_dir, per_question_dir, results_dir, stats_dir
 from harness.stats.verdicts import MISSING
 from harness.study import Study
-from harness.timing import EITHER, SPLIT_ENV
+from harness.timing import EITHER, ENCODER, MODEL, SPLIT_ENV
 
 # in pipeline order; `answer` is skipped when the study configures no answer cells
 STAGES = ("select", "freeze", "estimate", "build-arms", "score", "answer", "stats", "audit", "report")
@@ -119,7 +119,8 @@ def _run_one(twin: Study, stage: str, args: list[str], log: Path) -> StageRun | 
         return _Failure(stage, process.returncode, log, tail)
     # ru_maxrss is in KiB on Linux
     return StageRun(stage, round(wall, 2), round(usage.ru_maxrss / 1024, 1), counts(twin),
-                    read_json(waiting) if waiting.is_file() else {})
+                    # a process that never imported harness.timing made no model or encoder call
+                    read_json(waiting) if waiting.is_file() else dict.fromkeys((EITHER, ENCODER, MODEL), 0.0))
 
 
 def counts(study: Study) -> dict[str, int]:
