@@ -21,11 +21,10 @@ import pyarrow.parquet as pq
 from harness.errors import HarnessError
 from harness.files import iter_jsonl, read_json
 from harness.grid.paths import generations_dir, per_question_dir, results_dir, stats_dir
+from harness.pipeline.stages import STAGES  # in pipeline order; `answer` is skipped without answer cells
 from harness.stats.verdicts import MISSING
 from harness.study import Study
 
-# in pipeline order; `answer` is skipped when the study configures no answer cells
-STAGES = ("select", "freeze", "estimate", "build-arms", "score", "answer", "stats", "audit", "report")
 EXECUTOR_STAGES = ("score", "stats")  # the stages `--executor` applies to
 RESCORED_CELLS = 1  # the audit re-runs this many seeded cells byte for byte
 LOG_TAIL_LINES = 15
@@ -76,7 +75,7 @@ def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = S
 
 
 def _stage_arguments(stage: str, executor: str | None) -> list[str]:
-    args = []
+    args = ["--no-progress"]  # the log is a file: bars would only fill it with carriage returns
     if executor and stage in EXECUTOR_STAGES:
         args += ["--executor", executor]
     if stage == "audit":
