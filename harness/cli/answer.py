@@ -7,7 +7,7 @@ import os
 
 from harness.cli.build_arms import llm_mode
 from harness.cli.main import add_study_argument
-from harness.cli.output import add_output_arguments, progress, say
+from harness.cli.output import add_output_arguments, progress, say, warn
 from harness.pipeline.answer import answer_study
 from harness.provenance.freeze import check_frozen
 from harness.provenance.release import record_results, require_recorded
@@ -52,9 +52,9 @@ def run(args) -> int:
         say(args, f"answer: judge controls: positive {shown(c['positive'])} ({c['positive_questions']} questions), "
               f"negative {shown(c['negative'])} ({c['negative_questions']} questions)"
               + (f"; exploratory: {'; '.join(c['reasons'])}" if c["reasons"] else ""), problem=bool(c["reasons"]))
-    for cell, counts in summary.get("cells", {}).items():
+    for cell, counts in summary.get("cells", {}).items():  # the stage logged every count; quiet keeps the losses
         failed = {k: v for k, v in counts.items() if v and k in PROBLEM_COUNTS}
-        if failed:
-            say(args, f"answer {cell}: " + ", ".join(f"{k} {v}" for k, v in failed.items()), problem=True)
+        if failed and args.quiet:
+            warn(f"answer {cell}: " + ", ".join(f"{k} {v}" for k, v in failed.items()))
     print(f"answer: {len(summary.get('cells', {}))} cell(s) answered -> results/answers/ (frozen config {frozen[:12]})")
     return 0
