@@ -23,10 +23,13 @@ figure{margin:1.2em 0;overflow-x:auto}figcaption{font-size:.9em;color:#444;margi
 img{max-width:100%;height:auto;display:block}.file{color:#888}.note{font-size:.85em;color:#444}
 .missing{background:#fff4e5;border-left:4px solid #e69500;padding:.4em .8em;margin:.5em 0}
 details>summary{cursor:pointer;color:#2255aa;font-size:.9em}
+body>h1{margin:.4em 0 .2em}body>p:first-of-type{margin:0;font-size:.85em;color:#444}
 #summary{display:grid;grid-template-columns:auto minmax(0,1fr);gap:0 1.2em;align-items:start}
-#summary>h2,#summary>p{grid-column:1/-1;margin:.3em 0}#summary figure{margin:.3em 0}
-#summary table{font-size:.75em}#summary td,#summary th{padding:.1em .4em;white-space:nowrap}
-#summary figure.table{width:min-content}#summary figcaption{font-size:.8em}#summary img{max-height:calc(100vh - 10em);width:auto}
+#summary>h2{grid-column:1/-1;margin:.5em 0 .2em}#summary>p{grid-column:1/-1;margin:.2em 0;font-size:.9em}
+#summary figure{margin:.2em 0}#summary table{font-size:.72em;line-height:1.25}
+#summary td,#summary th{padding:.05em .4em;white-space:nowrap}
+#summary figure.table{width:min-content}#summary figcaption{font-size:.8em}
+#summary img{max-height:calc(100vh - 16em);width:auto}
 """
 LEAD_SECTION = "summary"
 

@@ -49,11 +49,12 @@ class Section:
     preformatted: list[str] = field(default_factory=list)
 
 
-def table(name: str, caption: str, header, rows, notes=(), *, collapsed: bool = False) -> Table:
-    """A Table with every cell rendered as text (None as an en dash). A table longer than LONG_TABLE_ROWS
-    is collapsed whatever the caller says, so no long table pushes the sections after it down."""
+def table(name: str, caption: str, header, rows, notes=(), *, collapsed: bool | None = None) -> Table:
+    """A Table with every cell rendered as text (None as an en dash). `collapsed` None: collapsed when longer
+    than LONG_TABLE_ROWS, so no long table pushes the sections after it down."""
     cells = tuple(tuple("–" if v is None else str(v) for v in r) for r in rows)
-    return Table(name, caption, tuple(header), cells, tuple(notes), collapsed or len(cells) > LONG_TABLE_ROWS)
+    folded = len(cells) > LONG_TABLE_ROWS if collapsed is None else collapsed
+    return Table(name, caption, tuple(header), cells, tuple(notes), folded)
 
 
 def points(x: float | None, digits: int = 1) -> str:

@@ -55,8 +55,8 @@ def _judge_detail(acc, rates: dict | None) -> str:
         return "no controls on file; run `make answer`"
     pos, neg, spot = rates.get("positive"), rates.get("negative"), rates.get("spot_check") or {}
     shown = lambda v: "not computable" if v is None else f"{100 * v:.1f}%"  # noqa: E731
-    return (f"positive control {shown(pos)} (>= {100 * acc.positive_min:g}%), negative {shown(neg)} "
-            f"(<= {100 * acc.negative_max:g}%), spot check "
+    return (f"positive control {shown(pos)}, needs >= {100 * acc.positive_min:g}%; negative control {shown(neg)}, "
+            f"needs <= {100 * acc.negative_max:g}%; spot check "
             + ("passed" if spot.get("passed") is True else "not passed or not on file"))
 
 
@@ -85,9 +85,9 @@ def summary(ctx: ReportContext) -> Section:
         body.append(head + [points(r["estimate"], 2), f"{interval(shown, 2)} {r['ci_shown']}%",
                             r["verdict"] + (SMALL_MARK if r["small_difference_within_margin"] else ""),
                             TIER_NAMES.get(r["tier"], r["tier"])])
-    sec.tables.append(table("summary-tests", "Every registered confirmatory and pre-specified secondary test: "
-                            "A - B in points, the CI its rule reads, verdict and tier (metric, family and "
-                            "p-values in Verdicts).", SUMMARY_HEADER, body, notes=_notes(body)))
+    sec.tables.append(table("summary-tests", "Every registered confirmatory and pre-specified secondary test "
+                            "(A - B in points; the CI its rule reads; details in Verdicts).", SUMMARY_HEADER, body,
+                            notes=_notes(body), collapsed=False))  # the answer: never folded away
     plotted = [r for (fam, test) in registered if (r := rows.get((fam.id, test.id))) and r["verdict"] != MISSING]
     if plotted:
         combined = replace(found[0], family="summary", rows=tuple(plotted))
@@ -112,7 +112,7 @@ def _headline(ctx: ReportContext) -> str:
     if checks:
         failed = [c for c in checks if not c.passed]
         parts.append(f"instruments passed {len(checks) - len(failed)} of {len(checks)}"
-                     + (": not " + "; not ".join(f"{c.name} ({c.detail})" for c in failed) if failed else ""))
+                     + "".join(f"; failed: {c.name} ({c.detail})" for c in failed))
     else:
         parts.append("no instrument check registered")
     return "; ".join(parts) + "."

@@ -54,7 +54,7 @@ def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | 
         raise ValueError(f"family {fam.family!r} was not run; there is nothing to plot")
     rows = [r for r in fam.rows if r["verdict"] != MISSING]  # missing tests are listed in the tables
     any_tost = any(r["ci_shown"] == "90" for r in rows)
-    size = (6.4, 1.3 + 0.24 * len(rows)) if compact else (8.0, 1.2 + 0.45 * len(rows))
+    size = (6.4, 1.3 + 0.18 * len(rows)) if compact else (8.0, 1.2 + 0.45 * len(rows))
     fig, ax = plt.subplots(figsize=size, dpi=120)
     for y, row in enumerate(reversed(rows)):
         colour = _VERDICT_COLOURS.get(row["verdict"], "black")
