@@ -75,7 +75,7 @@ def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = S
 
 
 def _stage_arguments(stage: str, executor: str | None) -> list[str]:
-    args = ["--no-progress"]  # the log is a file: bars would only fill it with carriage returns
+    args = []
     if executor and stage in EXECUTOR_STAGES:
         args += ["--executor", executor]
     if stage == "audit":
