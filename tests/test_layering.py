@@ -1,8 +1,8 @@
 """The package's imports flow one way: from a stage down to the spine and the instruments below it.
 
 Every import of a harness module, at module level or inside a function, is read with `ast` (no module is
-imported), and each must point to its own layer or a lower one, in the order README.md's "Working on the
-harness" section states. Inside functions, harness modules are imported only by the CLI (each command loads
+imported), and each must point to its own layer or a lower one, in the order docs/working-on-the-harness.md
+states. Inside functions, harness modules are imported only by the CLI (each command loads
 its stage when it runs, so `harness --help` stays quick); anywhere else a function-level import would only
 hide a circle.
 """
@@ -125,9 +125,9 @@ def test_every_package_has_a_layer():
 
 
 def test_the_readme_states_the_same_order():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "working-on-the-harness.md").read_text(encoding="utf-8")
     match = re.search(r"^Layers, lowest first:\s*(.+)$", text, re.M)
-    assert match, "README.md: no `Layers, lowest first: ...` line in 'Working on the harness'"
+    assert match, "docs/working-on-the-harness.md: no `Layers, lowest first: ...` line"
     stated = [set(re.findall(r"\w+", group)) for group in match.group(1).split("->")]
     assert stated == [set(names) for names in LAYERS]
 

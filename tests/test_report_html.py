@@ -165,11 +165,55 @@ def test_outcomes_are_withheld_until_every_cell_is_scored(reports):
     assert "<table" in _section(before, "chunk-sets")  # inputs are not outcomes
 
 
+# --- the first screen (issue 30, part 4) ---
+
+SUMMARY_TIERS = ("confirmatory", "secondary")
+
+
+def test_the_summary_opens_the_page_with_every_registered_test(reports):
+    study, before = reports
+    page = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
+    assert page.index('<section id="summary">') < page.index("<nav>") < page.index('<section id="identity">')
+    summary = _section(page, "summary")
+    tiers = {fam.tier for fam in load_study_plan(study).families}
+    assert {"confirmatory", "secondary"} <= tiers and "exploratory" in tiers  # the check below can tell them apart
+    for fam in load_study_plan(study).families:
+        for test in fam.tests:
+            assert (f"<td>{test.id}</td>" in summary) == (fam.tier in SUMMARY_TIERS), test.id
+            if fam.tier in SUMMARY_TIERS:  # every listed test ran here: a verdict, no placeholder
+                row = summary[summary.index(f"<td>{test.id}</td>"):]
+                assert "not run" not in row[:row.index("</tr>")] and "withheld" not in row[:row.index("</tr>")]
+    assert 'id="figure-forest-summary"' in summary
+    assert "`papers` 48 questions in 8 clusters, 0 dropped" in summary.replace("<code>", "`").replace("</code>", "`")
+    assert "no instrument check registered" in summary  # the LLM-free copy has no judge
+    md = (results_dir(study) / "report" / "report.md").read_text(encoding="utf-8")
+    assert md.index("## Summary") < md.index("## Study identity")
+    # before scoring: the registered tests are named, no number is shown
+    early = _section(before, "summary")
+    assert "withheld, no interim looks" in early and "<img" not in early
+    assert all(f"<td>{t.id}</td>" in early for fam in load_study_plan(study).families
+               if fam.tier in SUMMARY_TIERS for t in fam.tests)
+
+
+def test_long_tables_are_collapsed(reports):
+    from harness.report.model import LONG_TABLE_ROWS
+
+    study, _ = reports
+    page = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
+    tables = dict(re.findall(r'<figure class="table" id="table-([^"]+)">(.*?)</figure>', page, re.S))
+    for name in ("means-papers", "means-docs", "data-exclusions"):
+        assert "<details><summary>" in tables[name], name
+    assert "<details>" not in tables["summary-tests"]
+    long = [n for n, body in tables.items() if body.count("<tr>") - 1 > LONG_TABLE_ROWS]
+    assert long and all("<details>" in tables[n] for n in long)
+    assert "<script" not in page
+
+
 # --- headless Chromium ---
 
 def _browser_or_skip():
     if not (BROWSER.is_file() and DRIVER.is_file()):
-        pytest.skip("no system Chromium: `apt-get install -y chromium chromium-driver` (see README)")
+        pytest.skip("no system Chromium: `apt-get install -y chromium chromium-driver` (see docs/pipeline.md)")
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[test]'")
     from selenium.webdriver.chrome.service import Service
 
@@ -196,11 +240,34 @@ def test_page_renders_in_headless_chromium(reports):
     finally:
         driver.quit()
     assert logs == []
-    assert sections == len(SECTION_BUILDERS) - 1  # the lab section is left out: this study has no train/held-out split
+    page = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
+    # the lab and repeat-generation sections are left out: this study has no train/held-out split and no repeats
+    assert sections == page.count('<section id="') == len(SECTION_BUILDERS) - 2
     figures = sorted(p.stem for p in (results_dir(study) / "report" / "figures").glob("*.svg"))
     assert sorted(i[0] for i in images) == figures
     for name, complete, natural, width, height in images:
         assert complete and natural > 0 and width > 0 and height > 0, name
+
+
+def test_the_summary_is_visible_without_scrolling(reports):
+    """At 1280x800 the summary table and the combined forest plot lie wholly inside the first screen."""
+    study, _ = reports
+    driver = _browser_or_skip()
+    try:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+        driver.get((results_dir(study) / "report" / "index.html").as_uri())
+        viewport = driver.execute_script("return [window.innerWidth, window.innerHeight, window.scrollY]")
+        boxes = driver.execute_script(
+            "return ['#table-summary-tests table', '#figure-forest-summary img'].map(s => {"
+            " const r = document.querySelector(s).getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })")
+        loaded = driver.execute_script("return document.querySelector('#figure-forest-summary img').naturalWidth")
+    finally:
+        driver.quit()
+    assert viewport == [1280, 800, 0]
+    assert loaded > 0
+    for left, top, right, bottom in boxes:
+        assert 0 <= left < right <= 1280 and 0 <= top < bottom <= 800, boxes
 
 
 def test_a_broken_figure_is_caught_by_the_browser_check(tmp_path):

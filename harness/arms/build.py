@@ -23,7 +23,7 @@ from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
 from harness.config import to_plain
 from harness.config.arm_kinds import is_planned
-from harness.data.load import LoadedDataset, load_dataset, loss_summary, read_selection
+from harness.data.load import LoadedDataset, load_dataset, loss_summary, lost_counts, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_jsonl, canonical_json, iter_jsonl, read_json, sha256_text
@@ -213,8 +213,9 @@ def read_source_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, fro
 def build_arms(
     study: Study, *, datasets: Sequence[str] | None = None, arms: Sequence[str] | None = None,
     frozen_hash: str | None, progress: bool = True, log: Callable[[str], None] = print,
-    fresh: bool = False, replay: bool = False,
+    fresh: bool = False, replay: bool = False, warn: Callable[[str], None] | None = None,
 ) -> list[ArmBuild]:
+    """`warn` (default: `log`) gets the lines naming data lost on loading."""
     names = list(datasets or study.config.datasets)
     if arms:
         arm_names = list(arms)
@@ -230,13 +231,13 @@ def build_arms(
     out, losses = [], []
     for name in names:
         dataset = load_dataset(study, name, selection=selection)
-        losses.append(loss_summary(name, dataset.counts))
+        losses.append((loss_summary(name, dataset.counts), bool(lost_counts(dataset.counts))))
         applicable = [cs.arm.name for cs in todo if cs.dataset.name == name]
         out += build_dataset_arms(
             study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log, fresh=fresh, replay=replay
         )
-    for line in losses:
-        log(line)
+    for line, lost in losses:
+        ((warn or log) if lost else log)(line)
     return out
 
 

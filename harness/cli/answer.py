@@ -7,10 +7,15 @@ import os
 
 from harness.cli.build_arms import llm_mode
 from harness.cli.main import add_study_argument
+from harness.cli.output import add_output_arguments, progress, say, warn
 from harness.pipeline.answer import answer_study
 from harness.provenance.freeze import check_frozen
 from harness.provenance.release import record_results, require_recorded
 from harness.study import Study
+
+# per-cell counts of dropped or failed items: reported even under --quiet
+PROBLEM_COUNTS = ("reader_failed", "reader_truncated", "judge_truncated", "verdicts_unparseable", "dropped_no_gold",
+                  "dropped_no_nuggets")
 
 HELP = ("answer every configured answer cell (`reader.cells`) with the fixed reader from exactly B source "
         "tokens, judge nuggets after the judge's acceptance controls, and add answer_f1 / nugget_recall rows")
@@ -24,7 +29,7 @@ FRESH=1 / REPLAY=1 in the environment mean the same as the flags."""
 
 def add_arguments(parser) -> None:
     add_study_argument(parser)
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_output_arguments(parser)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--fresh", action="store_true", help="regenerate every answer and verdict (env FRESH=1)")
     mode.add_argument("--replay", action="store_true", help="answer only from the generation cache (env REPLAY=1)")
@@ -39,13 +44,17 @@ def run(args) -> int:
     # the answer stage assembles the table from every stage's parts: none may have been edited by hand
     require_recorded(study, stage="answer", folders=("per_question", "answers", "runs"), allow_unlisted=True,
                      parts_only=True)
-    summary = answer_study(study, frozen_hash=frozen, fresh=fresh, replay=replay, progress=not args.no_progress)
+    summary = answer_study(study, frozen_hash=frozen, fresh=fresh, replay=replay, progress=progress(args))
     record_results(study)
     if summary.get("controls") is not None:
         c = summary["controls"]
         shown = lambda v: "not computable" if v is None else f"{v:.3f}"  # noqa: E731
-        print(f"answer: judge controls: positive {shown(c['positive'])} ({c['positive_questions']} questions), "
+        say(args, f"answer: judge controls: positive {shown(c['positive'])} ({c['positive_questions']} questions), "
               f"negative {shown(c['negative'])} ({c['negative_questions']} questions)"
-              + (f"; exploratory: {'; '.join(c['reasons'])}" if c["reasons"] else ""))
+              + (f"; exploratory: {'; '.join(c['reasons'])}" if c["reasons"] else ""), problem=bool(c["reasons"]))
+    for cell, counts in summary.get("cells", {}).items():  # the stage logged every count; quiet keeps the losses
+        failed = {k: v for k, v in counts.items() if v and k in PROBLEM_COUNTS}
+        if failed and args.quiet:
+            warn(f"answer {cell}: " + ", ".join(f"{k} {v}" for k, v in failed.items()))
     print(f"answer: {len(summary.get('cells', {}))} cell(s) answered -> results/answers/ (frozen config {frozen[:12]})")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.cli.main import add_study_argument
+from harness.cli.output import add_output_arguments, say
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.study import Study
@@ -26,6 +27,7 @@ DESCRIPTION = (
 def add_arguments(parser) -> None:
     parser.description = DESCRIPTION
     add_study_argument(parser)
+    add_output_arguments(parser)
     parser.add_argument("--rel-tol", type=float, default=1e-9,
                         help="relative tolerance for floating-point fields (default 1e-9; reruns on one "
                              "platform are bit-identical)")
@@ -101,11 +103,12 @@ def run(args) -> int:
         seed = DEFAULT_SEED if args.rescore_seed is None else args.rescore_seed
         checks += [RowCheck("(rescore)", r.cell, r.passed, r.detail) for r in rescore(study, args.rescore, seed, frozen)]
     for a in anchors:
-        print(a.line())
+        say(args, a.line(), problem=a.status != "PASS")
     for c in checks:
-        print(f"{'PASS' if c.passed else 'FAIL'}  {c.family}/{c.test}: {c.detail}")
+        say(args, f"{'PASS' if c.passed else 'FAIL'}  {c.family}/{c.test}: {c.detail}", problem=not c.passed)
     statuses = [a.status for a in anchors] + ["PASS" if c.passed else "FAIL" for c in checks]
     unverifiable = len(statuses) - statuses.count("PASS") - statuses.count("FAIL")
-    print(f"audit: {statuses.count('PASS')} PASS, {statuses.count('FAIL')} FAIL"
-          + (f", {unverifiable} NOT VERIFIABLE (not a pass)" if unverifiable else ""))
+    say(args, f"audit: {statuses.count('PASS')} PASS, {statuses.count('FAIL')} FAIL"
+          + (f", {unverifiable} NOT VERIFIABLE (not a pass)" if unverifiable else ""),
+        problem=statuses.count("PASS") != len(statuses))
     return exit_code(statuses)

@@ -8,6 +8,7 @@ from typing import Mapping
 
 from harness.arms.build import build_arms
 from harness.cli.main import add_study_argument
+from harness.cli.output import add_output_arguments, progress, say
 from harness.errors import HarnessError
 from harness.provenance.freeze import check_frozen
 from harness.provenance.release import record_results
@@ -28,7 +29,7 @@ def add_arguments(parser) -> None:
     add_study_argument(parser)
     parser.add_argument("--dataset", action="append", help="only this dataset (repeatable)")
     parser.add_argument("--arm", action="append", help="only this arm (repeatable)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_output_arguments(parser)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--fresh", action="store_true", help="regenerate every LLM answer, ignoring the cache (env FRESH=1)"
@@ -67,7 +68,8 @@ def run(args) -> int:
         datasets=args.dataset,
         arms=args.arm,
         frozen_hash=frozen,
-        progress=not args.no_progress,
+        progress=progress(args),
+        warn=lambda line: say(args, line, problem=True),
         fresh=fresh,
         replay=replay,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from harness.cli.main import add_study_argument
+from harness.cli.output import add_output_arguments
 from harness.study import Study
 from harness.grid.paths import estimate_path
 
@@ -22,6 +23,7 @@ DESCRIPTION = (
 def add_arguments(parser) -> None:
     parser.description = DESCRIPTION
     add_study_argument(parser)
+    add_output_arguments(parser)
     parser.add_argument("--output-tokens", type=int, metavar="N",
                         help="expected output tokens per call (default: the model's output cap, an upper bound)")
     parser.add_argument("--summary-tokens", type=int, default=60, metavar="N",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from harness.cli.main import add_study_argument
+from harness.cli.output import add_output_arguments, progress
 from harness.sources.fetch import fetch, finish, plan
 from harness.study import Study
 
@@ -15,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_study_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="list every file it would write or verify, with its source; no network")
     parser.add_argument("--update", action="store_true", help="fetch every source again at its newest (or newly declared) revision and rewrite the lock")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_output_arguments(parser)
 
 
 def run(args) -> int:
@@ -26,5 +27,5 @@ def run(args) -> int:
             print(line)
         print(f"{len(lines)} declared source(s); nothing fetched (--dry-run)")
         return 0
-    report = fetch(study, update=args.update, progress=not args.no_progress)
+    report = fetch(study, update=args.update, progress=progress(args))
     return finish(report, study, update=args.update)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from harness.cli.main import add_study_argument
-from harness.data.load import loss_summary
+from harness.cli.output import add_output_arguments, say
+from harness.data.load import loss_summary, lost_counts
 from harness.provenance.freeze import check_frozen, freeze, frozen_hash
 from harness.provenance.interim import record_deviation
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
@@ -17,6 +18,7 @@ HELP = "freeze the study's inputs into frozen_config.json (or --check them, or -
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_study_argument(parser)
+    add_output_arguments(parser)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="compare the current inputs with the frozen ones (exit 2 on drift)")
     mode.add_argument("--show-timeline", action="store_true", help="print the registration timeline of the plan and amendments")
@@ -43,7 +45,7 @@ def run(args) -> int:
     record = read_json(study.frozen_path)
     print(_summary(record, study, digest, verb="kept" if digest == before else "froze"))
     for name, content in sorted(record["dataset_content"].items()):
-        print(loss_summary(name, content["counts"]))
+        say(args, loss_summary(name, content["counts"]), problem=bool(lost_counts(content["counts"])))
     print(f"publish this hash (a public registry, a tag, the paper); `harness audit --registered-hash {digest}` "
           "checks the freeze against it")
     return 0

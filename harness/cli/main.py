@@ -9,7 +9,9 @@ import os
 import sys
 
 from harness import __version__
+from harness.cli.output import applied
 from harness.errors import HarnessError
+from harness.pipeline.stages import PIPELINE
 
 # command name -> module name, in pipeline order
 COMMANDS = {
@@ -60,6 +62,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def overview() -> str:
+    """What `harness` with no command prints: the stages in pipeline order, one line each."""
+    width = max(len(name) for name, _ in PIPELINE)
+    others = [name for name in COMMANDS if name not in dict(PIPELINE)]
+    return "\n".join(
+        ["harness: pre-registered RAG indexing studies. The stages, in pipeline order "
+         "(`harness STAGE --study DIR`, or `make STAGE STUDY=DIR`):", ""]
+        + [f"  {name:<{width}}  {line}" for name, line in PIPELINE]
+        + ["", f"Other commands: {', '.join(others)}.", "`harness --help` lists every command; "
+           "`harness COMMAND --help` explains one."])
+
+
 def add_study_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--study",
@@ -74,10 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(named if named in COMMANDS else None)
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
-        return 1
+        print(overview())
+        return 0
     try:
-        return int(args._run(args) or 0)
+        with applied(args):
+            return int(args._run(args) or 0)
     except HarnessError as e:
         print(f"harness {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code

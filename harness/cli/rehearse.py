@@ -26,6 +26,7 @@ DESCRIPTION = (
 
 def add_arguments(parser) -> None:
     from harness.cli.main import add_study_argument
+    from harness.cli.output import add_output_arguments
     from harness.rehearsal.stages import STAGES
     from harness.stats.replicates import REPLICATE_RESAMPLES
     from harness.rehearsal.twin_data import SCALES
@@ -56,7 +57,7 @@ def add_arguments(parser) -> None:
                         help="replicates redraw this per-question file (.parquet/.csv) instead of the twin's")
     parser.add_argument("--until", choices=STAGES, metavar="STAGE",
                         help=f"stop after this stage ({', '.join(STAGES)}); tests are then listed as far as stats ran")
-    parser.add_argument("--no-progress", action="store_true", help="no progress lines or bars")
+    add_output_arguments(parser)
 
 
 def parse_effects(items: list[str]) -> dict[str, float]:
@@ -78,6 +79,7 @@ def parse_effects(items: list[str]) -> dict[str, float]:
 def run(args) -> int:
     from harness.grid.results import read_per_question
     from harness.plan.load import load_study_plan
+    from harness.cli.output import progress as shows_progress, warn
     from harness.rehearsal import summary
     from harness.rehearsal.stages import STAGES, StageFailed, as_json, family_results, run_stages
     from harness.rehearsal.twin import make_twin
@@ -92,7 +94,7 @@ def run(args) -> int:
     if not 0 <= args.malformed_rate < 1:
         raise HarnessError(f"--malformed-rate must be in [0, 1); got {args.malformed_rate}")
     study = Study.at(args.study)
-    progress = not args.no_progress
+    progress = shows_progress(args)
     twin = make_twin(study, Path(args.out), scale=args.scale, seed=args.seed, real_encoders=args.real_encoders,
                      malformed_rate=args.malformed_rate)
     if progress:
@@ -107,6 +109,8 @@ def run(args) -> int:
                 f"BLOCKED: stage {failed.stage} failed on the twin: {failed.reason}"]
         _write(twin, record | {"stages": as_json(failed.runs), "failed": {"stage": failed.stage, "reason": failed.reason,
                                                                             "log_tail": failed.tail}}, text)
+        if args.quiet:  # the text went nowhere; the blocking stage must still be said
+            warn(text[-1])
         return 1
     record["stages"] = as_json(runs)
     text = ["## Stages on the twin", "", summary.stage_table(runs)]
@@ -127,7 +131,10 @@ def run(args) -> int:
         record["replicates"] = known.to_json() | {"pilot": args.pilot}
         text += ["", f"## Known effects: {args.replicates} replicates", "", known.to_markdown()]
     _write(twin, record, text)
-    return 1 if any(o.verdict is None for o in results) else 0
+    blocked = any(o.verdict is None for o in results)
+    if blocked and args.quiet:
+        warn(summary.headline(results))
+    return 1 if blocked else 0
 
 
 def _write(twin, record: dict, text: list[str]) -> None:
@@ -137,5 +144,5 @@ def _write(twin, record: dict, text: list[str]) -> None:
     atomic_write_json(out / "rehearsal.json", record)
     atomic_write_text(out / "rehearsal.md", "\n".join(text) + "\n")
     print("\n".join(text))
-    print(f"\nwritten: {out / 'rehearsal.md'} and rehearsal.json", file=sys.stderr)
+    print(f"\nwritten: {out / 'rehearsal.md'} and rehearsal.json")
 

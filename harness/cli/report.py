@@ -1,6 +1,7 @@
 """`harness report`."""
 
 from harness.cli.main import add_study_argument
+from harness.cli.output import add_output_arguments
 from harness.provenance.freeze import check_frozen
 from harness.report.build import build_report
 from harness.study import Study
@@ -11,6 +12,7 @@ HELP = ("write results/report/: index.html (one self-contained page), report.md,
 
 def add_arguments(parser) -> None:
     add_study_argument(parser)
+    add_output_arguments(parser)
 
 
 def run(args) -> int:

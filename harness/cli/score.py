@@ -3,6 +3,7 @@
 import contextlib
 
 from harness.cli.main import add_study_argument
+from harness.cli.output import add_output_arguments, progress
 from harness.config.executor import EXECUTORS
 from harness.pipeline.executors import choose_executor, is_local, ray_session
 from harness.pipeline.score import score_study
@@ -17,7 +18,7 @@ HELP = ("rank every arm under every retriever (each question searches only its s
 def add_arguments(parser) -> None:
     add_study_argument(parser)
     parser.add_argument("--dataset", action="append", help="only this dataset (repeatable)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_output_arguments(parser)
     add_executor_arguments(parser)
 
 
@@ -30,7 +31,7 @@ def run(args) -> int:
     executor = choose_executor(study, args.executor, args.ray_address)
     # one Ray session for every dataset (starting a local instance takes seconds)
     with contextlib.nullcontext() if is_local(executor) else ray_session(executor):
-        rows = score_study(study, frozen_hash=frozen, datasets=args.dataset, progress=not args.no_progress,
+        rows = score_study(study, frozen_hash=frozen, datasets=args.dataset, progress=progress(args),
                            executor=executor)
     record_results(study)
     for name, n in rows.items():

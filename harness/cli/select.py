@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from harness.cli.main import add_study_argument
-from harness.data.load import load_dataset, loss_summary
+from harness.cli.output import add_output_arguments, say
+from harness.data.load import load_dataset, loss_summary, lost_counts
 from harness.data.selection import build_selection, summary_lines
 from harness.study import Study
 
@@ -12,6 +13,7 @@ HELP = "draw the seeded samples (papers, questions, distractor files) into selec
 
 def add_arguments(parser) -> None:
     add_study_argument(parser)
+    add_output_arguments(parser)
 
 
 def run(args) -> int:
@@ -20,6 +22,7 @@ def run(args) -> int:
     for line in summary_lines(selection):
         print(line)
     for name in sorted(study.config.datasets):  # what the selected study loads: every drop, loss or change counted
-        print(loss_summary(name, load_dataset(study, name, selection=selection).counts))
+        counts = load_dataset(study, name, selection=selection).counts
+        say(args, loss_summary(name, counts), problem=bool(lost_counts(counts)))
     print(f"wrote {study.selection_path}")
     return 0

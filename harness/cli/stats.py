@@ -7,6 +7,7 @@ import shutil
 from dataclasses import replace
 
 from harness.cli.main import add_study_argument
+from harness.cli.output import add_output_arguments, say
 from harness.cli.score import add_executor_arguments
 from harness.study import Study
 from harness.grid.paths import stats_dir
@@ -24,6 +25,7 @@ DESCRIPTION = (
 def add_arguments(parser) -> None:
     parser.description = DESCRIPTION
     add_study_argument(parser)
+    add_output_arguments(parser)
     parser.add_argument("--family", action="append", metavar="ID",
                         help="run only this family (repeatable; default: every family; summary.md then "
                              "lists only these)")
@@ -68,7 +70,7 @@ def run(args) -> int:
             verdicts = ", ".join(f"{r['test']} {r['verdict']}" for r in fam.rows)
             print(f"{fam.family}: {verdicts}")
         else:
-            print(f"{fam.family}: not run (missing {'; '.join(fam.missing)})")
+            say(args, f"{fam.family}: not run (missing {'; '.join(fam.missing)})", problem=True)
     if plan.analyses and not args.family:
         from harness.analyses.inputs import StudyInputs
         from harness.analyses.run import RAN, run_analyses
@@ -79,7 +81,7 @@ def run(args) -> int:
             atomic_write_json(stats_dir(study) / "analyses" / f"{record['id']}.json", record | stamp)
             state = record["status"] if record["status"] == RAN else \
                 "blocked: " + "; ".join(f"{m['what']} (run `{m['target']}`)" for m in record["missing"])
-            print(f"analysis {record['id']} ({record['analysis']}): {state}")
+            say(args, f"analysis {record['id']} ({record['analysis']}): {state}", problem=record["status"] != RAN)
     record_results(study)
     print(f"wrote {stats_dir(study)}")
     return 0

@@ -34,11 +34,16 @@ LOSS_COUNTS = ("evidence_unlocated", "evidence_span_text_mismatch", "evidence_fl
                "documents_empty", "paragraphs_empty", "documents_crlf_normalised", "texts_bom_stripped")
 
 
+def lost_counts(counts: dict[str, int]) -> dict[str, int]:
+    """The nonzero drop, loss or change counts of a dataset, by key."""
+    return {k: v for k, v in sorted(counts.items())
+            if v and ("_dropped_" in k or k.startswith("gold_") or k in LOSS_COUNTS)}
+
+
 def loss_summary(name: str, counts: dict[str, int]) -> str:
     """One line naming every nonzero drop, loss or change count of a dataset (select, freeze and
     build-arms print it), by its key in the dataset's counts."""
-    lost = {k: v for k, v in sorted(counts.items())
-            if v and ("_dropped_" in k or k.startswith("gold_") or k in LOSS_COUNTS)}
+    lost = lost_counts(counts)
     if not lost:
         return f"{name}: nothing dropped or changed on loading ({counts.get('questions', 0)} questions kept)"
     return (f"{name}: dropped or changed on loading ({counts.get('questions', 0)} questions kept): "

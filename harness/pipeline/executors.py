@@ -6,7 +6,7 @@ result is keyed by the caller's name for it, so outputs do not depend on the num
 completion order (tests/test_pipeline_executors.py).
 
 Ray workers read the study directory by path: on a cluster it must be on storage every node mounts at the
-same path, or shipped with the job (README, "Running on a Ray cluster"). Ray is an optional extra
+same path, or shipped with the job (docs/scale-out.md, "The grid on Ray"). Ray is an optional extra
 (`pip install -e '.[ray]'`); the local executor needs nothing new.
 """
 

@@ -21,12 +21,11 @@ import pyarrow.parquet as pq
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.grid.paths import generations_dir, per_question_dir, results_dir, stats_dir
+from harness.pipeline.stages import STAGES  # in pipeline order; `answer` is skipped without answer cells
 from harness.stats.verdicts import MISSING
 from harness.study import Study
 from harness.timing import EITHER, ENCODER, MODEL, SPLIT_ENV
 
-# in pipeline order; `answer` is skipped when the study configures no answer cells
-STAGES = ("select", "freeze", "estimate", "build-arms", "score", "answer", "stats", "audit", "report")
 EXECUTOR_STAGES = ("score", "stats")  # the stages `--executor` applies to
 RESCORED_CELLS = 1  # the audit re-runs this many seeded cells byte for byte
 LOG_TAIL_LINES = 15

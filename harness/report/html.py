@@ -22,7 +22,16 @@ th{border-bottom:2px solid #888}
 figure{margin:1.2em 0;overflow-x:auto}figcaption{font-size:.9em;color:#444;margin-bottom:.3em}
 img{max-width:100%;height:auto;display:block}.file{color:#888}.note{font-size:.85em;color:#444}
 .missing{background:#fff4e5;border-left:4px solid #e69500;padding:.4em .8em;margin:.5em 0}
+details>summary{cursor:pointer;color:#2255aa;font-size:.9em}
+body>h1{margin:.4em 0 .2em}body>p:first-of-type{margin:0;font-size:.85em;color:#444}
+#summary{display:grid;grid-template-columns:auto minmax(0,1fr);gap:0 1.2em;align-items:start}
+#summary>h2{grid-column:1/-1;margin:.5em 0 .2em}#summary>p{grid-column:1/-1;margin:.2em 0;font-size:.9em}
+#summary figure{margin:.2em 0}#summary table{font-size:.72em;line-height:1.25}
+#summary td,#summary th{padding:.05em .4em;white-space:nowrap}
+#summary figure.table{width:min-content}#summary figcaption{font-size:.8em}
+#summary img{max-height:calc(100vh - 16em);width:auto}
 """
+LEAD_SECTION = "summary"
 
 
 def svg_data_uri(svg: str) -> str:
@@ -32,23 +41,34 @@ def svg_data_uri(svg: str) -> str:
 def render_page(title: str, subtitle: str, sections: list[Section]) -> str:
     esc = html.escape
     toc = "".join(f'<li><a href="#{s.id}">{esc(s.title)}</a></li>' for s in sections)
+    # the summary opens the page, before the table of contents, so the first screen answers the question
+    lead = sections[:1] if sections and sections[0].id == LEAD_SECTION else []
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>",
-             f"<h1>{esc(title)}</h1><p>{esc(subtitle)}</p><nav><ol>{toc}</ol></nav>"]
-    for s in sections:
-        parts.append(f'<section id="{s.id}"><h2>{esc(s.title)}</h2>')
-        parts += [f'<p class="missing">{esc(m.sentence())}</p>' for m in s.missing]
-        parts += [f"<p>{_inline_code(p)}</p>" for p in s.paragraphs]
-        parts += [f"<pre>{esc(p)}</pre>" for p in s.preformatted]
-        parts += [to_html(t) for t in s.tables]
-        for f in s.figures:
-            parts.append(f'<figure class="figure" id="figure-{esc(f.name)}"><figcaption>{esc(f.caption)} '
-                         f'<span class="file">(figures/{esc(f.name)}.svg)</span></figcaption>'
-                         f'<img alt="{esc(f.name)}" src="{svg_data_uri(f.svg)}"></figure>')
-        parts.append("</section>")
+             f"<h1>{esc(title)}</h1><p>{esc(subtitle)}</p>"]
+    for s in lead:
+        parts += _section(s)
+    parts.append(f"<nav><ol>{toc}</ol></nav>")
+    for s in sections[len(lead):]:
+        parts += _section(s)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _section(s: Section) -> list[str]:
+    esc = html.escape
+    parts = [f'<section id="{s.id}"><h2>{esc(s.title)}</h2>']
+    parts += [f'<p class="missing">{esc(m.sentence())}</p>' for m in s.missing]
+    parts += [f"<p>{_inline_code(p)}</p>" for p in s.paragraphs]
+    parts += [f"<pre>{esc(p)}</pre>" for p in s.preformatted]
+    parts += [to_html(t) for t in s.tables]
+    for f in s.figures:
+        parts.append(f'<figure class="figure" id="figure-{esc(f.name)}"><figcaption>{esc(f.caption)} '
+                     f'<span class="file">(figures/{esc(f.name)}.svg)</span></figcaption>'
+                     f'<img alt="{esc(f.name)}" src="{svg_data_uri(f.svg)}"></figure>')
+    parts.append("</section>")
+    return parts
 
 
 def _inline_code(text: str) -> str:

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+LONG_TABLE_ROWS = 12
+
+
 @dataclass(frozen=True)
 class Table:
     name: str  # file stem under tables/, e.g. "verdicts-primary"
@@ -16,6 +19,7 @@ class Table:
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...] = ()
+    collapsed: bool = False  # a long reference table: on the page inside a closed <details>
 
 
 @dataclass(frozen=True)
@@ -45,10 +49,12 @@ class Section:
     preformatted: list[str] = field(default_factory=list)
 
 
-def table(name: str, caption: str, header, rows, notes=()) -> Table:
-    """A Table with every cell rendered as text (None as an en dash)."""
-    return Table(name, caption, tuple(header), tuple(tuple("–" if v is None else str(v) for v in r) for r in rows),
-                 tuple(notes))
+def table(name: str, caption: str, header, rows, notes=(), *, collapsed: bool | None = None) -> Table:
+    """A Table with every cell rendered as text (None as an en dash). `collapsed` None: collapsed when longer
+    than LONG_TABLE_ROWS, so no long table pushes the sections after it down."""
+    cells = tuple(tuple("–" if v is None else str(v) for v in r) for r in rows)
+    folded = len(cells) > LONG_TABLE_ROWS if collapsed is None else collapsed
+    return Table(name, caption, tuple(header), cells, tuple(notes), folded)
 
 
 def points(x: float | None, digits: int = 1) -> str:

@@ -79,7 +79,7 @@ def data(ctx: ReportContext) -> Section:
             drops.append([name, "clusters excluded before the draw", len(excluded), "selection exclude list"])
     sec.tables.append(table("data-exclusions", "Every exclusion with its reason and count, from the loader's "
                             "counts (questions in input = kept + every questions_dropped_<reason>).",
-                            ["dataset", "kind", "count", "reason"], drops))
+                            ["dataset", "kind", "count", "reason"], drops, collapsed=True))
     return sec
 
 

@@ -70,7 +70,7 @@ def per_arm_means(ctx: ReportContext) -> Section:
             f"means-{dataset}", f"Per-arm means on `{dataset}` in points with 95% BCa cluster-bootstrap CIs "
             f"({n.n_questions} questions, {n.n_clusters} clusters; {MEANS_RESAMPLES} resamples, seed derived from "
             f"{MEANS_SEED} and the cell). Descriptive: the registered tests are in Verdicts.",
-            ["metric", "retriever"] + arms, rows))
+            ["metric", "retriever"] + arms, rows, collapsed=True))
     return sec
 
 

@@ -53,6 +53,8 @@ def to_html(t: Table) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in t.header)
     body = "\n".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in t.rows)
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in t.notes)
+    grid = f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+    if t.collapsed:  # closed until clicked; <details> needs no script
+        grid = f"<details><summary>show the table ({len(t.rows)} rows)</summary>{grid}</details>"
     return (f'<figure class="table" id="table-{esc(t.name)}"><figcaption>{esc(t.caption)} '
-            f'<span class="file">(tables/{esc(t.name)}.csv, .tex)</span></figcaption>'
-            f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>{notes}</figure>")
+            f'<span class="file">(tables/{esc(t.name)}.csv, .tex)</span></figcaption>{grid}{notes}</figure>')

@@ -123,8 +123,11 @@ def _load_sentence_transformers():
     local directory with `local_files_only=True` (an option of the loader, not an environment variable)."""
     try:
         import sentence_transformers
+        from transformers.utils import logging as transformers_logging
     except ImportError:
         raise HarnessError("the `sentence-transformers` package is not installed (make .venv installs it)") from None
+    # a local load takes about a second: its weight-loading bar only breaks --no-progress and fills logs
+    transformers_logging.disable_progress_bar()
     return sentence_transformers
 
 

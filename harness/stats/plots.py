@@ -27,10 +27,11 @@ def forest_png(fam: FamilyResult) -> bytes:
     return buf.getvalue()
 
 
-def forest_svg(fam: FamilyResult) -> str:
+def forest_svg(fam: FamilyResult, *, title: str | None = None, compact: bool = False) -> str:
     """The forest plot as a standalone SVG document (text as paths, no fonts or links), with the margin
-    drawn as a shaded band; the same JSON gives the same text."""
-    fig = forest_figure(fam, margin_band=True)
+    drawn as a shaded band; the same JSON gives the same text. `compact`: short row labels (the test id)
+    and tighter rows, for many tests on one screen (the report's summary)."""
+    fig = forest_figure(fam, margin_band=True, title=title, compact=compact)
     return svg_text(fig)
 
 
@@ -46,14 +47,15 @@ def svg_text(fig) -> str:
                      and "DTD/svg11.dtd" not in line) + "\n"
 
 
-def forest_figure(fam: FamilyResult, *, margin_band: bool = False):
+def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | None = None, compact: bool = False):
     """The family's forest plot as a matplotlib figure (the caller closes it). Rows whose rule shows the 90%
     CI (TOST) get it drawn thick over the 95% one."""
     if not fam.ran:
         raise ValueError(f"family {fam.family!r} was not run; there is nothing to plot")
     rows = [r for r in fam.rows if r["verdict"] != MISSING]  # missing tests are listed in the tables
     any_tost = any(r["ci_shown"] == "90" for r in rows)
-    fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.45 * len(rows)), dpi=120)
+    size = (6.4, 1.3 + 0.18 * len(rows)) if compact else (8.0, 1.2 + 0.45 * len(rows))
+    fig, ax = plt.subplots(figsize=size, dpi=120)
     for y, row in enumerate(reversed(rows)):
         colour = _VERDICT_COLOURS.get(row["verdict"], "black")
         lo95, hi95 = row["ci95_bca"]
@@ -72,12 +74,13 @@ def forest_figure(fam: FamilyResult, *, margin_band: bool = False):
         ax.annotate(label, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", color=colour)
     ax.axvline(0.0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{r['test']}: {contrast_label(r)} ({r['dataset']}, {retriever_label(r)}, {r['metric']})"
+    ax.set_yticklabels([r["test"] if compact else
+                        f"{r['test']}: {contrast_label(r)} ({r['dataset']}, {retriever_label(r)}, {r['metric']})"
                         for r in reversed(rows)], fontsize=8)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     shown = "thick: 90% BCa CI (TOST rows), thin: 95%, blue ticks: ±margin" if any_tost else "95% BCa CI"
     ax.set_xlabel(f"A - B (points); {shown}")
-    ax.set_title(f"{fam.family} ({fam.tier}, {fam.multiplicity})", fontsize=10)
+    ax.set_title(title or f"{fam.family} ({fam.tier}, {fam.multiplicity})", fontsize=10)
     if margin_band and any_tost:
         ax.set_xlabel(f"A - B (points); {shown.replace('blue ticks', 'blue band and ticks')}\n"
                       "marker: diamond equiv., square diff., circle incon./n.d.", fontsize=8)

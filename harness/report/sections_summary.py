@@ -1,0 +1,118 @@
+"""The report's first section: the answer to the study's question on one screen.
+
+Every registered confirmatory and pre-specified secondary test with its estimate, the CI its rule reads, its
+verdict and tier; one forest plot of them all; and the headline counts: questions, clusters, dropped
+questions, instruments passed. Instruments are counted from INSTRUMENT_CHECKS, functions of the report
+context each returning its checks, so a new instrument (e.g. reader controls) adds one function there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from harness.errors import HarnessError
+from harness.report.context import ReportContext
+from harness.report.model import Figure, Missing, Section, interval, points, table
+from harness.report.sections_inputs import QUESTION_DROP
+from harness.report.sections_outcomes import TIER_NAMES, families, withheld
+from harness.stats.families import judge_passed
+from harness.stats.io import load_judge_rates
+from harness.stats.plots import forest_svg
+from harness.stats.tables import MISSING, SMALL_MARK, contrast_label
+
+SUMMARY_TIERS = ("confirmatory", "secondary")  # registered before outcomes with a decision rule
+SUMMARY_HEADER = ("test", "A - B", "dataset", "estimate", "CI", "verdict", "tier")
+
+
+@dataclass(frozen=True)
+class InstrumentCheck:
+    name: str
+    passed: bool
+    detail: str
+
+
+def judge_acceptance(ctx: ReportContext) -> list[InstrumentCheck]:
+    """One check per judge the plan's tests name: its controls and human spot check against the thresholds."""
+    if ctx.plan is None:
+        return []
+    accepts = {}
+    for fam in ctx.plan.families:
+        for test in fam.tests:
+            if test.acceptance is not None:
+                accepts.setdefault(test.acceptance.judge, test.acceptance)
+    if not accepts:
+        return []
+    try:
+        rates = load_judge_rates(ctx.study)
+    except HarnessError as e:
+        return [InstrumentCheck(f"judge {j}", False, f"acceptance record unreadable: {e}") for j in sorted(accepts)]
+    return [InstrumentCheck(f"judge {judge}", judge_passed(acc, rates.get(judge)), _judge_detail(acc, rates.get(judge)))
+            for judge, acc in sorted(accepts.items())]
+
+
+def _judge_detail(acc, rates: dict | None) -> str:
+    if rates is None:
+        return "no controls on file; run `make answer`"
+    pos, neg, spot = rates.get("positive"), rates.get("negative"), rates.get("spot_check") or {}
+    shown = lambda v: "not computable" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    return (f"positive control {shown(pos)}, needs >= {100 * acc.positive_min:g}%; negative control {shown(neg)}, "
+            f"needs <= {100 * acc.negative_max:g}%; spot check "
+            + ("passed" if spot.get("passed") is True else "not passed or not on file"))
+
+
+INSTRUMENT_CHECKS = (judge_acceptance,)
+
+
+def summary(ctx: ReportContext) -> Section:
+    sec = Section("summary", "Summary")
+    sec.paragraphs.append(_headline(ctx))
+    if ctx.plan is None:
+        sec.missing.append(Missing("plan/plan.yaml (write the plan first)", "make freeze"))
+        return sec
+    registered = [(fam, test) for fam in ctx.plan.families if fam.tier in SUMMARY_TIERS for test in fam.tests]
+    allowed = not withheld(ctx, sec)
+    found, _ = families(ctx) if allowed else ([], [])  # the Verdicts section names what is missing
+    rows = {(f.family, r["test"]): r for f in found if f.ran for r in f.rows}
+    body = []
+    for fam, test in registered:
+        r = rows.get((fam.id, test.id))
+        head = [test.id, contrast_label(r or {"a": test.a, "b": test.b, "retriever": test.retriever,
+                                               "retriever_b": test.retriever_b}), test.dataset]
+        if r is None or r["verdict"] == MISSING:
+            body.append(head + ["–", "–", "withheld" if not allowed else "not run", TIER_NAMES[fam.tier]])
+            continue
+        shown = r["ci90_bca"] if r["ci_shown"] == "90" else r["ci95_bca"]
+        body.append(head + [points(r["estimate"], 2), f"{interval(shown, 2)} {r['ci_shown']}%",
+                            r["verdict"] + (SMALL_MARK if r["small_difference_within_margin"] else ""),
+                            TIER_NAMES.get(r["tier"], r["tier"])])
+    sec.tables.append(table("summary-tests", "Every registered confirmatory and pre-specified secondary test "
+                            "(A - B in points; the CI its rule reads; details in Verdicts).", SUMMARY_HEADER, body,
+                            notes=_notes(body), collapsed=False))  # the answer: never folded away
+    plotted = [r for (fam, test) in registered if (r := rows.get((fam.id, test.id))) and r["verdict"] != MISSING]
+    if plotted:
+        combined = replace(found[0], family="summary", rows=tuple(plotted))
+        sec.figures.append(Figure("forest-summary", "Every test above: A - B in points; shaded band ±margin on "
+                                  "TOST rows; marker and colour give the verdict.",
+                                  forest_svg(combined, title="Registered tests", compact=True)))
+    return sec
+
+
+def _notes(body: list[list[str]]) -> list[str]:
+    return [f"{SMALL_MARK} equivalent within the margin, but the 95% CI excludes 0: a small difference."] \
+        if any(row[SUMMARY_HEADER.index("verdict")].endswith(SMALL_MARK) for row in body) else []
+
+
+def _headline(ctx: ReportContext) -> str:
+    parts = []
+    for name, ds in ctx.datasets.items():
+        dropped = sum(v for k, v in ds.counts.items() if k.startswith(QUESTION_DROP))
+        parts.append(f"`{name}` {len(ds.questions)} questions in {len({q.cluster for q in ds.questions})} clusters, "
+                     f"{dropped} dropped")
+    checks = [c for check in INSTRUMENT_CHECKS for c in check(ctx)]
+    if checks:
+        failed = [c for c in checks if not c.passed]
+        parts.append(f"instruments passed {len(checks) - len(failed)} of {len(checks)}"
+                     + "".join(f"; failed: {c.name} ({c.detail})" for c in failed))
+    else:
+        parts.append("no instrument check registered")
+    return "; ".join(parts) + "."
