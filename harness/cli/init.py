@@ -29,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--questions", type=Path, metavar="F", help="questions.jsonl (with --documents) or the "
                         "question-evidence records (with --markdown)")
     source.add_argument("--qasper", type=Path, metavar="F", help="a Qasper file (original or Hugging Face layout)")
+    source.add_argument("--freshstack", type=Path, metavar="DIR", help="one subfolder per domain holding queries.jsonl, "
+                        "corpus.jsonl, optional qrels.tsv, and checkout/ (the docs repository at the corpus's commit)")
+    parser.add_argument("--corpus-path-prefix", default="", metavar="P",
+                        help="with --freshstack: the folder the corpus ids start with that the checkout lacks (e.g. docs/)")
     parser.add_argument("--metric-set", choices=("qasper", "freshstack"), default="qasper",
                         help="with --documents: qasper (evidence strings, default) or freshstack (gold spans)")
     paid = parser.add_argument_group("the paid arms E and CR (optional)")
@@ -41,18 +45,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _inputs(args):
     from harness.pipeline.new_study import Inputs
 
-    given = [name for name in ("documents", "markdown", "qasper") if getattr(args, name) is not None]
+    given = [name for name in ("documents", "markdown", "qasper", "freshstack") if getattr(args, name) is not None]
     if len(given) != 1:
         raise HarnessError("give the data once: --documents F --questions F, --markdown DIR --questions F, "
-                           "or --qasper F")
+                           "--qasper F or --freshstack DIR")
     if given[0] in ("documents", "markdown") and args.questions is None:
         raise HarnessError(f"--{given[0]} needs --questions F")
-    if given[0] == "qasper" and args.questions is not None:
-        raise HarnessError("--qasper carries its questions; drop --questions")
+    if given[0] in ("qasper", "freshstack") and args.questions is not None:
+        raise HarnessError(f"--{given[0]} carries its questions; drop --questions")
+    if args.corpus_path_prefix and given[0] != "freshstack":
+        raise HarnessError("--corpus-path-prefix applies to --freshstack only")
     if args.metric_set != "qasper" and given[0] != "documents":
-        raise HarnessError("--metric-set applies to --documents only (Markdown and Qasper evidence are strings)")
+        raise HarnessError("--metric-set applies to --documents only (the other inputs fix their metric set)")
     return Inputs(documents=args.documents, questions=args.questions, markdown=args.markdown, qasper=args.qasper,
-                  metric_set=args.metric_set)
+                  freshstack=args.freshstack, corpus_path_prefix=args.corpus_path_prefix, metric_set=args.metric_set)
 
 
 def run(args) -> int:

@@ -35,12 +35,16 @@ HARNESS_PROMPTS = Path(harness.__file__).resolve().parents[1] / "prompts"  # the
 
 @dataclass(frozen=True)
 class Inputs:
-    """Exactly one source: `documents` + `questions` (JSONL), `markdown` + `questions`, or `qasper`."""
+    """Exactly one source: `documents` + `questions` (JSONL), `markdown` + `questions`, `qasper`, or
+    `freshstack` (a folder with one subfolder per domain: queries.jsonl, corpus.jsonl, optional qrels.tsv, and
+    checkout/, the docs repository the corpus was cut from)."""
 
     documents: Path | None = None
     questions: Path | None = None
     markdown: Path | None = None
     qasper: Path | None = None
+    freshstack: Path | None = None
+    corpus_path_prefix: str = ""  # FreshStack: the corpus ids' leading folder that the checkout lacks
     metric_set: str = "qasper"  # JSONL only: qasper (evidence strings) or freshstack (gold spans)
 
 
@@ -64,16 +68,16 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None, wher
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 would become the study folder's mode
-        name = "qasper" if inputs.qasper else "corpus"
+        name = "qasper" if inputs.qasper else "freshstack" if inputs.freshstack else "corpus"
         entry, metric_set, evidence = _stage_data(staging, inputs)
         layout = Layout(study=target.name, dataset=name, entry=entry, metric_set=metric_set, cluster="cluster",
-                        stratified=False, paid=paid, registered_at=utc_iso(moment))
+                        stratified=bool(inputs.freshstack), paid=paid, registered_at=utc_iso(moment))
         atomic_write_text(staging / "configs" / "study.yaml", study_yaml(layout))
         study = Study.at(staging)
         dataset = load_dataset(study, name, selection=None)  # the adapter's checks, before anything is kept
         if not dataset.questions:
             raise InputError(f"no question reaches the study: {loss_summary(name, dataset.counts)}",
-                             path=inputs.questions or inputs.qasper)
+                             path=inputs.questions or inputs.qasper or inputs.freshstack)
         layout = replace(layout, cluster=_cluster_unit(dataset, qasper=bool(inputs.qasper)))
         atomic_write_text(staging / "plan" / "plan.yaml", plan_yaml(layout))
         atomic_write_text(staging / "plan" / "PLAN.md", plan_md(layout))
@@ -124,6 +128,8 @@ def _stage_data(root: Path, inputs: Inputs) -> tuple[dict, str, dict[str, int] |
     """Copy or convert the inputs under root/data/; the dataset's `datasets:` entry, metric set and, for
     Markdown, the evidence counts."""
     data = root / "data"
+    if inputs.freshstack:
+        return _stage_freshstack(data, inputs.freshstack, inputs.corpus_path_prefix), "freshstack", None
     if inputs.qasper:
         _copy(inputs.qasper, data / "qasper" / inputs.qasper.name, what="Qasper file")
         return ({"adapter": "qasper", "metric_set": "qasper", "files": [f"data/qasper/{inputs.qasper.name}"]},
@@ -144,6 +150,31 @@ def _stage_data(root: Path, inputs: Inputs) -> tuple[dict, str, dict[str, int] |
         if source.is_file():  # a missing body is the adapter's error, naming the line
             _copy(source, data / rel, what="Markdown file")
     return entry, inputs.metric_set, None
+
+
+def _stage_freshstack(data: Path, folder: Path, prefix: str) -> dict:
+    """queries, corpus and qrels copied per domain; the checkout stays where it is (a repository, often large),
+    named by its absolute path and pinned by its HEAD commit, which the freeze records."""
+    if not folder.is_dir():
+        raise InputError("not a folder of FreshStack domains", path=folder)
+    domains = {}
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        options = {}
+        for key, file in (("queries", "queries.jsonl"), ("corpus", "corpus.jsonl"), ("qrels", "qrels.tsv")):
+            if key != "qrels" or (sub / file).is_file():
+                _copy(sub / file, data / "freshstack" / sub.name / file, what=f"FreshStack {key} file")
+                options[key] = f"data/freshstack/{sub.name}/{file}"
+        checkout = (sub / "checkout").resolve()
+        if not checkout.is_dir():
+            raise InputError("no checkout/ folder (the docs repository the corpus was cut from)", path=sub)
+        head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=False)
+        options |= {"checkout": str(checkout), "commit": head.stdout.strip() if head.returncode == 0 else "",
+                    "corpus_path_prefix": prefix}
+        domains[sub.name] = options
+    if not domains:
+        raise InputError("holds no domain folder (each with queries.jsonl, corpus.jsonl and checkout/)", path=folder)
+    return {"adapter": "freshstack", "metric_set": "freshstack", "domains": domains}
 
 
 def _document_bodies(documents: Path) -> list[str]:

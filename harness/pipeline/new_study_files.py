@@ -72,8 +72,17 @@ def _flow(value: Any) -> str:
     return json.dumps(value)
 
 
+def _entry_value(value: Any) -> str:
+    """A dataset option; FreshStack's `domains:` one block per domain, one line per option."""
+    if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+        return "".join(f"\n      {_flow(k)}:" + "".join(f"\n        {o}: {_flow(x)}" for o, x in v.items())
+                       for k, v in value.items())
+    return _flow(value)
+
+
 def study_yaml(layout: Layout) -> str:
-    entry = "\n".join(f"    {k}: {_flow(v)}" for k, v in layout.entry.items())
+    values = {k: _entry_value(v) for k, v in layout.entry.items()}
+    entry = "\n".join(f"    {k}:" + (v if v.startswith("\n") else f" {v}") for k, v in values.items())
     lines = [
         f"# Written by `harness init`. Every value is checked by `harness config --study .`, which also prints",
         "# the defaults filled in. Change it before `harness freeze`; afterwards a change is drift.",
@@ -82,7 +91,7 @@ def study_yaml(layout: Layout) -> str:
         "datasets:",
         f"  {_flow(layout.dataset)}:",
         entry,
-        f"    selection: {{seed: {SELECTION_SEED}, n_clusters: all, exclude: []}}  # every cluster; a number draws a seeded sample",
+        f"    selection: {{seed: {SELECTION_SEED}, {_count_key(layout)}: all, exclude: []}}  # all; a number draws a seeded sample",
         "",
         "tokenizer: cl100k_base",
         "",
@@ -122,6 +131,10 @@ def study_yaml(layout: Layout) -> str:
     if layout.paid:
         lines += ["", "llm:", "  workers: 1", "  # spend_cap_usd: 10.0   # `harness estimate` checks the paid arms against it"]
     return "\n".join(lines) + "\n"
+
+
+def _count_key(layout: Layout) -> str:
+    return "n_questions" if layout.entry["adapter"] == "freshstack" else "n_clusters"
 
 
 def _model_lines(paid: Paid) -> list[str]:
@@ -274,6 +287,7 @@ or one stage at a time: `harness select --study .`, then `freeze`, `estimate`, `
 `stats`, `audit`, `report`. Each stage skips what is already done. The report is
 results/report/index.html.
 
-Before `freeze`: fill in the TODOs of plan/PLAN.md. Once outcomes exist, plan/ stays as registered; a change
-is an amendment (amendments/).
+Before `freeze`: fill in the TODOs of plan/PLAN.md{" and commit them (the commit holding the frozen plan is its registration)" if registration.startswith("a git") else ""}.
+Once outcomes exist, plan/ stays as registered; a change is an amendment (amendments/). docs/getting-started.md
+in the harness repository says more.
 """
