@@ -72,7 +72,7 @@ def run(args) -> int:
     paid = None
     if args.llm:
         paid = Paid(args.llm, "openai-compatible" if args.llm_base_url else "ollama", args.llm_base_url)
-    made = create_study(Path(args.dir), inputs, paid=paid, where=args.dir)
+    made = create_study(Path(args.dir), inputs, paid=paid)
     data = made.dataset
     if made.evidence is not None:
         e = made.evidence
@@ -87,5 +87,6 @@ def run(args) -> int:
     print(f"arms {arms}; retrievers bm25, minilm, hybrid; plan families: "
           + ("primary (E vs S+T, E vs CR), " if paid else "") + "structure (S vs F512c, S vs F256t)")
     print(f"registered the plan: {made.registration}")
-    print(f"next: fill in plan/PLAN.md's TODOs, then `make all STUDY={args.dir}` (README.md in the study says more)")
+    print(f"next: fill in plan/PLAN.md's TODOs, then `make all STUDY={made.root}` from the harness repository "
+          "(the study's README.md says more)")
     return 0

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import harness
 from harness.config.arm_kinds import get_kind
-from harness.data.common import InputReader, display_path
+from harness.data.common import InputReader
 from harness.data.load import LoadedDataset, load_dataset, loss_summary
 from harness.data.markdown_folder import DOCS_FOLDER, convert
 from harness.errors import HarnessError, InputError
@@ -57,7 +57,7 @@ class Created:
     evidence: dict[str, int] | None  # Markdown conversion: located and unlocated evidence strings
 
 
-def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None, where: str | None = None,
+def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
                  now: dt.datetime | None = None) -> Created:
     target = Path(os.path.abspath(target))
     _check_target(target)
@@ -85,8 +85,8 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None, wher
             _copy_prompts(staging)
         _validate(Study.at(staging))
         registration = ("a git commit" if repository else f"{RECORD_PATH}, as no git repository holds it")
-        atomic_write_text(staging / "README.md", readme(layout, registration=registration,
-                                                        where=where or display_path(Path.cwd(), target)))
+        # absolute: `make` runs from the harness repository, wherever init ran
+        atomic_write_text(staging / "README.md", readme(layout, registration=registration, where=str(target)))
         if target.is_dir():
             target.rmdir()  # checked empty above
         os.rename(staging, target)
