@@ -234,3 +234,27 @@ def test_run_all_stops_at_the_first_failing_stage_and_names_it(tmp_path, capsys)
     assert proc.returncode != 0
     assert "stopped at stage select" in proc.stderr and "completed before it: none" in proc.stderr
     assert [line for line in proc.stdout.splitlines() if line.startswith("== ")] == ["== harness select (1/8)"]
+
+
+def test_markdown_questions_naming_their_document_are_clustered_by_it_and_a_mix_is_refused(tmp_path, capsys):
+    corpus(tmp_path / "in")
+    questions = tmp_path / "named.json"  # the JSON-list form
+    rows = [{"question": "Where are the amber records?", "evidence": ["keeps its amber records"],
+             "document": "harbour.md", "qid": "amber"},
+            {"question": "Where are the cobalt records?", "evidence": ["keeps its cobalt records"],
+             "document": "harbour.md", "qid": "cobalt"}]
+    questions.write_text(json.dumps(rows))
+    target = tmp_path / "study"
+    assert main(["init", str(target), "--markdown", str(tmp_path / "in" / "docs"), "--questions", str(questions)]) == 0
+    assert "2 questions in 1 clusters" in capsys.readouterr().out
+    converted = [json.loads(line) for line in (target / "data" / "questions.jsonl").read_text().splitlines()]
+    assert [(q["qid"], q["scope"], q["cluster"]) for q in converted] == [
+        ("amber", {"doc": "harbour.md"}, "doc"), ("cobalt", {"doc": "harbour.md"}, "doc")]
+    assert load_study_plan(Study.at(target)).datasets["corpus"].cluster == "document"
+    del rows[1]["document"]
+    questions.write_text(json.dumps(rows))
+    assert main(["init", str(tmp_path / "other"), "--markdown", str(tmp_path / "in" / "docs"),
+                 "--questions", str(questions)]) != 0
+    err = capsys.readouterr().err
+    assert "named.json" in err and "record 1" in err and "`document`" in err
+    assert not (tmp_path / "other").exists()
