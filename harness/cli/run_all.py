@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from harness.cli.main import add_study_argument
+from harness.config.executor import EXECUTORS
 
 HELP = "run select, freeze, estimate, build-arms, score, answer (when configured), stats, audit and report in order"
 
@@ -23,7 +24,7 @@ def add_arguments(parser) -> None:
     add_study_argument(parser)
     parser.add_argument("--rescore", type=int, default=3, metavar="K",
                         help="the audit re-runs K seeded cells byte for byte (default 3; 0: none)")
-    parser.add_argument("--executor", choices=("local", "ray"), help="where score and stats run their cells")
+    parser.add_argument("--executor", choices=EXECUTORS, help="where score and stats run their cells")
     parser.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: the cluster to join")
 
 
