@@ -13,6 +13,7 @@ import pytest
 
 from data_support import CHECKOUT, SHARED_DATA, freshstack_study
 from harness.cli.main import main
+from harness.data.load import load_dataset
 from harness.plan.load import load_study_plan
 from harness.provenance.timeline import SOURCE_GIT, SOURCE_RECORD, timeline
 from harness.study import Study
@@ -258,3 +259,15 @@ def test_markdown_questions_naming_their_document_are_clustered_by_it_and_a_mix_
     err = capsys.readouterr().err
     assert "named.json" in err and "record 1" in err and "`document`" in err
     assert not (tmp_path / "other").exists()
+
+
+def test_markdown_offsets_index_the_text_the_loader_reads(tmp_path):
+    """A byte-order mark and CRLF line endings: the spans written must fit the BOM-less LF text the JSONL
+    adapter loads, so the evidence is the very string asked for."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_bytes("\ufeff# Title\r\n\r\nThe answer is forty-two.\r\n".encode())
+    write_jsonl(tmp_path / "q.jsonl", [{"question": "What is the answer?", "evidence": ["forty-two"]}])
+    assert main(["init", str(tmp_path / "study"), "--markdown", str(tmp_path / "docs"),
+                 "--questions", str(tmp_path / "q.jsonl")]) == 0
+    [question] = load_dataset(Study.at(tmp_path / "study"), "corpus", selection=None).questions
+    assert [e.text for e in question.evidence] == ["forty-two"]

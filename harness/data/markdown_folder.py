@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.data.common import TextLocator, decode_utf8, jsonl_objects, normalise_newlines
+from harness.data.common import BOM, TextLocator, decode_utf8, jsonl_objects, normalise_newlines
 from harness.errors import InputError
 
 COPIED_FIELDS = ("answers", "nuggets", "reference_answer", "answer_type")  # passed through to questions.jsonl
@@ -66,7 +66,8 @@ def read_records(path: Path) -> list[tuple[str, dict]]:
 
 def convert(folder: Path, questions_path: Path, *, domain: str) -> ConvertedCorpus:
     files = markdown_files(folder)
-    texts = {rel: normalise_newlines(decode_utf8(p.read_bytes(), p))[0] for rel, p in files.items()}
+    # the text the JSONL adapter will read: LF line endings, no byte-order mark (offsets index that text)
+    texts = {rel: normalise_newlines(decode_utf8(p.read_bytes(), p).removeprefix(BOM))[0] for rel, p in files.items()}
     locators = {rel: TextLocator(text) for rel, text in texts.items()}
     records = read_records(questions_path)
     if not records:
