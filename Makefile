@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 RUN    := $(VENV)/bin/python -m harness
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
 
-.PHONY: help venv test demo status config data select freeze estimate build-arms score answer judge-sample stats audit report rehearse bench
+.PHONY: help venv test demo all status config data select freeze estimate build-arms score answer judge-sample stats audit report rehearse bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/' | expand -t 14
@@ -33,6 +33,10 @@ test: $(STAMP)  ## run the test suite (fails when no test ran)
 demo: $(STAMP)  ## run the demo studies end to end (estimate, build-arms, score, answer, stats, audit, report): demo, then handbook
 	$(MAKE) --no-print-directory estimate build-arms score answer stats audit report STUDY=examples/demo
 	$(MAKE) --no-print-directory build-arms score stats audit report STUDY=examples/handbook
+
+# the stage order is harness.rehearsal.stages.STAGES; `harness run-all` stops at the first failing stage and names it
+all: $(STAMP)  ## every stage in order: select, freeze, estimate, build-arms, score, answer, stats, audit, report
+	$(RUN) run-all --study $(STUDY) --rescore $(RESCORE) $(EXEC_ARGS)
 
 status: $(STAMP)  ## show the grid: chunk sets, cells scored / missing / stale, and the next target to run
 	$(RUN) status --study $(STUDY)

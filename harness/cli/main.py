@@ -15,6 +15,7 @@ from harness.pipeline.stages import PIPELINE
 
 # command name -> module name, in pipeline order
 COMMANDS = {
+    "init": "init",  # a new study around your data
     "config": "config",
     "fetch": "fetch",  # the declared inputs, fetched and pinned (data/SOURCES.lock)
     "select": "select",
@@ -35,6 +36,7 @@ COMMANDS = {
     "qasper-eval": "qasper_eval",  # stand-alone scorer, outside the pipeline
     "lab": "lab",  # chunking lab on one document, no study directory
     "status": "status",
+    "run-all": "run_all",  # every stage above in order (make all)
 }
 
 

@@ -126,6 +126,14 @@ ARM_KINDS: dict[str, ArmKindSpec] = {k.name: k for k in (
 )}
 
 
+# What `harness init` writes into a new study (the flagship's H1-H3 on the user's data): the LLM-free arms, the
+# paid arms `--llm` adds, and the (a, b) contrasts of the structure family and of the primary family.
+STARTER_ARMS = ("S", "S+T", "F512c", "F256t")
+STARTER_PAID_ARMS = ("E", "CR")
+STARTER_STRUCTURE = (("S", "F512c"), ("S", "F256t"))  # H3: header-led sections against fixed windows
+STARTER_PRIMARY = (("E", "S+T"), ("E", "CR"))  # H1, H2: one LLM call per chunk against free structure and context
+
+
 def is_planned(arm_cfg: Any) -> bool:
     """An arm whose kind the plan names but no builder exists for yet: declared, never built or scored."""
     kind = arm_cfg.get("kind") if isinstance(arm_cfg, Mapping) else getattr(arm_cfg, "kind", None)

@@ -1,8 +1,11 @@
 """Registration timeline of the plan and its amendments (DESIGN section 9).
 
 A registered file's time is the commit time of its first commit when the study lives in a git repository
-and the file is committed (hard to back-date after the fact), else the `created_at` (amendments) or
-`registered_at` (plan.yaml) its YAML records.
+and the file is committed (hard to back-date after the fact), else the time plan/REGISTRATION.json records
+for it (`harness init` writes that record when the study is in no repository: the time and the SHA-256 of
+each file it registered, so an edit since is shown as one), else the `created_at` (amendments) or
+`registered_at` (plan.yaml) its YAML records. The record sits in plan/, so the freeze hashes it like the plan;
+it is no anchor outside the study's files (the audit still wants git or a published hash).
 Whether it came before any outcome is computed here, from the time the first per-question results were
 written (results/per_question/FIRST_OUTCOME.json, written once by the first `score`), and never taken
 from the file's own `before_outcomes` claim: an amendment registered after outcomes is post-outcome
@@ -31,6 +34,8 @@ RECORDED_TIME_FIELDS = ("created_at", "registered_at")  # amendments use the fir
 # where a registration time came from
 SOURCE_GIT = "git-commit"
 SOURCE_RECORDED = "recorded"  # the file's own created_at / registered_at
+SOURCE_RECORD = "registration-record"  # plan/REGISTRATION.json
+RECORD_PATH = "plan/REGISTRATION.json"
 SOURCE_NONE = "unknown"
 
 
@@ -40,10 +45,10 @@ class TimelineEntry:
     path: str  # relative to the study root
     sha256: str
     registered_at: str | None  # ISO 8601 UTC, e.g. 2025-03-01T12:00:00Z
-    time_source: str  # git-commit | recorded | unknown
+    time_source: str  # git-commit | registration-record | recorded | unknown
     claimed_before_outcomes: bool | None  # what the YAML says (None: says nothing)
     before_outcomes: bool  # computed by the harness
-    changed_since_registration: bool | None  # bytes differ from the first commit (None: not in git)
+    changed_since_registration: bool | None  # bytes differ from the first commit or the record (None: neither)
 
     @property
     def label(self) -> str:
@@ -128,6 +133,29 @@ def committed_bytes(root: Path, commit: str, rel: str) -> bytes | None:
     return None if proc is None else proc.stdout
 
 
+# --- the registration record (a study in no git repository) ---
+
+
+def write_registration_record(root: Path, files: list[str], moment: dt.datetime) -> Path:
+    """plan/REGISTRATION.json: `moment` and the SHA-256 of each file (paths relative to `root`)."""
+    path = root / RECORD_PATH
+    atomic_write_json(path, {"registered_at": utc_iso(moment), "written_by": "harness init",
+                             "files": {rel: sha256_bytes((root / rel).read_bytes()) for rel in sorted(files)}})
+    return path
+
+
+def registration_record(root: Path) -> tuple[dt.datetime, dict[str, str]] | None:
+    """(time, path -> SHA-256) of plan/REGISTRATION.json, or None when the study has none."""
+    path = root / RECORD_PATH
+    if not path.is_file():
+        return None
+    record = read_json(path)
+    files = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise InputError("expected an object with `registered_at` and `files` (path -> SHA-256)", path=path)
+    return parse_time(record.get("registered_at"), path=path, field="registered_at"), files
+
+
 # --- outcomes ---
 
 
@@ -185,7 +213,8 @@ def registered_files(study: Study) -> list[tuple[str, Path]]:
     return files
 
 
-def _entry(study: Study, entry_id: str, path: Path, first_outcome: dt.datetime | None) -> TimelineEntry:
+def _entry(study: Study, entry_id: str, path: Path, first_outcome: dt.datetime | None,
+           record: tuple[dt.datetime, dict[str, str]] | None) -> TimelineEntry:
     rel = path.relative_to(study.root).as_posix()
     data = path.read_bytes()
     meta = load_yaml(path)
@@ -202,6 +231,9 @@ def _entry(study: Study, entry_id: str, path: Path, first_outcome: dt.datetime |
         source = SOURCE_GIT
         original = committed_bytes(study.root, commit, rel)
         changed = None if original is None else original != data
+    elif record is not None and rel in record[1]:
+        registered, source = record[0], SOURCE_RECORD
+        changed = record[1][rel] != sha256_bytes(data)
     else:
         for field in RECORDED_TIME_FIELDS:
             if meta.get(field) is not None:
@@ -228,7 +260,8 @@ def _entry(study: Study, entry_id: str, path: Path, first_outcome: dt.datetime |
 
 def timeline(study: Study) -> list[TimelineEntry]:
     first_outcome = first_outcome_time(study)
-    return [_entry(study, entry_id, path, first_outcome) for entry_id, path in registered_files(study)]
+    record = registration_record(study.root)
+    return [_entry(study, entry_id, path, first_outcome, record) for entry_id, path in registered_files(study)]
 
 
 def format_timeline(entries: list[TimelineEntry], first_outcome: dt.datetime | None) -> str:

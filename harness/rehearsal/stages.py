@@ -67,10 +67,8 @@ def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = S
     logs = twin.root / "rehearsal" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     runs = []
-    for stage in stages:
-        if stage == "answer" and not twin.config.reader.cells:
-            continue
-        args = _stage_arguments(stage, executor)
+    for stage in configured_stages(twin, stages):
+        args = stage_arguments(stage, executor)
         if progress:
             print(f"rehearse: {stage} ...", file=sys.stderr, flush=True)
         run = _run_one(twin, stage, args, logs / f"{stage}.log")
@@ -83,12 +81,20 @@ def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = S
     return runs
 
 
-def _stage_arguments(stage: str, executor: str | None) -> list[str]:
+def configured_stages(study: Study, stages: tuple[str, ...] = STAGES) -> list[str]:
+    """The stages the study runs, in order: `answer` only when it configures answer cells."""
+    return [s for s in stages if s != "answer" or study.config.reader.cells]
+
+
+def stage_arguments(stage: str, executor: str | None, *, rescore: int = RESCORED_CELLS,
+                    ray_address: str | None = None) -> list[str]:
+    """The options a stage's command takes beyond --study (harness run-all and the rehearsal share them)."""
     args = []
-    if executor and stage in EXECUTOR_STAGES:
-        args += ["--executor", executor]
-    if stage == "audit":
-        args += ["--rescore", str(RESCORED_CELLS)]
+    if stage in EXECUTOR_STAGES:
+        args += ["--executor", executor] if executor else []
+        args += ["--ray-address", ray_address] if ray_address else []
+    if stage == "audit" and rescore:
+        args += ["--rescore", str(rescore)]
     return args
 
 
