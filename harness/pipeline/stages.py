@@ -5,6 +5,11 @@ The one list: `harness` with no command prints it, and `harness rehearse` runs t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # `harness` with no command prints PIPELINE without loading the study code
+    from harness.study import Study
+
 PIPELINE = (
     ("select", "draw the seeded selection (papers, questions, distractors) into selection/selection.json"),
     ("freeze", "hash every input that can move a result into frozen_config.json"),
@@ -17,3 +22,21 @@ PIPELINE = (
     ("report", "the study report: results/report/index.html (self-contained), report.md, tables, figures"),
 )
 STAGES = tuple(name for name, _ in PIPELINE)
+EXECUTOR_STAGES = ("score", "stats")  # the stages `--executor` applies to
+
+
+def configured_stages(study: "Study", stages: tuple[str, ...] = STAGES) -> list[str]:
+    """The stages the study runs, in order: `answer` only when it configures answer cells."""
+    return [s for s in stages if s != "answer" or study.config.reader.cells]
+
+
+def stage_arguments(stage: str, executor: str | None, *, rescore: int,
+                    ray_address: str | None = None) -> list[str]:
+    """The options a stage's command takes beyond --study (harness run-all and the rehearsal share them)."""
+    args = []
+    if stage in EXECUTOR_STAGES:
+        args += ["--executor", executor] if executor else []
+        args += ["--ray-address", ray_address] if ray_address else []
+    if stage == "audit" and rescore:
+        args += ["--rescore", str(rescore)]
+    return args

@@ -21,12 +21,11 @@ import pyarrow.parquet as pq
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.grid.paths import generations_dir, per_question_dir, results_dir, stats_dir
-from harness.pipeline.stages import STAGES  # in pipeline order; `answer` is skipped without answer cells
+from harness.pipeline.stages import STAGES, configured_stages, stage_arguments
 from harness.stats.verdicts import MISSING
 from harness.study import Study
 from harness.timing import EITHER, ENCODER, MODEL, SPLIT_ENV
 
-EXECUTOR_STAGES = ("score", "stats")  # the stages `--executor` applies to
 RESCORED_CELLS = 1  # the audit re-runs this many seeded cells byte for byte
 LOG_TAIL_LINES = 15
 
@@ -68,7 +67,7 @@ def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = S
     logs.mkdir(parents=True, exist_ok=True)
     runs = []
     for stage in configured_stages(twin, stages):
-        args = stage_arguments(stage, executor)
+        args = stage_arguments(stage, executor, rescore=RESCORED_CELLS)
         if progress:
             print(f"rehearse: {stage} ...", file=sys.stderr, flush=True)
         run = _run_one(twin, stage, args, logs / f"{stage}.log")
@@ -79,23 +78,6 @@ def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = S
             r = runs[-1]
             print(f"rehearse: {stage} done in {r.wall_s:.1f} s, peak {r.peak_mib:.0f} MiB", file=sys.stderr, flush=True)
     return runs
-
-
-def configured_stages(study: Study, stages: tuple[str, ...] = STAGES) -> list[str]:
-    """The stages the study runs, in order: `answer` only when it configures answer cells."""
-    return [s for s in stages if s != "answer" or study.config.reader.cells]
-
-
-def stage_arguments(stage: str, executor: str | None, *, rescore: int = RESCORED_CELLS,
-                    ray_address: str | None = None) -> list[str]:
-    """The options a stage's command takes beyond --study (harness run-all and the rehearsal share them)."""
-    args = []
-    if stage in EXECUTOR_STAGES:
-        args += ["--executor", executor] if executor else []
-        args += ["--ray-address", ray_address] if ray_address else []
-    if stage == "audit" and rescore:
-        args += ["--rescore", str(rescore)]
-    return args
 
 
 @dataclass(frozen=True)
