@@ -10,7 +10,7 @@ from harness.report.model import Table
 
 _TEX_ESCAPES = {"&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{", "}": "\\}",
                 "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "\\": "\\textbackslash{}",
-                "<": "\\textless{}", ">": "\\textgreater{}", "±": "$\\pm$", "†": "$^\\dagger$",
+                "<": "\\textless{}", ">": "\\textgreater{}", "±": "$\\pm$", "†": "$^\\dagger$", "‡": "$^\\ddagger$",
                 "–": "--", "−": "$-$", "≥": "$\\geq$", "≤": "$\\leq$", "×": "$\\times$"}
 
 

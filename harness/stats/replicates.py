@@ -29,13 +29,14 @@ from harness.stats.families import decide_family
 from harness.stats.rules import RULES
 from harness.stats.simulate import redraw_clusters
 from harness.stats.subsets import registered_pairs
-from harness.stats.verdicts import DIFFERENT, EQUIVALENT, INCONCLUSIVE, MISSING, NO_DIFFERENCE
+from harness.stats.verdicts import DECIDED, DIFFERENT, MISSING
 
 # bootstrap resamples and sign-flips per replicate contrast that `harness rehearse` uses unless told: on the
 # flagship's primary and H3 families (400 replicates) every verdict share at 1,000 agreed with the registered
 # 10,000 within 0.7 Monte Carlo SE, at a tenth of the cost (benchmarks/bench_replicates.py measures both)
 REPLICATE_RESAMPLES = 1000
-LABELS = (EQUIVALENT, DIFFERENT, INCONCLUSIVE, NO_DIFFERENCE)  # the tables' columns; others go under "other"
+# the tables' columns; the rest of harness.stats.verdicts.LABELS (no variation, too few clusters) go under "other"
+LABELS = DECIDED
 
 
 @dataclass(frozen=True)
