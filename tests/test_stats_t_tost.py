@@ -42,8 +42,8 @@ def test_t_tost_matches_statsmodels_cluster_robust_ols():
     table = _table()
     row = _compare(table).to_json()
     diffs, clusters, _ = _paired(table)
-    fit = sm.OLS(diffs, np.ones((len(diffs), 1))).fit(cov_type="cluster", cov_kwds={"groups": pd.factorize(clusters)[0]},
-                                                      use_t=True)
+    groups = pd.factorize(clusters)[0]
+    fit = sm.OLS(diffs, np.ones((len(diffs), 1))).fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
     assert row["estimate"] == pytest.approx(fit.params[0], rel=1e-12)
     assert row["se_cluster"] == pytest.approx(fit.bse[0], rel=1e-10)
     assert row["t_df"] == fit.df_resid_inference == 24
@@ -57,6 +57,14 @@ def test_t_tost_matches_statsmodels_cluster_robust_ols():
     p_lower, p_upper = one_sided(-MARGIN, +1), one_sided(MARGIN, -1)
     assert row["p_tost_t"] == pytest.approx(max(p_lower, p_upper), rel=1e-9)
     assert 0 < row["p_tost_t"] < 1
+    # the same model on cluster-level differences: each cluster's mean difference, weighted by its questions
+    # (as the bootstrap weights them), HC1 covariance, G - 1 residual df
+    by_cluster = pd.Series(diffs).groupby(groups)
+    cluster_fit = sm.WLS(by_cluster.mean().to_numpy(), np.ones((25, 1)), weights=by_cluster.size().to_numpy()).fit(
+        cov_type="HC1", use_t=True)
+    assert (cluster_fit.params[0], cluster_fit.bse[0]) == pytest.approx((row["estimate"], row["se_cluster"]), rel=1e-10)
+    assert cluster_fit.df_resid == row["t_df"]
+    assert list(cluster_fit.conf_int(alpha=0.10)[0]) == pytest.approx(row["ci90_t"], rel=1e-10)
 
 
 def test_t_tost_with_one_question_per_cluster_is_the_paired_t_tost():

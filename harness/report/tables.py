@@ -10,8 +10,8 @@ from harness.report.model import Table
 
 _TEX_ESCAPES = {"&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{", "}": "\\}",
                 "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "\\": "\\textbackslash{}",
-                "<": "\\textless{}", ">": "\\textgreater{}", "±": "$\\pm$", "†": "$^\\dagger$", "‡": "$^\\ddagger$",
-                "–": "--", "−": "$-$", "≥": "$\\geq$", "≤": "$\\leq$", "×": "$\\times$"}
+                "<": "\\textless{}", ">": "\\textgreater{}", "±": "$\\pm$", "†": "$^\\dagger$",
+                "‡": "$^\\ddagger$", "–": "--", "−": "$-$", "≥": "$\\geq$", "≤": "$\\leq$", "×": "$\\times$"}
 
 
 def tex(text: str) -> str:

@@ -19,7 +19,8 @@ Degrees of freedom: clusters - strata (G - 1 unstratified). With SE > 0 and df >
 
 With SE = 0 (every cluster has the same mean difference) the interval is the estimate and each one-sided
 p is 0 or 1 as the estimate lies inside or outside the margin, as the bootstrap TOST treats a degenerate
-bootstrap. With df < 1 (one cluster per stratum) there is no t distribution: every field is None.
+bootstrap. With df < 1 (one cluster per stratum) there is no t distribution: the interval and the p's are
+None, and the row's t_df says why.
 """
 
 from __future__ import annotations
