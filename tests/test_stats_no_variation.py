@@ -124,12 +124,14 @@ def test_a_row_on_too_few_clusters_also_counts_as_p_1_in_holm(tmp_path, table):
 
 
 def test_replicates_recognise_no_variation(tmp_path, table):
-    """Simulated studies of a zero-variance test stay without variation; the shares name the label and
-    the markdown shows it under `other`."""
-    plan = _plan(tmp_path, [_test("zero-var", "Z", "B", "tost"), _test("varies", "A", "B", "tost")], "tost",
-                 multiplicity="holm")
-    summary = replicate_verdicts(plan, table, effects={}, replicates=2, seed=1, resamples=50)
+    """Simulated studies of a zero-variance test, or of one with an arm at the floor, stay without variation,
+    as the registered row reads; the shares name the label and the markdown shows it under `other`."""
+    tests = [_test("zero-var", "Z", "B", "tost"), _test("floor", "Y", "B", "tost"), _test("varies", "A", "B", "tost")]
+    plan = _plan(tmp_path, tests, "tost", multiplicity="holm")
+    summary = replicate_verdicts(plan, table, effects={"floor": 2.0}, replicates=2, seed=1, resamples=50)
     shares = {t.test: t for t in summary.tests}
     assert shares["zero-var"].shares[NO_VARIATION] == 1.0 and shares["zero-var"].correct == 0.0
+    assert shares["floor"].shares[NO_VARIATION] == 1.0
+    assert shares["varies"].shares.get(NO_VARIATION, 0.0) == 0.0
     assert "no variation 100.0%" in summary.to_markdown()
     assert NO_VARIATION in LABELS and all(label in LABELS for t in summary.tests for label in t.shares)

@@ -36,8 +36,8 @@ class PairedDifferences:
     diffs: np.ndarray
     clusters: np.ndarray
     strata: np.ndarray
-    # each arm's values in points, by its label in the contrast, for the constant-arm check; simulated
-    # differences (harness.stats.replicates) have none
+    # each arm's values in points, by its label in the contrast, for the constant-arm check (None: only the
+    # differences are known)
     arms: dict[str, np.ndarray] | None = None
 
 

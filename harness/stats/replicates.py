@@ -190,6 +190,9 @@ class _Pool:
     strata: np.ndarray | None
     groups: tuple[_Group, ...]
     lacking: tuple[str, ...]
+    # the arms' observed values in the same order: an arm constant on the registered questions stays constant
+    # in every replicate, so the replicates read `no variation` exactly where the registered row does
+    arms: dict[str, np.ndarray] | None = None
 
 
 def _pool(plan: Plan, family: FamilyPlan, test: TestPlan, results: ResultTable, effect: float) -> _Pool:
@@ -211,7 +214,8 @@ def _pool(plan: Plan, family: FamilyPlan, test: TestPlan, results: ResultTable, 
         mine = by_stratum[first] == stratum
         key = (test.dataset, str(stratum) if stratified else None, tuple(clusters[first[mine]].tolist()))
         groups.append(_Group(key=key, starts=first[mine], sizes=sizes[mine]))
-    return _Pool(family, test, values, strata, tuple(groups), ())
+    arms = None if pairs.arms is None else {label: v[order] for label, v in pairs.arms.items()}
+    return _Pool(family, test, values, strata, tuple(groups), (), arms)
 
 
 def _draws(pools, replicates: int, seed: int) -> dict[tuple, np.ndarray]:
@@ -268,7 +272,8 @@ def _redrawn(pool: _Pool, picks: dict) -> PairedDifferences:
         slot += len(pick)
     idx = np.concatenate(positions)
     return PairedDifferences(qids=np.arange(len(idx)), diffs=pool.values[idx], clusters=np.concatenate(labels),
-                             strata=pool.strata[idx])
+                             strata=pool.strata[idx],
+                             arms=None if pool.arms is None else {k: v[idx] for k, v in pool.arms.items()})
 
 
 def _contrast_seed(seed: int, r: int, test_seed: int) -> int:
