@@ -27,7 +27,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--b", required=True, metavar="ARM", help="arm B")
     parser.add_argument("--retriever", required=True)
     parser.add_argument("--metric", required=True, help="metric name, e.g. rec@512t")
-    parser.add_argument("--margin", type=float, help="equivalence margin in points; adds p_tost")
+    parser.add_argument("--margin", type=float,
+                        help="equivalence margin in points; adds p_tost and the t-TOST beside it (ci90_t, p_tost_t, t_df)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
     parser.add_argument("--max-flips", type=int, default=10_000,
                         help="sign-flip: exact when 2^clusters <= this, else this many random flips "

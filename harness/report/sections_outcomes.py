@@ -11,7 +11,9 @@ from harness.report.figures import budget_sweep_svg, sweep_metrics
 from harness.report.means import MEANS_RESAMPLES, MEANS_SEED
 from harness.stats.families import FamilyResult
 from harness.stats.plots import forest_svg
-from harness.stats.tables import acceptance_notes, caption, contrast_label, retriever_label
+from harness.stats.tables import (
+    T_TOST_MARK, acceptance_notes, caption, contrast_label, retriever_label, t_tost_notes, undecided_notes,
+)
 from harness.provenance.interim import describe_missing
 from harness.report.context import ReportContext
 from harness.report.model import Figure, Missing, Section, interval, p_value, points, table
@@ -80,6 +82,8 @@ def _verdict_rows(fam: FamilyResult) -> list[list]:
         rows.append([r["test"], contrast_label(r), r["dataset"], retriever_label(r), r["metric"],
                      f"{r['n_questions']} ({r['n_clusters']})", points(r["estimate"], 2), interval(r["ci90_bca"], 2),
                      interval(r["ci95_bca"], 2), _with_holm(r.get("p_tost"), r.get("p_tost_holm")),
+                     interval(r.get("ci90_t"), 2),
+                     p_value(r.get("p_tost_t")) + (T_TOST_MARK if r.get("t_tost_disagrees") else ""),
                      _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")),
                      "–" if r["margin"] is None else f"±{r['margin']:g}", points(r.get("mdd"), 2), TIER_NAMES.get(r["tier"], r["tier"]),
                      r["verdict"] + ("†" if r["small_difference_within_margin"] else "")
@@ -103,14 +107,19 @@ def verdicts(ctx: ReportContext) -> Section:
             sec.missing.append(Missing(f"family {fam.family} not run: " + "; ".join(fam.missing),
                                        "make build-arms score stats"))
             continue
-        notes = ["† equivalent within the margin, but the 95% CI excludes 0: a small difference."] \
-            if any(r["small_difference_within_margin"] for r in fam.rows) else []
-        notes += acceptance_notes(fam)
-        sec.tables.append(table(f"verdicts-{fam.family}", caption(fam),
-                                ["test", "A - B", "dataset", "retriever", "metric", "n (clusters)", "estimate",
-                                 "90% CI", "95% CI", "p TOST (Holm)", "p sign-flip (Holm)", "margin", "MDD", "tier", "verdict"],
-                                _verdict_rows(fam), notes))
+        sec.tables.append(verdict_table(fam))
     return sec
+
+
+def verdict_table(fam: FamilyResult):
+    """A family that ran, as the Verdicts section shows it, notes included."""
+    notes = ["† equivalent within the margin, but the 95% CI excludes 0: a small difference."] \
+        if any(r["small_difference_within_margin"] for r in fam.rows) else []
+    notes += t_tost_notes(fam) + undecided_notes(fam) + acceptance_notes(fam)
+    return table(f"verdicts-{fam.family}", caption(fam),
+                 ["test", "A - B", "dataset", "retriever", "metric", "n (clusters)", "estimate", "90% CI", "95% CI",
+                  "p TOST (Holm)", "90% t CI", "p t-TOST", "p sign-flip (Holm)", "margin", "MDD", "tier", "verdict"],
+                 _verdict_rows(fam), notes)
 
 
 def forest_plots(ctx: ReportContext) -> Section:

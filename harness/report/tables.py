@@ -11,7 +11,7 @@ from harness.report.model import Table
 _TEX_ESCAPES = {"&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{", "}": "\\}",
                 "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "\\": "\\textbackslash{}",
                 "<": "\\textless{}", ">": "\\textgreater{}", "±": "$\\pm$", "†": "$^\\dagger$",
-                "–": "--", "−": "$-$", "≥": "$\\geq$", "≤": "$\\leq$", "×": "$\\times$"}
+                "‡": "$^\\ddagger$", "–": "--", "−": "$-$", "≥": "$\\geq$", "≤": "$\\leq$", "×": "$\\times$"}
 
 
 def tex(text: str) -> str:

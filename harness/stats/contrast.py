@@ -12,9 +12,12 @@ from harness.errors import HarnessError
 from harness.stats.bootstrap import cluster_bootstrap
 from harness.stats.power import cluster_standard_error
 from harness.stats.signflip import cluster_sign_flip
+from harness.stats.t_tost import t_tost
 from harness.stats.tost import tost
 
 POINTS = 100.0  # metric values are in [0, 1]; differences are reported in points
+# spreads at or below this many points are float noise (e.g. (0.3 - 0.1) vs (0.5 - 0.3)), not variation
+NO_VARIATION_TOL = 1e-9
 
 
 class MissingResultsError(HarnessError):
@@ -33,6 +36,9 @@ class PairedDifferences:
     diffs: np.ndarray
     clusters: np.ndarray
     strata: np.ndarray
+    # each arm's values in points, by its label in the contrast, for the constant-arm check (None: only the
+    # differences are known)
+    arms: dict[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -62,16 +68,21 @@ class ContrastResult:
     se_cluster: float  # cluster standard error of the estimate, in points (harness.stats.power)
     margin: float | None = None
     p_tost: float | None = None
+    # the t-TOST sensitivity column (harness.stats.t_tost), beside p_tost; never a decision input
+    ci90_t: tuple[float, float] | None = None
+    p_tost_t: float | None = None
+    t_df: int | None = None
+    no_variation: str | None = None  # what did not vary (harness.stats.verdicts.NO_VARIATION), else None
     retriever_b: str | None = None  # a cross-retriever contrast: B's retriever (A's is `retriever`)
 
     def to_json(self) -> dict:
         out = asdict(self)
         if self.retriever_b is None:
             del out["retriever_b"]
-        for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile"):
-            out[key] = list(out[key])
+        for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t"):
+            out[key] = None if out[key] is None else list(out[key])
         if self.margin is None:
-            del out["margin"], out["p_tost"]
+            del out["margin"], out["p_tost"], out["ci90_t"], out["p_tost_t"], out["t_df"]
         return out
 
 
@@ -171,8 +182,28 @@ def paired_differences(
             raise HarnessError(f"{what}: question {qa[i]!r} has {col} {values[pa][i]!r} "
                                f"in arm {a} but {values[pb][i]!r} in arm {b}")
     diffs = (results.value[pa] - results.value[pb]) * POINTS
+    labels = (f"{a} ({retriever})", f"{b} ({retriever_b})") if retriever_b else (a, b)
     return PairedDifferences(qids=qa, diffs=diffs, clusters=results.cluster[pa].astype(str),
-                             strata=results.stratum[pa].astype(str))
+                             strata=results.stratum[pa].astype(str),
+                             arms={labels[0]: results.value[pa] * POINTS, labels[1]: results.value[pb] * POINTS})
+
+
+def no_variation(pairs: PairedDifferences) -> str | None:
+    """What did not vary, in words, or None: an arm constant over the contrast's questions (floor at 0,
+    ceiling at 100 points), else every paired difference identical."""
+    n = len(pairs.diffs)
+    constant = []
+    for label, values in (pairs.arms or {}).items():
+        if np.ptp(values) <= NO_VARIATION_TOL:
+            value = float(values[0])
+            bound = " (floor)" if abs(value) <= NO_VARIATION_TOL else \
+                " (ceiling)" if abs(value - POINTS) <= NO_VARIATION_TOL else ""
+            constant.append(f"arm {label} is {value:.2f} points on all {n} questions{bound}")
+    if constant:
+        return "; ".join(constant)
+    if np.ptp(pairs.diffs) <= NO_VARIATION_TOL:
+        return f"every paired difference is {float(pairs.diffs[0]):+.2f} points ({n} questions)"
+    return None
 
 
 def sample_clusters(table, *, dataset: str, n_clusters: int, seed: int, strata: set[str] | None = None) -> set[str]:
@@ -224,11 +255,15 @@ def contrast_of_pairs(
     retriever_b: str | None = None,
 ) -> ContrastResult:
     """The statistics of `compare` on differences already paired (also the known-effects replicates'
-    simulated ones): bootstrap, sign-flip, cluster SE and, given a margin, TOST."""
-    boot = cluster_bootstrap(pairs.diffs, pairs.clusters, pairs.strata if stratified else None,
-                             resamples=resamples, seed=seed)
+    simulated ones): bootstrap, sign-flip, cluster SE, whether anything varied and, given a margin, the
+    bootstrap TOST and the t-TOST beside it."""
+    strata = pairs.strata if stratified else None
+    boot = cluster_bootstrap(pairs.diffs, pairs.clusters, strata, resamples=resamples, seed=seed)
     flip = cluster_sign_flip(pairs.diffs, pairs.clusters, max_flips=max_flips, seed=seed)
+    se = cluster_standard_error(pairs.diffs, pairs.clusters, strata)
     p_tost = None if margin is None else tost(boot, margin=margin).p_tost
+    t = None if margin is None else t_tost(boot.estimate, se, n_clusters=boot.n_clusters, n_strata=boot.n_strata,
+                                           margin=margin)
     return ContrastResult(
         dataset=dataset, a=a, b=b, retriever=retriever, metric=metric,
         n_questions=boot.n_questions, n_clusters=boot.n_clusters, n_strata=boot.n_strata,
@@ -236,8 +271,9 @@ def contrast_of_pairs(
         ci90_percentile=boot.ci90_percentile, ci95_percentile=boot.ci95_percentile,
         z0=boot.z0, acceleration=boot.acceleration, resamples=boot.resamples, seed=seed,
         p_signflip=flip.p_value, signflip_exact=flip.exact, signflip_flips=flip.n_flips,
-        se_cluster=cluster_standard_error(pairs.diffs, pairs.clusters, pairs.strata if stratified else None),
-        margin=None if margin is None else float(margin), p_tost=p_tost, retriever_b=retriever_b,
+        se_cluster=se, margin=None if margin is None else float(margin), p_tost=p_tost,
+        ci90_t=None if t is None else t.ci90, p_tost_t=None if t is None else t.p_tost,
+        t_df=None if t is None else t.df, no_variation=no_variation(pairs), retriever_b=retriever_b,
     )
 
 

@@ -23,7 +23,8 @@ from harness.stats.power import POWER, minimum_detectable_difference
 from harness.plan.model import Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
 from harness.stats.rules import RULES, Evidence
 from harness.stats.subsets import select_questions
-from harness.stats.verdicts import MISSING, too_few_clusters
+from harness.stats.t_tost import disagrees
+from harness.stats.verdicts import MISSING, undecided
 
 
 class Status(str, enum.Enum):
@@ -175,11 +176,12 @@ def _contrasts_in_threads(plan: Plan, families: list[FamilyPlan], results: Resul
     return lambda family, test, _table: computed[(family.id, test.id)]
 
 
-def _decisive_p(test: TestPlan, contrast: dict | None) -> float:
-    """The p Holm acts on (the rule's `decisive_p`); a missing test counts as 1."""
-    if contrast is None:
+def _holm_p(contrast: dict | None, key: str) -> float:
+    """The p Holm acts on for one row: `key` of its contrast; a test that is missing or that no rule may
+    decide (harness.stats.verdicts.undecided) counts as 1, never rejected."""
+    if contrast is None or undecided(contrast) is not None:
         return 1.0
-    return contrast[RULES[test.rule].decisive_p]
+    return contrast[key]
 
 
 def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[tuple],
@@ -189,12 +191,15 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[tuple],
     `contrasts` holds, per registered test in family order, (test, its contrast's JSON or None when it has no
     rows, what it lacks). The one decision path: `harness stats` and the known-effects replicates
     (harness.stats.replicates) both decide here. Rows deciding on p_tost also get the Holm-adjusted sign-flip
-    p over the family's sign-flip p's: the verdict does not use it, but it is reported beside the TOST result."""
+    p over the family's sign-flip p's: the verdict does not use it, but it is reported beside the TOST result.
+    A row no rule may decide (too few clusters, no variation) keeps its statistics, takes that verdict with
+    its reason, and enters both Holm steps as p = 1, as a missing test does. TOST rows also carry whether
+    the t-TOST (harness.stats.t_tost) disagrees about equivalence at alpha, both p's unadjusted."""
     judge_rates = judge_rates or {}
     holm_family = family.multiplicity == "holm"
-    decisive = np.array([_decisive_p(t, c) for t, c, _ in contrasts])
+    decisive = np.array([_holm_p(c, RULES[t.rule].decisive_p) for t, c, _ in contrasts])
     adjusted = holm(decisive) if holm_family else None
-    flips = np.array([1.0 if c is None else c["p_signflip"] for _, c, _ in contrasts])
+    flips = np.array([_holm_p(c, "p_signflip") for _, c, _ in contrasts])
     flips_adjusted = holm(flips) if holm_family else None
     rows = []
     for i, (test, c, lacking) in enumerate(contrasts):
@@ -207,6 +212,8 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[tuple],
                                 "subset": None if test.subset is None else test.subset.to_json()})
             continue
         row = {**base, **c, "margin": test.margin, "p_tost": c.get("p_tost"),
+               **{k: c.get(k) for k in ("ci90_t", "p_tost_t", "t_df")},
+               "t_tost_disagrees": disagrees(c.get("p_tost"), c.get("p_tost_t"), plan.alpha),
                "p_tost_holm": None, "p_signflip_holm": None,
                # how large a difference this row could have seen (80% power at the family's alpha)
                "mdd": minimum_detectable_difference(c["se_cluster"], alpha=plan.alpha, power=POWER)}
@@ -221,8 +228,9 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[tuple],
             raise ValueError(f"rule {rule.name} gave verdict {verdict.label!r}, not one of its labels "
                              f"{', '.join(rule.verdicts)}")
         row["ci_shown"] = rule.ci_shown
-        verdict = too_few_clusters(int(c["n_clusters"])) or verdict
+        verdict = undecided(c) or verdict
         row["verdict"] = verdict.label
+        row["verdict_reason"] = verdict.reason
         row["small_difference_within_margin"] = verdict.small_difference_within_margin
         if test.acceptance is not None:
             rates = judge_rates.get(test.acceptance.judge)
@@ -285,8 +293,9 @@ def check_family(released: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> 
             checks.append(RowCheck(fam, row["test"], False, "row missing from the released statistics"))
             continue
         diff = sorted(k for k in set(row) | set(old) if not _same(old.get(k), row.get(k), rel_tol))
+        reason = f" ({row['verdict_reason']})" if row.get("verdict_reason") else ""
         checks.append(RowCheck(fam, row["test"], not diff,
-                               f"verdict {row['verdict']}" if not diff
+                               f"verdict {row['verdict']}{reason}" if not diff
                                else "differs in " + ", ".join(_describe(k, old.get(k), row.get(k)) for k in diff)))
     for test in sorted(map(str, released_rows)):
         checks.append(RowCheck(fam, test, False, "released row is not in the plan"))

@@ -13,9 +13,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from harness.stats.families import FamilyResult  # noqa: E402
 from harness.stats.tables import MISSING, SMALL_MARK, contrast_label, retriever_label  # noqa: E402
+from harness.stats.verdicts import (  # noqa: E402
+    DIFFERENT, EQUIVALENT, INCONCLUSIVE, NO_DIFFERENCE, NO_VARIATION, TOO_FEW_CLUSTERS, UNDECIDED,
+)
 
-_VERDICT_MARKERS = {"equiv.": "D", "diff.": "s", "incon.": "o", "n.d.": "o"}
-_VERDICT_COLOURS = {"equiv.": "#1b7837", "diff.": "#b2182b", "incon.": "#7f7f7f", "n.d.": "#4d4d4d"}
+_VERDICT_MARKERS = {EQUIVALENT: "D", DIFFERENT: "s", INCONCLUSIVE: "o", NO_DIFFERENCE: "o", NO_VARIATION: "x",
+                    TOO_FEW_CLUSTERS: "x"}
+_VERDICT_COLOURS = {EQUIVALENT: "#1b7837", DIFFERENT: "#b2182b", INCONCLUSIVE: "#7f7f7f", NO_DIFFERENCE: "#4d4d4d",
+                    NO_VARIATION: "#b35806", TOO_FEW_CLUSTERS: "#b35806"}
 
 
 def forest_png(fam: FamilyResult) -> bytes:
@@ -83,6 +88,7 @@ def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | 
     ax.set_title(title or f"{fam.family} ({fam.tier}, {fam.multiplicity})", fontsize=10)
     if margin_band and any_tost:
         ax.set_xlabel(f"A - B (points); {shown.replace('blue ticks', 'blue band and ticks')}\n"
-                      "marker: diamond equiv., square diff., circle incon./n.d.", fontsize=8)
+                      "marker: diamond equiv., square diff., circle incon./n.d."
+                      + (", cross no verdict" if any(r["verdict"] in UNDECIDED for r in rows) else ""), fontsize=8)
     fig.tight_layout()
     return fig

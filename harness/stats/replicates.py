@@ -29,13 +29,14 @@ from harness.stats.families import decide_family
 from harness.stats.rules import RULES
 from harness.stats.simulate import redraw_clusters
 from harness.stats.subsets import registered_pairs
-from harness.stats.verdicts import DIFFERENT, EQUIVALENT, INCONCLUSIVE, MISSING, NO_DIFFERENCE
+from harness.stats.verdicts import DECIDED, DIFFERENT, MISSING
 
 # bootstrap resamples and sign-flips per replicate contrast that `harness rehearse` uses unless told: on the
 # flagship's primary and H3 families (400 replicates) every verdict share at 1,000 agreed with the registered
 # 10,000 within 0.7 Monte Carlo SE, at a tenth of the cost (benchmarks/bench_replicates.py measures both)
 REPLICATE_RESAMPLES = 1000
-LABELS = (EQUIVALENT, DIFFERENT, INCONCLUSIVE, NO_DIFFERENCE)  # the tables' columns; others go under "other"
+# the tables' columns; the rest of harness.stats.verdicts.LABELS (no variation, too few clusters) go under "other"
+LABELS = DECIDED
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,9 @@ class _Pool:
     strata: np.ndarray | None
     groups: tuple[_Group, ...]
     lacking: tuple[str, ...]
+    # the arms' observed values in the same order: an arm constant on the registered questions stays constant
+    # in every replicate, so the replicates read `no variation` exactly where the registered row does
+    arms: dict[str, np.ndarray] | None = None
 
 
 def _pool(plan: Plan, family: FamilyPlan, test: TestPlan, results: ResultTable, effect: float) -> _Pool:
@@ -210,7 +214,8 @@ def _pool(plan: Plan, family: FamilyPlan, test: TestPlan, results: ResultTable, 
         mine = by_stratum[first] == stratum
         key = (test.dataset, str(stratum) if stratified else None, tuple(clusters[first[mine]].tolist()))
         groups.append(_Group(key=key, starts=first[mine], sizes=sizes[mine]))
-    return _Pool(family, test, values, strata, tuple(groups), ())
+    arms = None if pairs.arms is None else {label: v[order] for label, v in pairs.arms.items()}
+    return _Pool(family, test, values, strata, tuple(groups), (), arms)
 
 
 def _draws(pools, replicates: int, seed: int) -> dict[tuple, np.ndarray]:
@@ -267,7 +272,8 @@ def _redrawn(pool: _Pool, picks: dict) -> PairedDifferences:
         slot += len(pick)
     idx = np.concatenate(positions)
     return PairedDifferences(qids=np.arange(len(idx)), diffs=pool.values[idx], clusters=np.concatenate(labels),
-                             strata=pool.strata[idx])
+                             strata=pool.strata[idx],
+                             arms=None if pool.arms is None else {k: v[idx] for k, v in pool.arms.items()})
 
 
 def _contrast_seed(seed: int, r: int, test_seed: int) -> int:

@@ -35,7 +35,7 @@ class Rule:
     # the margin only for a rule that decides on it.
     decisive_p: str
     ci_shown: str  # the BCa CI level tables and the spending guide show for its rows ("90" or "95")
-    verdicts: tuple[str, ...]  # every label `decide` can give (besides "too few clusters")
+    verdicts: tuple[str, ...]  # every label `decide` can give (a label of verdicts.UNDECIDED overrides it)
     decide: Callable[[Evidence], Verdict]
     caption: Callable[[bool], str]  # its clause in a family's caption, given the family's signflip_required
     # the verdict that states the truth about a true difference (points) under the test's margin, or None

@@ -7,6 +7,7 @@ import io
 
 from harness.stats.families import FamilyResult
 from harness.stats.rules import rule
+from harness.stats.verdicts import MISSING
 
 # CSV columns: the row fields, intervals split into lo/hi
 CSV_COLUMNS = (
@@ -15,9 +16,11 @@ CSV_COLUMNS = (
     "ci95_percentile_lo", "ci95_percentile_hi", "z0", "acceleration", "resamples", "seed", "margin", "p_tost",
     "p_tost_holm", "p_signflip", "p_signflip_holm", "signflip_exact", "signflip_flips", "se_cluster", "mdd", "verdict",
     "small_difference_within_margin", "ci_shown", "tier", "source",
+    # appended, so readers of the earlier columns by position keep working
+    "verdict_reason", "no_variation", "ci90_t_lo", "ci90_t_hi", "p_tost_t", "t_df", "t_tost_disagrees",
 )
-MISSING = "missing"
 SMALL_MARK = "†"
+T_TOST_MARK = "‡"  # the bootstrap TOST and the t-TOST disagree about equivalence
 
 
 def caption(fam: FamilyResult) -> str:
@@ -31,19 +34,45 @@ def caption(fam: FamilyResult) -> str:
 
 
 _HEADER = ("test", "A - B", "dataset", "retriever", "metric", "questions (clusters)", "estimate", "CI",
-           "level", "margin", "MDD", "p TOST", "p TOST Holm", "p sign-flip", "p sign-flip Holm", "verdict")
+           "level", "margin", "MDD", "p TOST", "p TOST Holm", "p t-TOST", "p sign-flip", "p sign-flip Holm",
+           "verdict")
 
 
 def _cells(row: dict) -> list[str]:
     head = [row["test"], contrast_label(row), row["dataset"], retriever_label(row), row["metric"]]
     margin = "-" if row["margin"] is None else f"±{_num(row['margin'])}"
     if row["verdict"] == MISSING:
-        return head + ["-", "-", "-", "-", margin, "-", "-", "-", "-", "-", MISSING]
+        return head + ["-", "-", "-", "-", margin, "-", "-", "-", "-", "-", "-", MISSING]
     # the Holm-adjusted sign-flip p is shown for TOST rows too: it does not decide them, but readers
     # compare it with the TOST result (e.g. a diff. by the CI rule that does not survive Holm)
     return head + [f"{row['n_questions']} ({row['n_clusters']})", _num(row["estimate"]), _ci(_shown(row)),
                    f"{row['ci_shown']}%", margin, _mdd(row), _p(row["p_tost"]), _p(row["p_tost_holm"]),
-                   _p(row["p_signflip"]), _p(row["p_signflip_holm"]), _verdict(row)]
+                   t_tost_cell(row), _p(row["p_signflip"]), _p(row["p_signflip_holm"]), _verdict(row)]
+
+
+def t_tost_cell(row: dict) -> str:
+    """The t-TOST p of a TOST row, marked where it disagrees with the bootstrap TOST; "-" elsewhere (and in
+    statistics written before the column existed)."""
+    return _p(row.get("p_tost_t")) + (T_TOST_MARK if row.get("t_tost_disagrees") else "")
+
+
+def t_tost_notes(fam: FamilyResult) -> list[str]:
+    """The sensitivity column's legend, on a family with TOST rows."""
+    if not any(row.get("p_tost_t") is not None for row in fam.rows):
+        return []
+    note = ("p t-TOST: sensitivity only, never a decision input: the TOST p from a cluster-robust t interval "
+            "(clusters - strata degrees of freedom; harness.stats.t_tost).")
+    if any(row.get("t_tost_disagrees") for row in fam.rows):
+        note += (f" {T_TOST_MARK} the bootstrap TOST and the t-TOST disagree about equivalence at alpha "
+                 f"{fam.alpha} (both p's unadjusted).")
+    return [note]
+
+
+def undecided_notes(fam: FamilyResult) -> list[str]:
+    """One line per row no rule may decide (too few clusters, no variation): why, and how Holm counted it."""
+    return [f"{row['test']}: {row['verdict']}: {row['verdict_reason']}; reported with its estimate but not "
+            "decided" + (", and counted in Holm as p = 1." if fam.multiplicity == "holm" else ".")
+            for row in fam.rows if row.get("verdict_reason")]
 
 
 def acceptance_notes(fam: FamilyResult) -> list[str]:
@@ -75,9 +104,9 @@ def to_markdown(fam: FamilyResult) -> str:
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in fam.rows]
     if any(r.get("small_difference_within_margin") for r in fam.rows):
         lines += ["", f"{SMALL_MARK} equivalent within the margin, but the 95% CI excludes 0: a small difference."]
-    judged = acceptance_notes(fam)
-    if judged:
-        lines += [""] + judged
+    notes = t_tost_notes(fam) + undecided_notes(fam) + acceptance_notes(fam)
+    if notes:
+        lines += [""] + notes
     if fam.missing:
         lines += ["", "Tests without per-question results (counted in Holm as p = 1): "
                   + "; ".join(fam.missing) + "."]
@@ -90,8 +119,8 @@ def to_csv(fam: FamilyResult) -> str:
     writer.writerow(CSV_COLUMNS)
     for row in fam.rows:
         flat = dict(row)
-        for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile"):
-            if key in row:
+        for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t"):
+            if row.get(key) is not None:
                 flat[f"{key}_lo"], flat[f"{key}_hi"] = row[key]
         writer.writerow(["" if flat.get(c) is None else repr(flat[c]) if isinstance(flat[c], float) else flat[c]
                          for c in CSV_COLUMNS])
@@ -104,7 +133,7 @@ def to_latex(fam: FamilyResult) -> str:
     if not fam.ran:
         lines += [f"Not run; missing: {_tex('; '.join(fam.missing))}.", "\\end{table}"]
         return "\n".join(lines) + "\n"
-    lines += ["\\begin{tabular}{" + "l" * 5 + "r" * 10 + "l}", "\\toprule",
+    lines += ["\\begin{tabular}{" + "l" * 5 + "r" * 11 + "l}", "\\toprule",
               " & ".join(_tex(h) for h in _HEADER) + " \\\\", "\\midrule"]
     for row in fam.rows:
         lines.append(" & ".join(_tex(c) for c in _cells(row)) + " \\\\")
@@ -173,7 +202,7 @@ def _p(p: float | None) -> str:
 
 _TEX_ESCAPES = {"&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{", "}": "\\}",
                 "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "\\": "\\textbackslash{}", "<": "$<$",
-                "±": "$\\pm$", "†": "$^\\dagger$"}
+                "±": "$\\pm$", "†": "$^\\dagger$", "‡": "$^\\ddagger$"}
 
 
 def _tex(text: str) -> str:

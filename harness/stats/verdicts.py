@@ -13,6 +13,12 @@ MISSING = "missing"  # a registered test without per-question results: reported,
 # and its sign-flip p is 1, so it is reported with its estimate but never decided (e.g. a one-paper sample)
 MIN_CLUSTERS = 2
 TOO_FEW_CLUSTERS = "too few clusters"
+# every paired difference identical, or an arm constant over its questions (floor or ceiling): the instrument
+# did not vary, so any rule would read the collapsed interval as a finding (e.g. equiv. at 0.00)
+NO_VARIATION = "no variation"
+DECIDED = (EQUIVALENT, DIFFERENT, INCONCLUSIVE, NO_DIFFERENCE)  # what the rules of harness.stats.rules give
+UNDECIDED = (TOO_FEW_CLUSTERS, NO_VARIATION)  # rows reported with their estimate, never decided
+LABELS = DECIDED + UNDECIDED + (MISSING,)  # every verdict label a row can carry
 
 
 @dataclass(frozen=True)
@@ -20,6 +26,7 @@ class Verdict:
     label: str
     # an equiv. row whose 95% CI excludes 0: a real but small difference inside the margin
     small_difference_within_margin: bool = False
+    reason: str | None = None  # why an UNDECIDED row has no verdict
 
 
 def excludes_zero(ci: tuple[float, float]) -> bool:
@@ -27,9 +34,16 @@ def excludes_zero(ci: tuple[float, float]) -> bool:
     return lo > 0 or hi < 0
 
 
-def too_few_clusters(n_clusters: int) -> Verdict | None:
-    """The verdict of a test on fewer than MIN_CLUSTERS clusters, else None (the rule decides)."""
-    return Verdict(TOO_FEW_CLUSTERS) if n_clusters < MIN_CLUSTERS else None
+def undecided(contrast: dict) -> Verdict | None:
+    """The verdict of a contrast (its JSON) that no rule may decide, with the reason, else None (the rule
+    decides): fewer than MIN_CLUSTERS clusters, or no variation (`no_variation` holds what did not vary)."""
+    n = int(contrast["n_clusters"])
+    if n < MIN_CLUSTERS:
+        return Verdict(TOO_FEW_CLUSTERS, reason=f"{n} cluster{'' if n == 1 else 's'}: no sampling distribution "
+                       "to resample")
+    if contrast.get("no_variation"):
+        return Verdict(NO_VARIATION, reason=contrast["no_variation"])
+    return None
 
 
 def tost_verdict(*, p_tost: float, ci95: tuple[float, float], alpha: float) -> Verdict:
