@@ -11,7 +11,7 @@ from harness.report.figures import budget_sweep_svg, sweep_metrics
 from harness.report.means import MEANS_RESAMPLES, MEANS_SEED
 from harness.stats.families import FamilyResult
 from harness.stats.plots import forest_svg
-from harness.stats.tables import acceptance_notes, caption, contrast_label, retriever_label
+from harness.stats.tables import acceptance_notes, caption, contrast_label, exploratory_mark, retriever_label
 from harness.provenance.interim import describe_missing
 from harness.report.context import ReportContext
 from harness.report.model import Figure, Missing, Section, interval, p_value, points, table
@@ -83,7 +83,7 @@ def _verdict_rows(fam: FamilyResult) -> list[list]:
                      _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")),
                      "–" if r["margin"] is None else f"±{r['margin']:g}", points(r.get("mdd"), 2), TIER_NAMES.get(r["tier"], r["tier"]),
                      r["verdict"] + ("†" if r["small_difference_within_margin"] else "")
-                     + (" (exploratory: judge not accepted)" if r.get("acceptance") and not r["acceptance"]["passed"] else "")])
+                     + exploratory_mark(r)])
     return rows
 
 
