@@ -182,3 +182,35 @@ def test_a_row_resting_on_a_failed_judge_and_reader_names_both():
     row = {"acceptance": {"passed": False}, "reader_acceptance": {"passed": False}}
     assert exploratory_mark(row) == " (exploratory: judge and reader not accepted)"
     assert exploratory_mark({"acceptance": {"passed": True}, "reader_acceptance": {"passed": True}}) == ""
+
+
+def test_the_report_shows_the_instruments_first_after_the_study_identity(tmp_path):
+    from harness.report.build import SECTION_BUILDERS, render_markdown
+    from harness.report.context import ReportContext
+    from harness.report.html import render_page
+    from harness.report.sections_inputs import identity
+    from harness.report.sections_instruments import instruments
+
+    assert SECTION_BUILDERS[:2] == (identity, instruments)
+    study = Study.at(_demo_copy(tmp_path))
+    missing = instruments(ReportContext(study))
+    assert [m.what for m in missing.missing] == ["the reader's controls (results/answers/reader_acceptance.json)",
+                                                 "the judge's controls (results/judges/acceptance.json)"]
+    entry = {"metric": "answer_f1@512t", "positive": 0.0, "negative": 0.0, "positive_questions": 6,
+             "negative_questions": 6}
+    write_reader_acceptance(study, {"model": "embedded"}, {"papers": entry}, frozen_hash=None)
+    (study.root / "results" / "judges").mkdir(parents=True)
+    (study.root / "results" / "judges" / "acceptance.json").write_text(json.dumps(
+        {"nugget-judge": {"positive": 0.9, "negative": 0.0, "positive_questions": 6, "negative_questions": 6,
+                          "spot_check": {"kappa": 0.72, "passed": True}}}))
+    sec = instruments(ReportContext(study))
+    assert sec.missing == []
+    rows = {(r[0], r[1].split(":")[0]): r[2:] for r in sec.tables[0].rows}
+    assert rows[("reader (papers)", "positive control")] == ("0.0%", ">= 30.0%", "FAIL", "A1-papers")
+    assert rows[("reader (papers)", "negative control")] == ("0.0%", "<= 15.0%", "pass", "A1-papers")
+    assert rows[("judge nugget-judge", "positive control")] == ("90.0%", ">= 85.0%", "pass", "N1-docs")
+    assert rows[("judge nugget-judge", "human spot check")] == ("0.72", ">= 0.6", "pass", "N1-docs")
+    assert rows[("embedder of minilm", "texts cut to the model window")][0] == "nothing embedded yet"
+    page = render_page("t", "s", [sec])
+    assert '<section id="instruments"><h2>Instruments</h2>' in page and "<td>FAIL</td>" in page
+    assert "| reader (papers) |" in render_markdown("t", "s", [sec])
