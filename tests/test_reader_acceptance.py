@@ -16,7 +16,6 @@ import yaml
 
 from harness.data.load import load_dataset
 from harness.errors import HarnessError
-from harness.files import read_json
 from harness.llm.cache import GenerationCache
 from harness.llm.ledger import SpendLedger
 from harness.llm.prompts import PromptTemplate
