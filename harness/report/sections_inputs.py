@@ -185,10 +185,10 @@ def _answer_stage_costs(ctx: ReportContext, sec: Section) -> None:
                      sum(counts.get(failed, 0) for counts in cells.values()),
                      sum(counts.get(truncated, 0) for counts in cells.values())])
     sec.tables.append(table(
-        "costs-answer-stage", "Reader and judge spend from the answer stage's ledger (retries and the judge's "
+        "costs-answer-stage", "Reader and judge spend from the answer stage's ledger (retries and the reader's and judge's "
         "acceptance controls included). Failures: reader answers that stayed unusable after the retries, judge "
         "verdicts that could not be parsed; truncations: reader contexts or judge prompts cut to the model's "
-        "window; both summed over the answer cells (the judge's control calls are not among them). `harness estimate` covers the indexing arms only, so no estimate stands beside these.",
+        "window; both summed over the answer cells (the control calls are not among them: the Instruments section shows the controls). `harness estimate` covers the indexing arms only, so no estimate stands beside these.",
         ["role", "model", "calls", "fresh calls", "cache hits", "input tok", "output tok", "spend USD", "failures",
          "truncations"], rows))
     sec.tables.append(table(
