@@ -47,5 +47,9 @@ def run(args) -> int:
         print(f"answer: judge controls: positive {shown(c['positive'])} ({c['positive_questions']} questions), "
               f"negative {shown(c['negative'])} ({c['negative_questions']} questions)"
               + (f"; exploratory: {'; '.join(c['reasons'])}" if c["reasons"] else ""))
+    for name, rates in (summary.get("reader_controls") or {}).items():
+        shown = lambda v: "not computable" if v is None else f"{v:.3f}"  # noqa: E731
+        print(f"answer: reader controls on {name}: positive {shown(rates['positive'])}, negative "
+              f"{shown(rates['negative'])} (stats compares them with the plan's datasets.{name}.reader_acceptance)")
     print(f"answer: {len(summary.get('cells', {}))} cell(s) answered -> results/answers/ (frozen config {frozen[:12]})")
     return 0

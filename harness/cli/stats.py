@@ -41,6 +41,7 @@ def run(args) -> int:
     from harness.stats.on_ray import run_plan_on_ray
     from harness.stats.families import run_plan
     from harness.provenance.interim import require_outcomes_allowed
+    from harness.stats.tables import exploratory_mark
     from harness.stats.io import (
         load_judge_rates, load_per_question, load_reader_rates, results_frozen_hash, write_outputs,
     )
@@ -68,7 +69,7 @@ def run(args) -> int:
     write_outputs(stats_dir(study), results)
     for fam in results:
         if fam.ran:
-            verdicts = ", ".join(f"{r['test']} {r['verdict']}" for r in fam.rows)
+            verdicts = ", ".join(f"{r['test']} {r['verdict']}{exploratory_mark(r)}" for r in fam.rows)
             print(f"{fam.family}: {verdicts}")
         else:
             print(f"{fam.family}: not run (missing {'; '.join(fam.missing)})")
