@@ -12,7 +12,7 @@ question from exactly B source tokens of the cell's run file (harness.pipeline.r
 - results/judges/<dataset>/<arm>__<retriever>.jsonl: every nugget verdict; results/judges/controls.jsonl
   and results/judges/acceptance.json (the controls, judged before any arm; stats reads the rates);
 - results/answers/reader_acceptance.json: the reader's controls per dataset (harness.pipeline.reader_controls),
-  answered after the judge's controls and before any arm; stats reads the rates;
+  answered after the judge's controls and, like them, before any arm of any dataset; stats reads the rates;
 - results/answers/summary.json: counts per cell (questions, dropped, failed, truncated contexts).
 
 Every call goes through the generation cache of its model (resumable, replayable, ledgered against the
@@ -175,6 +175,7 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
             judge_model = _model_config(study, judge_cfg.model, judge_cfg.model_options, "judge")
             judge = sessions.session("judge", judge_cfg.model, judge_model)
             summary["judge"] = {"name": judge_cfg.name, "model": judge_cfg.model, "prompt_sha256": judge_template.sha256}
+        prepared = []  # (name, dataset, budget, metrics, judged): every instrument is checked before any arm
         for name in dict.fromkeys(c.dataset for c in reader_cfg.cells):
             dataset = sample_questions(load_dataset(study, name, selection=selection), reader_cfg.questions,
                                        reader_cfg.seed)
@@ -191,11 +192,16 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
                 judged_any = True
                 control_rows += _controls(dataset, judge, judge_template, judge_cfg.control_seed, controls,
                                           judge_seed=judge_model.seed)
-            # then the reader's (scored by the judge on nugget datasets): before it answers any arm
+            # then the reader's (scored by the judge on nugget datasets)
             reader_rates[name] = reader_controls(
                 dataset, reader, reader_template, budget=budget, tokens=tokens, seeds=seeds,
                 seed=judge_cfg.control_seed, f1=ANSWER_F1 in metrics, judge=judge if judged else None,
                 judge_template=judge_template, judge_seed=None if judge is None else judge_model.seed)
+            prepared.append((name, dataset, budget, metrics, judged))
+        write_reader_acceptance(study, summary["reader"], reader_rates, frozen_hash=frozen_hash)
+        summary["reader_controls"] = {name: {k: entry[k] for k in ("positive", "negative")}
+                                      for name, entry in reader_rates.items()}
+        for name, dataset, budget, metrics, judged in prepared:
             cells = [cell for cell in answer_cells(study) if cell.dataset.name == name]
             for cell in tqdm(cells, desc=f"answer {name}", unit="cell", disable=not progress):
                 cell_rows, counts = _answer_cell(study, dataset, cell, budget, tokens, reader, reader_template, seeds,
@@ -207,9 +213,6 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
                 summary["cells"][str(cell)] = counts
                 log(f"answer {cell}: {counts}")
             assemble_per_question(study, name, frozen_hash, log=log)
-        summary["reader_controls"] = {name: {k: entry[k] for k in ("positive", "negative")}
-                                      for name, entry in reader_rates.items()}
-        write_reader_acceptance(study, summary["reader"], reader_rates, frozen_hash=frozen_hash)
         if judged_any:  # written even when no reference answer made the controls computable
             _jsonl(judges_dir(study) / "controls.jsonl", control_rows)
             summary["controls"] = _write_acceptance(study, judge_cfg.name, controls)
