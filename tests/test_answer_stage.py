@@ -451,8 +451,9 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
     assert {a.state for a in after.answer_cells} == {ANSWERED}
     assert after.next_step() == "make stats (no statistics yet)"
     assert summary["cells"]["docs/S/bm25"]["questions"] == 3
-    # papers: 2 arms x 3 reader calls; then docs: the controls (judge only) before the arm's first reader call
-    # (S and S+T share source text, so an identical context is a cache hit and not asked twice)
+    # the instruments first: the reader's controls on papers (3 questions x 2 reader calls), the judge's
+    # controls on docs (judge only), the reader's on docs; only then any arm (S and S+T share source text,
+    # so an identical context is a cache hit and not asked twice)
     first_judge = order.index("judge")
     control_calls = len((root / "results/judges/controls.jsonl").read_text().splitlines())
     assert 3 <= first_judge <= 6 and set(order[:first_judge]) == {"reader"} and control_calls > 0
@@ -460,6 +461,9 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
     assert order[first_judge + control_calls] == "reader"
     acceptance = read_json(judges_dir(study) / "acceptance.json")["nugget-judge"]
     assert acceptance["positive_questions"] == 3 and acceptance["positive"] is not None
+    reader = read_json(root / "results/answers/reader_acceptance.json")["datasets"]
+    assert {n: reader[n]["metric"] for n in reader} == {"papers": "answer_f1@512t", "docs": "nugget_recall@1024t"}
+    assert all(r["score"] is not None for n in reader for r in reader[n]["questions"])
 
     papers = read_per_question(per_question_path(study, "papers"))
     f1 = papers[papers.metric == "answer_f1@512t"]

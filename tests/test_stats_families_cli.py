@@ -58,10 +58,11 @@ def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
                                               "H4", "H4-merge", "H5", "H7"]
     assert all(r["status"] == "ran" for r in results)
     answers = results[5]
-    # no judge rates on file: nugget recall is exploratory with its controls shown; answer F1 keeps its tier
-    assert [(row["test"], row["tier"]) for row in answers["rows"]] == [("A1-papers", "secondary"),
+    # no judge or reader rates on file: both answer-level rows are exploratory, with their controls shown
+    assert [(row["test"], row["tier"]) for row in answers["rows"]] == [("A1-papers", "exploratory"),
                                                                       ("N1-docs", "exploratory")]
     assert answers["rows"][1]["acceptance"]["passed"] is False
+    assert [row["reader_acceptance"]["passed"] for row in answers["rows"]] == [False, False]
     primary = results[0]
     assert [row["test"] for row in primary["rows"]] == ["H1-papers", "H2-papers"]
     p = [row["p_tost"] for row in primary["rows"]]

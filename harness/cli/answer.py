@@ -46,9 +46,9 @@ def run(args) -> int:
                      parts_only=True)
     summary = answer_study(study, frozen_hash=frozen, fresh=fresh, replay=replay, progress=progress(args))
     record_results(study)
+    shown = lambda v: "not computable" if v is None else f"{v:.3f}"  # noqa: E731
     if summary.get("controls") is not None:
         c = summary["controls"]
-        shown = lambda v: "not computable" if v is None else f"{v:.3f}"  # noqa: E731
         say(args, f"answer: judge controls: positive {shown(c['positive'])} ({c['positive_questions']} questions), "
               f"negative {shown(c['negative'])} ({c['negative_questions']} questions)"
               + (f"; exploratory: {'; '.join(c['reasons'])}" if c["reasons"] else ""), problem=bool(c["reasons"]))
@@ -56,5 +56,8 @@ def run(args) -> int:
         failed = {k: v for k, v in counts.items() if v and k in PROBLEM_COUNTS}
         if failed and args.quiet:
             warn(f"answer {cell}: " + ", ".join(f"{k} {v}" for k, v in failed.items()))
+    for name, rates in (summary.get("reader_controls") or {}).items():
+        say(args, f"answer: reader controls on {name}: positive {shown(rates['positive'])}, negative "
+                  f"{shown(rates['negative'])} (stats compares them with the plan's datasets.{name}.reader_acceptance)")
     print(f"answer: {len(summary.get('cells', {}))} cell(s) answered -> results/answers/ (frozen config {frozen[:12]})")
     return 0

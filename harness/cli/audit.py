@@ -59,7 +59,7 @@ def _grid_check(study: Study, frozen: str):
 
 def run(args) -> int:
     from harness.stats.families import RowCheck, check_family, run_plan
-    from harness.stats.io import load_judge_rates, load_per_question
+    from harness.stats.io import load_judge_rates, load_per_question, load_reader_rates
     from harness.plan.load import load_study_plan
 
     study = Study.at(args.study)
@@ -86,7 +86,7 @@ def run(args) -> int:
     plan = load_study_plan(study)
     table = load_per_question(study)
     planned = set()
-    for result in run_plan(plan, table, judge_rates=load_judge_rates(study)):
+    for result in run_plan(plan, table, judge_rates=load_judge_rates(study), reader_rates=load_reader_rates(study)):
         planned.add(result.family)
         path = stats_dir(study) / f"{result.family}.json"
         if not path.is_file():

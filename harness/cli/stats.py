@@ -43,7 +43,10 @@ def run(args) -> int:
     from harness.stats.on_ray import run_plan_on_ray
     from harness.stats.families import run_plan
     from harness.provenance.interim import require_outcomes_allowed
-    from harness.stats.io import load_judge_rates, load_per_question, results_frozen_hash, write_outputs
+    from harness.stats.tables import exploratory_mark
+    from harness.stats.io import (
+        load_judge_rates, load_per_question, load_reader_rates, results_frozen_hash, write_outputs,
+    )
     from harness.plan.load import load_study_plan
     from harness.provenance.freeze import check_frozen
     from harness.provenance.release import record_results, require_recorded
@@ -57,17 +60,18 @@ def run(args) -> int:
     table = load_per_question(study)
     stamp = {"frozen_config_hash": frozen} | ({"deviation": args.deviation} if deviation else {})
     executor = choose_executor(study, args.executor, args.ray_address)
-    rates = load_judge_rates(study)
+    rates, reader = load_judge_rates(study), load_reader_rates(study)
     if is_local(executor):
-        families = run_plan(plan, table, only=args.family, judge_rates=rates, threads=max(1, args.threads))
+        families = run_plan(plan, table, only=args.family, judge_rates=rates, threads=max(1, args.threads),
+                            reader_rates=reader)
     else:
-        families = run_plan_on_ray(executor, plan, table, only=args.family, judge_rates=rates)
+        families = run_plan_on_ray(executor, plan, table, only=args.family, judge_rates=rates, reader_rates=reader)
     results = [replace(r, frozen_config_hash=frozen, deviation=args.deviation if deviation else None)
                for r in families]
     write_outputs(stats_dir(study), results)
     for fam in results:
         if fam.ran:
-            verdicts = ", ".join(f"{r['test']} {r['verdict']}" for r in fam.rows)
+            verdicts = ", ".join(f"{r['test']} {r['verdict']}{exploratory_mark(r)}" for r in fam.rows)
             print(f"{fam.family}: {verdicts}")
         else:
             say(args, f"{fam.family}: not run (missing {'; '.join(fam.missing)})", problem=True)

@@ -63,6 +63,12 @@ METRIC_SETS: dict[str, MetricSet] = {
 # answer-level outcomes per metric set (DESIGN section 7), one per token budget (`answer_f1@512t`); they are
 # computed by their own stages (reader, judge), not by score_question, but plans may register tests on them
 ANSWER_METRICS: dict[str, tuple[str, ...]] = {"qasper": ("answer_f1",), "freshstack": ("nugget_recall",)}
+ANSWER_LEVEL = frozenset(m for names in ANSWER_METRICS.values() for m in names)  # measured by the answer stage
+
+
+def is_answer_level(metric: str) -> bool:
+    """Measured by the answer stage (answer_f1@B, nugget_recall@B), so behind the reader's controls."""
+    return metric.partition("@")[0] in ANSWER_LEVEL
 
 
 def known_metric_names(metric_set: str, budgets: Sequence[int], suffix: str = "t") -> tuple[str, ...]:

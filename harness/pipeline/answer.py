@@ -11,6 +11,8 @@ question from exactly B source tokens of the cell's run file (harness.pipeline.r
   so stats, audit and report read them like any metric, and a rerun of `score` keeps them;
 - results/judges/<dataset>/<arm>__<retriever>.jsonl: every nugget verdict; results/judges/controls.jsonl
   and results/judges/acceptance.json (the controls, judged before any arm; stats reads the rates);
+- results/answers/reader_acceptance.json: the reader's controls per dataset (harness.pipeline.reader_controls),
+  answered after the judge's controls and, like them, before any arm of any dataset; stats reads the rates;
 - results/answers/summary.json: counts per cell (questions, dropped, failed, truncated contexts).
 
 Every call goes through the generation cache of its model (resumable, replayable, ledgered against the
@@ -30,8 +32,6 @@ from typing import Any, Callable, Mapping, Sequence
 from harness.arms.build import read_chunk_set
 from harness.config.fields import replace
 from harness.data.load import LoadedDataset, load_dataset, read_selection
-from harness.data.model import Question
-from harness.data.qasper_gold import Reference
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_text, read_json
 from harness.llm.cache import GenerationCache
@@ -39,7 +39,6 @@ from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import LlmSession
-from harness.metrics.answer_f1 import answer_f1
 from harness.metrics.budget import TokenCache
 from harness.metrics.nuggets import (
     NEGATIVE_CONTROL_MAX, POSITIVE_CONTROL_MIN, negative_control, positive_control, score_verdicts,
@@ -49,7 +48,10 @@ from harness.metrics.registry import ANSWER_METRICS
 from harness.grid.cells import Cell, answer_cells
 from harness.grid.paths import answers_dir, answers_path, generations_path, judges_dir, run_path
 from harness.grid.states import SCORED, cell_state, mark_answer_done
-from harness.pipeline.reading import ReaderContext, Verdict, ask_reader, judge_nuggets, reader_context
+from harness.pipeline.reader_controls import reader_controls, write_reader_acceptance
+from harness.pipeline.reading import (
+    ANSWER_F1, NUGGET_RECALL, ReaderContext, answer_metric, ask_reader, judge_nuggets, reader_context, score_answer,
+)
 from harness.pipeline.parts import write_part
 from harness.grid.results import ResultRow
 from harness.pipeline.table import assemble_per_question
@@ -57,7 +59,6 @@ from harness.provenance.plan_check import answer_test_gaps
 from harness.retrieval.runfile import read_run
 from harness.study import Study
 
-ANSWER_F1, NUGGET_RECALL = "answer_f1", "nugget_recall"
 SPOT_CHECK_FILE = "spot_check.json"  # written by `harness judge-agreement --study`
 
 
@@ -96,13 +97,6 @@ def _model_config(study: Study, name: str, overrides: Mapping[str, Any], key: st
         raise HarnessError(f"{study.config_path}: `{key}.model_options.{unknown[0]}` is not an option of "
                            f"{cfg.backend} models ({', '.join(sorted(known))})")
     return replace(cfg, **dict(overrides)) if overrides else cfg
-
-
-def references(question: Question) -> list[Reference]:
-    """Per-annotator gold (Qasper adapter), else the free-form `answers`; empty when the question has none."""
-    if question.gold_answers:
-        return [Reference(a, t, ()) for a, t in question.gold_answers]
-    return [Reference(a, "abstractive", ()) for a in question.answers if a.strip()]
 
 
 def sample_questions(dataset: LoadedDataset, n: int | str, seed: int) -> LoadedDataset:
@@ -172,6 +166,7 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
     control_rows: list[dict] = []
     judged_any = False
     controls: dict[str, list] = {"positive": {}, "negative": {}}
+    reader_rates: dict[str, dict] = {}
     with ExitStack() as stack:
         sessions = _Sessions(study, stack, fresh=fresh, replay=replay)
         reader = sessions.session("reader", reader_cfg.model, reader_model)
@@ -180,6 +175,7 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
             judge_model = _model_config(study, judge_cfg.model, judge_cfg.model_options, "judge")
             judge = sessions.session("judge", judge_cfg.model, judge_model)
             summary["judge"] = {"name": judge_cfg.name, "model": judge_cfg.model, "prompt_sha256": judge_template.sha256}
+        prepared = []  # (name, dataset, budget, metrics, judged): every instrument is checked before any arm
         for name in dict.fromkeys(c.dataset for c in reader_cfg.cells):
             dataset = sample_questions(load_dataset(study, name, selection=selection), reader_cfg.questions,
                                        reader_cfg.seed)
@@ -196,6 +192,16 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
                 judged_any = True
                 control_rows += _controls(dataset, judge, judge_template, judge_cfg.control_seed, controls,
                                           judge_seed=judge_model.seed)
+            # then the reader's (scored by the judge on nugget datasets)
+            reader_rates[name] = reader_controls(
+                dataset, reader, reader_template, budget=budget, tokens=tokens, seeds=seeds,
+                seed=judge_cfg.control_seed, f1=ANSWER_F1 in metrics, judge=judge if judged else None,
+                judge_template=judge_template, judge_seed=None if judge is None else judge_model.seed)
+            prepared.append((name, dataset, budget, metrics, judged))
+        write_reader_acceptance(study, summary["reader"], reader_rates, frozen_hash=frozen_hash)
+        summary["reader_controls"] = {name: {k: entry[k] for k in ("positive", "negative")}
+                                      for name, entry in reader_rates.items()}
+        for name, dataset, budget, metrics, judged in prepared:
             cells = [cell for cell in answer_cells(study) if cell.dataset.name == name]
             for cell in tqdm(cells, desc=f"answer {name}", unit="cell", disable=not progress):
                 cell_rows, counts = _answer_cell(study, dataset, cell, budget, tokens, reader, reader_template, seeds,
@@ -282,30 +288,18 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
         counts["reader_truncated"] += reply.truncated
         records.append({"qid": q.qid, "answer": reply.answer, "failed": reply.failed, "attempts": reply.attempts,
                         "truncated": reply.truncated, **context.to_json()})
-        metric = f"{ANSWER_F1 if f1 else NUGGET_RECALL}@{budget}t"
-        if f1:
-            gold = references(q)
-            if not gold:
-                counts["dropped_no_gold"] += 1
-                continue
-            value = answer_f1(reply.answer, gold)
-        elif judge is None:
-            counts["dropped_no_nuggets"] += 1
+        scored = score_answer(q, reply.answer, f1=f1, judge=judge, judge_template=judge_template,
+                              judge_seed=judge_seed)
+        if scored.dropped:
+            counts[scored.dropped] += 1
             continue
-        else:
-            if not q.nuggets:
-                counts["dropped_no_nuggets"] += 1
-                continue
-            verdicts: list[Verdict] = judge_nuggets(judge, judge_template, q.query, q.nuggets, reply.answer,
-                                                    seed=judge_seed)
-            score = score_verdicts([v.verdict for v in verdicts])
-            counts["verdicts_unparseable"] += score.unparseable
-            counts["verdicts_partial"] += score.partial
-            counts["judge_truncated"] += sum(v.truncated for v in verdicts)
+        if scored.nuggets is not None:
+            counts["verdicts_unparseable"] += scored.nuggets.unparseable
+            counts["verdicts_partial"] += scored.nuggets.partial
+            counts["judge_truncated"] += sum(v.truncated for v in scored.verdicts)
             verdict_rows += [{"qid": q.qid, "nugget": i, "text": v.nugget, "answer": reply.answer,
-                              "verdict": v.verdict, "raw": v.raw} for i, v in enumerate(verdicts)]
-            value = score.strict_recall
-        rows.append(ResultRow(*cell.names, q.qid, q.cluster, q.stratum, metric, value))
+                              "verdict": v.verdict, "raw": v.raw} for i, v in enumerate(scored.verdicts)]
+        rows.append(ResultRow(*cell.names, q.qid, q.cluster, q.stratum, answer_metric(f1, budget), scored.value))
     _jsonl(answers_path(study, cell), records)
     if judge is not None:
         _jsonl(judges_dir(study) / dataset.name / f"{cell.arm}__{cell.retriever}.jsonl", verdict_rows)

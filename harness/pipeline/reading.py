@@ -10,13 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from harness.data.model import Chunk
+from harness.data.model import Chunk, Question
+from harness.data.qasper_gold import Reference
 from harness.files import sha256_text
 from harness.llm.prompts import PromptTemplate
 from harness.llm.session import LlmSession
+from harness.metrics.answer_f1 import answer_f1
 from harness.metrics.budget import TokenCache, fill_budget
-from harness.metrics.nuggets import VERDICTS, parse_verdict
+from harness.metrics.nuggets import VERDICTS, NuggetScore, parse_verdict, score_verdicts
 
+ANSWER_F1, NUGGET_RECALL = "answer_f1", "nugget_recall"
 UNIT_SEPARATOR = "\n\n"
 NO_CONTEXT = "(nothing was retrieved)"
 ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
@@ -85,3 +88,37 @@ def judge_nuggets(session: LlmSession, template: PromptTemplate, question: str, 
         record = session.call(prompt, schema=VERDICT_SCHEMA, seed=seed)
         out.append(Verdict(nugget, parse_verdict(record.text), record.text, record.truncated))
     return out
+
+
+def references(question: Question) -> list[Reference]:
+    """Per-annotator gold (Qasper adapter), else the free-form `answers`; empty when the question has none."""
+    if question.gold_answers:
+        return [Reference(a, t, ()) for a, t in question.gold_answers]
+    return [Reference(a, "abstractive", ()) for a in question.answers if a.strip()]
+
+
+def answer_metric(f1: bool, budget: int) -> str:
+    """The metric an answer cell's rows carry: answer_f1@<B>t or nugget_recall@<B>t."""
+    return f"{ANSWER_F1 if f1 else NUGGET_RECALL}@{budget}t"
+
+
+@dataclass(frozen=True)
+class AnswerScore:
+    value: float | None  # None: the question has nothing to score against (`dropped` says what)
+    dropped: str | None = None  # a count name: dropped_no_gold / dropped_no_nuggets
+    verdicts: tuple[Verdict, ...] = ()
+    nuggets: NuggetScore | None = None
+
+
+def score_answer(question: Question, answer: str, *, f1: bool, judge: LlmSession | None,
+                 judge_template: PromptTemplate | None, judge_seed: int | None) -> AnswerScore:
+    """One answer in the dataset's answer metric: answer F1 against the gold (`f1`), else the judge's strict
+    nugget recall; the arms' answers and the reader's controls are scored by this one function."""
+    if f1:
+        gold = references(question)
+        return AnswerScore(answer_f1(answer, gold)) if gold else AnswerScore(None, "dropped_no_gold")
+    if judge is None or not question.nuggets:
+        return AnswerScore(None, "dropped_no_nuggets")
+    verdicts = judge_nuggets(judge, judge_template, question.query, question.nuggets, answer, seed=judge_seed)
+    score = score_verdicts([v.verdict for v in verdicts])
+    return AnswerScore(score.strict_recall, None, tuple(verdicts), score)

@@ -16,7 +16,9 @@ from harness.config.fields import Number, Where
 from harness.files import load_yaml
 from harness.plan.analyses import AnalysisPlan, analysis_plans
 from harness.plan.checks import ABSENT, Part, PlanWhere
-from harness.plan.model import Acceptance, Amendment, DatasetPlan, FamilyPlan, Plan, Subset, TestPlan
+from harness.plan.model import (
+    Acceptance, Amendment, DatasetPlan, FamilyPlan, Plan, ReaderAcceptance, Subset, TestPlan,
+)
 from harness.plan.rules import RULE_TERMS
 from harness.plan.schema import (
     AcceptanceSpec, AmendmentFile, DatasetSpec, FamilySpec, PlanFile, SubsetSpec, TestSpec,
@@ -83,8 +85,13 @@ def _dataset(where: Where, name: str, spec: DatasetSpec) -> DatasetPlan:
     margin = float(spec.margin)
     if margin <= 0:
         raise where.child("margin").fail(f"must be positive; got {margin}")
+    reader = None
+    if spec.reader_acceptance is not None:
+        at = where.child("reader_acceptance")
+        positive, negative = _thresholds(spec.reader_acceptance, lambda message: at.fail(message))
+        reader = ReaderAcceptance(positive_min=positive, negative_max=negative)
     return DatasetPlan(name=name, primary_metric=spec.primary_metric, cluster=spec.cluster,
-                       stratified=spec.stratified, margin=margin, metrics=spec.metrics)
+                       stratified=spec.stratified, margin=margin, metrics=spec.metrics, reader_acceptance=reader)
 
 
 def _add_family(where: Where, spec: FamilySpec, source: str, state: _State) -> None:
@@ -177,10 +184,16 @@ def _subset(where: Where, spec: SubsetSpec, dataset: DatasetPlan, fail) -> Subse
 
 
 def _acceptance(spec: AcceptanceSpec, fail) -> Acceptance:
+    positive, negative = _thresholds(spec, lambda message: fail("acceptance", message))
+    return Acceptance(judge=spec.judge, positive_min=positive, negative_max=negative)
+
+
+def _thresholds(spec, fail) -> tuple[float, float]:
+    """An instrument's (positive_min, negative_max): a control it must pass and one it must fail."""
     positive, negative = float(spec.positive_min), float(spec.negative_max)
     if not 0 <= negative < positive <= 1:
-        raise fail("acceptance", f"needs 0 <= negative_max < positive_min <= 1; got {negative} and {positive}")
-    return Acceptance(judge=spec.judge, positive_min=positive, negative_max=negative)
+        raise fail(f"needs 0 <= negative_max < positive_min <= 1; got {negative} and {positive}")
+    return positive, negative
 
 
 def _amendment(path: Path, state: _State, plan_family_ids: set[str]) -> Amendment:

@@ -13,6 +13,16 @@ from harness.plan.analyses import AnalysisPlan
 
 
 @dataclass(frozen=True)
+class ReaderAcceptance:
+    """The fixed reader's controls on one dataset, in its answer metric (0..1): answering from each question's
+    own gold evidence it must reach `positive_min`; from another cluster's evidence it must stay at or below
+    `negative_max`. Otherwise the dataset's answer-level rows are reported as exploratory."""
+
+    positive_min: float
+    negative_max: float
+
+
+@dataclass(frozen=True)
 class DatasetPlan:
     name: str
     primary_metric: str
@@ -20,6 +30,7 @@ class DatasetPlan:
     stratified: bool
     margin: float
     metrics: tuple[str, ...]
+    reader_acceptance: ReaderAcceptance | None = None
 
 
 @dataclass(frozen=True)

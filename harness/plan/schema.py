@@ -33,12 +33,21 @@ class PermutationSpec:
 
 
 @dataclass(frozen=True)
+class ReaderAcceptanceSpec:
+    positive_min: float = setting(check=Number())
+    negative_max: float = setting(check=Number())
+
+
+@dataclass(frozen=True)
 class DatasetSpec:
     primary_metric: str = setting(check=Name())
     cluster: str = setting(check=Name())
     stratified: bool = setting(check=Flag())
     margin: float = setting(check=Number())
     metrics: tuple[str, ...] = setting(check=Names())
+    # the reader's control thresholds on this dataset's answer metric; freeze requires them once an
+    # answer-level test names the dataset (harness.provenance.plan_check)
+    reader_acceptance: ReaderAcceptanceSpec | None = setting(None, Part(ReaderAcceptanceSpec))
 
 
 @dataclass(frozen=True)

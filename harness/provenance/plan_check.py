@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from harness.data.adapters import ADAPTERS
 from harness.errors import InputError
-from harness.metrics.registry import ANSWER_METRICS, budgets_from_config, known_metric_names
+from harness.metrics.registry import budgets_from_config, is_answer_level, known_metric_names
 from harness.grid.cells import answer_cells
 from harness.plan.load import load_study_plan
 from harness.plan.model import Plan, TestPlan
 from harness.study import Study
 
-ANSWER_LEVEL = frozenset(m for names in ANSWER_METRICS.values() for m in names)  # measured by the answer stage
 
 
 def check_plan_against_config(study: Study) -> Plan:
@@ -36,6 +35,12 @@ def check_plan_against_config(study: Study) -> Plan:
                 raise InputError(f"test {test.id!r} (family {family.id}): metric {test.metric} is measured by the "
                                  f"answer stage, but {'; '.join(gaps)}; configs/study.yaml must answer it "
                                  "(`reader.cells`, `reader.budgets`, `judge`)", path=files[test.source])
+            if is_answer_level(test.metric) and plan.datasets[test.dataset].reader_acceptance is None:
+                # no default threshold: an unregistered bar could be chosen after seeing the reader
+                raise InputError(f"`datasets.{test.dataset}.reader_acceptance` is missing: test {test.id!r} (family "
+                                 f"{family.id}, {files[test.source].name}) is answer-level ({test.metric}), so the "
+                                 "plan must register the reader's control thresholds {positive_min, negative_max}",
+                                 path=plan.path)
     return plan
 
 
@@ -73,8 +78,8 @@ def answer_test_gaps(study: Study, test: TestPlan) -> list[str]:
     """Why the config cannot run one plan test on an answer-level metric (empty: it can, or the test is not
     answer-level): a reader cell missing for either arm, a budget other than the reader's, or a judged test
     without a judge of the plan's name."""
-    name, _, budget = test.metric.partition("@")
-    if name not in ANSWER_LEVEL:
+    budget = test.metric.partition("@")[2]
+    if not is_answer_level(test.metric):
         return []
     reader, judge = study.config.reader, study.config.judge
     covered = {cell.names for cell in answer_cells(study)}

@@ -13,8 +13,8 @@ from pathlib import Path
 from harness import __version__
 from harness.files import atomic_write_text
 from harness.report import (
-    sections_addons, sections_exploratory, sections_inputs, sections_lab, sections_outcomes, sections_robustness,
-    sections_summary,
+    sections_addons, sections_exploratory, sections_inputs, sections_instruments, sections_lab, sections_outcomes,
+    sections_robustness, sections_summary,
 )
 from harness.report.context import ReportContext
 from harness.report.html import render_page
@@ -25,7 +25,8 @@ from harness.grid.paths import report_dir
 
 SECTION_BUILDERS = (
     sections_summary.summary,  # first: the page opens on the answer
-    sections_inputs.identity, sections_inputs.data, sections_inputs.chunk_sets, sections_inputs.costs,
+    sections_inputs.identity, sections_instruments.instruments, sections_inputs.data, sections_inputs.chunk_sets,
+    sections_inputs.costs,
     sections_addons.addon_arms,
     sections_outcomes.per_arm_means, sections_outcomes.verdicts, sections_outcomes.forest_plots,
     sections_robustness.repeat_generations,

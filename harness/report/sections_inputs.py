@@ -83,12 +83,12 @@ def data(ctx: ReportContext) -> Section:
     return sec
 
 
-def _manifest(ctx: ReportContext, dataset: str, arm: str) -> dict | None:
+def arm_manifest(ctx: ReportContext, dataset: str, arm: str) -> dict | None:
     path = chunk_manifest_path(ctx.study, dataset, arm)
     return read_json(path) if path.is_file() else None
 
 
-def _arms_of(ctx: ReportContext, dataset: str) -> list[str]:
+def arms_of(ctx: ReportContext, dataset: str) -> list[str]:
     """Arms with a chunk set on this dataset (expansion arms have none: they rank their `of:` arm's)."""
     return [cs.arm.name for cs in grid_chunk_sets(ctx.study) if cs.dataset.name == dataset]
 
@@ -99,7 +99,7 @@ def chunk_sets(ctx: ReportContext) -> Section:
         budgets = ctx.budgets(name)
         unit = ctx.budget_unit
         rows, unbuilt = [], []
-        for arm in _arms_of(ctx, name):
+        for arm in arms_of(ctx, name):
             try:
                 chunks = read_chunk_set(ctx.study, ds, arm, frozen_hash=ctx.frozen_hash)
             except HarnessError as e:
@@ -129,8 +129,8 @@ def costs(ctx: ReportContext) -> Section:
     sec = Section("costs", "Costs")
     rows, unbuilt = [], []
     for name in ctx.study.config.datasets:
-        for arm in _arms_of(ctx, name):
-            m = _manifest(ctx, name, arm)
+        for arm in arms_of(ctx, name):
+            m = arm_manifest(ctx, name, arm)
             if m is None:
                 unbuilt.append(f"{name}/{arm}")
                 continue
@@ -185,10 +185,10 @@ def _answer_stage_costs(ctx: ReportContext, sec: Section) -> None:
                      sum(counts.get(failed, 0) for counts in cells.values()),
                      sum(counts.get(truncated, 0) for counts in cells.values())])
     sec.tables.append(table(
-        "costs-answer-stage", "Reader and judge spend from the answer stage's ledger (retries and the judge's "
+        "costs-answer-stage", "Reader and judge spend from the answer stage's ledger (retries and the reader's and judge's "
         "acceptance controls included). Failures: reader answers that stayed unusable after the retries, judge "
         "verdicts that could not be parsed; truncations: reader contexts or judge prompts cut to the model's "
-        "window; both summed over the answer cells (the judge's control calls are not among them). `harness estimate` covers the indexing arms only, so no estimate stands beside these.",
+        "window; both summed over the answer cells (the control calls are not among them: the Instruments section shows the controls). `harness estimate` covers the indexing arms only, so no estimate stands beside these.",
         ["role", "model", "calls", "fresh calls", "cache hits", "input tok", "output tok", "spend USD", "failures",
          "truncations"], rows))
     sec.tables.append(table(
@@ -209,7 +209,7 @@ def _estimate_beside_actual(ctx: ReportContext, sec: Section) -> None:
     record = read_json(path)
     rows = []
     for e in record["arms"]:
-        m = _manifest(ctx, e["dataset"], e["arm"])
+        m = arm_manifest(ctx, e["dataset"], e["arm"])
         actual = (m or {}).get("llm", {}).get("cost", {})
         usd = "unpriced" if e["usd"] is None else f"{e['usd']:.4f}"
         rows.append([e["dataset"], e["arm"], e["calls"], actual.get("calls"), e["input_tokens"],

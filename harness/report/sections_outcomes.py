@@ -12,7 +12,8 @@ from harness.report.means import MEANS_RESAMPLES, MEANS_SEED
 from harness.stats.families import FamilyResult
 from harness.stats.plots import forest_svg
 from harness.stats.tables import (
-    T_TOST_MARK, acceptance_notes, caption, contrast_label, retriever_label, t_tost_notes, undecided_notes,
+    T_TOST_MARK, acceptance_notes, caption, contrast_label, exploratory_mark, retriever_label, t_tost_notes,
+    undecided_notes,
 )
 from harness.provenance.interim import describe_missing
 from harness.report.context import ReportContext
@@ -87,7 +88,7 @@ def _verdict_rows(fam: FamilyResult) -> list[list]:
                      _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")),
                      "–" if r["margin"] is None else f"±{r['margin']:g}", points(r.get("mdd"), 2), TIER_NAMES.get(r["tier"], r["tier"]),
                      r["verdict"] + ("†" if r["small_difference_within_margin"] else "")
-                     + (" (exploratory: judge not accepted)" if r.get("acceptance") and not r["acceptance"]["passed"] else "")])
+                     + exploratory_mark(r)])
     return rows
 
 

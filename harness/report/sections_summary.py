@@ -3,7 +3,7 @@
 Every registered confirmatory and pre-specified secondary test with its estimate, the CI its rule reads, its
 verdict and tier; one forest plot of them all; and the headline counts: questions, clusters, dropped
 questions, instruments passed. Instruments are counted from INSTRUMENT_CHECKS, functions of the report
-context each returning its checks, so a new instrument (e.g. reader controls) adds one function there.
+context each returning its checks, so a new instrument adds one function there.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from harness.report.context import ReportContext
 from harness.report.model import Figure, Missing, Section, interval, points, table
 from harness.report.sections_inputs import QUESTION_DROP
 from harness.report.sections_outcomes import TIER_NAMES, families, withheld
-from harness.stats.families import judge_passed
-from harness.stats.io import load_judge_rates
+from harness.metrics.registry import is_answer_level
+from harness.stats.families import judge_passed, reader_passed
+from harness.stats.io import load_judge_rates, load_reader_rates
 from harness.stats.plots import forest_svg
 from harness.stats.tables import MISSING, SMALL_MARK, contrast_label
 
@@ -60,7 +61,37 @@ def _judge_detail(acc, rates: dict | None) -> str:
             + ("passed" if spot.get("passed") is True else "not passed or not on file"))
 
 
-INSTRUMENT_CHECKS = (judge_acceptance,)
+def reader_acceptance(ctx: ReportContext) -> list[InstrumentCheck]:
+    """One check per dataset with an answer-level test: the reader's controls against the plan's
+    `datasets.<name>.reader_acceptance`."""
+    if ctx.plan is None:
+        return []
+    datasets = sorted({t.dataset for fam in ctx.plan.families for t in fam.tests if is_answer_level(t.metric)})
+    if not datasets:
+        return []
+    try:
+        rates = load_reader_rates(ctx.study)
+    except HarnessError as e:
+        return [InstrumentCheck(f"reader on {d}", False, f"controls unreadable: {e}") for d in datasets]
+    checks = []
+    for name in datasets:
+        registered, measured = ctx.plan.datasets[name].reader_acceptance, rates.get(name)
+        checks.append(InstrumentCheck(f"reader on {name}", reader_passed(registered, measured),
+                                      _reader_detail(registered, measured)))
+    return checks
+
+
+def _reader_detail(registered, rates: dict | None) -> str:
+    if registered is None:
+        return "no thresholds registered (datasets.<name>.reader_acceptance)"
+    if rates is None:
+        return "no controls on file; run `make answer`"
+    shown = lambda v: "not computable" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    return (f"positive control {shown(rates.get('positive'))}, needs >= {100 * registered.positive_min:g}%; "
+            f"negative control {shown(rates.get('negative'))}, needs <= {100 * registered.negative_max:g}%")
+
+
+INSTRUMENT_CHECKS = (reader_acceptance, judge_acceptance)
 
 
 def summary(ctx: ReportContext) -> Section:

@@ -20,7 +20,8 @@ from harness.errors import InputError
 from harness.stats.contrast import ResultTable, as_results, compare, missing_for
 from harness.stats.holm import holm
 from harness.stats.power import POWER, minimum_detectable_difference
-from harness.plan.model import Acceptance, FamilyPlan, Plan, TestPlan, derive_seed
+from harness.metrics.registry import is_answer_level
+from harness.plan.model import Acceptance, FamilyPlan, Plan, ReaderAcceptance, TestPlan, derive_seed
 from harness.stats.rules import RULES, Evidence
 from harness.stats.subsets import select_questions
 from harness.stats.t_tost import disagrees
@@ -121,12 +122,14 @@ def run_family(
     plan: Plan, family: FamilyPlan, table: pd.DataFrame | ResultTable, *,
     judge_rates: Mapping[str, Mapping[str, float]] | None = None,
     contrast: Callable[[FamilyPlan, TestPlan, ResultTable], Any] | None = None,
+    reader_rates: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> FamilyResult:
     """Every test of the family that has results; a test without them is a row with verdict `missing`
     (Holm still counts it, as p = 1, so the registered family size holds). A family none of whose tests
     has results is not run. `judge_rates` gives, per judge name, its measured acceptance-control rates
     (`positive`: on the accepted answer, `negative`: on another question's answer); a test whose judge
-    misses a registered threshold, or has no recorded rates, is reported as exploratory. `contrast`
+    misses a registered threshold, or has no recorded rates, is reported as exploratory; so is an answer-level
+    test whose dataset's reader missed its controls (`reader_rates`, per dataset). `contrast`
     (family, test, table) -> compare's result replaces the in-process call (harness.stats.on_ray)."""
     settings = _settings(plan, family)
     table = as_results(table)
@@ -147,14 +150,14 @@ def run_family(
     missing = sorted(set(missing))
     if all(c is None for _, c, _ in contrasts):
         return FamilyResult(**settings, status=Status.NOT_RUN, missing=tuple(missing), rows=())
-    rows = decide_family(plan, family, contrasts, judge_rates)
+    rows = decide_family(plan, family, contrasts, judge_rates, reader_rates=reader_rates)
     return FamilyResult(**settings, status=Status.RAN, missing=tuple(missing), rows=tuple(rows))
 
 
 def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
              judge_rates: Mapping[str, Mapping[str, float]] | None = None,
              contrast: Callable[[FamilyPlan, TestPlan, ResultTable], Any] | None = None,
-             threads: int = 1) -> list[FamilyResult]:
+             threads: int = 1, reader_rates: Mapping[str, Mapping[str, Any]] | None = None) -> list[FamilyResult]:
     """Every family (or those in `only`). With `threads` > 1 the contrasts' bootstraps and sign-flips run
     in that many threads first (NumPy's draws and sums release the GIL); each contrast has its own seed,
     so the output is the same for any thread count."""
@@ -162,7 +165,8 @@ def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
     results = as_results(table)
     if contrast is None and threads > 1:
         contrast = _contrasts_in_threads(plan, families, results, threads)
-    return [run_family(plan, fam, results, judge_rates=judge_rates, contrast=contrast) for fam in families]
+    return [run_family(plan, fam, results, judge_rates=judge_rates, contrast=contrast, reader_rates=reader_rates)
+            for fam in families]
 
 
 def _contrasts_in_threads(plan: Plan, families: list[FamilyPlan], results: ResultTable, threads: int):
@@ -185,7 +189,8 @@ def _holm_p(contrast: dict | None, key: str) -> float:
 
 
 def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[tuple],
-                  judge_rates: Mapping[str, Mapping[str, float]] | None = None) -> list[dict]:
+                  judge_rates: Mapping[str, Mapping[str, float]] | None = None, *,
+                  reader_rates: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict]:
     """Holm over each row's decisive p (its rule's: p_tost for TOST rows, else the sign-flip p), then verdicts.
 
     `contrasts` holds, per registered test in family order, (test, its contrast's JSON or None when it has no
@@ -195,7 +200,7 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[tuple],
     A row no rule may decide (too few clusters, no variation) keeps its statistics, takes that verdict with
     its reason, and enters both Holm steps as p = 1, as a missing test does. TOST rows also carry whether
     the t-TOST (harness.stats.t_tost) disagrees about equivalence at alpha, both p's unadjusted."""
-    judge_rates = judge_rates or {}
+    judge_rates, reader_rates = judge_rates or {}, reader_rates or {}
     holm_family = family.multiplicity == "holm"
     decisive = np.array([_holm_p(c, RULES[t.rule].decisive_p) for t, c, _ in contrasts])
     adjusted = holm(decisive) if holm_family else None
@@ -203,10 +208,12 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[tuple],
     flips_adjusted = holm(flips) if holm_family else None
     rows = []
     for i, (test, c, lacking) in enumerate(contrasts):
+        checks = instrument_checks(plan, test, judge_rates, reader_rates)
         base = {"test": test.id, "rule": test.rule, "dataset": test.dataset, "a": test.a, "b": test.b,
                 "retriever": test.retriever, "metric": test.metric, "margin": test.margin,
                 **({"retriever_b": test.retriever_b} if test.retriever_b else {}),
-                "tier": _tier(family, test, judge_rates), "source": test.source}
+                "tier": family.tier if all(chk["passed"] for chk in checks.values()) else "exploratory",
+                "source": test.source}
         if c is None:
             rows.append(base | {"verdict": MISSING, "missing": list(lacking),
                                 "subset": None if test.subset is None else test.subset.to_json()})
@@ -232,16 +239,44 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[tuple],
         row["verdict"] = verdict.label
         row["verdict_reason"] = verdict.reason
         row["small_difference_within_margin"] = verdict.small_difference_within_margin
-        if test.acceptance is not None:
-            rates = judge_rates.get(test.acceptance.judge)
-            row["acceptance"] = {"judge": test.acceptance.judge, "positive_min": test.acceptance.positive_min,
-                                 "negative_max": test.acceptance.negative_max,
-                                 "positive": None if rates is None else rates.get("positive"),
-                                 "negative": None if rates is None else rates.get("negative"),
-                                 "kappa": None if rates is None else (rates.get("spot_check") or {}).get("kappa"),
-                                 "passed": judge_passed(test.acceptance, rates)}
-        rows.append(row)
+        rows.append(row | checks)
     return rows
+
+
+def instrument_checks(plan: Plan, test: TestPlan, judge_rates: Mapping[str, Mapping[str, Any]],
+                      reader_rates: Mapping[str, Mapping[str, Any]]) -> dict[str, dict]:
+    """Every instrument a test's outcome rests on, under the row field it is reported in: the judge
+    (`acceptance`, for a test naming one) and the reader (`reader_acceptance`, for an answer-level metric),
+    each with the plan's thresholds, the measured rates and whether it passed. A row keeps its family's tier
+    only when every one passed."""
+    checks: dict[str, dict] = {}
+    if test.acceptance is not None:
+        rates = judge_rates.get(test.acceptance.judge)
+        checks["acceptance"] = {"judge": test.acceptance.judge, "positive_min": test.acceptance.positive_min,
+                                "negative_max": test.acceptance.negative_max,
+                                "positive": None if rates is None else rates.get("positive"),
+                                "negative": None if rates is None else rates.get("negative"),
+                                "kappa": None if rates is None else (rates.get("spot_check") or {}).get("kappa"),
+                                "passed": judge_passed(test.acceptance, rates)}
+    if is_answer_level(test.metric):
+        registered = plan.datasets[test.dataset].reader_acceptance
+        rates = reader_rates.get(test.dataset)
+        checks["reader_acceptance"] = {
+            "dataset": test.dataset,
+            "positive_min": None if registered is None else registered.positive_min,
+            "negative_max": None if registered is None else registered.negative_max,
+            "positive": None if rates is None else rates.get("positive"),
+            "negative": None if rates is None else rates.get("negative"),
+            "passed": reader_passed(registered, rates)}
+    return checks
+
+
+def reader_passed(registered: ReaderAcceptance | None, rates: Mapping[str, Any] | None) -> bool:
+    """The reader reached positive_min from the gold evidence and stayed at or below negative_max from another
+    cluster's; no registered thresholds or no recorded (computable) rates means not passed."""
+    if registered is None or rates is None or rates.get("positive") is None or rates.get("negative") is None:
+        return False
+    return rates["positive"] >= registered.positive_min and rates["negative"] <= registered.negative_max
 
 
 def judge_passed(acceptance: Acceptance, rates: Mapping[str, float] | None) -> bool:
@@ -254,13 +289,6 @@ def judge_passed(acceptance: Acceptance, rates: Mapping[str, float] | None) -> b
     if not isinstance(spot, Mapping) or spot.get("passed") is not True:
         return False
     return rates["positive"] >= acceptance.positive_min and rates["negative"] <= acceptance.negative_max
-
-
-def _tier(family: FamilyPlan, test: TestPlan, judge_rates: Mapping[str, Mapping[str, float]]) -> str:
-    """A judged outcome keeps its family's tier only once its judge passed the acceptance controls."""
-    if test.acceptance is not None and not judge_passed(test.acceptance, judge_rates.get(test.acceptance.judge)):
-        return "exploratory"
-    return family.tier
 
 
 # --- audit: released JSON against a fresh recomputation ---

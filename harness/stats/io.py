@@ -8,8 +8,9 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.files import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
-from harness.grid.paths import judges_dir, per_question_dir
+from harness.grid.paths import answers_dir, judges_dir, per_question_dir
 from harness.grid.results import check_per_question, read_per_question
+from harness.pipeline.reader_controls import READER_ACCEPTANCE_FILE
 from harness.provenance.freeze import assert_same_frozen_hash
 from harness.stats import plots, tables
 from harness.stats.families import FamilyResult
@@ -80,3 +81,19 @@ def load_judge_rates(study) -> dict[str, dict[str, float]]:
     if not isinstance(record, dict) or not all(isinstance(v, dict) for v in record.values()):
         raise HarnessError(f"{path}: expected {{judge: {{positive: rate, negative: rate}}}}")
     return {str(k): dict(v) for k, v in record.items()}
+
+
+def load_reader_rates(study) -> dict[str, dict]:
+    """The reader's control rates per dataset, from results/answers/reader_acceptance.json ({"datasets":
+    {name: {"positive": mean score from its own gold evidence, "negative": from another cluster's, ...}}}),
+    written by `answer` before any arm. No file: the reader has passed nothing, so answer rows stay exploratory."""
+    path = answers_dir(study) / READER_ACCEPTANCE_FILE
+    if not path.is_file():
+        return {}
+    record = read_json(path)
+    datasets = record.get("datasets") if isinstance(record, dict) else None
+    if not isinstance(datasets, dict) or not all(isinstance(v, dict) for v in datasets.values()):
+        raise HarnessError(f"{path}: expected {{\"datasets\": {{dataset: {{positive: rate, negative: rate}}}}}}")
+    # the per-question records stay in the file: the decision needs the rates only
+    return {str(k): {key: v.get(key) for key in ("metric", "positive", "negative", "positive_questions",
+                                                  "negative_questions")} for k, v in datasets.items()}

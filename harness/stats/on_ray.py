@@ -20,7 +20,7 @@ def compare_task(table: ResultTable, arguments: dict[str, Any]) -> Any:
 
 def run_plan_on_ray(
     executor: Executor, plan: Plan, table: pd.DataFrame, *, only: list[str] | None = None,
-    judge_rates: Any = None, log: Callable[[str], None] = print,
+    judge_rates: Any = None, log: Callable[[str], None] = print, reader_rates: Any = None,
 ) -> list[FamilyResult]:
     results = as_results(table)
     families = plan.families if not only else [plan.family(f) for f in only]
@@ -33,5 +33,5 @@ def run_plan_on_ray(
                                     metric=test.metric, retriever_b=test.retriever_b)}
         computed = run_on_ray(ray, compare_task, calls, lambda key, _result, n_done: log(
             f"{key[0]}/{key[1]}: bootstrap done ({n_done} contrasts, ray)"))
-    return run_plan(plan, results, only=only, judge_rates=judge_rates,
+    return run_plan(plan, results, only=only, judge_rates=judge_rates, reader_rates=reader_rates,
                     contrast=lambda family, test, _table: computed[(family.id, test.id)])

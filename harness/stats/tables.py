@@ -75,23 +75,47 @@ def undecided_notes(fam: FamilyResult) -> list[str]:
             for row in fam.rows if row.get("verdict_reason")]
 
 
+# the row fields `harness stats` reports an instrument's controls in (harness.stats.families.instrument_checks)
+INSTRUMENTS = (("acceptance", "judge"), ("reader_acceptance", "reader"))
+
+
+def not_accepted(row: dict) -> list[str]:
+    """The instruments (judge, reader) whose controls a row's outcome failed: its tier is then exploratory."""
+    return [name for key, name in INSTRUMENTS if row.get(key) and not row[key].get("passed")]
+
+
+def exploratory_mark(row: dict) -> str:
+    failed = not_accepted(row)
+    return f" (exploratory: {' and '.join(failed)} not accepted)" if failed else ""
+
+
+def _rate(v) -> str:
+    return "not computable" if v is None else f"{100 * v:.1f}%"
+
+
+def _bound(v) -> str:
+    return "not registered" if v is None else f"{100 * v:g}%"
+
+
 def acceptance_notes(fam: FamilyResult) -> list[str]:
-    """One line per judged test: its judge's controls and spot check against the plan's thresholds, shown
-    even when a control failed (the row is then exploratory)."""
-
-    def rate(v):
-        return "not computable" if v is None else f"{100 * v:.1f}%"
-
+    """One line per instrument of each judged or answer-level test: the judge's controls and spot check, the
+    reader's controls, against the plan's thresholds, shown even when a control failed (the row is then
+    exploratory)."""
     notes = []
     for row in fam.rows:
         acc = row.get("acceptance")
-        if not acc:
-            continue
-        kappa = "no spot check on file" if acc.get("kappa") is None else f"kappa {acc['kappa']:.2f}"
-        notes.append(f"{row['test']}: judge {acc['judge']}, positive control {rate(acc['positive'])} (>= "
-                     f"{100 * acc['positive_min']:g}%), negative control {rate(acc['negative'])} (<= "
-                     f"{100 * acc['negative_max']:g}%), {kappa} (>= 0.6): "
-                     + ("accepted" if acc["passed"] else "not accepted, so the row is exploratory") + ".")
+        if acc:
+            kappa = "no spot check on file" if acc.get("kappa") is None else f"kappa {acc['kappa']:.2f}"
+            notes.append(f"{row['test']}: judge {acc['judge']}, positive control {_rate(acc['positive'])} (>= "
+                         f"{_bound(acc['positive_min'])}), negative control {_rate(acc['negative'])} (<= "
+                         f"{_bound(acc['negative_max'])}), {kappa} (>= 0.6): "
+                         + ("accepted" if acc["passed"] else "not accepted, so the row is exploratory") + ".")
+        acc = row.get("reader_acceptance")
+        if acc:
+            notes.append(f"{row['test']}: reader on {acc['dataset']}, positive control (own gold evidence) "
+                         f"{_rate(acc['positive'])} (>= {_bound(acc['positive_min'])}), negative control (another "
+                         f"cluster's evidence) {_rate(acc['negative'])} (<= {_bound(acc['negative_max'])}): "
+                         + ("accepted" if acc["passed"] else "not accepted, so the row is exploratory") + ".")
     return notes
 
 
@@ -180,9 +204,8 @@ def _mdd(row: dict) -> str:
 
 def _verdict(row: dict) -> str:
     verdict = row["verdict"] + (SMALL_MARK if row["small_difference_within_margin"] else "")
-    acc = row.get("acceptance")
-    # a judged row whose judge was not accepted carries no confirmatory verdict
-    return f"{verdict} (exploratory: judge not accepted)" if acc and not acc.get("passed") else verdict
+    # a row whose judge or reader was not accepted carries no confirmatory verdict
+    return verdict + exploratory_mark(row)
 
 
 def _num(x: float) -> str:
