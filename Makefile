@@ -34,7 +34,7 @@ demo: $(STAMP)  ## run the demo studies end to end (estimate, build-arms, score,
 	$(MAKE) --no-print-directory estimate build-arms score answer stats audit report STUDY=examples/demo
 	$(MAKE) --no-print-directory build-arms score stats audit report STUDY=examples/handbook
 
-# the stage order is harness.rehearsal.stages.STAGES; `harness run-all` stops at the first failing stage and names it
+# the stage order is harness.pipeline.stages.STAGES; `harness run-all` stops at the first failing stage and names it
 all: $(STAMP)  ## every stage in order: select, freeze, estimate, build-arms, score, answer, stats, audit, report
 	$(RUN) run-all --study $(STUDY) --rescore $(RESCORE) $(EXEC_ARGS)
 
