@@ -190,7 +190,7 @@ def test_the_report_shows_the_instruments_first_after_the_study_identity(tmp_pat
     from harness.report.sections_inputs import identity
     from harness.report.sections_instruments import instruments
 
-    assert SECTION_BUILDERS[:2] == (identity, instruments)
+    assert SECTION_BUILDERS[1:3] == (identity, instruments)  # after the summary, which opens the page
     study = Study.at(_demo_copy(tmp_path))
     missing = instruments(ReportContext(study))
     assert [m.what for m in missing.missing] == ["the reader's controls (results/answers/reader_acceptance.json)",

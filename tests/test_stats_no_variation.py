@@ -35,7 +35,7 @@ def _plan(tmp_path, tests, rule, multiplicity="none"):
     return load_plan(path)
 
 
-def _test(tid, a, b, rule, metric="answer_f1@512t"):
+def _test(tid, a, b, rule, metric="rec@512t"):
     return {"id": tid, "a": a, "b": b, "retriever": "hybrid", "dataset": "papers", "metric": metric} \
         | ({} if rule == "two-sided" else {"margin": 5})
 
