@@ -213,3 +213,23 @@ def test_the_report_shows_the_instruments_first_after_the_study_identity(tmp_pat
     page = render_page("t", "s", [sec])
     assert '<section id="instruments"><h2>Instruments</h2>' in page and "<td>FAIL</td>" in page
     assert "| reader (papers) |" in render_markdown("t", "s", [sec])
+
+
+def test_the_summary_counts_the_readers_controls_among_its_instruments(tmp_path):
+    """A reader that failed its controls is named on the report's first screen, and one that passed counts."""
+    from harness.report.context import ReportContext
+    from harness.report.sections_summary import INSTRUMENT_CHECKS, reader_acceptance, summary
+
+    assert reader_acceptance in INSTRUMENT_CHECKS
+    study = Study.at(_demo_copy(tmp_path))
+    # no controls on file: answer rows rest on a reader that has passed nothing
+    assert [(c.name, c.passed) for c in reader_acceptance(ReportContext(study))] == \
+        [("reader on docs", False), ("reader on papers", False)]
+    entry = {"metric": "answer_f1@512t", "positive": 0.6, "negative": 0.1, "positive_questions": 6,
+             "negative_questions": 6}
+    failing = entry | {"positive": 0.0}
+    write_reader_acceptance(study, {"model": "embedded"}, {"papers": entry, "docs": failing}, frozen_hash=None)
+    assert [(c.name, c.passed) for c in reader_acceptance(ReportContext(study))] == \
+        [("reader on docs", False), ("reader on papers", True)]
+    headline = summary(ReportContext(study)).paragraphs[0]
+    assert "instruments passed 1 of 3 (failed: reader on docs, judge nugget-judge;" in headline

@@ -28,8 +28,7 @@ SUMMARY_HEADER = ("test", "A - B", "dataset", "estimate", "CI", "verdict", "tier
 @dataclass(frozen=True)
 class InstrumentCheck:
     name: str
-    passed: bool
-    detail: str
+    passed: bool  # rates, thresholds and what a failure demotes are in the Instruments section
 
 
 def judge_acceptance(ctx: ReportContext) -> list[InstrumentCheck]:
@@ -45,20 +44,10 @@ def judge_acceptance(ctx: ReportContext) -> list[InstrumentCheck]:
         return []
     try:
         rates = load_judge_rates(ctx.study)
-    except HarnessError as e:
-        return [InstrumentCheck(f"judge {j}", False, f"acceptance record unreadable: {e}") for j in sorted(accepts)]
-    return [InstrumentCheck(f"judge {judge}", judge_passed(acc, rates.get(judge)), _judge_detail(acc, rates.get(judge)))
+    except HarnessError:  # the Instruments section names the unreadable record
+        return [InstrumentCheck(f"judge {j}", False) for j in sorted(accepts)]
+    return [InstrumentCheck(f"judge {judge}", judge_passed(acc, rates.get(judge)))
             for judge, acc in sorted(accepts.items())]
-
-
-def _judge_detail(acc, rates: dict | None) -> str:
-    if rates is None:
-        return "no controls on file; run `make answer`"
-    pos, neg, spot = rates.get("positive"), rates.get("negative"), rates.get("spot_check") or {}
-    shown = lambda v: "not computable" if v is None else f"{100 * v:.1f}%"  # noqa: E731
-    return (f"positive control {shown(pos)}, needs >= {100 * acc.positive_min:g}%; negative control {shown(neg)}, "
-            f"needs <= {100 * acc.negative_max:g}%; spot check "
-            + ("passed" if spot.get("passed") is True else "not passed or not on file"))
 
 
 def reader_acceptance(ctx: ReportContext) -> list[InstrumentCheck]:
@@ -71,24 +60,11 @@ def reader_acceptance(ctx: ReportContext) -> list[InstrumentCheck]:
         return []
     try:
         rates = load_reader_rates(ctx.study)
-    except HarnessError as e:
-        return [InstrumentCheck(f"reader on {d}", False, f"controls unreadable: {e}") for d in datasets]
-    checks = []
-    for name in datasets:
-        registered, measured = ctx.plan.datasets[name].reader_acceptance, rates.get(name)
-        checks.append(InstrumentCheck(f"reader on {name}", reader_passed(registered, measured),
-                                      _reader_detail(registered, measured)))
-    return checks
-
-
-def _reader_detail(registered, rates: dict | None) -> str:
-    if registered is None:
-        return "no thresholds registered (datasets.<name>.reader_acceptance)"
-    if rates is None:
-        return "no controls on file; run `make answer`"
-    shown = lambda v: "not computable" if v is None else f"{100 * v:.1f}%"  # noqa: E731
-    return (f"positive control {shown(rates.get('positive'))}, needs >= {100 * registered.positive_min:g}%; "
-            f"negative control {shown(rates.get('negative'))}, needs <= {100 * registered.negative_max:g}%")
+    except HarnessError:
+        return [InstrumentCheck(f"reader on {d}", False) for d in datasets]
+    return [InstrumentCheck(f"reader on {name}",
+                            reader_passed(ctx.plan.datasets[name].reader_acceptance, rates.get(name)))
+            for name in datasets]
 
 
 INSTRUMENT_CHECKS = (reader_acceptance, judge_acceptance)
@@ -143,7 +119,8 @@ def _headline(ctx: ReportContext) -> str:
     if checks:
         failed = [c for c in checks if not c.passed]
         parts.append(f"instruments passed {len(checks) - len(failed)} of {len(checks)}"
-                     + "".join(f"; failed: {c.name} ({c.detail})" for c in failed))
+                     + (f" (failed: {', '.join(c.name for c in failed)}; rates and thresholds under Instruments)"
+                        if failed else ""))
     else:
         parts.append("no instrument check registered")
     return "; ".join(parts) + "."
