@@ -163,3 +163,28 @@ def test_a_cut_dense_retriever_counts_truncated_inputs(tmp_path, models):
     retriever.index("s", chunks())
     assert retriever.stats()["truncated_documents"] == 2  # the sentences of 6 and 9 tokens; the others have 5
     assert "inputs cut to 5 tokens (right" in retriever.describe()["truncation"]
+
+
+def test_the_simulated_backend_late_pools_hashed_token_vectors_with_their_documents_context(tmp_path):
+    """A rehearsal's late retriever (backend: simulated) runs the late path: words are its tokens (offsets
+    into the original text), each carrying its window's mean, so the same chunk pools to a different vector
+    in another document, and differs from the plain stand-in's embedding of it alone."""
+    from harness.retrieval.late import span_mean
+    from harness.retrieval.simulated import HashedLateEncoder
+
+    configs = {"late": {"type": "dense", "backend": "simulated", "model": "jina", "pooling": "late", "late_overlap": 2},
+               "plain": {"type": "dense", "backend": "simulated", "model": "jina"}}
+    context = RetrieverContext(tmp_path, configs)
+    other = "Kafka STREAMS partition offsets. " + DOC  # the same sentences after an unrelated one
+    context.add_documents([Document("t/doc.md", "t", DOC), Document("t/other.md", "t", other)])
+    late_retriever, plain = context.get("late"), context.get("plain")
+    assert isinstance(late_retriever.encoder, HashedLateEncoder)
+    offsets, vectors, windows = late_retriever.encoder.token_vectors(other)
+    assert [other[a:b] for a, b in offsets[:3]] == ["Kafka", "STREAMS", "partition"] and windows == 1
+    here = late_retriever.chunk_vectors("s", chunks())
+    there = late_retriever.chunk_vectors("s", chunks("t/other.md", other))
+    assert not np.allclose(here, there)  # the context moved every chunk's vector
+    alone = plain.embedder.embed([c.text for c in chunks()])[0]
+    assert not np.allclose(here / np.linalg.norm(here, axis=1, keepdims=True), alone, atol=1e-3)
+    first = span_mean(*late_retriever.encoder.token_vectors(DOC)[:2], chunks()[0].spans)
+    np.testing.assert_allclose(here[0], first, atol=1e-6)  # a chunk is the mean of its words' vectors

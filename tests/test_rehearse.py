@@ -176,3 +176,20 @@ def test_effects_are_parsed_strictly():
             parse_effects(bad)
     with pytest.raises(HarnessError, match="twice"):
         parse_effects(["H1=1", "H1=2"])
+
+
+def test_an_undecided_test_on_the_twin_is_named_with_its_reason():
+    """A test that ran but that no rule could decide (no variation from the stand-ins) is not blocked, but the
+    rehearsal names it: it did not exercise that test's decision."""
+    from harness.rehearsal.summary import headline, outcome_table, outcomes
+
+    families = [{"family": "f", "rows": [
+        {"test": "decided", "verdict": "n.d."},
+        {"test": "flat", "verdict": "no variation", "verdict_reason": "every paired difference is +0.00 points"}]}]
+    results = outcomes(families, {"f": ["decided", "flat"]})
+    assert [(o.verdict, o.reason) for o in results] == [
+        ("n.d.", ""), ("no variation", "every paired difference is +0.00 points")]
+    assert "| f | flat | no variation: every paired difference is +0.00 points |" in outcome_table(results)
+    line = headline(results)
+    assert line.startswith("every registered test ran on the twin (2 tests in 1 families); 1 ran but no rule "
+                           "could decide them on the twin (flat)")

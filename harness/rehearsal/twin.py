@@ -41,7 +41,8 @@ SIMULATED_OPTION = {"max_tokens": "max_tokens", "num_predict": "max_tokens", "co
                     "seed": "seed", "retry_temperature": "retry_temperature"}
 _PRICES = ("price_in_per_mtok", "price_out_per_mtok")
 _OPTION_SECTIONS = ("reader", "judge")  # sections with `model_options` besides the arms
-_KEPT_DENSE_KEYS = ("type", "datasets", "arms", "model", "query_prefix", "document_prefix", "batch_size")
+_KEPT_DENSE_KEYS = ("type", "datasets", "arms", "model", "query_prefix", "document_prefix", "batch_size", "pooling",
+                    "late_overlap")
 _KEPT_RERANK_KEYS = ("type", "datasets", "arms", "first_stage", "depth")
 
 

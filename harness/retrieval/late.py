@@ -158,10 +158,12 @@ class LateChunkingRetriever(DenseRetriever):
     """A dense retriever whose chunk vectors are late-pooled from their documents (`documents`: doc_id -> text)."""
 
     def __init__(self, name: str, embedder: SentenceTransformerEmbedder, *, cache_dir: str | Path,
-                 documents: Mapping[str, str], overlap: int, query_prefix: str = "", document_prefix: str = ""):
+                 documents: Mapping[str, str], overlap: int, query_prefix: str = "", document_prefix: str = "",
+                 encoder: Any = None):
         super().__init__(name, embedder, cache_dir=cache_dir, query_prefix=query_prefix, document_prefix=document_prefix)
         self.documents, self.overlap = documents, overlap
-        self.encoder = LateEncoder(embedder, overlap=overlap, prefix=document_prefix)
+        # the token vectors: the model's own, or a stand-in's with the same token_vectors (a rehearsal's)
+        self.encoder = encoder or LateEncoder(embedder, overlap=overlap, prefix=document_prefix)
         self.counts = {"late_documents": 0, "late_windows": 0, "late_chunks_without_tokens": 0}
         self._late_cache: VectorCache | None = None
 

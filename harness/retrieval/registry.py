@@ -43,7 +43,7 @@ from harness.retrieval.rerank_http import HttpRerankScorer
 from harness.retrieval.rerank_llm import LlmYesNoScorer
 from harness.retrieval.rerank_qwen3 import Qwen3RerankScorer
 from harness.retrieval.token_cut import TokenCut
-from harness.retrieval.simulated import HashedEmbedder, HashedPairScorer
+from harness.retrieval.simulated import HashedEmbedder, HashedLateEncoder, HashedPairScorer
 
 
 @dataclass
@@ -114,7 +114,9 @@ def _dense(name: str, cfg: Dense, context: RetrieverContext) -> Retriever:
     if cfg.pooling == "late":
         return LateChunkingRetriever(name, embedder, cache_dir=context.cache_dir, documents=context.documents,
                                      overlap=cfg.late_overlap, query_prefix=cfg.query_prefix,
-                                     document_prefix=cfg.document_prefix)
+                                     document_prefix=cfg.document_prefix,
+                                     encoder=HashedLateEncoder(overlap=cfg.late_overlap)
+                                     if cfg.backend == "simulated" else None)
     return dense.DenseRetriever(name, embedder, cache_dir=context.cache_dir, query_prefix=cfg.query_prefix,
                                 document_prefix=cfg.document_prefix, cut=_token_cut(cfg, embedder, context))
 
