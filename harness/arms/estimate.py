@@ -29,7 +29,7 @@ from harness.llm.registry import make_backend
 from harness.llm.session import JsonResult
 from harness.grid.cells import chunk_sets
 from harness.study import Study
-from harness.tokens import cl100k
+from harness.tokens import count_tokens
 
 OUTPUT_CAP_OPTIONS = ("max_tokens", "num_predict")  # the backends' names for the output cap
 
@@ -76,7 +76,7 @@ class CountingSession:
     def call_json(self, prompt, *, schema: Mapping[str, Any], seeds: Sequence[int], validate, options=None) -> JsonResult:
         text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
         self.calls += 1
-        self.prompt_tokens += len(cl100k().encode(text, disallowed_special=()))
+        self.prompt_tokens += count_tokens(text)
         answer = {name: ([] if spec.get("type") == "array" else "") for name, spec in schema["properties"].items()}
         if "key" in answer:
             answer["key"] = f"topic {self.calls}"

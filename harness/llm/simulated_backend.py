@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from harness.config.models import SIMULATED_OPTIONS, model_settings
 from harness.files import canonical_json, sha256_text
 from harness.llm.base import Backend, Completion, Message, as_messages
-from harness.tokens import cl100k, words
+from harness.tokens import count_tokens, words
 
 MESSAGE_OVERHEAD_TOKENS = 8  # per message, as the OpenAI-compatible backend's estimate counts it
 STRING_WORDS = (3, 14)  # shortest and longest generated string, in words
@@ -65,7 +65,7 @@ class SimulatedBackend(Backend):
         if rng.random() < float(opts.get("malformed_rate", 0.0)):
             text = text[: max(1, len(text) // 2)]  # cut off mid-object, as a model stopped by its cap
         tokens_in = _prompt_tokens(messages)
-        tokens_out = len(cl100k().encode(text, disallowed_special=()))
+        tokens_out = count_tokens(text)
         cost = 0.0
         if self.billed:
             cost = (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
@@ -80,7 +80,7 @@ class SimulatedBackend(Backend):
 
 
 def _prompt_tokens(messages: Sequence[Message]) -> int:
-    return sum(len(cl100k().encode(m["content"], disallowed_special=())) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+    return sum(count_tokens(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in messages)
 
 
 def _value(schema: Mapping[str, Any], rng: random.Random, vocabulary: list[str]) -> Any:

@@ -1,0 +1,37 @@
+"""harness.tokens.count_tokens: counted part by part and remembered, it must equal encoding the whole text."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from harness.tokens import PIECE_BREAK_RE, cl100k, count_tokens
+
+# fragments where cl100k's pre-tokenizer is delicate: newline runs, CRLF, indentation, Unicode spaces that
+# Python and the tokenizer may class differently, contractions, digit runs, special-token text
+FRAGMENTS = ["\n", "\n\n", "\r", "\r\n", " ", "  ", "\t", "\v", "\f", "\x1c", "\x85", "\xa0", "\u2028", "\u3000",
+             "a", "Ab", " word", "'s", "'ll", "'", "1", "123456", ":", "#", "```", "- ", "é", "😀", "<|endoftext|>"]
+
+
+def whole(text: str) -> int:
+    return len(cl100k().encode(text, disallowed_special=()))
+
+
+def test_counting_part_by_part_equals_encoding_the_whole_text():
+    rng = random.Random(0)
+    for _ in range(20000):
+        text = "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(0, 40)))
+        assert count_tokens(text) == whole(text), repr(text)
+
+
+@pytest.mark.parametrize("text", ["", "\n", "x\n", "\ny", "x\ny\n", "x\n\n y", " \n\tz", "a:\n\n\nb", "x\r\ny"])
+def test_edges_count_as_the_whole_text(text):
+    assert count_tokens(text) == whole(text)
+
+
+def test_a_part_remembered_from_one_text_counts_right_in_another():
+    document = "# Title\n\nFirst paragraph, with 2024 numbers.\n\n```py\n  code()\n```\nLast line."
+    assert len(PIECE_BREAK_RE.split(document)) > 3  # several parts, so the cache is exercised
+    for text in (document, "Full document:\n" + document + "\n=====\n", "  " + document, document + "\n\n x"):
+        assert count_tokens(text) == whole(text)
