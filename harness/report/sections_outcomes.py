@@ -11,6 +11,7 @@ from harness.report.figures import budget_sweep_svg, sweep_metrics
 from harness.report.means import MEANS_RESAMPLES, MEANS_SEED
 from harness.stats.families import FamilyResult
 from harness.stats.plots import forest_svg
+from harness.stats.verdicts import MISSING
 from harness.stats.tables import (
     T_TOST_MARK, acceptance_notes, caption, contrast_label, exploratory_mark, retriever_label, t_tost_notes,
     undecided_notes,
@@ -80,15 +81,18 @@ def per_arm_means(ctx: ReportContext) -> Section:
 def _verdict_rows(fam: FamilyResult) -> list[list]:
     rows = []
     for r in fam.rows:
-        rows.append([r["test"], contrast_label(r), r["dataset"], retriever_label(r), r["metric"],
-                     f"{r['n_questions']} ({r['n_clusters']})", points(r["estimate"], 2), interval(r["ci90_bca"], 2),
-                     interval(r["ci95_bca"], 2), _with_holm(r.get("p_tost"), r.get("p_tost_holm")),
-                     interval(r.get("ci90_t"), 2),
-                     p_value(r.get("p_tost_t")) + (T_TOST_MARK if r.get("t_tost_disagrees") else ""),
-                     _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")),
-                     "–" if r["margin"] is None else f"±{r['margin']:g}", points(r.get("mdd"), 2), TIER_NAMES.get(r["tier"], r["tier"]),
-                     r["verdict"] + ("†" if r["small_difference_within_margin"] else "")
-                     + exploratory_mark(r)])
+        head = [r["test"], contrast_label(r), r["dataset"], retriever_label(r), r["metric"]]
+        margin = "–" if r["margin"] is None else f"±{r['margin']:g}"
+        tier = TIER_NAMES.get(r["tier"], r["tier"])
+        if r["verdict"] == MISSING:  # a registered test without per-question results: no statistics to show
+            rows.append(head + ["–"] * 8 + [margin, "–", tier, MISSING])
+            continue
+        rows.append(head + [
+            f"{r['n_questions']} ({r['n_clusters']})", points(r["estimate"], 2), interval(r["ci90_bca"], 2),
+            interval(r["ci95_bca"], 2), _with_holm(r.get("p_tost"), r.get("p_tost_holm")), interval(r.get("ci90_t"), 2),
+            p_value(r.get("p_tost_t")) + (T_TOST_MARK if r.get("t_tost_disagrees") else ""),
+            _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")), margin, points(r.get("mdd"), 2), tier,
+            r["verdict"] + ("†" if r["small_difference_within_margin"] else "") + exploratory_mark(r)])
     return rows
 
 
