@@ -94,8 +94,8 @@ def test_the_moved_content_is_in_docs():
     expected = {
         "pipeline.md": ["| `make status` |", "`results/report/index.html` is one file that opens from disk",
                         "``configs/study.yaml: `chunking.tau_maxx` is not a known key", "## Output contracts"],
-        "rehearsal.md": ["| stage | wall s | peak MiB | chunk sets | cells | rows | LLM calls | contrasts |",
-                         "4 of 98 registered tests are BLOCKED on the twin"],
+        "rehearsal.md": ["| stage | wall s | peak MiB | own work | chunk sets | cells | rows | LLM calls | contrasts |",
+                         "every registered test ran on the twin (98 tests in 20 families)"],
         "integrity.md": ["NOT VERIFIABLE", "`harness freeze` writes `frozen_config.json`"],
         "answers.md": ["python -m harness judge-sample", "`harness qasper-eval` scores any system's Qasper"],
         "chunking-lab.md": ["python -m harness lab examples/handbook/data/handbook.md"],
