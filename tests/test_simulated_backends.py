@@ -101,6 +101,30 @@ def test_hashed_vectors_rank_the_matching_text_first_and_are_stable():
     assert scores[1] < min(scores[0], scores[2])
 
 
+def test_hashed_vectors_are_the_same_bytes_on_every_machine():
+    """Pinned digests: the stand-ins' vectors are exact (sums of +-1, one correctly rounded division), so a
+    platform, numpy or hashing change that moved a rehearsal's rankings shows here."""
+    import hashlib
+
+    from harness.retrieval.simulated import HashedLateEncoder
+
+    vectors = hashed_vectors(["the cat sat on the mat", "", "Stock markets fell 3% today; the cat did not"])
+    assert not vectors[1].any()
+    assert hashlib.sha256(vectors.tobytes()).hexdigest() == \
+        "2a8a669f542b343e7d49beddd2b2921eb533b8bde113e5be742c67fcbdaf3f4c"
+    _, tokens, windows = HashedLateEncoder(overlap=8).token_vectors("The cat sat. " * 300)
+    assert windows == 2 and hashlib.sha256(tokens.tobytes()).hexdigest() == \
+        "baa45d2071a1373a9911fed071e2a1b185ed5263dca4be5cc387abec7e3399cc"
+
+
+def test_a_word_pair_is_bucketed_by_order_and_never_across_texts():
+    together = hashed_vectors(["alpha beta"])[0]
+    assert not np.array_equal(together, hashed_vectors(["beta alpha"])[0])
+    apart = hashed_vectors(["alpha", "beta"])
+    # two one-word texts have no pair: each is one signed bucket, unit length
+    assert all(np.count_nonzero(row) == 1 for row in apart)
+
+
 def test_simulated_retrievers_build_from_config(tmp_path):
     configs = {"dense": {"type": "dense", "backend": "simulated", "model": "nomic-embed-text"},
                "bm25": {"type": "bm25"},

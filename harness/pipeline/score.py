@@ -99,6 +99,7 @@ def score_cell(
         queries = [q.query for q in scope.questions]
         if scope.chunks:
             rankings = {v: retriever.index(scope.key + v, chunks).search_many(queries) for v, chunks in variants}
+            ids_of = {v: [c.chunk_id for c in chunks] for v, chunks in variants}
             chunk_sets = {v: ExpansionChunkSet(chunks) for v, chunks in variants} if mode else {}
             by_id = {c.chunk_id: c for c in scope.chunks} if mode else {}
             averaged += [v[1:] for v, _ in variants if v and v[1:] not in averaged]
@@ -113,7 +114,7 @@ def score_cell(
             else:
                 per_variant = []
                 for v, chunks in variants:
-                    ids = [c.chunk_id for c in chunks]
+                    ids = ids_of[v]
                     ranked: Sequence[Chunk] = _Ranked(chunks, rankings[v][i])
                     if mode:
                         expansion = expand(mode, [ids[j] for j in rankings[v][i].order.tolist()], chunk_sets[v])
@@ -155,7 +156,7 @@ def score_study(
     from tqdm import tqdm
 
     selection = read_selection(study)
-    context = RetrieverContext.for_study(study, progress=progress)
+    context = RetrieverContext.for_study(study, progress=progress, share_indexes=True)
     run_depth = study.config.run_depth
     per_q = per_question_dir(study)
     leftovers = [p for folder in (per_q, runs_dir(study)) for p in remove_stale_temporaries(folder)]
@@ -183,6 +184,7 @@ def score_study(
             bar.set_postfix_str(f"{cell.arm} / {cell.retriever}")
             if cell.arm.name not in loaded:
                 loaded.clear()  # one arm's chunks in memory at a time (todo is arm-major)
+                context.memo.clear()  # and its scope indexes, shared by the arm's cells
                 # an expansion arm ranks its `of:` arm's chunks
                 chunks = read_chunk_set(study, dataset, cell.arm.ranks, frozen_hash=frozen_hash)
                 loaded[cell.arm.name] = scopes(dataset, chunks)

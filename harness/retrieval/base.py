@@ -6,8 +6,9 @@ never by dict or hash order, so two runs over the same inputs write the same run
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -161,11 +162,42 @@ class ScopeIndex(ABC):
         return [self.search(q) for q in queries]
 
 
+class IndexMemo:
+    """Scope indexes kept while one chunk set is scored: every cell of an arm ranks the same scopes, and a
+    hybrid, reranker or graph retriever indexes again what its members have indexed. Keyed by retriever,
+    scope and each chunk's id, document, spans and indexed text, so a hit is the index a fresh build would give; indexes are never
+    changed by searching. `clear()` when the chunk set changes (it holds the whole set's indexes)."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[tuple[str, str, str], "ScopeIndex"] = {}
+        self.hits = 0
+
+    def get(self, retriever: str, scope_key: str, chunks: Sequence[Chunk], build: Callable[[], "ScopeIndex"]):
+        digest = hashlib.sha256()
+        for chunk in chunks:
+            for part in (chunk.chunk_id, chunk.doc_id, repr(chunk.spans), chunk.indexed_text):
+                digest.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+        key = (retriever, scope_key, f"{len(chunks)}:{digest.hexdigest()}")
+        found = self._indexes.get(key)
+        if found is None:
+            found = self._indexes[key] = build()
+        else:
+            self.hits += 1
+        return found
+
+    def clear(self) -> None:
+        self._indexes.clear()
+
+
 class Retriever(ABC):
     """A named, configured retriever. `describe()` is its provenance record (frozen with the study)."""
 
     def __init__(self, name: str):
         self.name = name
+        self.memo: IndexMemo | None = None  # set by the scoring loop's RetrieverContext (None: build every time)
+
+    def _memoised(self, scope_key: str, chunks: Sequence[Chunk], build: Callable[[], "ScopeIndex"]):
+        return build() if self.memo is None else self.memo.get(self.name, scope_key, chunks, build)
 
     @abstractmethod
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> ScopeIndex:

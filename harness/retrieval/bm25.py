@@ -112,14 +112,14 @@ class BM25Retriever(Retriever):
         self.tokenize, self.tokens_label = tokenize, tokens_label
 
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> BM25Index:
-        return BM25Index(
+        return self._memoised(scope_key, chunks, lambda: BM25Index(
             scope_key,
             corpus_terms([c.indexed_text for c in chunks], self.tokenize),
             k1=self.k1,
             b=self.b,
             epsilon=self.epsilon,
             tokenize=self.tokenize,
-        )
+        ))
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -332,8 +332,11 @@ class DenseRetriever(Retriever):
         return self._embed(queries, self.query_prefix, "queries")[0]
 
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> DenseIndex:
-        matrix, n_truncated = self._embed([c.indexed_text for c in chunks], self.document_prefix, "documents")
-        return DenseIndex(self, scope_key, matrix, n_truncated)
+        def build() -> DenseIndex:
+            matrix, n_truncated = self._embed([c.indexed_text for c in chunks], self.document_prefix, "documents")
+            return DenseIndex(self, scope_key, matrix, n_truncated)
+
+        return self._memoised(scope_key, chunks, build)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -31,7 +31,7 @@ from harness.config.retrievers import (
 from harness.errors import HarnessError
 from harness.grid.paths import embeddings_dir
 from harness.retrieval import dense
-from harness.retrieval.base import Retriever
+from harness.retrieval.base import IndexMemo, Retriever
 from harness.retrieval.bm25 import BM25Retriever
 from harness.retrieval.graph import GraphParams
 from harness.retrieval.graph_retriever import GraphRetriever
@@ -54,12 +54,15 @@ class RetrieverContext:
     root: Path | None = None  # relative model paths resolve against the study root
     progress: bool = False  # progress bars inside slow retrievers (the reranker's per-query bar)
     documents: dict[str, str] = field(default_factory=dict)  # doc_id -> text, for late chunking (add_documents)
+    memo: IndexMemo | None = None  # shared scope indexes (harness.retrieval.base.IndexMemo); None: none kept
     _built: dict[str, Retriever] = field(default_factory=dict, repr=False)
     _building: list[str] = field(default_factory=list, repr=False)
 
     @classmethod
-    def for_study(cls, study, *, progress: bool = False) -> "RetrieverContext":
-        return cls(embeddings_dir(study), study.retrievers, study.models, study.root, progress=progress)
+    def for_study(cls, study, *, progress: bool = False, share_indexes: bool = False) -> "RetrieverContext":
+        """share_indexes: keep scope indexes in a memo the caller clears when its chunk set changes."""
+        return cls(embeddings_dir(study), study.retrievers, study.models, study.root, progress=progress,
+                   memo=IndexMemo() if share_indexes else None)
 
     def get(self, name: str) -> Retriever:
         """The retriever configured under `name`, built once."""
@@ -72,6 +75,7 @@ class RetrieverContext:
         self._building.append(name)
         try:
             self._built[name] = build_retriever(name, self.configs[name], context=self)
+            self._built[name].memo = self.memo
         finally:
             self._building.pop()
         return self._built[name]

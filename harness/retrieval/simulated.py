@@ -1,8 +1,9 @@
 """Fast deterministic stand-ins for encoders and rerankers (`backend: simulated`), for rehearsals.
 
-A text's vector is its hashed word unigrams and bigrams (feature hashing into `dim` buckets by SHA-256,
-sign from the same digest), L2-normalised: no weights, the same bytes on every machine, and enough lexical
-signal that rankings are better than chance without being BM25's. The reranker scores a pair by the
+A text's vector is its hashed word unigrams and bigrams (feature hashing into DIMENSIONS buckets: a word's
+SHA-256, a pair's mix of its words' hashes, the sign from the bit above the bucket), L2-normalised: no
+weights, the same bytes on every machine, and enough lexical signal that rankings are better than chance
+without being BM25's. The reranker scores a pair by the
 cosine of the two vectors. `model` names the encoder the stand-in replaces (it keys the caches).
 
 Late chunking (`pooling: late`) gets token vectors too: each word's hashed unigram plus the mean of its
@@ -24,6 +25,7 @@ from harness.retrieval.late import best_window, window_starts
 from harness.tokens import WORD_RE, words
 
 DIMENSIONS = 256
+DIGEST = f"hashed-ngrams-{DIMENSIONS}-splitmix"  # keys the vector caches: a change of hashing is a new digest
 SIMULATED = "simulated"
 _WINDOW = 1 << 30  # no truncation: a stand-in sees every word
 LATE_WINDOW = 512  # words per window of the late-chunking stand-in
@@ -32,20 +34,44 @@ CONTEXT_WEIGHT = 0.5  # the window mean's share in a token vector
 _CASELESS_WORD = re.compile(WORD_RE.pattern, re.IGNORECASE)
 
 
-@lru_cache(maxsize=1 << 16)
-def _bucket(feature: str) -> tuple[int, float]:
-    digest = hashlib.sha256(feature.encode("utf-8")).digest()
-    return int.from_bytes(digest[:4], "little") % DIMENSIONS, (1.0 if digest[4] & 1 else -1.0)
+_SIGN_BIT = np.uint64(DIMENSIONS.bit_length() - 1)  # the bit above the bucket's
+_PAIR = np.uint64(0x9E3779B97F4A7C15)  # odd: the second word's hash is multiplied, so "a b" and "b a" differ
+
+
+@lru_cache(maxsize=1 << 20)
+def _word_hash(word: str) -> int:
+    """A word's 64-bit hash: the first 8 bytes of its SHA-256 (the same on every machine)."""
+    return int.from_bytes(hashlib.sha256(word.encode("utf-8")).digest()[:8], "little")
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on uint64 arrays (wrapping arithmetic, so the same bits on every platform)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _columns_and_signs(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bucket (low bits) and sign (the next bit) of each feature hash."""
+    columns = (features % np.uint64(DIMENSIONS)).astype(np.int64)
+    signs = np.where((features >> _SIGN_BIT) & np.uint64(1), 1.0, -1.0)
+    return columns, signs
 
 
 def hashed_vectors(texts: Sequence[str]) -> np.ndarray:
-    """[n, DIMENSIONS] float32 rows, L2-normalised (an empty text is the zero vector)."""
-    out = np.zeros((len(texts), DIMENSIONS), dtype=np.float64)
-    for row, text in enumerate(texts):
-        tokens = words(text)
-        for feature in tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:])]:
-            column, sign = _bucket(feature)
-            out[row, column] += sign
+    """[n, DIMENSIONS] float32 rows, L2-normalised (an empty text is the zero vector).
+
+    Features are every word and every adjacent pair within a text; all texts are bucketed in one bincount.
+    """
+    per_text = [words(text) for text in texts]
+    lengths = np.fromiter((len(t) for t in per_text), dtype=np.int64, count=len(per_text))
+    hashes = np.fromiter((_word_hash(w) for t in per_text for w in t), dtype=np.uint64, count=int(lengths.sum()))
+    rows = np.repeat(np.arange(len(per_text), dtype=np.int64), lengths)
+    same_text = rows[:-1] == rows[1:]  # a pair never spans two texts
+    pairs = _mix(hashes[:-1][same_text] ^ (hashes[1:][same_text] * _PAIR))
+    columns, signs = _columns_and_signs(np.concatenate([_mix(hashes), pairs]))
+    cells = np.concatenate([rows, rows[:-1][same_text]]) * DIMENSIONS + columns
+    out = np.bincount(cells, weights=signs, minlength=len(per_text) * DIMENSIONS).reshape(len(per_text), DIMENSIONS)
     return l2_normalise(out).astype(np.float32)
 
 
@@ -58,7 +84,7 @@ class HashedEmbedder(Embedder):
 
     @property
     def digest(self) -> str:
-        return f"hashed-ngrams-{DIMENSIONS}"
+        return DIGEST
 
     @property
     def max_tokens(self) -> int:
@@ -73,7 +99,7 @@ class HashedPairScorer:
 
     def __init__(self, model: str):
         self.name = model
-        self.digest = f"hashed-ngrams-{DIMENSIONS}"
+        self.digest = DIGEST
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         if not passages:
@@ -97,10 +123,10 @@ class HashedLateEncoder:
         """(offsets [n, 2], vectors [n, DIMENSIONS], windows) for a document; its words are its tokens."""
         found = list(_CASELESS_WORD.finditer(text))
         offsets = np.array([m.span() for m in found], dtype=np.int64).reshape(-1, 2)
+        hashes = np.fromiter((_word_hash(m.group().lower()) for m in found), dtype=np.uint64, count=len(found))
+        columns, signs = _columns_and_signs(_mix(hashes))
         own = np.zeros((len(found), DIMENSIONS), dtype=np.float64)
-        for row, m in enumerate(found):
-            column, sign = _bucket(m.group().lower())
-            own[row, column] = sign
+        own[np.arange(len(found)), columns] = signs
         starts = window_starts(len(found), self.width, self.overlap)
         owner = best_window(len(found), starts, self.width)
         means = np.stack([own[s:s + self.width].mean(axis=0) if len(found) else np.zeros(DIMENSIONS) for s in starts])
