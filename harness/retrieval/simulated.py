@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
+from itertools import chain
 from typing import Any, Sequence
 
 import numpy as np
@@ -65,7 +66,7 @@ def hashed_vectors(texts: Sequence[str]) -> np.ndarray:
     """
     per_text = [words(text) for text in texts]
     lengths = np.fromiter((len(t) for t in per_text), dtype=np.int64, count=len(per_text))
-    hashes = np.fromiter((_word_hash(w) for t in per_text for w in t), dtype=np.uint64, count=int(lengths.sum()))
+    hashes = np.fromiter(map(_word_hash, chain.from_iterable(per_text)), dtype=np.uint64, count=int(lengths.sum()))
     rows = np.repeat(np.arange(len(per_text), dtype=np.int64), lengths)
     same_text = rows[:-1] == rows[1:]  # a pair never spans two texts
     pairs = _mix(hashes[:-1][same_text] ^ (hashes[1:][same_text] * _PAIR))
