@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from itertools import repeat
+from typing import Iterable
 
 from harness.errors import HarnessError
 
@@ -44,3 +45,12 @@ def count_tokens(text: str) -> int:
 @lru_cache(maxsize=1 << 17)
 def _part_tokens(part: str, newline: bool) -> int:
     return len(cl100k().encode_ordinary(part + "\n" if newline else part))
+
+
+MESSAGE_OVERHEAD_TOKENS = 8  # per chat message (role and separators), a close upper bound for most chat formats
+
+
+def prompt_tokens(contents: Iterable[str]) -> int:
+    """cl100k tokens of a chat prompt's message contents plus MESSAGE_OVERHEAD_TOKENS each: what estimates bill.
+    A special-token string in a text ("<|endoftext|>") counts as plain text, never raises."""
+    return sum(count_tokens(content) + MESSAGE_OVERHEAD_TOKENS for content in contents)

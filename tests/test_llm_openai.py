@@ -7,6 +7,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.llm.base import AuthError
 from harness.llm.registry import make_backend, resolve_digest
+from harness.tokens import cl100k
 
 HOSTED = {
     "backend": "openai-compatible",
@@ -36,5 +37,9 @@ def test_identity_pins_provider_routing_without_fallbacks():
     # cost bound: prompt tokens (cl100k + 8 per message) at $1/M plus max_tokens at $2/M
     estimate = backend.estimate_cost_usd([{"role": "user", "content": "hello world"}], {})
     assert estimate == pytest.approx(((2 + 8) * 1.0 + 100 * 2.0) / 1e6)
+    # a document that mentions a special token (tokenizer docs do) is priced as plain text, not refused
+    special = backend.estimate_cost_usd([{"role": "user", "content": "ends with <|endoftext|>"}], {})
+    assert special == pytest.approx((((len(cl100k().encode_ordinary("ends with <|endoftext|>"))) + 8) * 1.0
+                                     + 100 * 2.0) / 1e6)
     with pytest.raises(HarnessError, match=r"`model\.base_url` is required"):
         make_backend({"backend": "openai-compatible", "name": "x"})

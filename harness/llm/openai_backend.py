@@ -28,7 +28,7 @@ from harness.llm.base import (
     ServerStalled, as_messages,
 )
 from harness.files import canonical_json, sha256_text
-from harness.tokens import cl100k
+from harness.tokens import prompt_tokens
 
 DEFAULT_OPTIONS = OPENAI_OPTIONS  # written once, in the config schema
 
@@ -135,7 +135,7 @@ class OpenAICompatibleBackend(Backend):
             return 0.0
 
         # cl100k plus per-message overhead, a close upper bound for most tokenizers on English text
-        tokens_in = sum(len(cl100k().encode(m["content"])) + 8 for m in messages)
+        tokens_in = prompt_tokens(m["content"] for m in messages)
         tokens_out = int((self.options | dict(options)).get("max_tokens"))
         return (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
 

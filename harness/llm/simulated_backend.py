@@ -18,9 +18,8 @@ from typing import Any, Mapping, Sequence
 from harness.config.models import SIMULATED_OPTIONS, model_settings
 from harness.files import canonical_json, sha256_text
 from harness.llm.base import Backend, Completion, Message, as_messages
-from harness.tokens import count_tokens, words
+from harness.tokens import count_tokens, prompt_tokens, words
 
-MESSAGE_OVERHEAD_TOKENS = 8  # per message, as the OpenAI-compatible backend's estimate counts it
 STRING_WORDS = (3, 14)  # shortest and longest generated string, in words
 ARRAY_ITEMS = 3  # items of an array whose schema sets no maxItems
 FALLBACK_WORDS = ("simulated", "answer", "text")  # a prompt with no words at all
@@ -64,7 +63,7 @@ class SimulatedBackend(Backend):
         text = json.dumps(answer, ensure_ascii=False) if schema is not None else str(answer)
         if rng.random() < float(opts.get("malformed_rate", 0.0)):
             text = text[: max(1, len(text) // 2)]  # cut off mid-object, as a model stopped by its cap
-        tokens_in = _prompt_tokens(messages)
+        tokens_in = prompt_tokens(m["content"] for m in messages)
         tokens_out = count_tokens(text)
         cost = 0.0
         if self.billed:
@@ -76,11 +75,7 @@ class SimulatedBackend(Backend):
         if not self.billed:
             return 0.0
         tokens_out = int((self.options | dict(options)).get("max_tokens"))
-        return (_prompt_tokens(messages) * self.price_in + tokens_out * self.price_out) / 1e6
-
-
-def _prompt_tokens(messages: Sequence[Message]) -> int:
-    return sum(count_tokens(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+        return (prompt_tokens(m["content"] for m in messages) * self.price_in + tokens_out * self.price_out) / 1e6
 
 
 def _value(schema: Mapping[str, Any], rng: random.Random, vocabulary: list[str]) -> Any:
