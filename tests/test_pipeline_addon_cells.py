@@ -85,3 +85,49 @@ def test_variants_split_in_order_and_average_per_metric():
     assert mean_over_variants([[("a", 0.2), ("b", 1.0)], [("a", 0.4), ("b", 0.0)]]) == [("a", pytest.approx(0.3)),
                                                                                         ("b", 0.5)]
     assert mean_over_variants([[("a", 0.1)]]) == [("a", 0.1)]
+
+
+# --- the expansion worked out only as far as it is read (ExpandedRanking) ---
+
+def _random_chunk_set(rng, n_docs=4, per_doc=9):
+    from harness.data.model import Chunk
+
+    chunks = []
+    for d in range(n_docs):
+        for i in range(per_doc):
+            key = f"k{rng.randrange(4)}" if rng.random() < 0.7 else ""
+            related = [f"k{rng.randrange(4)}" for _ in range(rng.randrange(3))]
+            chunks.append(Chunk(doc_id=f"d{d}", chunk_id=f"d{d}#{i}", text=f"chunk {d} {i}", spans=((i, i + 1),),
+                                section_path=f"s{rng.randrange(3)}" if rng.random() < 0.8 else "", start_line=i + 1,
+                                end_line=i + 1, block_types=("paragraph",), indexed_text=f"chunk {d} {i}",
+                                generated={"key": key, "related_keys": related}))
+    return chunks
+
+
+@pytest.mark.parametrize("mode", ["KX", "AX", "SX"])
+def test_an_expansion_read_in_part_equals_the_whole_expansion(mode, monkeypatch):
+    import random
+
+    import numpy as np
+
+    from harness.pipeline.addon_cells import ExpandedRanking, expanded_run_rows, inserted_in_head
+    from harness.retrieval.base import Ranking
+
+    monkeypatch.setattr(ExpandedRanking, "FIRST", 2)  # grow several times on a small set
+    rng = random.Random(7)
+    partial = 0
+    for _ in range(25):
+        chunks = _random_chunk_set(rng)
+        ids = [c.chunk_id for c in chunks]
+        by_id = {c.chunk_id: c for c in chunks}
+        scores = np.array([rng.random() for _ in chunks])
+        whole = expand(mode, [ids[j] for j in Ranking.lazy(scores.copy()).order.tolist()], ChunkSet(chunks))
+        for depth in (1, 3, 10, len(chunks)):
+            lazy = ExpandedRanking(mode, Ranking.lazy(scores.copy()), ids, ChunkSet(chunks), by_id)
+            rows = expanded_run_rows("q", lazy, "t", depth=depth)
+            assert [r.chunk_id for r in rows] == list(whole.chunk_ids[:depth])
+            assert [r.score for r in rows] == [float(len(chunks) - r) for r in range(depth)]
+            assert inserted_in_head(lazy.head(depth), depth) == inserted_in_head(whole, depth)
+            partial += len(lazy.expansion.chunk_ids) < len(chunks)
+            assert [c.chunk_id for c in lazy] == list(whole.chunk_ids)  # read to the end: the whole list
+    assert partial  # the run file's head did not need the whole expansion

@@ -44,6 +44,44 @@ def expand(mode: str, ranked_ids: Sequence[str], chunk_set: ChunkSet) -> Expansi
     return expand_ranking(ranked_ids, chunk_set, mode)
 
 
+class ExpandedRanking(Sequence):
+    """A full ranking's expansion, worked out only as far as it is read (run file, metrics).
+
+    Expansion walks the retrieved chunks in rank order, so expanding the first m of them gives exactly the
+    first entries of the whole list's expansion, with every shown chunk's insertions complete; the head is
+    grown by doubling m until it covers what is read. The ranking holds every chunk of the set once, so the
+    expansion is a permutation of it: its length is known without working it out.
+    """
+
+    FIRST = 64  # retrieved chunks expanded at first
+
+    def __init__(self, mode: str, ranking, ids: Sequence[str], chunk_set: ChunkSet, by_id: dict[str, Chunk]):
+        self._mode, self._ranking, self._ids, self._set, self._by_id = mode, ranking, ids, chunk_set, by_id
+        self._retrieved = 0
+        self.expansion = Expansion((), {})
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def head(self, n: int) -> Expansion:
+        """The expansion with at least its first min(n, len) entries worked out."""
+        n = min(n, len(self))
+        while len(self.expansion.chunk_ids) < n and self._retrieved < len(self):
+            self._retrieved = min(len(self), max(self.FIRST, 2 * self._retrieved))
+            order = self._ranking.top(self._retrieved).tolist()
+            self.expansion = expand(self._mode, [self._ids[j] for j in order], self._set)
+        return self.expansion
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[r] for r in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._by_id[self.head(i + 1).chunk_ids[i]]
+
+
 def inserted_in_head(expansion: Expansion, head: int) -> list[int]:
     """Insertion counts of the retrieved chunks placed within the first `head` entries of the expanded
     list (the part a run file keeps): the expansions a reader of the top of the list actually sees."""
@@ -51,9 +89,11 @@ def inserted_in_head(expansion: Expansion, head: int) -> list[int]:
     return [n for chunk_id, n in expansion.inserted.items() if chunk_id in shown]
 
 
-def expanded_run_rows(qid: str, chunk_ids: Sequence[str], tag: str, *, depth: int | None) -> list[RunRow]:
-    n = len(chunk_ids) if depth is None else min(depth, len(chunk_ids))
-    return [RunRow(qid, chunk_ids[r], r + 1, float(len(chunk_ids) - r), tag) for r in range(n)]
+def expanded_run_rows(qid: str, expanded: ExpandedRanking, tag: str, *, depth: int | None) -> list[RunRow]:
+    """Run rows of the expanded list's first `depth` entries, scored n, n-1, ... (n: the whole list's length)."""
+    n = len(expanded) if depth is None else min(depth, len(expanded))
+    chunk_ids = expanded.head(n).chunk_ids
+    return [RunRow(qid, chunk_ids[r], r + 1, float(len(expanded) - r), tag) for r in range(n)]
 
 
 def mean_over_variants(per_variant: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:

@@ -24,7 +24,9 @@ from harness.grid.cells import Cell, cell_of, configured_cells
 from harness.grid.paths import per_question_dir, results_dir, run_path, runs_dir
 from harness.grid.states import SCORED, cell_counts, cell_state, mark_cell_done
 from harness.pipeline.executors import is_local, ray_session, run_on_ray
-from harness.pipeline.addon_cells import chunk_variants, expand, expanded_run_rows, inserted_in_head, mean_over_variants
+from harness.pipeline.addon_cells import (
+    ExpandedRanking, chunk_variants, expanded_run_rows, inserted_in_head, mean_over_variants,
+)
 from harness.pipeline.parts import write_part, write_variants_part
 from harness.pipeline.table import assemble_per_question, update_manifest
 from harness.grid.results import ResultRow
@@ -117,10 +119,9 @@ def score_cell(
                     ids = ids_of[v]
                     ranked: Sequence[Chunk] = _Ranked(chunks, rankings[v][i])
                     if mode:
-                        expansion = expand(mode, [ids[j] for j in rankings[v][i].order.tolist()], chunk_sets[v])
-                        ranked = [by_id[cid] for cid in expansion.chunk_ids]
-                        run_rows += expanded_run_rows(q.qid + v, expansion.chunk_ids, tag, depth=run_depth)
-                        inserted += inserted_in_head(expansion, run_depth)
+                        ranked = ExpandedRanking(mode, rankings[v][i], ids, chunk_sets[v], by_id)
+                        run_rows += expanded_run_rows(q.qid + v, ranked, tag, depth=run_depth)
+                        inserted += inserted_in_head(ranked.head(run_depth), run_depth)
                     else:
                         run_rows += ranking_rows(q.qid + v, rankings[v][i], ids, tag, depth=run_depth)
                     per_variant.append(score_question(dataset.metric_set, q, ranked, budgets, cache=cache,
