@@ -58,6 +58,11 @@ def canonical_json(obj: Any) -> str:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    atomic_write_blocks(path, (data,))
+
+
+def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> None:
+    """Write the concatenated blocks to path atomically, never holding more than one block in memory."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # the writer's host and pid in the name let remove_stale_temporaries tell a killed writer's leftover
@@ -66,7 +71,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
                                dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for block in blocks:
+                f.write(block)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

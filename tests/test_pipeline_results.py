@@ -37,6 +37,17 @@ def test_round_trip_is_exact_and_sorted(tmp_path):
         assert df.stratum.tolist() == ["", "", "", ""]  # empty stratum is "", not NaN
 
 
+def test_read_ids_share_one_object_per_distinct_value(tmp_path):
+    # Millions of rows repeat a few dozen ids; one str object per cell made the paper-size table 1.5 GB.
+    rows = [row(arm=f"A{i % 3}", qid=f"q{i % 50}", cluster=f"c{i % 50}", metric=f"m{i // 150}") for i in range(600)]
+    write_per_question(rows, tmp_path / "d.parquet", tmp_path / "d.csv")
+    for path in (tmp_path / "d.parquet", tmp_path / "d.csv"):
+        df = read_per_question(path)
+        for column in ("dataset", "arm", "qid", "metric", "stratum"):
+            assert len({id(v) for v in df[column]}) == df[column].nunique(), (path.suffix, column)
+        assert df.arm.map(type).eq(str).all() and df.dtypes.arm == object
+
+
 def test_csv_floats_use_repr(tmp_path):
     write_per_question(ROWS, tmp_path / "d.parquet", tmp_path / "d.csv")
     lines = (tmp_path / "d.csv").read_text().splitlines()
@@ -190,3 +201,48 @@ def test_combined_file_equals_direct_write(tmp_path):
     assert (tmp_path / "c.csv").read_bytes() == (tmp_path / "w.csv").read_bytes()
     assert (tmp_path / "c.parquet").read_bytes() == (tmp_path / "w.parquet").read_bytes()
     pd.testing.assert_frame_equal(read_per_question(tmp_path / "c.parquet"), read_per_question(tmp_path / "w.parquet"))
+
+
+def test_csv_written_in_blocks_equals_one_block_and_a_failed_write_leaves_nothing(tmp_path):
+    from harness.files import atomic_write_blocks
+    from harness.grid.results import _csv_blocks
+
+    write_per_question(ROWS, tmp_path / "d.parquet", tmp_path / "d.csv")
+    df = read_per_question(tmp_path / "d.csv")
+    whole = (tmp_path / "d.csv").read_text(encoding="utf-8")
+    assert "".join(_csv_blocks(df, rows_per_block=3)) == "".join(_csv_blocks(df, rows_per_block=1)) == whole
+    assert whole.count("dataset,arm") == 1
+
+    def failing():
+        yield b"half"
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        atomic_write_blocks(tmp_path / "d.csv", failing())
+    assert (tmp_path / "d.csv").read_text(encoding="utf-8") == whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "d.parquet"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda lines: lines, None),
+    (lambda lines: [lines[0]] + [lines[1].replace("mrr@10", "mrr@5")] + lines[2:],
+     "1 value(s) differ from d.parquet: line 2 metric: 'mrr@5' in the CSV, 'mrr@10' in d.parquet"),
+    (lambda lines: lines[:-1], "1 value(s) differ from d.parquet: 3 rows in the CSV, 4 in d.parquet"),
+    (lambda lines: lines + [lines[-1]], "1 value(s) differ from d.parquet: 5 rows in the CSV, 4 in d.parquet"),
+    (lambda lines: lines[:2] + [lines[2] + ",x"] + lines[3:], "1 value(s) differ from d.parquet: 4 rows in the CSV"),
+    (lambda lines: [lines[0].replace("qid", "question")] + lines[1:], "header ['dataset', 'arm', 'retriever', 'question'"),
+    (lambda lines: [], "header (empty file) is not"),
+    (lambda lines: lines[:1] + [lines[1].replace(",0.0", ",0.0000001")] + lines[2:],
+     "line 2 value: '0.0000001' in the CSV, 0.0 in d.parquet"),
+])
+def test_csv_is_compared_with_its_parquet_twin_row_by_row(tmp_path, edit, message):
+    from harness.provenance.release import csv_matches_parquet
+
+    write_per_question(ROWS, tmp_path / "d.parquet", tmp_path / "d.csv")
+    lines = (tmp_path / "d.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "d.csv").write_text("".join(f"{line}\n" for line in edit(lines)), encoding="utf-8")
+    check = csv_matches_parquet(tmp_path / "d.csv")
+    if message is None:
+        assert check.status == "PASS" and "4 rows equal to d.parquet" in check.detail
+    else:
+        assert check.status == "FAIL" and message in check.detail, check.detail

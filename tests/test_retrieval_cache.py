@@ -92,3 +92,30 @@ def test_float64_scores_round_trip_exactly(tmp_path):
 def test_empty_input(tmp_path):
     vectors, flags = VectorCache(tmp_path, NS).encode([], Recorder())
     assert vectors.shape == (0, 0) and flags.shape == (0,)
+
+
+def test_vectors_outside_the_resident_budget_are_read_back_identical(tmp_path):
+    # Only the index stays in memory: with room for one shard, every lookup of another shard rereads it.
+    texts = [f"text {i} " + "a" * (i % 7) for i in range(40)]
+    cache = VectorCache(tmp_path, NS, resident_bytes=1)
+    first = [cache.encode(texts[i:i + 8], Recorder())[0] for i in range(0, 40, 8)]  # five shards
+    assert len(cache._resident) == 1
+    order = [7, 39, 0, 12, 7, 33, 21]
+    again, flags = cache.encode([texts[i] for i in order], lambda ts: pytest.fail("should be cached"))
+    assert again.tolist() == [first[i // 8][i % 8].tolist() for i in order]
+    assert flags.tolist() == [len(texts[i]) > 5 for i in order]
+    fresh, _ = VectorCache(tmp_path, NS, resident_bytes=1).encode([texts[i] for i in order], Recorder())
+    assert fresh.tobytes() == again.tobytes() and len(cache) == 40
+
+
+def test_a_key_held_by_two_shards_reads_from_the_first_in_name_order(tmp_path):
+    VectorCache(tmp_path, NS).encode(["a"], Recorder())  # a = [1, 1, 1]
+    other = tmp_path / "other"
+    VectorCache(other, NS).encode(["a", "b"], lambda ts: (np.full((len(ts), 3), 9.0), np.zeros(len(ts), bool)))
+    directory = VectorCache(tmp_path, NS).directory
+    for shard in (other / NS.dirname).glob("*.npz"):
+        shard.rename(directory / shard.name)
+    first = sorted(directory.glob("*.npz"))[0]
+    expected = np.load(first)["vectors"][0].tolist()
+    vectors, _ = VectorCache(tmp_path, NS).encode(["a"], lambda ts: pytest.fail("should be cached"))
+    assert vectors[0].tolist() == expected

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from harness.data.model import Question
 from harness.errors import InputError
-from harness.files import atomic_write_bytes, atomic_write_text
+from harness.files import atomic_write_blocks, atomic_write_bytes
 
 COLUMNS = ("dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value")
 KEY = ("dataset", "arm", "retriever", "qid", "metric")  # unique per file; files are sorted by it
@@ -117,19 +117,27 @@ def _parquet_bytes(df: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
+def _csv_blocks(df: pd.DataFrame, rows_per_block: int = 100_000) -> Iterator[str]:
+    """The CSV text in blocks of rows: a table of millions of rows is never one string in memory."""
+    for start in range(0, max(len(df), 1), rows_per_block):
+        part = df.iloc[start:start + rows_per_block]
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        if start == 0:
+            writer.writerow(COLUMNS)
+        cols = [part[c].tolist() for c in TEXT] + [[repr(float(v)) for v in part["value"].tolist()]]
+        writer.writerows(zip(*cols))
+        yield buf.getvalue()
+
+
 def _csv_text(df: pd.DataFrame) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    cols = [df[c].tolist() for c in TEXT] + [[repr(float(v)) for v in df["value"].tolist()]]
-    writer.writerows(zip(*cols))
-    return buf.getvalue()
+    return "".join(_csv_blocks(df))
 
 
 def write_frame(df: pd.DataFrame, parquet_path: str | os.PathLike, csv_path: str | os.PathLike | None) -> None:
     atomic_write_bytes(parquet_path, _parquet_bytes(df))
     if csv_path is not None:
-        atomic_write_text(csv_path, _csv_text(df))
+        atomic_write_blocks(csv_path, (block.encode("utf-8") for block in _csv_blocks(df)))
 
 
 def write_per_question(
@@ -139,6 +147,15 @@ def write_per_question(
     df = check_and_sort(to_frame(rows), str(parquet_path))
     write_frame(df, parquet_path, csv_path)
     return len(df)
+
+
+def shared_text(column: pd.Series) -> pd.Series:
+    """The column as an object Series holding one Python object per distinct value, a missing value read
+    as "". A per-question table repeats a few dozen ids millions of times; one str object per cell made
+    the paper-size Qasper table 1.5 GB where shared ones take a tenth of it."""
+    codes, uniques = pd.factorize(column)
+    distinct = np.append(np.asarray(uniques, dtype=object), "")  # code -1 (missing) picks the ""
+    return pd.Series(distinct[codes], dtype=object)
 
 
 def read_per_question(path: str | os.PathLike) -> pd.DataFrame:
@@ -153,7 +170,7 @@ def read_per_question(path: str | os.PathLike) -> pd.DataFrame:
         raise InputError("per-question results file not found", path=path)
     try:
         if path.suffix == ".parquet":
-            df = pq.read_table(path).to_pandas()
+            df = pq.read_table(path, read_dictionary=[c for c in TEXT if c in pq.read_schema(path).names]).to_pandas()
             first, unit = 0, "row"
         elif path.suffix == ".csv":
             df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
@@ -172,14 +189,15 @@ def read_per_question(path: str | os.PathLike) -> pd.DataFrame:
             f"columns are {list(df.columns)}, expected {list(COLUMNS)} (missing: {', '.join(missing) or 'none'}; "
             f"unexpected: {', '.join(map(str, extra)) or 'none'})", path=path,
         )
-    values = []
-    for i, v in enumerate(df["value"]):
-        try:
-            values.append(float(v))  # Python's parser: the repr() written to CSV reads back bit-identical
-        except (TypeError, ValueError):
-            raise InputError(f"{unit} {first + i}: value {v!r} is not a number", path=path) from None
-    df = pd.DataFrame(
-        {c: df[c].astype(object).where(df[c].notna(), "") for c in TEXT} | {"value": pd.Series(values, dtype="float64")}
-    )
+    if df["value"].dtype == np.float64:
+        values = df["value"].to_numpy()
+    else:
+        values = []
+        for i, v in enumerate(df["value"]):
+            try:
+                values.append(float(v))  # Python's parser: the repr() written to CSV reads back bit-identical
+            except (TypeError, ValueError):
+                raise InputError(f"{unit} {first + i}: value {v!r} is not a number", path=path) from None
+    df = pd.DataFrame({c: shared_text(df[c]) for c in TEXT} | {"value": pd.Series(values, dtype="float64")})
     check_per_question(df, path, first=first, unit=unit)
     return df

@@ -96,28 +96,36 @@ def per_question_csvs(study: Study) -> list[Path]:
 
 
 def csv_matches_parquet(csv_path: Path) -> Check:
-    """The CSV and its Parquet twin hold the same rows, value by value (floats exactly)."""
+    """The CSV and its Parquet twin hold the same rows, value by value (floats exactly). Both are read
+    row by row in step, so a table of millions of rows is never held twice."""
 
     name = csv_path.name
     parquet = csv_path.with_suffix(".parquet")
     table = read_per_question(parquet)
-    expected = [list(map(str, row[:-1])) + [float(row[-1])]
-                for row in table[list(COLUMNS)].itertuples(index=False, name=None)]
+    expected = table[list(COLUMNS)].itertuples(index=False, name=None)
     with open(csv_path, encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f))
-    if not rows or tuple(rows[0]) != COLUMNS:
-        return Check(SUBJECT, name, FAIL, f"header {rows[0] if rows else '(empty file)'} is not {list(COLUMNS)}")
-    body = rows[1:]
-    differences = []
-    for i, (got, want) in enumerate(zip(body, expected)):
-        for column, g, w in zip(COLUMNS, got, want):
-            if (column == "value" and not _same_float(g, w)) or (column != "value" and g != w):
-                differences.append(f"line {i + 2} {column}: {g!r} in the CSV, {w!r} in {parquet.name}")
-    if len(body) != len(expected) or any(len(r) != len(COLUMNS) for r in body):
-        differences.append(f"{len(body)} rows in the CSV, {len(expected)} in {parquet.name}")
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None or tuple(header) != COLUMNS:
+            return Check(SUBJECT, name, FAIL, f"header {header if header else '(empty file)'} is not {list(COLUMNS)}")
+        differences, first, lines, ragged = 0, None, 0, False
+        for i, got in enumerate(reader):
+            lines += 1
+            ragged = ragged or len(got) != len(COLUMNS)
+            want = next(expected, None)
+            if want is None:
+                continue
+            for column, g, w in zip(COLUMNS, got, want):
+                w = float(w) if column == "value" else str(w)
+                if (column == "value" and not _same_float(g, w)) or (column != "value" and g != w):
+                    differences += 1
+                    first = first or f"line {i + 2} {column}: {g!r} in the CSV, {w!r} in {parquet.name}"
+    if lines != len(table) or ragged:
+        differences += 1
+        first = first or f"{lines} rows in the CSV, {len(table)} in {parquet.name}"
     if differences:
-        return Check(SUBJECT, name, FAIL, f"{len(differences)} value(s) differ from {parquet.name}: {differences[0]}")
-    return Check(SUBJECT, name, PASS, f"{len(body)} rows equal to {parquet.name}, value by value")
+        return Check(SUBJECT, name, FAIL, f"{differences} value(s) differ from {parquet.name}: {first}")
+    return Check(SUBJECT, name, PASS, f"{lines} rows equal to {parquet.name}, value by value")
 
 
 def _same_float(text: str, value: float) -> bool:

@@ -3,13 +3,14 @@
 Layout: <root>/<slug>-<namespace hash>/namespace.json plus one `.npz` shard per write batch (keys,
 vectors, truncated flags). Each shard is written to a temporary name and renamed, so a killed run loses
 at most the batch in flight and never leaves a half-written shard; nothing is ever rewritten
-(append-only). A rerun loads every shard and encodes only texts it has not seen.
+(append-only). A rerun indexes every shard and encodes only texts it has not seen.
 """
 
 from __future__ import annotations
 
 import io
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -45,15 +46,27 @@ class CacheNamespace:
 
 
 class VectorCache:
-    """Vectors for one namespace; `hits` / `misses` count texts looked up (after de-duplication)."""
+    """Vectors for one namespace; `hits` / `misses` count texts looked up (after de-duplication).
 
-    def __init__(self, root: str | Path, namespace: CacheNamespace, *, dtype: type = np.float32):
+    Only the index (each key's shard and row) and the truncated flags stay in memory; a shard's vectors are
+    read when a lookup needs them and kept in a least-recently-used set of at most `resident_bytes`. The
+    paper-size twin's embeddings are 2.7 GB on disk, which held whole (one array per row) made most of the
+    score stage's memory.
+    """
+
+    def __init__(self, root: str | Path, namespace: CacheNamespace, *, dtype: type = np.float32,
+                 resident_bytes: int = 256 * 2**20):
         self.namespace = namespace
         self.dtype = np.dtype(dtype)  # float32 for embeddings; float64 keeps reranker scores exact
         self.directory = Path(root) / namespace.dirname
+        self.resident_bytes = resident_bytes
         self.hits = 0
         self.misses = 0
-        self._rows: dict[str, tuple[np.ndarray, bool]] = {}
+        self._where: dict[bytes, int] = {}  # key digest -> shard number << 32 | row
+        self._shards: list[Path] = []
+        self._flags: list[np.ndarray] = []
+        self._resident: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._held = 0  # bytes of the resident vectors
         self._load()
 
     def _load(self) -> None:
@@ -61,24 +74,48 @@ class VectorCache:
         if meta.exists() and read_json(meta) != self.namespace.as_dict():
             raise HarnessError(f"{meta}: cache namespace does not match {self.namespace.as_dict()}")
         for shard in sorted(self.directory.glob("*.npz")):
-            try:
-                with np.load(shard, allow_pickle=False) as z:
-                    keys, vectors, truncated = z["keys"], z["vectors"], z["truncated"]
-            except (OSError, ValueError, KeyError) as e:
-                raise HarnessError(f"{shard}: unreadable cache shard ({e}); delete it to recompute its entries") from None
-            vectors = vectors.astype(self.dtype, copy=False)
-            for key, vector, flag in zip(keys.tolist(), vectors, truncated.tolist()):
-                self._rows.setdefault(key, (vector, bool(flag)))
+            keys, truncated = self._read(shard, "keys", "truncated")
+            self._add_shard(shard, keys.tolist(), truncated)
+
+    @staticmethod
+    def _read(shard: Path, *names: str) -> list[np.ndarray]:
+        try:
+            with np.load(shard, allow_pickle=False) as z:
+                return [z[name] for name in names]
+        except (OSError, ValueError, KeyError) as e:
+            raise HarnessError(f"{shard}: unreadable cache shard ({e}); delete it to recompute its entries") from None
+
+    def _add_shard(self, shard: Path, keys: list[str], truncated: np.ndarray) -> int:
+        number = len(self._shards)
+        self._shards.append(shard)
+        self._flags.append(np.asarray(truncated, dtype=bool))
+        for row, key in enumerate(keys):
+            self._where.setdefault(bytes.fromhex(key), number << 32 | row)  # the first shard holding a key wins
+        return number
+
+    def _vectors(self, number: int) -> np.ndarray:
+        if number in self._resident:
+            self._resident.move_to_end(number)
+            return self._resident[number]
+        (vectors,) = self._read(self._shards[number], "vectors")
+        return self._keep(number, vectors.astype(self.dtype, copy=False))
+
+    def _keep(self, number: int, vectors: np.ndarray) -> np.ndarray:
+        self._resident[number] = vectors
+        self._held += vectors.nbytes
+        while self._held > self.resident_bytes and len(self._resident) > 1:
+            self._held -= self._resident.popitem(last=False)[1].nbytes
+        return vectors
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._where)
 
     def encode(self, texts: Sequence[str], encoder: Encoder) -> tuple[np.ndarray, np.ndarray]:
         """Vectors and truncated flags for `texts` (row i for texts[i]); only unseen texts reach `encoder`."""
         keys = [sha256_text(t) for t in texts]
         missing: dict[str, str] = {}
         for key, text in zip(keys, texts):
-            if key not in self._rows and key not in missing:
+            if bytes.fromhex(key) not in self._where and key not in missing:
                 missing[key] = text
         self.misses += len(missing)
         self.hits += len(set(keys)) - len(missing)
@@ -86,8 +123,16 @@ class VectorCache:
             self._store(list(missing), *encoder(list(missing.values())))
         if not keys:
             return np.zeros((0, 0), dtype=self.dtype), np.zeros(0, dtype=bool)
-        vectors = np.stack([self._rows[k][0] for k in keys])
-        truncated = np.array([self._rows[k][1] for k in keys], dtype=bool)
+        where = np.array([self._where[bytes.fromhex(k)] for k in keys], dtype=np.int64)
+        shard_of, row_of = where >> 32, where & 0xFFFFFFFF
+        vectors, truncated = None, np.zeros(len(keys), dtype=bool)
+        for number in np.unique(shard_of).tolist():  # each needed shard read once, rows copied out at once
+            at = np.flatnonzero(shard_of == number)
+            block = self._vectors(number)
+            if vectors is None:
+                vectors = np.empty((len(keys), block.shape[1]), dtype=self.dtype)
+            vectors[at] = block[row_of[at]]
+            truncated[at] = self._flags[number][row_of[at]]
         return vectors, truncated
 
     def _store(self, keys: list[str], vectors: np.ndarray, truncated: np.ndarray) -> None:
@@ -104,6 +149,6 @@ class VectorCache:
         buf = io.BytesIO()
         np.savez(buf, keys=np.array(keys), vectors=vectors, truncated=truncated)
         # Named by content, so two runs writing the same batch write the same file.
-        atomic_write_bytes(self.directory / f"{sha256_text(canonical_json(keys))[:24]}.npz", buf.getvalue())
-        for key, vector, flag in zip(keys, vectors, truncated.tolist()):
-            self._rows[key] = (vector, bool(flag))
+        shard = self.directory / f"{sha256_text(canonical_json(keys))[:24]}.npz"
+        atomic_write_bytes(shard, buf.getvalue())
+        self._keep(self._add_shard(shard, keys, truncated), vectors)
