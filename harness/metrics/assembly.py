@@ -48,7 +48,7 @@ def size_in_unit(text: str, unit: str, tokens: TokenCache | None = None) -> int:
         return len(words(text))
     if unit != "tokens":
         raise InputError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
-    return (tokens or TokenCache()).count(text)
+    return (tokens if tokens is not None else TokenCache()).count(text)  # an empty cache is falsy (len 0)
 
 
 def novel_share(chunk_words: list[str], seen: set[str]) -> float:
