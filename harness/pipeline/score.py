@@ -195,6 +195,9 @@ def score_study(
             record_first_outcome(study, frozen_hash=frozen_hash)
             write_cell_parts(per_q, cell, rows, variant_rows)
             mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
+        loaded.clear()  # the dataset's chunks, scope indexes and text analyses are not needed to assemble its table
+        context.memo.clear()
+        del cache
         n = assemble_per_question(study, name, frozen_hash, log=log)
         update_manifest(study, name, {
             "dataset": name,

@@ -49,13 +49,14 @@ class VectorCache:
     """Vectors for one namespace; `hits` / `misses` count texts looked up (after de-duplication).
 
     Only the index (each key's shard and row) and the truncated flags stay in memory; a shard's vectors are
-    read when a lookup needs them and kept in a least-recently-used set of at most `resident_bytes`. The
-    paper-size twin's embeddings are 2.7 GB on disk, which held whole (one array per row) made most of the
-    score stage's memory.
+    read when a lookup needs them and kept in a least-recently-used set of at most `resident_bytes` (an
+    arm's texts are looked up together, each shard read once per lookup, so the set need only hold what
+    arms share). The paper-size twin's embeddings are 2.7 GB on disk, which held whole (one array per row)
+    made most of the score stage's memory.
     """
 
     def __init__(self, root: str | Path, namespace: CacheNamespace, *, dtype: type = np.float32,
-                 resident_bytes: int = 256 * 2**20):
+                 resident_bytes: int = 64 * 2**20):
         self.namespace = namespace
         self.dtype = np.dtype(dtype)  # float32 for embeddings; float64 keeps reranker scores exact
         self.directory = Path(root) / namespace.dirname
