@@ -343,9 +343,9 @@ def test_chunk_sets_sharing_texts_share_one_token_count():
     a = Chunk("d", "d#0", "one two three", ((0, 13),), "", 1, 1, ("paragraph",))
     b = Chunk("d", "d#1", "four five", ((13, 22),), "", 1, 1, ("paragraph",))
     shared = Counting()
-    first = chunk_set_stats([a, b], (), budgets=[2], tokens=shared)
+    first = chunk_set_stats([a, b], (), budgets=[2], token_cache=shared)
     second = chunk_set_stats([a, Chunk("d", "e#0", "one two three", ((0, 13),), "x", 1, 1, ("paragraph",))], (),
-                             budgets=[2], tokens=shared)
+                             budgets=[2], token_cache=shared)
     assert Counting.encoded == 2 and len(shared) == 2  # the second set's texts were counted by the first
     assert (first.mean_tokens, second.mean_tokens) == ((3 + 2) / 2, 3.0)
 

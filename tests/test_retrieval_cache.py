@@ -119,3 +119,14 @@ def test_a_key_held_by_two_shards_reads_from_the_first_in_name_order(tmp_path):
     expected = np.load(first)["vectors"][0].tolist()
     vectors, _ = VectorCache(tmp_path, NS).encode(["a"], lambda ts: pytest.fail("should be cached"))
     assert vectors[0].tolist() == expected
+
+
+def test_a_shard_whose_vectors_do_not_match_its_keys_is_reported_with_its_path(tmp_path):
+    cache = VectorCache(tmp_path, NS)
+    cache.encode(["a", "b"], Recorder())
+    shard = next(cache.directory.glob("*.npz"))
+    with np.load(shard) as z:
+        keys, truncated = z["keys"], z["truncated"]
+    np.savez(shard, keys=keys, vectors=np.zeros((1, 3), dtype=np.float32), truncated=truncated)
+    with pytest.raises(HarnessError, match=rf"{shard.name}: \(1, 3\) vectors for 2 keys"):
+        VectorCache(tmp_path, NS).encode(["b"], Recorder())

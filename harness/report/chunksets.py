@@ -29,9 +29,9 @@ class ChunkSetStats:
 
 
 def chunk_set_stats(chunks: list[Chunk], questions: tuple[Question, ...], budgets: list[int],
-                    unit: str = "tokens", tokens: TokenCache | None = None) -> ChunkSetStats:
-    """`tokens`: a cache shared by the chunk sets of a report, whose arms hold many of the same texts."""
-    cache = tokens if tokens is not None else TokenCache()
+                    unit: str = "tokens", token_cache: TokenCache | None = None) -> ChunkSetStats:
+    """`token_cache`: one shared by the chunk sets of a report, whose arms hold many of the same texts."""
+    cache = token_cache if token_cache is not None else TokenCache()
     tokens = np.array([size_in_unit(c.text, "tokens", cache) for c in chunks], dtype=float)
     sizes = tokens if unit == "tokens" else np.array([size_in_unit(c.text, unit) for c in chunks], dtype=float)
     covers = _coverage_by_doc(chunks)

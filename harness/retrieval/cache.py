@@ -99,6 +99,9 @@ class VectorCache:
             self._resident.move_to_end(number)
             return self._resident[number]
         (vectors,) = self._read(self._shards[number], "vectors")
+        if vectors.ndim != 2 or len(vectors) != len(self._flags[number]):
+            raise HarnessError(f"{self._shards[number]}: {vectors.shape} vectors for {len(self._flags[number])} keys; "
+                               "delete it to recompute its entries")
         return self._keep(number, vectors.astype(self.dtype, copy=False))
 
     def _keep(self, number: int, vectors: np.ndarray) -> np.ndarray:
@@ -114,9 +117,10 @@ class VectorCache:
     def encode(self, texts: Sequence[str], encoder: Encoder) -> tuple[np.ndarray, np.ndarray]:
         """Vectors and truncated flags for `texts` (row i for texts[i]); only unseen texts reach `encoder`."""
         keys = [sha256_text(t) for t in texts]
+        digests = [bytes.fromhex(k) for k in keys]
         missing: dict[str, str] = {}
-        for key, text in zip(keys, texts):
-            if bytes.fromhex(key) not in self._where and key not in missing:
+        for key, digest, text in zip(keys, digests, texts):
+            if digest not in self._where and key not in missing:
                 missing[key] = text
         self.misses += len(missing)
         self.hits += len(set(keys)) - len(missing)
@@ -124,11 +128,12 @@ class VectorCache:
             self._store(list(missing), *encoder(list(missing.values())))
         if not keys:
             return np.zeros((0, 0), dtype=self.dtype), np.zeros(0, dtype=bool)
-        where = np.array([self._where[bytes.fromhex(k)] for k in keys], dtype=np.int64)
+        where = np.array([self._where[d] for d in digests], dtype=np.int64)
         shard_of, row_of = where >> 32, where & 0xFFFFFFFF
         vectors, truncated = None, np.zeros(len(keys), dtype=bool)
-        for number in np.unique(shard_of).tolist():  # each needed shard read once, rows copied out at once
-            at = np.flatnonzero(shard_of == number)
+        by_shard = np.argsort(shard_of, kind="stable")
+        numbers, starts = np.unique(shard_of[by_shard], return_index=True)
+        for number, at in zip(numbers.tolist(), np.split(by_shard, starts[1:])):  # each needed shard read once
             block = self._vectors(number)
             if vectors is None:
                 vectors = np.empty((len(keys), block.shape[1]), dtype=self.dtype)
