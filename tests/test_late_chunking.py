@@ -114,6 +114,7 @@ def test_the_retriever_ranks_and_caches_late_vectors(tmp_path, models):
     first = retriever.index("s", chunks()).search("redis cache")
     assert sorted(first.order.tolist()) == [0, 1, 2, 3, 4]
     assert retriever.stats()["cache_misses"] >= 5 and retriever.describe()["late_overlap"] == 4
+    context.flush()
     again = RetrieverContext(tmp_path, configs)
     again.add_documents([Document("t/doc.md", "t", DOC)])
     second = again.get("late").index("s", chunks()).search("redis cache")

@@ -90,6 +90,7 @@ def test_the_rerank_retriever_caches_the_pair_scores(tmp_path, model_dir):
     retriever = RetrieverContext(tmp_path, configs).get("q3")
     first = retriever.index("s", chunks).search(QUERY)
     assert retriever.stats() == {"cache_hits": 0, "cache_misses": 4}
+    retriever.flush()
     again = RetrieverContext(tmp_path, configs).get("q3")
     second = again.index("s", chunks).search(QUERY)
     assert again.stats() == {"cache_hits": 4, "cache_misses": 0}

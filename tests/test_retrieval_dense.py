@@ -46,6 +46,7 @@ def test_rerun_hits_the_cache_for_every_text(tmp_path):
     retriever = _retriever(tmp_path, first, document_prefix="d: ")
     expected = [r.order.tolist() for r in retriever.index("s", chunks_of(TEXTS)).search_many(["redis", "blade"])]
     assert len(first.embedded) == len(TEXTS) + 2
+    retriever.flush()  # what the scoring loop does after each cell
 
     second = CountingEmbedder()  # a new process: new retriever, same cache directory
     rerun = _retriever(tmp_path, second, document_prefix="d: ")

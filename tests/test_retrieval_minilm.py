@@ -65,6 +65,7 @@ def test_long_input_is_truncated_and_counted_not_fatal(minilm):
 
 def test_rerun_hits_the_cache_for_every_text_and_never_loads_the_model(minilm, cache_dir):
     minilm.index("s", chunks_of(TEXTS)).search_many(["redis cache", "blade slots"])
+    minilm.flush()
     rerun = RetrieverContext(cache_dir, {"minilm": MINILM_CFG}).get("minilm")
     calls = []
     original = rerun.embedder.embed

@@ -75,7 +75,9 @@ def test_depth_beyond_the_scope_reranks_everything(tmp_path):
 
 def test_pair_scores_are_cached_across_runs(tmp_path):
     first = LengthScorer()
-    RerankRetriever("rr", FixedRetriever(FIRST), first, depth=4, cache_dir=tmp_path).index("s", chunks_of(TEXTS)).search_many(["q1", "q2"])
+    reranker = RerankRetriever("rr", FixedRetriever(FIRST), first, depth=4, cache_dir=tmp_path)
+    reranker.index("s", chunks_of(TEXTS)).search_many(["q1", "q2"])
+    reranker.flush()
     assert len(first.seen) == 8
     again = LengthScorer()
     rerun = RerankRetriever("rr", FixedRetriever(FIRST), again, depth=4, cache_dir=tmp_path)

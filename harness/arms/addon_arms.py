@@ -118,7 +118,9 @@ def dense_retriever_for(study: Any, arm: str, embedder: str) -> str:
 def chunk_embeddings(study: Any, retriever_name: str, chunks: Sequence[Chunk]) -> np.ndarray:
     """One unit row per chunk: the chunk's indexed text embedded as the retriever embeds documents (cached)."""
     retriever = RetrieverContext.for_study(study).get(retriever_name)
-    return retriever.index(f"SM embeddings {len(chunks)}", list(chunks)).matrix
+    matrix = retriever.index(f"SM embeddings {len(chunks)}", list(chunks)).matrix
+    retriever.flush()
+    return matrix
 
 
 # --- M-TP ---

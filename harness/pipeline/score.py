@@ -192,6 +192,7 @@ def score_study(
             rows, variant_rows, counts = score_cell(
                 study, dataset, cell, loaded[cell.arm.name], context, cache, budgets, run_depth=run_depth
             )
+            context.flush()  # the cell's new vectors and pair scores as one shard per cache
             record_first_outcome(study, frozen_hash=frozen_hash)
             write_cell_parts(per_q, cell, rows, variant_rows)
             mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
@@ -248,6 +249,7 @@ def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, froze
     context = RetrieverContext.for_study(study, progress=False)
     rows, variant_rows, counts = score_cell(study, dataset, cell, scoped, context, ScoringCache(), budgets,
                                             run_depth=study.config.run_depth)
+    context.flush()  # a Ray worker outlives its task: nothing may wait for the process to end
     record_first_outcome(study, frozen_hash=frozen_hash)
     write_cell_parts(per_question_dir(study), cell, rows, variant_rows)
     mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
@@ -268,6 +270,7 @@ def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: s
         for variant, chunks in chunk_variants(scope.chunks):
             dense.index(scope.key + variant, chunks)
         dense.embed_queries([q.query for q in scope.questions])
+    dense.flush()  # before the scoring tasks look for these vectors
     return dense.stats()
 
 

@@ -209,3 +209,6 @@ class Retriever(ABC):
     def stats(self) -> dict[str, int]:
         """Counters accumulated so far (cache hits, truncated inputs, ...); empty when there are none."""
         return {}
+
+    def flush(self) -> None:
+        """Write what the retriever's caches hold in memory (harness.retrieval.cache); none here."""

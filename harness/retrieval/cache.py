@@ -1,15 +1,20 @@
 """On-disk cache of model outputs (embeddings, reranker scores), keyed by (model, digest, prefix, text hash).
 
-Layout: <root>/<slug>-<namespace hash>/namespace.json plus one `.npz` shard per write batch (keys,
-vectors, truncated flags). Each shard is written to a temporary name and renamed, so a killed run loses
-at most the batch in flight and never leaves a half-written shard; nothing is ever rewritten
+Layout: <root>/<slug>-<namespace hash>/namespace.json plus `.npz` shards (keys, vectors, truncated flags).
+New entries are held in memory and written together as one shard by `flush()`: the scoring loop flushes
+after each cell (a cell's many small lookups, one per question for a reranker, would otherwise write one
+shard each), past `pending_bytes` a cache flushes by itself, and at interpreter exit every cache flushes
+what it still holds. Each shard is written to a temporary name and renamed, so a killed run loses at most
+the entries not yet flushed and never leaves a half-written shard; nothing is ever rewritten
 (append-only). A rerun indexes every shard and encodes only texts it has not seen.
 """
 
 from __future__ import annotations
 
+import atexit
 import io
 import re
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +50,71 @@ class CacheNamespace:
         return f"{slug}-{sha256_text(canonical_json(self.as_dict()))[:16]}"
 
 
+def _digests(shard: Path, keys: np.ndarray) -> np.ndarray:
+    """A shard's hex keys (SHA-256) as 32-byte digests (dtype S32)."""
+    texts = keys.tolist()
+    try:
+        if any(len(k) != 64 for k in texts):
+            raise ValueError("a key is not 64 hex digits")
+        return np.frombuffer(bytes.fromhex("".join(texts)), dtype="S32").copy()
+    except (ValueError, TypeError) as e:
+        raise HarnessError(f"{shard}: unreadable cache shard ({e}); delete it to recompute its entries") from None
+
+
+class KeyIndex:
+    """Exact map from 32-byte key digests to int64 locations, first entry of a key winning.
+
+    Held as numpy arrays (the digests sorted as fixed-width bytes, beside their locations): 40 bytes a key
+    where a dict of bytes and ints takes about 150, and no Python objects, so an index of millions of keys
+    neither weighs on memory nor pins the allocator's arenas between the transient objects of scoring.
+    Keys added later wait in a small dict until it is worth merging them into the sorted arrays.
+    """
+
+    def __init__(self, *, merge_at: int = 1 << 16) -> None:
+        self.merge_at = merge_at  # recent keys held in the dict before a merge (at least an eighth of the index)
+        self._keys = np.zeros(0, dtype="S32")
+        self._locations = np.zeros(0, dtype=np.int64)
+        self._recent: dict[bytes, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys) + len(self._recent)
+
+    def find(self, digests: Sequence[bytes]) -> np.ndarray:
+        """Each digest's location, -1 where absent."""
+        out = np.full(len(digests), -1, dtype=np.int64)
+        if len(self._keys) and len(digests):
+            wanted = np.array(digests, dtype="S32")
+            at = np.minimum(np.searchsorted(self._keys, wanted), len(self._keys) - 1)
+            found = self._keys[at] == wanted
+            out[found] = self._locations[at[found]]
+        if self._recent:
+            for i, d in enumerate(digests):
+                if out[i] < 0:
+                    out[i] = self._recent.get(d, -1)
+        return out
+
+    def add(self, digests: Sequence[bytes], locations: np.ndarray) -> None:
+        """Add the digests not yet present, each at its first location in this call."""
+        fresh = self.find(digests) < 0
+        for d, location, new in zip(digests, np.asarray(locations).tolist(), fresh.tolist()):
+            if new:
+                self._recent.setdefault(d, location)
+        if len(self._recent) > max(self.merge_at, len(self._keys) >> 3):  # merges cost a sort: amortised over many adds
+            self._merge()
+
+    def load(self, digests: np.ndarray, locations: np.ndarray) -> None:
+        """Start from `digests` (dtype S32) in order of precedence: where a key repeats, its first entry wins."""
+        first = np.unique(digests, return_index=True)[1] if len(digests) else np.zeros(0, dtype=np.int64)
+        self._keys, self._locations, self._recent = digests[first], np.asarray(locations, dtype=np.int64)[first], {}
+
+    def _merge(self) -> None:
+        keys = np.concatenate([self._keys, np.array(list(self._recent), dtype="S32")])
+        locations = np.concatenate([self._locations, np.fromiter(self._recent.values(), dtype=np.int64,
+                                                                  count=len(self._recent))])
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._locations, self._recent = keys[order], locations[order], {}
+
+
 class VectorCache:
     """Vectors for one namespace; `hits` / `misses` count texts looked up (after de-duplication).
 
@@ -56,27 +126,40 @@ class VectorCache:
     """
 
     def __init__(self, root: str | Path, namespace: CacheNamespace, *, dtype: type = np.float32,
-                 resident_bytes: int = 64 * 2**20):
+                 resident_bytes: int = 64 * 2**20, pending_bytes: int = 64 * 2**20):
         self.namespace = namespace
         self.dtype = np.dtype(dtype)  # float32 for embeddings; float64 keeps reranker scores exact
-        self.directory = Path(root) / namespace.dirname
+        self.root = Path(root)
+        self.directory = self.root / namespace.dirname
+        # the nearest folder that exists now: gone at exit, the cache belonged to a removed scratch copy
+        self._anchor = next(p for p in (self.root, *self.root.parents) if p.is_dir())
         self.resident_bytes = resident_bytes
         self.hits = 0
         self.misses = 0
-        self._where: dict[bytes, int] = {}  # key digest -> shard number << 32 | row
+        self._where = KeyIndex()  # key digest -> shard number << 32 | row
         self._shards: list[Path] = []
         self._flags: list[np.ndarray] = []
         self._resident: OrderedDict[int, np.ndarray] = OrderedDict()
         self._held = 0  # bytes of the resident vectors
+        self.pending_bytes = pending_bytes
+        self._pending = _Pending()  # entries not yet written, under shard number self._pending.number
+        self.shards_written = 0
         self._load()
+        _LIVE.add(self)
 
     def _load(self) -> None:
         meta = self.directory / "namespace.json"
         if meta.exists() and read_json(meta) != self.namespace.as_dict():
             raise HarnessError(f"{meta}: cache namespace does not match {self.namespace.as_dict()}")
-        for shard in sorted(self.directory.glob("*.npz")):
+        digests, locations = [], []
+        for number, shard in enumerate(sorted(self.directory.glob("*.npz"))):
             keys, truncated = self._read(shard, "keys", "truncated")
-            self._add_shard(shard, keys.tolist(), truncated)
+            self._shards.append(shard)
+            self._flags.append(np.asarray(truncated, dtype=bool))
+            digests.append(_digests(shard, keys))
+            locations.append(number << 32 | np.arange(len(keys), dtype=np.int64))
+        if digests:  # the first shard (in name order) holding a key wins
+            self._where.load(np.concatenate(digests), np.concatenate(locations))
 
     @staticmethod
     def _read(shard: Path, *names: str) -> list[np.ndarray]:
@@ -86,15 +169,9 @@ class VectorCache:
         except (OSError, ValueError, KeyError) as e:
             raise HarnessError(f"{shard}: unreadable cache shard ({e}); delete it to recompute its entries") from None
 
-    def _add_shard(self, shard: Path, keys: list[str], truncated: np.ndarray) -> int:
-        number = len(self._shards)
-        self._shards.append(shard)
-        self._flags.append(np.asarray(truncated, dtype=bool))
-        for row, key in enumerate(keys):
-            self._where.setdefault(bytes.fromhex(key), number << 32 | row)  # the first shard holding a key wins
-        return number
-
     def _vectors(self, number: int) -> np.ndarray:
+        if number == self._pending.number:
+            return self._pending.vectors()
         if number in self._resident:
             self._resident.move_to_end(number)
             return self._resident[number]
@@ -118,17 +195,23 @@ class VectorCache:
         """Vectors and truncated flags for `texts` (row i for texts[i]); only unseen texts reach `encoder`."""
         keys = [sha256_text(t) for t in texts]
         digests = [bytes.fromhex(k) for k in keys]
+        where = self._where.find(digests)
         missing: dict[str, str] = {}
-        for key, digest, text in zip(keys, digests, texts):
-            if digest not in self._where and key not in missing:
+        for key, location, text in zip(keys, where.tolist(), texts):
+            if location < 0 and key not in missing:
                 missing[key] = text
         self.misses += len(missing)
         self.hits += len(set(keys)) - len(missing)
         if missing:
-            self._store(list(missing), *encoder(list(missing.values())))
+            try:
+                encoded = encoder(list(missing.values()))
+            except BaseException:
+                self.flush()  # a failing model (a server gone, an interrupt): keep what was computed before it
+                raise
+            self._store(list(missing), *encoded)
+            where = self._where.find(digests)
         if not keys:
             return np.zeros((0, 0), dtype=self.dtype), np.zeros(0, dtype=bool)
-        where = np.array([self._where[d] for d in digests], dtype=np.int64)
         shard_of, row_of = where >> 32, where & 0xFFFFFFFF
         vectors, truncated = None, np.zeros(len(keys), dtype=bool)
         by_shard = np.argsort(shard_of, kind="stable")
@@ -138,10 +221,12 @@ class VectorCache:
             if vectors is None:
                 vectors = np.empty((len(keys), block.shape[1]), dtype=self.dtype)
             vectors[at] = block[row_of[at]]
-            truncated[at] = self._flags[number][row_of[at]]
+            flags = self._pending.flags() if number == self._pending.number else self._flags[number]
+            truncated[at] = flags[row_of[at]]
         return vectors, truncated
 
     def _store(self, keys: list[str], vectors: np.ndarray, truncated: np.ndarray) -> None:
+        """Hold new entries (under the pending shard's number) until the next flush."""
         vectors = np.asarray(vectors, dtype=self.dtype)
         truncated = np.asarray(truncated, dtype=bool)
         if vectors.ndim != 2 or len(vectors) != len(keys) or truncated.shape != (len(keys),):
@@ -149,12 +234,85 @@ class VectorCache:
                 f"{self.namespace.model}: encoder returned {vectors.shape} vectors and {truncated.shape} flags "
                 f"for {len(keys)} texts"
             )
+        pending = self._pending
+        if pending.number is not None and pending.width != vectors.shape[1]:
+            self.flush()  # a shard holds vectors of one width
+        if pending.number is None:
+            pending.number = len(self._shards)
+            self._shards.append(None)  # its path once written
+            self._flags.append(None)
+        rows = pending.rows + np.arange(len(keys), dtype=np.int64)
+        pending.add(keys, vectors, truncated)
+        self._where.add([bytes.fromhex(k) for k in keys], pending.number << 32 | rows)
+        if pending.nbytes > self.pending_bytes:
+            self.flush()
+
+    def flush(self) -> Path | None:
+        """Write the entries held in memory as one shard (named by its keys); returns its path (None: none held)."""
+        pending = self._pending
+        if pending.number is None:
+            return None
+        keys, vectors, truncated = pending.keys, pending.vectors().copy(), pending.flags().copy()
         meta = self.directory / "namespace.json"
         if not meta.exists():
             atomic_write_json(meta, self.namespace.as_dict())
         buf = io.BytesIO()
         np.savez(buf, keys=np.array(keys), vectors=vectors, truncated=truncated)
-        # Named by content, so two runs writing the same batch write the same file.
+        # Named by content, so two runs writing the same entries write the same file.
         shard = self.directory / f"{sha256_text(canonical_json(keys))[:24]}.npz"
         atomic_write_bytes(shard, buf.getvalue())
-        self._keep(self._add_shard(shard, keys, truncated), vectors)
+        number = pending.number
+        self._shards[number], self._flags[number] = shard, truncated
+        self._pending = _Pending()
+        self._keep(number, vectors)
+        self.shards_written += 1
+        return shard
+
+
+class _Pending:
+    """A cache's entries not yet written, in the order they were stored: keys, and vectors and flags in
+    buffers that double when full (a lookup reads them between stores, so appending must not copy them all)."""
+
+    def __init__(self) -> None:
+        self.number: int | None = None  # the shard number its entries are indexed under
+        self.keys: list[str] = []
+        self.rows = 0
+        self._vectors: np.ndarray | None = None
+        self._flags = np.zeros(0, dtype=bool)
+
+    @property
+    def width(self) -> int:
+        return self._vectors.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self._vectors.itemsize * self.width + 100 * self.rows  # the keys' str objects, roughly
+
+    def add(self, keys: list[str], vectors: np.ndarray, truncated: np.ndarray) -> None:
+        end = self.rows + len(keys)
+        if self._vectors is None or end > len(self._vectors):
+            grown = np.empty((max(end, 2 * self.rows, 64), vectors.shape[1]), dtype=vectors.dtype)
+            flags = np.zeros(len(grown), dtype=bool)
+            if self._vectors is not None:
+                grown[: self.rows], flags[: self.rows] = self._vectors[: self.rows], self._flags[: self.rows]
+            self._vectors, self._flags = grown, flags
+        self._vectors[self.rows : end], self._flags[self.rows : end] = vectors, truncated
+        self.keys += keys
+        self.rows = end
+
+    def vectors(self) -> np.ndarray:
+        return self._vectors[: self.rows]
+
+    def flags(self) -> np.ndarray:
+        return self._flags[: self.rows]
+
+
+_LIVE: "weakref.WeakSet[VectorCache]" = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """What a process computed is kept when it ends normally without a last flush (a crash loses it)."""
+    for cache in list(_LIVE):
+        if cache._anchor.is_dir():  # else a removed scratch copy's (harness.pipeline.rescore): nothing to keep
+            cache.flush()

@@ -350,6 +350,10 @@ class DenseRetriever(Retriever):
             "score_decimals": SCORE_DECIMALS,
         }
 
+    def flush(self) -> None:
+        for cache in self._caches.values():
+            cache.flush()
+
     def stats(self) -> dict[str, int]:
         out = {"truncated_documents": len(self.truncated["documents"]), "truncated_queries": len(self.truncated["queries"])}
         out["cache_hits"] = sum(c.hits for c in self._caches.values())

@@ -227,6 +227,11 @@ class LateChunkingRetriever(DenseRetriever):
             "truncation": "none: documents longer than the window are encoded in overlapping windows",
         }
 
+    def flush(self) -> None:
+        super().flush()
+        if self._late_cache is not None:
+            self._late_cache.flush()
+
     def stats(self) -> dict[str, int]:
         out = super().stats()
         out["cache_hits"] += self._chunk_cache().hits if self._late_cache is not None else 0

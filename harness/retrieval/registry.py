@@ -84,6 +84,11 @@ class RetrieverContext:
         """Make the documents' texts (data.model.Document) known to retrievers that read them (pooling: late)."""
         self.documents.update((d.doc_id, d.text) for d in documents)
 
+    def flush(self) -> None:
+        """Write every built retriever's cached model outputs still held in memory (a unit of work is done)."""
+        for retriever in self._built.values():
+            retriever.flush()
+
     def all(self) -> dict[str, Retriever]:
         return {name: self.get(name) for name in self.configs}
 

@@ -136,6 +136,9 @@ class RerankRetriever(Retriever):
             "tail": "first-stage order, scores placed below the reranked head",
         }
 
+    def flush(self) -> None:
+        self.cache.flush()
+
     def stats(self) -> dict[str, int]:
         return {"cache_hits": self.cache.hits, "cache_misses": self.cache.misses}
 
