@@ -110,7 +110,7 @@ def test_an_expansion_read_in_part_equals_the_whole_expansion(mode, monkeypatch)
 
     import numpy as np
 
-    from harness.pipeline.addon_cells import ExpandedRanking, expanded_run_rows, inserted_in_head
+    from harness.pipeline.addon_cells import ExpandedRanking, expanded_run_block, inserted_in_head
     from harness.retrieval.base import Ranking
 
     monkeypatch.setattr(ExpandedRanking, "FIRST", 2)  # grow several times on a small set
@@ -124,9 +124,9 @@ def test_an_expansion_read_in_part_equals_the_whole_expansion(mode, monkeypatch)
         whole = expand(mode, [ids[j] for j in Ranking.lazy(scores.copy()).order.tolist()], ChunkSet(chunks))
         for depth in (1, 3, 10, len(chunks)):
             lazy = ExpandedRanking(mode, Ranking.lazy(scores.copy()), ids, ChunkSet(chunks), by_id)
-            rows = expanded_run_rows("q", lazy, "t", depth=depth)
-            assert [r.chunk_id for r in rows] == list(whole.chunk_ids[:depth])
-            assert [r.score for r in rows] == [float(len(chunks) - r) for r in range(depth)]
+            block = expanded_run_block("q", lazy, "t", depth=depth)
+            assert list(block.chunk_ids) == list(whole.chunk_ids[:depth])
+            assert block.scores.tolist() == [float(len(chunks) - r) for r in range(depth)]
             assert inserted_in_head(lazy.head(depth), depth) == inserted_in_head(whole, depth)
             partial += len(lazy.expansion.chunk_ids) < len(chunks)
             assert [c.chunk_id for c in lazy] == list(whole.chunk_ids)  # read to the end: the whole list

@@ -82,3 +82,41 @@ def test_missing_run_file(tmp_path):
 def test_format_score_is_round_trip_exact():
     for x in [1e-300, 0.1, 123456789.123456789, 1 / 61 + 1 / 63]:
         assert float(format_score(x)) == x
+
+
+def test_blocks_write_the_bytes_rows_write(tmp_path):
+    """A question's ranking written as one block gives the same bytes as its rows: sorted by qid, ranks from 1
+    (or a block's first rank), -0.0 as 0.0, shortest round-trip floats."""
+    from harness.retrieval.runfile import RunBlock, ranking_block, write_run_blocks
+
+    rng = np.random.default_rng(5)
+    ids = [f"d#{i:04d}-x" for i in range(40)]
+    rankings = {f"q{j}": rank_by_score(np.round(rng.normal(size=40), 2) * (j % 3 - 1)) for j in (3, 10, 1, 2)}
+    rows = [row for qid, r in rankings.items() for row in ranking_rows(qid, r, ids, "t", depth=17)]
+    write_run(tmp_path / "rows.run", rows)
+    blocks = [ranking_block(qid, r, ids, "t", depth=17) for qid, r in rankings.items()]
+    assert write_run_blocks(tmp_path / "blocks.run", blocks) == len(rows)
+    assert (tmp_path / "blocks.run").read_bytes() == (tmp_path / "rows.run").read_bytes()
+    assert b" -0.0 " not in (tmp_path / "blocks.run").read_bytes()
+    assert read_run(tmp_path / "blocks.run") == sorted(rows, key=lambda r: (r.qid, r.rank))
+    shifted = RunBlock("q9", ["a", "b"], np.array([2.0, 1.0]), "t", first_rank=4)
+    write_run_blocks(tmp_path / "shifted.run", [shifted])
+    assert (tmp_path / "shifted.run").read_text() == "q9 Q0 a 4 2.0 t\nq9 Q0 b 5 1.0 t\n"
+
+
+@pytest.mark.parametrize(
+    "blocks, message",
+    [
+        ([("q1", ["c"], [1.0], "t"), ("q1", ["d"], [0.5], "t")], "question 'q1': two rankings for one question"),
+        ([("q1", ["c", "d"], [1.0], "t")], "question 'q1': 1 scores for 2 chunk ids"),
+        ([("q1", ["c", "d"], [1.0, float("inf")], "t")], "must be finite, got inf"),
+        ([("q1", ["c d"], [1.0], "t")], "chunk_id 'c d' cannot be written"),
+    ],
+)
+def test_bad_blocks_are_refused_and_nothing_is_written(tmp_path, blocks, message):
+    from harness.retrieval.runfile import RunBlock, write_run_blocks
+
+    path = tmp_path / "x.run"
+    with pytest.raises(ValueError, match=message):
+        write_run_blocks(path, [RunBlock(q, ids, np.array(s), t) for q, ids, s, t in blocks])
+    assert not path.exists()

@@ -16,11 +16,13 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
+import numpy as np
+
 from harness.arms.variants import VARIANT
 from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.retrieval.expansion import ChunkSet, Expansion, expand_ranking
-from harness.retrieval.runfile import RunRow
+from harness.retrieval.runfile import RunBlock
 
 
 def chunk_variants(chunks: Sequence[Chunk]) -> list[tuple[str, list[Chunk]]]:
@@ -89,11 +91,10 @@ def inserted_in_head(expansion: Expansion, head: int) -> list[int]:
     return [n for chunk_id, n in expansion.inserted.items() if chunk_id in shown]
 
 
-def expanded_run_rows(qid: str, expanded: ExpandedRanking, tag: str, *, depth: int | None) -> list[RunRow]:
-    """Run rows of the expanded list's first `depth` entries, scored n, n-1, ... (n: the whole list's length)."""
+def expanded_run_block(qid: str, expanded: ExpandedRanking, tag: str, *, depth: int | None) -> RunBlock:
+    """The expanded list's first `depth` entries as a run block, scored n, n-1, ... (n: the whole list's length)."""
     n = len(expanded) if depth is None else min(depth, len(expanded))
-    chunk_ids = expanded.head(n).chunk_ids
-    return [RunRow(qid, chunk_ids[r], r + 1, float(len(expanded) - r), tag) for r in range(n)]
+    return RunBlock(qid, expanded.head(n).chunk_ids[:n], np.arange(len(expanded), len(expanded) - n, -1, dtype=np.float64), tag)
 
 
 def mean_over_variants(per_variant: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:

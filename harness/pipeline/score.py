@@ -25,7 +25,7 @@ from harness.grid.paths import per_question_dir, results_dir, run_path, runs_dir
 from harness.grid.states import SCORED, cell_counts, cell_state, mark_cell_done
 from harness.pipeline.executors import is_local, ray_session, run_on_ray
 from harness.pipeline.addon_cells import (
-    ExpandedRanking, chunk_variants, expanded_run_rows, inserted_in_head, mean_over_variants,
+    ExpandedRanking, chunk_variants, expanded_run_block, inserted_in_head, mean_over_variants,
 )
 from harness.pipeline.parts import write_part, write_variants_part
 from harness.pipeline.table import assemble_per_question, update_manifest
@@ -35,7 +35,7 @@ from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking
 from harness.retrieval.expansion import ChunkSet as ExpansionChunkSet
 from harness.retrieval.registry import RetrieverContext, embedding_retrievers
-from harness.retrieval.runfile import ranking_rows, write_run
+from harness.retrieval.runfile import ranking_block, write_run_blocks
 from harness.study import Study
 
 
@@ -89,7 +89,7 @@ def score_cell(
     retriever = context.get(retriever_name)
     tag = f"{arm}__{retriever_name}"
     mode = cell.arm.expansion  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
-    run_rows, rows, variant_rows = [], [], []
+    run_blocks, rows, variant_rows = [], [], []
     counts: dict[str, Any] = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
     inserted: list[int] = []
     averaged: list[str] = []  # variants averaged per question (RM's seeds)
@@ -120,10 +120,10 @@ def score_cell(
                     ranked: Sequence[Chunk] = _Ranked(chunks, rankings[v][i])
                     if mode:
                         ranked = ExpandedRanking(mode, rankings[v][i], ids, chunk_sets[v], by_id)
-                        run_rows += expanded_run_rows(q.qid + v, ranked, tag, depth=run_depth)
+                        run_blocks.append(expanded_run_block(q.qid + v, ranked, tag, depth=run_depth))
                         inserted += inserted_in_head(ranked.head(run_depth), run_depth)
                     else:
-                        run_rows += ranking_rows(q.qid + v, rankings[v][i], ids, tag, depth=run_depth)
+                        run_blocks.append(ranking_block(q.qid + v, rankings[v][i], ids, tag, depth=run_depth))
                     per_variant.append(score_question(dataset.metric_set, q, ranked, budgets, cache=cache,
                                                       assembly=study.config.assembly))
             for metric, value in mean_over_variants(per_variant):
@@ -135,7 +135,7 @@ def score_cell(
         counts["inserted_per_expansion"] = asdict(summarise_counts(inserted))
     if averaged:
         counts["variants_averaged"] = averaged
-    write_run(run_path(study, dataset.name, arm, retriever_name), run_rows)
+    write_run_blocks(run_path(study, dataset.name, arm, retriever_name), run_blocks)
     return rows, variant_rows, counts
 
 
@@ -187,8 +187,7 @@ def score_study(
                 loaded.clear()  # one arm's chunks in memory at a time (todo is arm-major)
                 context.memo.clear()  # and its scope indexes, shared by the arm's cells
                 # an expansion arm ranks its `of:` arm's chunks
-                chunks = read_chunk_set(study, dataset, cell.arm.ranks, frozen_hash=frozen_hash)
-                loaded[cell.arm.name] = scopes(dataset, chunks)
+                loaded[cell.arm.name] = scopes(dataset, read_chunk_set(study, dataset, cell.arm.ranks, frozen_hash=frozen_hash))
             rows, variant_rows, counts = score_cell(
                 study, dataset, cell, loaded[cell.arm.name], context, cache, budgets, run_depth=run_depth
             )
@@ -199,6 +198,7 @@ def score_study(
         loaded.clear()  # the dataset's chunks, scope indexes and text analyses are not needed to assemble its table
         context.memo.clear()
         del cache
+        rows = variant_rows = None  # the last cell's rows too
         n = assemble_per_question(study, name, frozen_hash, log=log)
         update_manifest(study, name, {
             "dataset": name,
