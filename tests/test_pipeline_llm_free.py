@@ -207,3 +207,33 @@ def test_issue23_case7_select_freeze_and_build_arms_name_every_drop_in_one_line_
         lines = capsys.readouterr().out.splitlines()
         assert expected in lines, (command, lines)
         assert "docs: nothing dropped or changed on loading (47 questions kept)" in lines
+
+
+@pytest.mark.parametrize("per_search", [1, 3])
+def test_questions_ranked_in_small_batches_give_the_same_rows_and_run_files(built, monkeypatch, per_search):
+    """score_cell ranks a scope's questions QUESTIONS_PER_SEARCH at a time (memory): any batch size writes
+    the bytes and rows of one batch per scope, on pooled scopes of many questions."""
+    import harness.pipeline.score as score
+    from harness.grid.cells import configured_cells
+    from harness.metrics.registry import ScoringCache, budgets_from_config
+    from harness.retrieval.registry import RetrieverContext
+
+    checked = 0
+    for name in ("papers-pooled", "docs"):
+        frozen = read_json(per_question_path(built, name).with_suffix(".manifest.json"))["frozen_config_hash"]
+        dataset = load_dataset(built, name, selection=read_selection(built))
+        budgets = budgets_from_config(built.config.budgets, dataset.metric_set)
+        for cell in [c for c in configured_cells(built) if c.dataset.name == name][:3]:
+            scoped = score.scopes(dataset, read_chunk_set(built, dataset, cell.arm.ranks, frozen_hash=frozen))
+            assert max(len(s.questions) for s in scoped) > per_search  # the batches do split a scope
+
+            def run(n):
+                monkeypatch.setattr(score, "QUESTIONS_PER_SEARCH", n)
+                rows = score.score_cell(built, dataset, cell, scoped, RetrieverContext.for_study(built), ScoringCache(),
+                                        budgets, run_depth=built.config.run_depth)
+                return rows, run_path(built, *cell.names).read_bytes()
+
+            whole = run(10_000)
+            assert run(per_search) == whole
+            checked += 1
+    assert checked == 6

@@ -39,6 +39,12 @@ from harness.retrieval.runfile import ranking_block, write_run_blocks
 from harness.study import Study
 
 
+# Questions of a scope ranked together: a scope of many questions (a pooled corpus) would otherwise hold every
+# question's full ranking at once, and a fusion's members' too, for each variant (ScopeIndex.search_many: the
+# rankings are the same however the questions are batched).
+QUESTIONS_PER_SEARCH = 64
+
+
 class _Ranked(Sequence):
     """A ranking's chunks, best first, materialised (and ordered, Ranking.position) only where the metrics look."""
 
@@ -98,9 +104,8 @@ def score_cell(
     sampled_arm = cell.arm.sampled
     for scope in scoped:
         variants = chunk_variants(scope.chunks)  # RM: one chunk set per seed, averaged per question below
-        queries = [q.query for q in scope.questions]
         if scope.chunks:
-            rankings = {v: retriever.index(scope.key + v, chunks).search_many(queries) for v, chunks in variants}
+            indexes = {v: retriever.index(scope.key + v, chunks) for v, chunks in variants}
             ids_of = {v: [c.chunk_id for c in chunks] for v, chunks in variants}
             chunk_sets = {v: ExpansionChunkSet(chunks) for v, chunks in variants} if mode else {}
             by_id = {c.chunk_id: c for c in scope.chunks} if mode else {}
@@ -109,6 +114,10 @@ def score_cell(
             counts["questions_outside_arm"] += len(scope.questions)
             continue
         for i, q in enumerate(scope.questions):
+            if scope.chunks and i % QUESTIONS_PER_SEARCH == 0:  # the next questions' rankings, the last ones freed
+                first = i
+                batch = [q.query for q in scope.questions[i : i + QUESTIONS_PER_SEARCH]]
+                rankings = {v: index.search_many(batch) for v, index in indexes.items()}
             counts["questions"] += 1
             if not scope.chunks:
                 counts["questions_empty_scope"] += 1
@@ -117,13 +126,13 @@ def score_cell(
                 per_variant = []
                 for v, chunks in variants:
                     ids = ids_of[v]
-                    ranked: Sequence[Chunk] = _Ranked(chunks, rankings[v][i])
+                    ranked: Sequence[Chunk] = _Ranked(chunks, rankings[v][i - first])
                     if mode:
-                        ranked = ExpandedRanking(mode, rankings[v][i], ids, chunk_sets[v], by_id)
+                        ranked = ExpandedRanking(mode, rankings[v][i - first], ids, chunk_sets[v], by_id)
                         run_blocks.append(expanded_run_block(q.qid + v, ranked, tag, depth=run_depth))
                         inserted += inserted_in_head(ranked.head(run_depth), run_depth)
                     else:
-                        run_blocks.append(ranking_block(q.qid + v, rankings[v][i], ids, tag, depth=run_depth))
+                        run_blocks.append(ranking_block(q.qid + v, rankings[v][i - first], ids, tag, depth=run_depth))
                     per_variant.append(score_question(dataset.metric_set, q, ranked, budgets, cache=cache,
                                                       assembly=study.config.assembly))
             for metric, value in mean_over_variants(per_variant):
