@@ -127,3 +127,17 @@ def test_shared_cache_gives_the_same_values_as_fresh_caches():
             assert score_question(name, q, chunks(*ranking), budgets, cache=shared) == score_question(
                 name, q, chunks(*ranking), budgets, cache=fresh
             )
+
+
+def test_a_gram_cache_keeps_one_string_per_distinct_word():
+    """Analyses share their words (memory at paper scale): the same word in two texts, whole or cut, is one
+    object, and the analysis equals the unshared one."""
+    from harness.metrics.ngrams import GramCache, unit_grams
+
+    cache = GramCache()
+    a, b = "The cache keeps the index warm across runs", "Runs of the index: cache hits and misses"
+    first, second = cache.get(a), cache.get(b)
+    assert first.words == unit_grams(a).words and first.grams == unit_grams(a).grams
+    shared = {w: w for w in first.words}
+    assert all(shared[w] is w for w in second.words if w in shared)
+    assert cache.get_transient("the cache again").words[1] is first.words[1]
