@@ -108,3 +108,13 @@ def test_rank_by_score_refuses_nan_and_does_not_share_the_callers_array():
     ranking = rank_by_score(scores)
     scores[0] = 5.0
     assert ranking.order.tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("nonzero_share", [0.0, 0.05, 0.12, 0.13, 0.5, 1.0])
+def test_the_full_order_is_the_stable_order_sparse_or_dense(nonzero_share):
+    """_full_order takes one of two paths by the share of nonzero scores: both give the reference order."""
+    rng = np.random.default_rng(int(nonzero_share * 100))
+    n = 400
+    values = np.where(rng.random(n) < nonzero_share, rng.choice([-2.0, -0.5, 0.25, 1.0, 3.0, np.inf], size=n), 0.0)
+    values[rng.random(n) < 0.1] = -0.0
+    assert _full_order(values).tolist() == stable_order(values)
