@@ -246,3 +246,15 @@ def test_csv_is_compared_with_its_parquet_twin_row_by_row(tmp_path, edit, messag
         assert check.status == "PASS" and "4 rows equal to d.parquet" in check.detail
     else:
         assert check.status == "FAIL" and message in check.detail, check.detail
+
+
+def test_a_result_row_is_its_columns_in_order_and_to_frame_refuses_anything_else():
+    from harness.grid.results import COLUMNS, ResultRow, to_frame
+
+    row = ResultRow("d", "a", "r", "q1", "c1", "", "rec@256t", 0.5)
+    assert ResultRow._fields == COLUMNS and tuple(row) == tuple(getattr(row, c) for c in COLUMNS)
+    frame = to_frame([row, row._replace(qid="q2", value=1.0)])
+    assert list(frame.columns) == list(COLUMNS) and frame["qid"].tolist() == ["q1", "q2"]
+    assert frame["value"].dtype == "float64" and frame["stratum"].tolist() == ["", ""]
+    with pytest.raises(TypeError, match="expected ResultRow, got tuple"):
+        to_frame([row, tuple(row)])
