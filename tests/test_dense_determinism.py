@@ -23,7 +23,7 @@ threads, batch_size, warm_reversed, out = int(sys.argv[1]), int(sys.argv[2]), sy
 torch.set_num_threads(threads)
 from harness.data.model import Chunk
 from harness.retrieval.dense import DenseRetriever, SentenceTransformerEmbedder
-from harness.retrieval.runfile import ranking_rows, write_run
+from harness.retrieval.runfile import ranking_block, write_run_blocks
 demo = Path("examples/demo/data/docs")
 texts = [p for f in sorted((demo / "docs").rglob("*.md")) for p in f.read_text().split("\n\n") if p.strip()][:60]
 chunks = [Chunk("d", f"d#{i:03d}", t, ((0, len(t)),), "", 1, 1, ("paragraph",), indexed_text=t) for i, t in enumerate(texts)]
@@ -35,7 +35,7 @@ if warm_reversed:
     retriever.embed_queries(queries[::-1])
 rankings = retriever.index("scope", chunks).search_many(queries)
 ids = [c.chunk_id for c in chunks]
-write_run(out, [row for i, r in enumerate(rankings) for row in ranking_rows(f"q{i:02d}", r, ids, "minilm")])
+write_run_blocks(out, [ranking_block(f"q{i:02d}", r, ids, "minilm") for i, r in enumerate(rankings)])
 print(torch.get_num_threads())
 """
 

@@ -229,3 +229,17 @@ cache.encode(["a", "b"], lambda ts: (np.ones((len(ts), 3), dtype=np.float32), np
     enc = Recorder()
     VectorCache(root, NS).encode(["a", "b"], enc)
     assert enc.calls == ([] if expected == "written" else [["a", "b"]])
+
+
+def test_entries_of_another_width_start_a_new_shard_and_all_read_back(tmp_path):
+    """A shard holds one width: held entries are written first, and lookups on either side stay right."""
+    cache = VectorCache(tmp_path, NS)
+    narrow, _ = cache.encode(["a", "bb"], Recorder())  # width 3
+    wide, _ = cache.encode(["ccc"], lambda ts: (np.full((len(ts), 5), 2.0), np.ones(len(ts), dtype=bool)))
+    assert cache.shards_written == 1  # the width change wrote the narrow entries
+    again, flags = cache.encode(["ccc"], lambda ts: pytest.fail("should be held"))
+    assert again.tolist() == wide.tolist() and flags.tolist() == [True]
+    assert cache.encode(["bb", "a"], lambda ts: pytest.fail("should be cached"))[0].tolist() == narrow[::-1].tolist()
+    cache.flush()
+    reopened = VectorCache(tmp_path, NS)
+    assert reopened.encode(["ccc"], lambda ts: pytest.fail("should be cached"))[0].tolist() == wide.tolist()

@@ -16,7 +16,7 @@ from rank_bm25 import BM25Okapi
 
 from harness.retrieval.base import Ranking, _full_order, ordered_positions, rank_by_score
 from harness.retrieval.bm25 import BM25Retriever
-from harness.retrieval.runfile import ranking_rows
+from harness.retrieval.runfile import ranking_block
 from harness.tokens import words
 from retrieval_support import chunks_of
 
@@ -88,8 +88,8 @@ def test_a_run_file_head_orders_no_more_than_it_writes():
     scores = np.zeros(10_000)
     scores[[5, 9_000, 17]] = [2.0, 3.0, 2.0]
     ranking = rank_by_score(scores)
-    rows = ranking_rows("q", ranking, [f"c{i}" for i in range(len(scores))], "tag", depth=5)
-    assert [r.chunk_id for r in rows] == ["c9000", "c5", "c17", "c0", "c1"]
+    block = ranking_block("q", ranking, [f"c{i}" for i in range(len(scores))], "tag", depth=5)
+    assert list(block.chunk_ids) == ["c9000", "c5", "c17", "c0", "c1"]
     assert len(ranking._order) == 5  # the other 9,995 positions were never sorted
 
 

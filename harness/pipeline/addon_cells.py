@@ -94,7 +94,8 @@ def inserted_in_head(expansion: Expansion, head: int) -> list[int]:
 def expanded_run_block(qid: str, expanded: ExpandedRanking, tag: str, *, depth: int | None) -> RunBlock:
     """The expanded list's first `depth` entries as a run block, scored n, n-1, ... (n: the whole list's length)."""
     n = len(expanded) if depth is None else min(depth, len(expanded))
-    return RunBlock(qid, expanded.head(n).chunk_ids[:n], np.arange(len(expanded), len(expanded) - n, -1, dtype=np.float64), tag)
+    scores = np.arange(len(expanded), len(expanded) - n, -1, dtype=np.float64)
+    return RunBlock(qid, expanded.head(n).chunk_ids[:n], scores, tag)
 
 
 def mean_over_variants(per_variant: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:

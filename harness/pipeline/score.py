@@ -116,7 +116,7 @@ def score_cell(
         for i, q in enumerate(scope.questions):
             if scope.chunks and i % QUESTIONS_PER_SEARCH == 0:  # the next questions' rankings, the last ones freed
                 first = i
-                batch = [q.query for q in scope.questions[i : i + QUESTIONS_PER_SEARCH]]
+                batch = [asked.query for asked in scope.questions[i : i + QUESTIONS_PER_SEARCH]]
                 rankings = {v: index.search_many(batch) for v, index in indexes.items()}
             counts["questions"] += 1
             if not scope.chunks:
@@ -196,7 +196,9 @@ def score_study(
                 loaded.clear()  # one arm's chunks in memory at a time (todo is arm-major)
                 context.memo.clear()  # and its scope indexes, shared by the arm's cells
                 # an expansion arm ranks its `of:` arm's chunks
-                loaded[cell.arm.name] = scopes(dataset, read_chunk_set(study, dataset, cell.arm.ranks, frozen_hash=frozen_hash))
+                chunk_set = read_chunk_set(study, dataset, cell.arm.ranks, frozen_hash=frozen_hash)
+                loaded[cell.arm.name] = scopes(dataset, chunk_set)
+                del chunk_set  # held by the scopes only, released with them
             rows, variant_rows, counts = score_cell(
                 study, dataset, cell, loaded[cell.arm.name], context, cache, budgets, run_depth=run_depth
             )

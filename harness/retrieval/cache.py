@@ -221,8 +221,7 @@ class VectorCache:
             if vectors is None:
                 vectors = np.empty((len(keys), block.shape[1]), dtype=self.dtype)
             vectors[at] = block[row_of[at]]
-            flags = self._pending.flags() if number == self._pending.number else self._flags[number]
-            truncated[at] = flags[row_of[at]]
+            truncated[at] = self._flags[number][row_of[at]]
         return vectors, truncated
 
     def _store(self, keys: list[str], vectors: np.ndarray, truncated: np.ndarray) -> None:
@@ -234,15 +233,16 @@ class VectorCache:
                 f"{self.namespace.model}: encoder returned {vectors.shape} vectors and {truncated.shape} flags "
                 f"for {len(keys)} texts"
             )
-        pending = self._pending
-        if pending.number is not None and pending.width != vectors.shape[1]:
+        if self._pending.number is not None and self._pending.width != vectors.shape[1]:
             self.flush()  # a shard holds vectors of one width
+        pending = self._pending
         if pending.number is None:
             pending.number = len(self._shards)
             self._shards.append(None)  # its path once written
             self._flags.append(None)
         rows = pending.rows + np.arange(len(keys), dtype=np.int64)
         pending.add(keys, vectors, truncated)
+        self._flags[pending.number] = pending.flags()  # a view of the held flags, replaced by the written ones
         self._where.add([bytes.fromhex(k) for k in keys], pending.number << 32 | rows)
         if pending.nbytes > self.pending_bytes:
             self.flush()

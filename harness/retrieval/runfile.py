@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import os
 import re
-from itertools import groupby
 from operator import itemgetter
 from typing import Iterable, NamedTuple, Sequence
 
@@ -29,28 +28,23 @@ class RunRow(NamedTuple):  # one line of a run file, as read back
 
 
 class RunBlock(NamedTuple):
-    """One question's ranked chunk ids, best first, with their scores: the lines of ranks first_rank, first_rank + 1, ...
-    The scoring loop writes a question's ranking as one block (no object per line)."""
+    """One question's ranked chunk ids, best first, with their scores: its lines, ranks 1, 2, ... The scoring
+    loop writes a question's ranking as one block (no object per line)."""
 
     qid: str
     chunk_ids: Sequence[str]
     scores: np.ndarray  # float64, aligned with chunk_ids
     tag: str
-    first_rank: int = 1
 
 
-def ranking_block(qid: str, ranking: Ranking, chunk_ids: Sequence[str], tag: str, *, depth: int | None = None) -> RunBlock:
+def ranking_block(
+    qid: str, ranking: Ranking, chunk_ids: Sequence[str], tag: str, *, depth: int | None = None
+) -> RunBlock:
     """The first `depth` entries (all when None) of a ranking as a run block."""
     if len(chunk_ids) != len(ranking):
         raise ValueError(f"question {qid!r}: ranking covers {len(ranking)} chunks but {len(chunk_ids)} chunk ids were given")
     order, scores = ranking.head(len(ranking) if depth is None else depth)
     return RunBlock(qid, [chunk_ids[pos] for pos in order.tolist()], scores, tag)
-
-
-def ranking_rows(qid: str, ranking: Ranking, chunk_ids: Sequence[str], tag: str, *, depth: int | None = None) -> list[RunRow]:
-    """The first `depth` entries (all when None) of a ranking as run rows."""
-    block = ranking_block(qid, ranking, chunk_ids, tag, depth=depth)
-    return [RunRow(qid, c, rank, score, tag) for rank, (c, score) in enumerate(zip(block.chunk_ids, block.scores.tolist()), 1)]
 
 
 def format_score(score: float) -> str:
@@ -71,37 +65,16 @@ def _field(value: str, what: str, checked: set[str]) -> str:
     return value
 
 
-def write_run(path: str | os.PathLike, rows: Iterable[RunRow]) -> int:
-    """Write rows sorted by (qid, rank), atomically; returns the number of rows. Ranks must run 1..n per qid."""
-    ordered = sorted(rows, key=itemgetter(0, 2))  # (qid, rank)
-    seen: dict[str, int] = {}
-    for row in ordered:
-        expected = seen.get(row.qid, 0) + 1
-        if row.rank != expected:
-            raise ValueError(
-                f"question {row.qid!r}: ranks must run 1, 2, ... without gaps; found {row.rank} where {expected} was due"
-            )
-        seen[row.qid] = expected
-    blocks = [RunBlock(qid, [r.chunk_id for r in group], np.array([r.score for r in group], dtype=np.float64), tag,
-                       group[0].rank)
-              for (qid, tag), rows_of in groupby(ordered, key=itemgetter(0, 4)) for group in [list(rows_of)]]
-    return _write_blocks(path, blocks)
-
-
 def write_run_blocks(path: str | os.PathLike, blocks: Iterable[RunBlock]) -> int:
-    """Write one block per question sorted by qid, atomically; returns the number of lines."""
+    """Write one block per question sorted by qid, atomically, validated before anything is written; returns
+    the number of lines."""
     ordered = sorted(blocks, key=itemgetter(0))
     for before, block in zip(ordered, ordered[1:]):
         if before.qid == block.qid:
             raise ValueError(f"question {block.qid!r}: two rankings for one question")
-    return _write_blocks(path, ordered)
-
-
-def _write_blocks(path: str | os.PathLike, blocks: list[RunBlock]) -> int:
-    """The blocks' lines, in the order given, validated before anything is written."""
     checked: set[str] = set()
     texts, n = [], 0
-    for block in blocks:
+    for block in ordered:
         scores = np.asarray(block.scores, dtype=np.float64)
         if len(scores) != len(block.chunk_ids):
             raise ValueError(f"question {block.qid!r}: {len(scores)} scores for {len(block.chunk_ids)} chunk ids")
@@ -111,8 +84,8 @@ def _write_blocks(path: str | os.PathLike, blocks: list[RunBlock]) -> int:
         tail = f" {_field(block.tag, 'tag', checked)}\n"
         ids = [_field(c, "chunk_id", checked) for c in block.chunk_ids]
         # repr: the shortest text that reads back as the same float; + 0.0 writes -0.0 as 0.0 (format_score)
-        texts.append("".join([f"{head}{c} {rank} {score!r}{tail}" for c, rank, score in
-                              zip(ids, range(block.first_rank, block.first_rank + len(ids)), (scores + 0.0).tolist())]))
+        lines = zip(ids, range(1, len(ids) + 1), (scores + 0.0).tolist())
+        texts.append("".join([f"{head}{c} {rank} {score!r}{tail}" for c, rank, score in lines]))
         n += len(ids)
     atomic_write_blocks(path, (t.encode("utf-8") for t in texts))
     return n
