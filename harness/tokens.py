@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import lru_cache
 from itertools import repeat
@@ -37,14 +38,34 @@ def cl100k():
 
 def count_tokens(text: str) -> int:
     """len(cl100k().encode(text, disallowed_special=())), counted per part between piece breaks and
-    remembered per part: a prompt that repeats a document (CR sends it once per chunk) is encoded once."""
+    remembered per part: a prompt that repeats a document (CR sends it once per chunk) is encoded once, and so
+    is a paragraph shared by many chunk sets."""
     *broken, last = PIECE_BREAK_RE.split(text)  # each part but the last lost its closing newline
     return sum(map(_part_tokens, broken, repeat(True))) + _part_tokens(last, False)
 
 
-@lru_cache(maxsize=1 << 17)
+def count_tokens_once(text: str) -> int:
+    """count_tokens for a text that will not recur (a model's answer): encoded, not remembered, so a stream of
+    unique texts cannot push the remembered parts out."""
+    return len(cl100k().encode_ordinary(text))
+
+
+# Remembered part counts, keyed by a 128-bit digest of the part, not the part itself: a paper-scale build
+# meets millions of parts, and the strings would cost hundreds of MiB. Cleared when full (counts are exact
+# either way; only the time changes).
+_PART_COUNTS: dict[bytes, int] = {}
+MAX_REMEMBERED_PARTS = 1 << 21
+
+
 def _part_tokens(part: str, newline: bool) -> int:
-    return len(cl100k().encode_ordinary(part + "\n" if newline else part))
+    text = part + "\n" if newline else part
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    found = _PART_COUNTS.get(key)
+    if found is None:
+        if len(_PART_COUNTS) >= MAX_REMEMBERED_PARTS:
+            _PART_COUNTS.clear()
+        found = _PART_COUNTS[key] = len(cl100k().encode_ordinary(text))
+    return found
 
 
 MESSAGE_OVERHEAD_TOKENS = 8  # per chat message (role and separators), a close upper bound for most chat formats

@@ -35,3 +35,34 @@ def test_a_part_remembered_from_one_text_counts_right_in_another():
     assert len(PIECE_BREAK_RE.split(document)) > 3  # several parts, so the cache is exercised
     for text in (document, "Full document:\n" + document + "\n=====\n", "  " + document, document + "\n\n x"):
         assert count_tokens(text) == whole(text)
+
+
+def test_counts_stay_exact_when_the_remembered_parts_are_cleared(monkeypatch):
+    import harness.tokens as tokens
+
+    monkeypatch.setattr(tokens, "_PART_COUNTS", {})
+    monkeypatch.setattr(tokens, "MAX_REMEMBERED_PARTS", 3)
+    rng = random.Random(1)
+    for _ in range(500):
+        text = "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(0, 30)))
+        assert count_tokens(text) == whole(text), repr(text)
+        assert len(tokens._PART_COUNTS) <= 3
+
+
+def test_a_part_and_the_same_part_closed_by_a_newline_are_remembered_apart():
+    # "a\nb" is counted as the parts "a\n" and "b"; the text "a" alone is one token, "a\n" two
+    import harness.tokens as tokens
+
+    tokens._PART_COUNTS.clear()
+    for text in ("a\nb", "a", "a\n\nz", "a"):
+        assert count_tokens(text) == whole(text), repr(text)
+
+
+def test_an_answer_counted_once_is_not_remembered():
+    import harness.tokens as tokens
+    from harness.tokens import count_tokens_once
+
+    before = len(tokens._PART_COUNTS)
+    text = "a one-off answer 9f2c\nwith two lines"
+    assert count_tokens_once(text) == whole(text)
+    assert len(tokens._PART_COUNTS) == before

@@ -10,7 +10,7 @@ from typing import Iterable, Mapping, Sequence
 from harness.arms.consolidate import MappingOutcomes
 from harness.arms.merge import by_document, chunk_key, merged_fragment_ids
 from harness.data.model import Chunk
-from harness.tokens import cl100k
+from harness.tokens import count_tokens
 
 LONG_MERGED_TOKENS = 512
 
@@ -66,9 +66,8 @@ class LongMerged:
 
 def long_merged_share(chunks: Sequence[Chunk], limit_tokens: int = LONG_MERGED_TOKENS) -> LongMerged:
     """Of the chunks merged from two or more fragments, how many exceed `limit_tokens` cl100k tokens."""
-    enc = cl100k()
     merged = [c for c in chunks if len(merged_fragment_ids(c)) >= 2]
-    over = sum(len(enc.encode_ordinary(c.text)) > limit_tokens for c in merged)
+    over = sum(count_tokens(c.text) > limit_tokens for c in merged)
     return LongMerged(len(merged), over, round(over / len(merged), 6) if merged else 0.0, limit_tokens)
 
 

@@ -29,7 +29,7 @@ from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_jsonl, canonical_json, iter_jsonl, read_json, sha256_text
 from harness.grid.cells import chunk_sets
 from harness.study import Study
-from harness.tokens import cl100k
+from harness.tokens import count_tokens
 from harness.grid.paths import chunk_manifest_path, chunks_path
 
 
@@ -68,8 +68,8 @@ def _model_record(study: Study, dataset: str, arm: str, cfg: Any) -> dict | None
 
 
 def _token_lengths(chunks: Sequence[Chunk]) -> list[int]:
-    enc = cl100k()
-    return [len(enc.encode_ordinary(c.text)) for c in chunks]
+    # counted per paragraph and remembered: most chunk sets of a dataset share most of their paragraphs
+    return [count_tokens(c.text) for c in chunks]
 
 
 def _spans_sections(doc_headers: Mapping[str, list[int]], chunk: Chunk) -> bool:

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from harness.config.models import SIMULATED_OPTIONS, model_settings
 from harness.files import canonical_json, sha256_text
 from harness.llm.base import Backend, Completion, Message, as_messages
-from harness.tokens import count_tokens, prompt_tokens, words
+from harness.tokens import count_tokens_once, prompt_tokens, words
 
 STRING_WORDS = (3, 14)  # shortest and longest generated string, in words
 ARRAY_ITEMS = 3  # items of an array whose schema sets no maxItems
@@ -64,7 +64,7 @@ class SimulatedBackend(Backend):
         if rng.random() < float(opts.get("malformed_rate", 0.0)):
             text = text[: max(1, len(text) // 2)]  # cut off mid-object, as a model stopped by its cap
         tokens_in = prompt_tokens(m["content"] for m in messages)
-        tokens_out = count_tokens(text)
+        tokens_out = count_tokens_once(text)  # a new text each call
         cost = 0.0
         if self.billed:
             cost = (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
