@@ -133,3 +133,17 @@ def test_simulated_retrievers_build_from_config(tmp_path):
     dense = context.get("dense")
     assert dense.embedder.describe()["backend"] == "simulated"
     assert context.get("rerank").scorer.describe()["backend"] == "simulated"
+
+
+def test_remembered_hashed_vectors_are_the_rows_a_fresh_batch_gives(monkeypatch):
+    import harness.retrieval.simulated as simulated
+
+    texts = ["alpha beta gamma", "", "beta alpha", "alpha beta gamma", "delta"]
+    fresh = simulated._hash_rows(texts)
+    monkeypatch.setattr(simulated, "_REMEMBERED", {})
+    monkeypatch.setattr(simulated, "MAX_REMEMBERED_VECTORS", 3)  # cleared between and within calls
+    for batch in (texts, texts[::-1], texts[2:], texts):
+        got = simulated.hashed_vectors(batch)
+        want = np.stack([fresh[texts.index(t)] for t in batch])
+        assert got.tobytes() == want.tobytes()
+    assert len(simulated._REMEMBERED) <= 4 and all(not r.flags.writeable for r in simulated._REMEMBERED.values())

@@ -8,14 +8,16 @@ Same bytes wherever they are computed (docs/determinism.md): a sentence-transfor
 of its text alone, since each text is encoded in a forward pass of its own (no padding, no batch-mates) on
 one torch thread, whatever the batch size, the environment's thread count or the executor; that protocol
 is part of the vector cache's namespace. Cosine scores are float64 and rounded to SCORE_DECIMALS places
-before ranking, so a different float64 summation order cannot move a score; ties then break by corpus
-position, as everywhere.
+before ranking (cosine_scores): a batch of queries is scored in one matrix product, and a score that lands
+next to a rounding midpoint is recomputed as the correctly rounded sum of its products, so no BLAS, thread
+count, SIMD width or batch can move a score; ties then break by corpus position, as everywhere.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import contextlib
+import math
 from abc import ABC, abstractmethod
 from functools import lru_cache
 from pathlib import Path
@@ -37,6 +39,27 @@ from harness.retrieval.token_cut import TokenCut
 # Decimal places kept of a cosine score: float32 vectors carry ~7 significant digits, and rounding below
 # them absorbs float64 summation-order differences (BLAS threads, SIMD width) in the dot products.
 SCORE_DECIMALS = 6
+# How close to a rounding midpoint (in units of the last kept decimal) a score must come to be recomputed
+# exactly. Any summation order of d float64 products of unit vectors lands within about d * 2**-53 of the
+# exact sum: 3e-14 at d = 256, 3e-8 in these units, far inside the guard.
+MIDPOINT_GUARD = 1e-6
+
+
+def cosine_scores(queries: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """[n_queries, n_chunks] dot products of unit rows, rounded to SCORE_DECIMALS places.
+
+    Each score is the rounding of math.fsum of its float64 products (order-free: the correctly rounded
+    sum), whatever BLAS computes the product with. The matrix product is within MIDPOINT_GUARD of every
+    such sum, so its rounding is the same except next to a midpoint, where the score is recomputed.
+    Negative zero is made positive, so a score's text never depends on the order of its terms either.
+    """
+    raw = np.asarray(queries, dtype=np.float64) @ np.asarray(matrix, dtype=np.float64).T
+    scaled = raw * 10.0**SCORE_DECIMALS  # what np.round rounds to an integer
+    out = np.round(raw, SCORE_DECIMALS)
+    for i, j in zip(*np.nonzero(np.abs(scaled - np.floor(scaled) - 0.5) < MIDPOINT_GUARD)):
+        exact = math.fsum((queries[i] * matrix[j]).tolist())
+        out[i, j] = np.round(exact, SCORE_DECIMALS)
+    return out + 0.0
 
 
 class Embedder(ABC):
@@ -277,17 +300,16 @@ class DenseIndex(ScopeIndex):
         self.matrix = matrix  # unit rows, float64
         self.n_truncated = n_truncated  # chunks of this scope whose text exceeded the model window
 
-    def _rank(self, query_vector: np.ndarray) -> Ranking:
-        # One matrix-vector product per query, so a query scores the same alone or in a batch; rounded
-        # (SCORE_DECIMALS) so the summation order of the product cannot reach the ranking or the run file.
-        return rank_by_score(np.round(self.matrix @ query_vector, SCORE_DECIMALS) if self.n_chunks else np.zeros(0))
-
     def search(self, query: str) -> Ranking:
-        return self._rank(self.retriever.embed_queries([query])[0])
+        return self.search_many([query])[0]
 
     def search_many(self, queries: Sequence[str]) -> list[Ranking]:
+        if not queries:
+            return []
         vectors = self.retriever.embed_queries(list(queries))
-        return [self._rank(v) for v in vectors]
+        if not self.n_chunks:
+            return [rank_by_score(np.zeros(0)) for _ in queries]
+        return [rank_by_score(scores) for scores in cosine_scores(vectors, self.matrix)]
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:

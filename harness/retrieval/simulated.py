@@ -59,11 +59,32 @@ def _columns_and_signs(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return columns, signs
 
 
-def hashed_vectors(texts: Sequence[str]) -> np.ndarray:
-    """[n, DIMENSIONS] float32 rows, L2-normalised (an empty text is the zero vector).
+# Vectors remembered per text: the stand-ins of several encoders embed the same chunk texts, and the reranker's
+# stand-in sees a scope's passages once per query. A row depends on its text alone, so a remembered row is the
+# row a fresh batch would give.
+_REMEMBERED: dict[str, np.ndarray] = {}
+MAX_REMEMBERED_VECTORS = 1 << 15
 
-    Features are every word and every adjacent pair within a text; all texts are bucketed in one bincount.
-    """
+
+def hashed_vectors(texts: Sequence[str]) -> np.ndarray:
+    """[n, DIMENSIONS] float32 rows, L2-normalised (an empty text is the zero vector); each row depends on its
+    text alone (_hash_rows), and rows already computed in this process are reused."""
+    found = {t: row for t in texts if (row := _REMEMBERED.get(t)) is not None}
+    missing = [t for t in dict.fromkeys(texts) if t not in found]
+    if missing:
+        if len(_REMEMBERED) + len(missing) > MAX_REMEMBERED_VECTORS:
+            _REMEMBERED.clear()
+        for text, row in zip(missing, _hash_rows(missing)):
+            row = row.copy()  # its own memory, not a view that keeps the whole batch alive
+            row.setflags(write=False)
+            found[text] = _REMEMBERED[text] = row
+    if not texts:
+        return np.zeros((0, DIMENSIONS), dtype=np.float32)
+    return np.stack([found[t] for t in texts])
+
+
+def _hash_rows(texts: Sequence[str]) -> np.ndarray:
+    """Features are every word and every adjacent pair within a text; all texts are bucketed in one bincount."""
     per_text = [words(text) for text in texts]
     lengths = np.fromiter((len(t) for t in per_text), dtype=np.int64, count=len(per_text))
     hashes = np.fromiter(map(_word_hash, chain.from_iterable(per_text)), dtype=np.uint64, count=int(lengths.sum()))
