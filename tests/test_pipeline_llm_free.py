@@ -237,3 +237,46 @@ def test_questions_ranked_in_small_batches_give_the_same_rows_and_run_files(buil
             assert run(per_search) == whole
             checked += 1
     assert checked == 6
+
+
+@pytest.mark.slow
+def test_an_arms_cells_scored_together_equal_each_scored_alone_and_fusions_reuse_their_members(tmp_path, monkeypatch):
+    """score_cells ranks a batch with every retriever of the arm; the fusion reads its members' rankings of
+    the batch (search_batch) instead of ranking again. Rows, counts and run files equal scoring each cell
+    alone, with no index shared."""
+    pytest.importorskip("sentence_transformers")
+    import harness.pipeline.score as score
+    from harness.grid.cells import configured_cells
+    from harness.metrics.registry import ScoringCache, budgets_from_config
+    from harness.retrieval.bm25 import BM25Index
+    from harness.retrieval.registry import RetrieverContext
+
+    study = make_llm_free_study(tmp_path / "s", ("bm25", "minilm", "hybrid"))
+    assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
+    frozen = frozen_hash(study)
+    searched = []
+    original = BM25Index.search_many
+    monkeypatch.setattr(BM25Index, "search_many", lambda self, queries: searched.append(1) or original(self, queries))
+    monkeypatch.setattr(score, "QUESTIONS_PER_SEARCH", 5)  # several batches per pooled scope
+    for name in ("papers-pooled", "docs"):
+        dataset = load_dataset(study, name, selection=read_selection(study))
+        budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
+        cells = [c for c in configured_cells(study) if c.dataset.name == name and c.arm.name in ("S", "P")]
+        for arm in ("S", "P"):
+            arm_cells = [c for c in cells if c.arm.name == arm]
+            assert [c.retriever.name for c in arm_cells] == ["bm25", "minilm", "hybrid"]
+            scoped = score.scopes(dataset, read_chunk_set(study, dataset, arm, frozen_hash=frozen))
+            alone = []
+            for cell in arm_cells:
+                alone.append((score.score_cell(study, dataset, cell, scoped, RetrieverContext.for_study(study),
+                                               ScoringCache(), budgets, run_depth=study.config.run_depth),
+                              run_path(study, *cell.names).read_bytes()))
+                run_path(study, *cell.names).unlink()
+            searched.clear()
+            together = score.score_cells(study, dataset, arm_cells, scoped,
+                                         RetrieverContext.for_study(study, share_indexes=True), ScoringCache(),
+                                         budgets, run_depth=study.config.run_depth)
+            batches = sum(-(-len(s.questions) // 5) for s in scoped if s.chunks)
+            assert len(searched) == batches  # bm25 ranked each batch once, for its own cell and the hybrid's
+            assert [(outcome, run_path(study, *c.names).read_bytes()) for c, outcome in zip(arm_cells, together)] \
+                == alone

@@ -32,7 +32,7 @@ from harness.pipeline.table import assemble_per_question, update_manifest
 from harness.grid.results import ResultRow
 from harness.files import remove_stale_temporaries, sha256_text
 from harness.provenance.timeline import record_first_outcome
-from harness.retrieval.base import Ranking
+from harness.retrieval.base import Ranking, search_batch
 from harness.retrieval.expansion import ChunkSet as ExpansionChunkSet
 from harness.retrieval.registry import RetrieverContext, embedding_retrievers
 from harness.retrieval.runfile import ranking_block, write_run_blocks
@@ -87,65 +87,105 @@ def scopes(dataset: LoadedDataset, chunks: Sequence[Chunk]) -> list[Scope]:
 def score_cell(
     study: Study, dataset: LoadedDataset, cell: Cell, scoped: list[Scope],
     context: RetrieverContext, cache: ScoringCache, budgets: tuple[int, ...], *, run_depth: int,
-) -> tuple[list[ResultRow], dict[str, Any]]:
+) -> tuple[list[ResultRow], list[ResultRow], dict[str, Any]]:
     """Rank one cell's questions in their scopes (the chunk set `scoped` is the one the cell ranks:
     `cell.arm.ranks`) and score them; writes the cell's run file."""
-    _, arm, retriever_name = cell.names
+    return score_cells(study, dataset, [cell], scoped, context, cache, budgets, run_depth=run_depth)[0]
+
+
+def score_cells(
+    study: Study, dataset: LoadedDataset, cells: Sequence[Cell], scoped: list[Scope],
+    context: RetrieverContext, cache: ScoringCache, budgets: tuple[int, ...], *, run_depth: int,
+) -> list[tuple[list[ResultRow], list[ResultRow], dict[str, Any]]]:
+    """score_cell for several cells of one arm at once, question batch by question batch: a fusion or a
+    reranker then reads its members' rankings of the batch from their own cells (search_batch) instead of
+    ranking again. Each cell's rows, counts and run file are those it gets alone."""
+    if len({c.arm.name for c in cells}) > 1:
+        raise ValueError(f"score_cells takes the cells of one arm, got {sorted({c.arm.name for c in cells})}")
     context.add_documents(dataset.documents)  # late chunking pools document tokens (harness.retrieval.late)
-    retriever = context.get(retriever_name)
-    tag = f"{arm}__{retriever_name}"
-    mode = cell.arm.expansion  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
-    run_blocks, rows, variant_rows = [], [], []
-    counts: dict[str, Any] = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
-    inserted: list[int] = []
-    averaged: list[str] = []  # variants averaged per question (RM's seeds)
-    # an arm built on a sample of documents (`documents: N`) has no results, not zeros, for questions on
-    # the other documents; the plan's subset pairs it on its sample (and names any shortfall)
-    sampled_arm = cell.arm.sampled
+    scoring = [_CellScoring(study, dataset, cell, context, cache, budgets, run_depth) for cell in cells]
     for scope in scoped:
         variants = chunk_variants(scope.chunks)  # RM: one chunk set per seed, averaged per question below
+        for one in scoring:
+            one.open_scope(scope, variants)
+        for first in range(0, len(scope.questions), QUESTIONS_PER_SEARCH):
+            batch = scope.questions[first : first + QUESTIONS_PER_SEARCH]
+            for one in scoring:
+                one.score_batch(scope, variants, batch)
+    return [one.finish() for one in scoring]
+
+
+class _CellScoring:
+    """One cell's share of score_cells: its indexes per scope, and the rows, run blocks and counts so far."""
+
+    def __init__(self, study: Study, dataset: LoadedDataset, cell: Cell, context: RetrieverContext,
+                 cache: ScoringCache, budgets: tuple[int, ...], run_depth: int):
+        _, arm, retriever_name = cell.names
+        self.study, self.dataset, self.cell, self.cache, self.budgets = study, dataset, cell, cache, budgets
+        self.run_depth = run_depth
+        self.retriever = context.get(retriever_name)
+        self.tag = f"{arm}__{retriever_name}"
+        self.mode = cell.arm.expansion  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
+        self.run_blocks, self.rows, self.variant_rows = [], [], []
+        self.counts: dict[str, Any] = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
+        self.inserted: list[int] = []
+        self.averaged: list[str] = []  # variants averaged per question (RM's seeds)
+        self.indexes: dict[str, Any] = {}
+
+    def open_scope(self, scope: Scope, variants: list[tuple[str, list[Chunk]]]) -> None:
+        if not scope.chunks:
+            # an arm built on a sample of documents (`documents: N`) has no results, not zeros, for questions on
+            # the other documents; the plan's subset pairs it on its sample (and names any shortfall)
+            if self.cell.arm.sampled:
+                self.counts["questions_outside_arm"] += len(scope.questions)
+            return
+        self.indexes = {v: self.retriever.index(scope.key + v, chunks) for v, chunks in variants}
+        self.ids_of = {v: [c.chunk_id for c in chunks] for v, chunks in variants}
+        self.chunk_sets = {v: ExpansionChunkSet(chunks) for v, chunks in variants} if self.mode else {}
+        self.by_id = {c.chunk_id: c for c in scope.chunks} if self.mode else {}
+        self.averaged += [v[1:] for v, _ in variants if v and v[1:] not in self.averaged]
+
+    def score_batch(self, scope: Scope, variants: list[tuple[str, list[Chunk]]], batch: Sequence[Question]) -> None:
+        if not scope.chunks and self.cell.arm.sampled:
+            return
+        dataset, mode, run_depth = self.dataset, self.mode, self.run_depth
         if scope.chunks:
-            indexes = {v: retriever.index(scope.key + v, chunks) for v, chunks in variants}
-            ids_of = {v: [c.chunk_id for c in chunks] for v, chunks in variants}
-            chunk_sets = {v: ExpansionChunkSet(chunks) for v, chunks in variants} if mode else {}
-            by_id = {c.chunk_id: c for c in scope.chunks} if mode else {}
-            averaged += [v[1:] for v, _ in variants if v and v[1:] not in averaged]
-        elif sampled_arm:
-            counts["questions_outside_arm"] += len(scope.questions)
-            continue
-        for i, q in enumerate(scope.questions):
-            if scope.chunks and i % QUESTIONS_PER_SEARCH == 0:  # the next questions' rankings, the last ones freed
-                first = i
-                batch = [asked.query for asked in scope.questions[i : i + QUESTIONS_PER_SEARCH]]
-                rankings = {v: index.search_many(batch) for v, index in indexes.items()}
-            counts["questions"] += 1
+            queries = [asked.query for asked in batch]
+            rankings = {v: search_batch(index, queries) for v, index in self.indexes.items()}
+        for i, q in enumerate(batch):
+            self.counts["questions"] += 1
             if not scope.chunks:
-                counts["questions_empty_scope"] += 1
-                per_variant = [score_question(dataset.metric_set, q, [], budgets, cache=cache)]
+                self.counts["questions_empty_scope"] += 1
+                per_variant = [score_question(dataset.metric_set, q, [], self.budgets, cache=self.cache)]
             else:
                 per_variant = []
                 for v, chunks in variants:
-                    ids = ids_of[v]
-                    ranked: Sequence[Chunk] = _Ranked(chunks, rankings[v][i - first])
+                    ids = self.ids_of[v]
+                    ranked: Sequence[Chunk] = _Ranked(chunks, rankings[v][i])
                     if mode:
-                        ranked = ExpandedRanking(mode, rankings[v][i - first], ids, chunk_sets[v], by_id)
-                        run_blocks.append(expanded_run_block(q.qid + v, ranked, tag, depth=run_depth))
-                        inserted += inserted_in_head(ranked.head(run_depth), run_depth)
+                        ranked = ExpandedRanking(mode, rankings[v][i], ids, self.chunk_sets[v], self.by_id)
+                        self.run_blocks.append(expanded_run_block(q.qid + v, ranked, self.tag, depth=run_depth))
+                        self.inserted += inserted_in_head(ranked.head(run_depth), run_depth)
                     else:
-                        run_blocks.append(ranking_block(q.qid + v, rankings[v][i - first], ids, tag, depth=run_depth))
-                    per_variant.append(score_question(dataset.metric_set, q, ranked, budgets, cache=cache,
-                                                      assembly=study.config.assembly))
+                        self.run_blocks.append(ranking_block(q.qid + v, rankings[v][i], ids, self.tag, depth=run_depth))
+                    per_variant.append(score_question(dataset.metric_set, q, ranked, self.budgets, cache=self.cache,
+                                                      assembly=self.study.config.assembly))
+            _, arm, retriever_name = self.cell.names
             for metric, value in mean_over_variants(per_variant):
-                rows.append(ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value))
+                self.rows.append(ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value))
             if len(per_variant) > 1:  # kept per variant too: the between-run spread of repeats reads them
-                variant_rows += [ResultRow(dataset.name, arm + v, retriever_name, q.qid, q.cluster, q.stratum, m, x)
-                                 for (v, _), values in zip(variants, per_variant) for m, x in values]
-    if mode:
-        counts["inserted_per_expansion"] = asdict(summarise_counts(inserted))
-    if averaged:
-        counts["variants_averaged"] = averaged
-    write_run_blocks(run_path(study, dataset.name, arm, retriever_name), run_blocks)
-    return rows, variant_rows, counts
+                self.variant_rows += [
+                    ResultRow(dataset.name, arm + v, retriever_name, q.qid, q.cluster, q.stratum, m, x)
+                    for (v, _), values in zip(variants, per_variant) for m, x in values]
+
+    def finish(self) -> tuple[list[ResultRow], list[ResultRow], dict[str, Any]]:
+        if self.mode:
+            self.counts["inserted_per_expansion"] = asdict(summarise_counts(self.inserted))
+        if self.averaged:
+            self.counts["variants_averaged"] = self.averaged
+        _, arm, retriever_name = self.cell.names
+        write_run_blocks(run_path(self.study, self.dataset.name, arm, retriever_name), self.run_blocks)
+        return self.rows, self.variant_rows, self.counts
 
 
 def write_cell_parts(per_q, cell: Cell, rows: list[ResultRow], variant_rows: list[ResultRow]) -> None:
@@ -188,28 +228,25 @@ def score_study(
         if executor is not None and not is_local(executor):
             score_cells_on_ray(study, executor, name, todo, frozen_hash=frozen_hash, log=log)
             todo = []  # scored by the tasks; combined below exactly as after the local loop
-        bar = tqdm(todo, desc=f"score {name}", unit="cell", disable=not progress)
-        loaded: dict[str, list[Scope]] = {}
-        for cell in bar:
-            bar.set_postfix_str(f"{cell.arm} / {cell.retriever}")
-            if cell.arm.name not in loaded:
-                loaded.clear()  # one arm's chunks in memory at a time (todo is arm-major)
-                context.memo.clear()  # and its scope indexes, shared by the arm's cells
-                # an expansion arm ranks its `of:` arm's chunks
-                chunk_set = read_chunk_set(study, dataset, cell.arm.ranks, frozen_hash=frozen_hash)
-                loaded[cell.arm.name] = scopes(dataset, chunk_set)
-                del chunk_set  # held by the scopes only, released with them
-            rows, variant_rows, counts = score_cell(
-                study, dataset, cell, loaded[cell.arm.name], context, cache, budgets, run_depth=run_depth
-            )
-            context.flush()  # the cell's new vectors and pair scores as one shard per cache
+        bar = tqdm(total=len(todo), desc=f"score {name}", unit="cell", disable=not progress)
+        for arm_cells in _by_arm(todo):  # todo is arm-major
+            arm = arm_cells[0].arm
+            bar.set_postfix_str(f"{arm} / {len(arm_cells)} retrievers")
+            context.memo.clear()  # the last arm's scope indexes; this arm's are shared by its cells
+            # an expansion arm ranks its `of:` arm's chunks; one arm's chunks in memory at a time
+            scoped = scopes(dataset, read_chunk_set(study, dataset, arm.ranks, frozen_hash=frozen_hash))
+            scored = score_cells(study, dataset, arm_cells, scoped, context, cache, budgets, run_depth=run_depth)
+            context.flush()  # the arm's new vectors and pair scores as one shard per cache
             record_first_outcome(study, frozen_hash=frozen_hash)
-            write_cell_parts(per_q, cell, rows, variant_rows)
-            mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
-        loaded.clear()  # the dataset's chunks, scope indexes and text analyses are not needed to assemble its table
+            for cell, (rows, variant_rows, counts) in zip(arm_cells, scored):
+                write_cell_parts(per_q, cell, rows, variant_rows)
+                mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
+                bar.update()
+            scoped = rows = variant_rows = scored = None  # released before the next arm is read
+        bar.close()
+        # the dataset's scope indexes and text analyses are not needed to assemble its table
         context.memo.clear()
         del cache
-        rows = variant_rows = None  # the last cell's rows too
         n = assemble_per_question(study, name, frozen_hash, log=log)
         update_manifest(study, name, {
             "dataset": name,
@@ -231,6 +268,17 @@ def score_study(
         if stats:
             log(f"{name}: retriever counters {stats}")
     return combined
+
+
+def _by_arm(cells: Sequence[Cell]) -> list[list[Cell]]:
+    """Consecutive cells of the same arm, grouped (score_cells scores each group batch by batch)."""
+    groups: list[list[Cell]] = []
+    for cell in cells:
+        if groups and groups[-1][0].arm.name == cell.arm.name:
+            groups[-1].append(cell)
+        else:
+            groups.append([cell])
+    return groups
 
 
 def _counter_delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:

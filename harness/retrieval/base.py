@@ -156,6 +156,7 @@ class ScopeIndex(ABC):
     def __init__(self, scope_key: str, n_chunks: int):
         self.scope_key = scope_key
         self.n_chunks = n_chunks
+        self.last_batch: tuple[tuple[str, ...], list[Ranking]] | None = None  # search_batch's memory
 
     @abstractmethod
     def search(self, query: str) -> Ranking: ...
@@ -163,6 +164,20 @@ class ScopeIndex(ABC):
     def search_many(self, queries: Sequence[str]) -> list[Ranking]:
         """One ranking per query, identical to calling `search` on each (subclasses batch the work)."""
         return [self.search(q) for q in queries]
+
+
+def search_batch(index: ScopeIndex, queries: Sequence[str]) -> list[Ranking]:
+    """index.search_many(queries), remembered for the last batch the index answered: the cells of an arm
+    rank each batch of questions with a retriever, then with the fusions and rerankers built on it, which
+    read the same rankings instead of ranking again. Rankings are never changed by reading them (Ranking
+    orders its head lazily, to the same order), so a shared one is the one a fresh search gives."""
+    key = tuple(queries)
+    last = getattr(index, "last_batch", None)  # an index written for a test may not derive from ScopeIndex
+    if last is not None and last[0] == key:
+        return last[1]
+    rankings = index.search_many(key)
+    index.last_batch = (key, rankings)
+    return rankings
 
 
 class IndexMemo:

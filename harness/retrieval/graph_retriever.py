@@ -21,7 +21,7 @@ from harness.chunking.provisions import PATH_SEPARATOR, compile_ref_pattern
 from harness.config.lab import EDGE_TYPES
 from harness.data.model import Chunk
 from harness.errors import HarnessError
-from harness.retrieval.base import Ranking, Retriever, ScopeIndex
+from harness.retrieval.base import Ranking, Retriever, ScopeIndex, search_batch
 from harness.retrieval.graph import GraphParams, chunk_graph, graph_ranking
 from harness.retrieval.lab_tokens import lab_tokens
 
@@ -78,7 +78,7 @@ class GraphIndex(ScopeIndex):
         return self._rerank(self.base.search(query))
 
     def search_many(self, queries: Sequence[str]) -> list[Ranking]:
-        return [self._rerank(r) for r in self.base.search_many(queries)]
+        return [self._rerank(r) for r in search_batch(self.base, queries)]
 
 
 class GraphRetriever(Retriever):

@@ -8,7 +8,7 @@ import numpy as np
 
 from harness.config.retrievers import RRF_K
 from harness.data.model import Chunk
-from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score
+from harness.retrieval.base import Ranking, Retriever, ScopeIndex, rank_by_score, search_batch
 
 DEFAULT_RRF_K = RRF_K  # written once, in the config schema
 
@@ -43,7 +43,7 @@ class RRFIndex(ScopeIndex):
         return reciprocal_rank_fusion([m.search(query) for m in self.members], k=self.k)
 
     def search_many(self, queries: Sequence[str]) -> list[Ranking]:
-        per_member = [m.search_many(queries) for m in self.members]
+        per_member = [search_batch(m, queries) for m in self.members]
         return [reciprocal_rank_fusion(list(rs), k=self.k) for rs in zip(*per_member)]
 
 

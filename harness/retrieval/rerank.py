@@ -16,7 +16,7 @@ from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.timing import ENCODER, waiting_on
 from harness.files import canonical_json
-from harness.retrieval.base import Ranking, Retriever, ScopeIndex
+from harness.retrieval.base import Ranking, Retriever, ScopeIndex, search_batch
 from harness.retrieval.cache import CacheNamespace, VectorCache
 from harness.retrieval.dense import _load_sentence_transformers, directory_digest, resolve_model_dir
 
@@ -87,7 +87,7 @@ class RerankIndex(ScopeIndex):
         return self._rerank(query, self.first_stage.search(query))
 
     def search_many(self, queries: Sequence[str]) -> list[Ranking]:
-        firsts = self.first_stage.search_many(queries)
+        firsts = search_batch(self.first_stage, queries)
         # a local model scores a pair in about a second: show progress per query
         pairs = tqdm(zip(queries, firsts), total=len(queries), desc=f"rerank {self.scope_key}", unit="query",
                      leave=False, disable=not self.retriever.progress)
