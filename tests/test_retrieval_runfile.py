@@ -100,3 +100,12 @@ def test_format_score_is_round_trip_exact():
     for x in [1e-300, 0.1, 123456789.123456789, 1 / 61 + 1 / 63]:
         assert float(format_score(x)) == x
 
+
+
+def test_a_block_holds_its_own_scores_not_a_view_of_the_whole_ranking():
+    # an arm's blocks are held until its cells end: a view would pin every scope-sized score array
+    ranking = rank_by_score(np.linspace(1.0, 0.0, 5000))
+    ranking.scores  # noqa: B018  ordered in full, as a fusion's member is
+    block = ranking_block("q", ranking, [f"c{i}" for i in range(5000)], "t", depth=10)
+    assert block.scores.base is None and block.scores.nbytes == 80
+    assert block.scores.tolist() == ranking.scores[:10].tolist()

@@ -44,7 +44,9 @@ def ranking_block(
     if len(chunk_ids) != len(ranking):
         raise ValueError(f"question {qid!r}: ranking covers {len(ranking)} chunks but {len(chunk_ids)} chunk ids were given")
     order, scores = ranking.head(len(ranking) if depth is None else depth)
-    return RunBlock(qid, [chunk_ids[pos] for pos in order.tolist()], scores, tag)
+    # a copy: the head is a view of the ranking's ordered scores, which may cover the whole scope, and an
+    # arm's blocks are held until its cells end
+    return RunBlock(qid, [chunk_ids[pos] for pos in order.tolist()], scores.copy(), tag)
 
 
 def format_score(score: float) -> str:
