@@ -247,12 +247,16 @@ class _InOrder:
     """A retriever that ranks a scope's chunks in their given order (the test controls the chunk sets)."""
 
     def index(self, key, chunks):
-        import numpy as np
-        from harness.retrieval.base import Ranking
+        from harness.retrieval.base import ScopeIndex
 
-        n = len(chunks)
-        ranking = Ranking(order=np.arange(n), scores=np.arange(n, 0, -1, dtype=float))
-        return SimpleNamespace(search_many=lambda queries: [ranking for _ in queries])
+        class InOrderIndex(ScopeIndex):
+            def search(self, query):
+                import numpy as np
+                from harness.retrieval.base import Ranking
+
+                return Ranking(order=np.arange(self.n_chunks), scores=np.arange(self.n_chunks, 0, -1, dtype=float))
+
+        return InOrderIndex(key, len(chunks))
 
 
 # --- the between-run spread on a hand-computed example ---

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from itertools import groupby
 from typing import Any, Callable, Sequence
 
 from harness.arms.addon_descriptives import summarise_counts
@@ -120,17 +121,21 @@ class _CellScoring:
 
     def __init__(self, study: Study, dataset: LoadedDataset, cell: Cell, context: RetrieverContext,
                  cache: ScoringCache, budgets: tuple[int, ...], run_depth: int):
-        _, arm, retriever_name = cell.names
+        _, self.arm_name, self.retriever_name = cell.names
         self.study, self.dataset, self.cell, self.cache, self.budgets = study, dataset, cell, cache, budgets
         self.run_depth = run_depth
-        self.retriever = context.get(retriever_name)
-        self.tag = f"{arm}__{retriever_name}"
+        self.retriever = context.get(self.retriever_name)
+        self.tag = f"{self.arm_name}__{self.retriever_name}"
         self.mode = cell.arm.expansion  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
         self.run_blocks, self.rows, self.variant_rows = [], [], []
         self.counts: dict[str, Any] = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
         self.inserted: list[int] = []
         self.averaged: list[str] = []  # variants averaged per question (RM's seeds)
+        # the open scope's, per variant (open_scope)
         self.indexes: dict[str, Any] = {}
+        self.ids_of: dict[str, list[str]] = {}
+        self.chunk_sets: dict[str, ExpansionChunkSet] = {}
+        self.by_id: dict[str, Chunk] = {}
 
     def open_scope(self, scope: Scope, variants: list[tuple[str, list[Chunk]]]) -> None:
         if not scope.chunks:
@@ -170,7 +175,7 @@ class _CellScoring:
                         self.run_blocks.append(ranking_block(q.qid + v, rankings[v][i], ids, self.tag, depth=run_depth))
                     per_variant.append(score_question(dataset.metric_set, q, ranked, self.budgets, cache=self.cache,
                                                       assembly=self.study.config.assembly))
-            _, arm, retriever_name = self.cell.names
+            arm, retriever_name = self.arm_name, self.retriever_name
             for metric, value in mean_over_variants(per_variant):
                 self.rows.append(ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value))
             if len(per_variant) > 1:  # kept per variant too: the between-run spread of repeats reads them
@@ -183,8 +188,7 @@ class _CellScoring:
             self.counts["inserted_per_expansion"] = asdict(summarise_counts(self.inserted))
         if self.averaged:
             self.counts["variants_averaged"] = self.averaged
-        _, arm, retriever_name = self.cell.names
-        write_run_blocks(run_path(self.study, self.dataset.name, arm, retriever_name), self.run_blocks)
+        write_run_blocks(run_path(self.study, self.dataset.name, self.arm_name, self.retriever_name), self.run_blocks)
         return self.rows, self.variant_rows, self.counts
 
 
@@ -272,13 +276,7 @@ def score_study(
 
 def _by_arm(cells: Sequence[Cell]) -> list[list[Cell]]:
     """Consecutive cells of the same arm, grouped (score_cells scores each group batch by batch)."""
-    groups: list[list[Cell]] = []
-    for cell in cells:
-        if groups and groups[-1][0].arm.name == cell.arm.name:
-            groups[-1].append(cell)
-        else:
-            groups.append([cell])
-    return groups
+    return [list(group) for _, group in groupby(cells, key=lambda cell: cell.arm.name)]
 
 
 def _counter_delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:

@@ -172,7 +172,7 @@ def search_batch(index: ScopeIndex, queries: Sequence[str]) -> list[Ranking]:
     read the same rankings instead of ranking again. Rankings are never changed by reading them (Ranking
     orders its head lazily, to the same order), so a shared one is the one a fresh search gives."""
     key = tuple(queries)
-    last = getattr(index, "last_batch", None)  # an index written for a test may not derive from ScopeIndex
+    last = index.last_batch
     if last is not None and last[0] == key:
         return last[1]
     rankings = index.search_many(key)
