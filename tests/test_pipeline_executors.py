@@ -43,7 +43,7 @@ def test_ray_and_local_give_byte_identical_results_and_stats(tmp_path, capsys):
     finally:
         ray.shutdown()
     printed = capsys.readouterr().out
-    assert "scored (" in printed and "cells, ray)" in printed  # progress as cells complete
+    assert "scored (" in printed and "arms, ray)" in printed  # progress as arms complete
     assert "encoded with minilm" in printed and "chunk sets, ray" in printed  # one task per chunk set
     assert "bootstrap done" in printed
     assert any(k.endswith(".parquet") for k in local) and any(k.startswith("stats") for k in local)
@@ -51,6 +51,31 @@ def test_ray_and_local_give_byte_identical_results_and_stats(tmp_path, capsys):
     assert local.keys() == on_ray.keys()
     for name in local:
         assert local[name] == on_ray[name], name
+
+
+@pytest.mark.slow
+def test_local_worker_processes_give_byte_identical_results_manifests_and_stats(tmp_path, capsys):
+    alone = run_pipeline(tmp_path / "alone")
+    local = outputs(alone)
+    study = make_llm_free_study(tmp_path / "workers", RETRIEVERS)
+    assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
+    assert main(["score", "--study", str(study.root), "--no-progress", "--workers", "2"]) == 0
+    assert main(["stats", "--study", str(study.root)]) == 0
+    in_workers = outputs(study)
+    assert "arm(s) scored in 2 worker processes" in capsys.readouterr().out
+    assert any(k.startswith("runs") for k in local) and local.keys() == in_workers.keys()
+    for name in local:
+        assert local[name] == in_workers[name], name
+    # the done markers' counts, gathered into each table's manifest, are the same too
+    manifests = [(results_dir(s) / "per_question").glob("*.manifest.json") for s in (alone, study)]
+    a, b = ({p.name: _without_times(p) for p in m} for m in manifests)
+    assert a and a == b
+
+
+def _without_times(path) -> dict:
+    import json
+    record = json.loads(path.read_text())
+    return {k: v for k, v in record.items() if not k.endswith("_at")}
 
 
 def test_the_config_sets_the_executor_and_the_command_line_wins(tmp_path):

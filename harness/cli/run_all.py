@@ -7,6 +7,7 @@ import sys
 
 from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments
+from harness.cli.score import add_workers_argument
 from harness.config.executor import EXECUTORS
 
 HELP = "run select, freeze, estimate, build-arms, score, answer (when configured), stats, audit and report in order"
@@ -27,6 +28,7 @@ def add_arguments(parser) -> None:
                         help="the audit re-runs K seeded cells byte for byte (default 3; 0: none)")
     parser.add_argument("--executor", choices=EXECUTORS, help="where score and stats run their cells")
     parser.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: the cluster to join")
+    add_workers_argument(parser)
     add_output_arguments(parser)  # passed on to every stage
 
 
@@ -41,7 +43,8 @@ def run(args) -> int:
     for i, stage in enumerate(stages, start=1):
         print(f"== harness {stage} ({i}/{len(stages)})", flush=True)
         command = [sys.executable, "-m", "harness", stage, "--study", str(study.root),
-                   *stage_arguments(stage, args.executor, rescore=args.rescore, ray_address=args.ray_address),
+                   *stage_arguments(stage, args.executor, rescore=args.rescore, ray_address=args.ray_address,
+                                           workers=args.workers),
                    *(["--quiet"] if args.quiet else ["--no-progress"] if args.no_progress else [])]
         code = subprocess.run(command, check=False).returncode
         if stage == "audit" and code == UNVERIFIABLE:

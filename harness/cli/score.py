@@ -20,6 +20,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dataset", action="append", help="only this dataset (repeatable)")
     add_output_arguments(parser)
     add_executor_arguments(parser)
+    add_workers_argument(parser)
 
 
 def run(args) -> int:
@@ -28,7 +29,7 @@ def run(args) -> int:
     # a recorded part edited by hand would be assembled into the table and recorded afresh
     require_recorded(study, stage="score", folders=("per_question", "answers", "runs"), allow_unlisted=True,
                      parts_only=True)
-    executor = choose_executor(study, args.executor, args.ray_address)
+    executor = choose_executor(study, args.executor, args.ray_address, args.workers)
     # one Ray session for every dataset (starting a local instance takes seconds)
     with contextlib.nullcontext() if is_local(executor) else ray_session(executor):
         rows = score_study(study, frozen_hash=frozen, datasets=args.dataset, progress=progress(args),
@@ -41,6 +42,13 @@ def run(args) -> int:
 
 def add_executor_arguments(parser) -> None:
     """Shared by `score` and `stats`: where the cells run (default: the config's `executor:`, else local)."""
-    parser.add_argument("--executor", choices=EXECUTORS, help="local (this process) or ray (each cell a task)")
+    parser.add_argument("--executor", choices=EXECUTORS, help="local (this machine) or ray (each arm a task)")
     parser.add_argument("--ray-address", metavar="ADDR",
                         help="an existing Ray cluster (e.g. ray://head:10001); default: start a local instance")
+
+
+def add_workers_argument(parser) -> None:
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="local: score N arms at once, each in its own process (default: the config's "
+                             "executor.workers, else 1, in this process); ray: the CPUs of a local instance. "
+                             "The output is the same for any N")

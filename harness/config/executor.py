@@ -20,4 +20,6 @@ LOCAL = "local"
 class Executor:
     kind: str = setting(LOCAL, OneOf(EXECUTORS))
     ray_address: str | None = setting(None, Optional(Text(non_empty=True)))  # None: start a local Ray instance
-    workers: int | None = setting(None, Optional(Int(1)))  # CPUs of a local Ray instance; None: all
+    # ray: the CPUs of a local instance (None: all); local: processes scoring an arm each (None: 1, in the
+    # score process itself)
+    workers: int | None = setting(None, Optional(Int(1)))

@@ -1,4 +1,5 @@
-"""Where a stage's tasks run: `local` (this process, one after another) or `ray` (each task a Ray task).
+"""Where a stage's tasks run: `local` (this process, one after another, or `workers` processes of this
+machine side by side: run_in_processes) or `ray` (each task a Ray task).
 
 Nothing here knows a stage: `score` and `stats` each pass their own module-level task function (Ray ships
 it by reference) and the arguments of every task. A task runs the same code the local loop runs and its
@@ -23,13 +24,15 @@ from harness.errors import HarnessError
 RAY_HINT = "pip install -e '.[ray]' (the pinned Ray release)"
 
 
-def choose_executor(study: Any, kind: str | None, ray_address: str | None) -> Executor:
-    """The command line's --executor / --ray-address over the config's `executor:`, over local."""
+def choose_executor(study: Any, kind: str | None, ray_address: str | None, workers: int | None = None) -> Executor:
+    """The command line's --executor / --ray-address / --workers over the config's `executor:`, over local."""
     configured = study.config.executor or Executor()
     chosen = kind or configured.kind
     if chosen not in EXECUTORS:
         raise HarnessError(f"--executor {chosen!r}: choose one of {', '.join(EXECUTORS)}")
-    return Executor(chosen, ray_address or configured.ray_address, configured.workers)
+    if workers is not None and workers < 1:
+        raise HarnessError(f"--workers {workers}: give at least 1")
+    return Executor(chosen, ray_address or configured.ray_address, workers or configured.workers)
 
 
 def is_local(executor: Executor) -> bool:
@@ -58,6 +61,36 @@ def ray_session(executor: Executor) -> Iterator[Any]:
         yield ray
     finally:
         ray.shutdown()
+
+
+def local_workers(executor: Executor | None) -> int:
+    """Processes the local executor runs tasks in: the config's or command line's `workers`, else 1 (this
+    process, no pool)."""
+    return (executor.workers or 1) if executor is not None and is_local(executor) else 1
+
+
+def run_in_processes(
+    task: Callable[..., Any], calls: Mapping[Hashable, Sequence[Any]], on_done: Callable[[Hashable, Any, int], None],
+    *, workers: int,
+) -> dict[Hashable, Any]:
+    """run_on_ray's contract on `workers` fresh processes of this machine (spawned, not forked: the parent may
+    hold threads and open models). Tasks start in the order of `calls`; the first task that fails cancels the
+    ones not started and raises its error here."""
+    import concurrent.futures
+    import multiprocessing
+
+    results: dict[Hashable, Any] = {}
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending = {pool.submit(task, *arguments): key for key, arguments in calls.items()}
+        try:
+            for future in concurrent.futures.as_completed(pending):
+                key = pending[future]
+                results[key] = future.result()
+                on_done(key, results[key], len(results))
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return results
 
 
 def run_on_ray(

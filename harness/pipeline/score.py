@@ -24,7 +24,7 @@ from harness.metrics.registry import ScoringCache, budgets_from_config, score_qu
 from harness.grid.cells import Cell, cell_of, configured_cells
 from harness.grid.paths import per_question_dir, results_dir, run_path, runs_dir
 from harness.grid.states import SCORED, cell_counts, cell_state, mark_cell_done
-from harness.pipeline.executors import is_local, ray_session, run_on_ray
+from harness.pipeline.executors import is_local, local_workers, ray_session, run_in_processes, run_on_ray
 from harness.pipeline.addon_cells import (
     ExpandedRanking, chunk_variants, expanded_run_block, inserted_in_head, mean_over_variants,
 )
@@ -205,18 +205,17 @@ def score_study(
     log: Callable[[str], None] = print, executor: "Executor | None" = None,
 ) -> dict[str, int]:
     """Score every configured cell not yet complete; returns {dataset: rows in its combined table}.
-    `executor` (harness.pipeline.executors): None or local scores here; ray makes each cell a task
-    (score_cells_on_ray)."""
+    `executor` (harness.pipeline.executors): None or local scores here, arm by arm, or in `workers` processes
+    an arm each (score_arms_in_processes); ray makes each arm a task (score_cells_on_ray)."""
     from tqdm import tqdm
 
     selection = read_selection(study)
     context = RetrieverContext.for_study(study, progress=progress, share_indexes=True)
-    run_depth = study.config.run_depth
-    per_q = per_question_dir(study)
-    leftovers = [p for folder in (per_q, runs_dir(study)) for p in remove_stale_temporaries(folder)]
+    leftovers = [p for folder in (per_question_dir(study), runs_dir(study)) for p in remove_stale_temporaries(folder)]
     if leftovers:
         log(f"removed {len(leftovers)} temporary file(s) a killed run left: "
             + ", ".join(str(p.relative_to(results_dir(study))) for p in leftovers))
+    workers = local_workers(executor)
     combined = {}
     for name in datasets or list(study.config.datasets):
         dataset = load_dataset(study, name, selection=selection)
@@ -233,20 +232,14 @@ def score_study(
             score_cells_on_ray(study, executor, name, todo, frozen_hash=frozen_hash, log=log)
             todo = []  # scored by the tasks; combined below exactly as after the local loop
         bar = tqdm(total=len(todo), desc=f"score {name}", unit="cell", disable=not progress)
+        if workers > 1:
+            score_arms_in_processes(study, name, todo, workers=workers, frozen_hash=frozen_hash, bar=bar, log=log)
+            todo = []  # scored by the workers; combined below exactly as after the loop here
         for arm_cells in _by_arm(todo):  # todo is arm-major
-            arm = arm_cells[0].arm
-            bar.set_postfix_str(f"{arm} / {len(arm_cells)} retrievers")
+            bar.set_postfix_str(f"{arm_cells[0].arm} / {len(arm_cells)} retrievers")
             context.memo.clear()  # the last arm's scope indexes; this arm's are shared by its cells
-            # an expansion arm ranks its `of:` arm's chunks; one arm's chunks in memory at a time
-            scoped = scopes(dataset, read_chunk_set(study, dataset, arm.ranks, frozen_hash=frozen_hash))
-            scored = score_cells(study, dataset, arm_cells, scoped, context, cache, budgets, run_depth=run_depth)
-            context.flush()  # the arm's new vectors and pair scores as one shard per cache
-            record_first_outcome(study, frozen_hash=frozen_hash)
-            for cell, (rows, variant_rows, counts) in zip(arm_cells, scored):
-                write_cell_parts(per_q, cell, rows, variant_rows)
-                mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
-                bar.update()
-            scoped = rows = variant_rows = scored = None  # released before the next arm is read
+            score_arm(study, dataset, arm_cells, context, cache, budgets, frozen_hash=frozen_hash)
+            bar.update(len(arm_cells))
         bar.close()
         # the dataset's scope indexes and text analyses are not needed to assemble its table
         context.memo.clear()
@@ -274,6 +267,27 @@ def score_study(
     return combined
 
 
+def score_arm(
+    study: Study, dataset: LoadedDataset, arm_cells: Sequence[Cell], context: RetrieverContext,
+    cache: ScoringCache, budgets: tuple[int, ...], *, frozen_hash: str | None,
+) -> dict[Cell, dict[str, Any]]:
+    """An arm's cells scored together (score_cells) and written: run files, parts, done markers; returns
+    each cell's counts. The caller clears `context.memo` when the chunk set changes."""
+    # an expansion arm ranks its `of:` arm's chunks; one arm's chunks in memory at a time
+    scoped = scopes(dataset, read_chunk_set(study, dataset, arm_cells[0].arm.ranks, frozen_hash=frozen_hash))
+    scored = score_cells(study, dataset, arm_cells, scoped, context, cache, budgets, run_depth=study.config.run_depth)
+    del scoped
+    context.flush()  # the arm's new vectors and pair scores as one shard per cache
+    record_first_outcome(study, frozen_hash=frozen_hash)
+    counts = {}
+    per_q = per_question_dir(study)
+    for cell, (rows, variant_rows, cell_counts_) in zip(arm_cells, scored):
+        write_cell_parts(per_q, cell, rows, variant_rows)
+        mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=cell_counts_)
+        counts[cell] = cell_counts_
+    return counts
+
+
 def _by_arm(cells: Sequence[Cell]) -> list[list[Cell]]:
     """Consecutive cells of the same arm, grouped (score_cells scores each group batch by batch)."""
     return [list(group) for _, group in groupby(cells, key=lambda cell: cell.arm.name)]
@@ -283,34 +297,77 @@ def _counter_delta(after: dict[str, int], before: dict[str, int]) -> dict[str, i
     return {k: v - before.get(k, 0) for k, v in after.items()}
 
 
-# --- on Ray ---
-# A scoring cell (dataset x arm x retriever) is one task, and so is the dense encoding of a chunk set.
-# Encoding runs first: one task per chunk set and dense retriever (however many cells rank with it: the
-# retriever itself, a fusion or a reranker over it) embeds the set's chunks and its questions' queries into
-# the study's shared vector cache (harness.retrieval.cache), scope by scope in the batches the local loop
-# uses; the scoring tasks then find every vector there. Each task writes its outputs under the cell's own
-# name, so per-question results and run files are byte-identical to a local run. That holds because a
+# --- in worker processes: local `workers`, or Ray ---
+# An arm (its cells scored together, score_arm) is one task. A worker process keeps its study, dataset,
+# retrievers and scoring cache from one task to the next of the same dataset, as the loop in score_study
+# keeps them from arm to arm; each task writes its outputs under its cells' own names, so per-question
+# results and run files are byte-identical to scoring here, whatever the number of workers or the order the
+# arms finish in (tests/test_pipeline_executors.py).
+#
+# On Ray, dense encoding runs first: one task per chunk set and dense retriever (however many cells rank with
+# it: the retriever itself, a fusion or a reranker over it) embeds the set's chunks and its questions' queries
+# into the study's shared vector cache (harness.retrieval.cache), scope by scope in the batches the local loop
+# uses; the scoring tasks then find every vector there. That vectors are the same either way holds because a
 # sentence-transformers vector depends on its text alone (harness.retrieval.dense: one text per forward
 # pass, one torch thread, whatever Ray sets OMP_NUM_THREADS to); two chunk sets sharing a text both embed
 # it, to the same bytes.
 
 
-def score_one_cell(root: str, dataset_name: str, arm: str, retriever: str, frozen_hash: str | None) -> dict[str, int]:
-    """One cell from the study on disk, exactly as the local loop scores it; returns its counts."""
-    study = Study.at(root)
-    cell = cell_of(study, dataset_name, arm, retriever)
-    dataset = load_dataset(study, dataset_name, selection=read_selection(study))
-    budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
-    # an expansion arm ranks its `of:` arm's chunks, as in the local loop
-    scoped = scopes(dataset, read_chunk_set(study, dataset, cell.arm.ranks, frozen_hash=frozen_hash))
-    context = RetrieverContext.for_study(study, progress=False)
-    rows, variant_rows, counts = score_cell(study, dataset, cell, scoped, context, ScoringCache(), budgets,
-                                            run_depth=study.config.run_depth)
-    context.flush()  # a Ray worker outlives its task: nothing may wait for the process to end
-    record_first_outcome(study, frozen_hash=frozen_hash)
-    write_cell_parts(per_question_dir(study), cell, rows, variant_rows)
-    mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=counts)
-    return counts
+@dataclass
+class _WorkerState:
+    key: tuple[str, str, str | None]  # study root, dataset, frozen hash
+    study: Study
+    dataset: LoadedDataset
+    budgets: tuple[int, ...]
+    context: RetrieverContext
+    cache: ScoringCache
+
+
+_worker: list[_WorkerState] = []  # this process's state for the dataset of its last task (at most one)
+
+
+def score_one_arm(root: str, dataset_name: str, arm: str, retrievers: Sequence[str],
+                  frozen_hash: str | None) -> dict[str, dict[str, Any]]:
+    """One arm's cells (those of `retrievers`) from the study on disk, exactly as score_study scores them
+    here; returns {cell: counts}."""
+    key = (root, dataset_name, frozen_hash)
+    if not _worker or _worker[0].key != key:
+        _worker.clear()  # another dataset's analyses are not needed again by this process
+        study = Study.at(root)
+        dataset = load_dataset(study, dataset_name, selection=read_selection(study))
+        _worker.append(_WorkerState(key, study, dataset, budgets_from_config(study.config.budgets, dataset.metric_set),
+                                    RetrieverContext.for_study(study, progress=False, share_indexes=True),
+                                    ScoringCache()))
+    state = _worker[0]
+    cells = [cell_of(state.study, dataset_name, arm, r) for r in retrievers]
+    state.context.memo.clear()
+    counts = score_arm(state.study, state.dataset, cells, state.context, state.cache, state.budgets,
+                       frozen_hash=frozen_hash)
+    state.context.memo.clear()  # a worker outlives its task: its indexes are not held between tasks
+    return {str(cell): c for cell, c in counts.items()}
+
+
+def _arm_tasks(study: Study, dataset_name: str, cells: Sequence[Cell], frozen_hash: str | None) -> dict[str, tuple]:
+    root = str(study.root)
+    return {group[0].arm.name: (root, dataset_name, group[0].arm.name, [c.retriever.name for c in group], frozen_hash)
+            for group in _by_arm(cells)}
+
+
+def score_arms_in_processes(study: Study, dataset_name: str, cells: Sequence[Cell], *, workers: int,
+                            frozen_hash: str | None, bar: Any, log: Callable[[str], None] = print,
+                            ) -> dict[str, dict[str, Any]]:
+    """The local executor with `workers` > 1: every arm a task in a pool of processes of this machine."""
+    tasks = _arm_tasks(study, dataset_name, cells, frozen_hash)
+    if not tasks:
+        return {}
+    log(f"{dataset_name}: {len(tasks)} arm(s) scored in {min(workers, len(tasks))} worker processes")
+
+    def done(arm: str, counts: dict[str, dict[str, Any]], _n_done: int) -> None:
+        bar.set_postfix_str(f"{arm} done")
+        bar.update(len(counts))
+
+    counts = run_in_processes(score_one_arm, tasks, done, workers=workers)
+    return {name: c for arm in tasks for name, c in counts[arm].items()}  # grid order
 
 
 def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: str, frozen_hash: str | None) -> dict[str, int]:
@@ -341,7 +398,7 @@ def score_cells_on_ray(
     study: Study, executor: Executor, dataset_name: str, cells: Sequence[Cell], *, frozen_hash: str | None,
     log: Callable[[str], None] = print,
 ) -> dict[str, dict[str, int]]:
-    """Every cell a task; progress is logged as cells complete, in the `harness status` vocabulary."""
+    """Every arm a task (score_one_arm); progress is logged as arms complete, in the `harness status` vocabulary."""
     if not cells:
         return {}
     root = str(study.root)
@@ -356,7 +413,8 @@ def score_cells_on_ray(
         # every vector is in the shared cache before a cell ranks with it
         run_on_ray(ray, encode_one_chunk_set, {(source, dense): (root, dataset_name, source, dense, frozen_hash)
                                                for source, dense in encodings}, encoded)
-        counts = run_on_ray(ray, score_one_cell,
-                            {c: (root, *c.names, frozen_hash) for c in cells},
-                            lambda cell, _counts, n_done: log(f"{cell}: {SCORED} ({n_done}/{len(cells)} cells, ray)"))
-    return {str(c): counts[c] for c in cells}  # grid order, whatever the completion order
+        tasks = _arm_tasks(study, dataset_name, cells, frozen_hash)
+        counts = run_on_ray(ray, score_one_arm, tasks,
+                            lambda arm, done, n_done: log(f"{dataset_name}/{arm}: {len(done)} cell(s) {SCORED} "
+                                                          f"({n_done}/{len(tasks)} arms, ray)"))
+    return {name: c for arm in tasks for name, c in counts[arm].items()}  # grid order, whatever the completion order

@@ -31,12 +31,14 @@ def configured_stages(study: "Study", stages: tuple[str, ...] = STAGES) -> list[
 
 
 def stage_arguments(stage: str, executor: str | None, *, rescore: int,
-                    ray_address: str | None = None) -> list[str]:
+                    ray_address: str | None = None, workers: int | None = None) -> list[str]:
     """The options a stage's command takes beyond --study (harness run-all and the rehearsal share them)."""
     args = []
     if stage in EXECUTOR_STAGES:
         args += ["--executor", executor] if executor else []
         args += ["--ray-address", ray_address] if ray_address else []
+    if stage == "score" and workers:
+        args += ["--workers", str(workers)]
     if stage == "audit" and rescore:
         args += ["--rescore", str(rescore)]
     return args

@@ -1,8 +1,8 @@
 """Every stage run on the twin, each in its own process, timed, its peak memory and what it made counted.
 
 A stage is the `harness` command itself (python -m harness STAGE --study TWIN), so the rehearsal runs the
-code the real study will run, and the kernel's per-child resource usage gives each stage's peak resident
-memory. Its output goes to <twin>/rehearsal/logs/<stage>.log; the first stage that fails stops the
+code the real study will run; its peak resident memory is that of its process tree (tree_memory), workers
+included. Its output goes to <twin>/rehearsal/logs/<stage>.log; the first stage that fails stops the
 rehearsal, named with the end of its log.
 """
 
@@ -22,6 +22,7 @@ from harness.errors import HarnessError
 from harness.files import read_json
 from harness.grid.paths import generations_dir, per_question_dir, results_dir, stats_dir
 from harness.pipeline.stages import STAGES, configured_stages, stage_arguments
+from harness.rehearsal.tree_memory import TreePeak
 from harness.stats.verdicts import MISSING
 from harness.study import Study
 from harness.timing import EITHER, ENCODER, MODEL, SPLIT_ENV
@@ -49,7 +50,7 @@ class StageFailed(HarnessError):
 class StageRun:
     stage: str
     wall_s: float
-    peak_mib: float
+    peak_mib: float  # the stage's process and every process it started, summed (harness.rehearsal.tree_memory)
     counts: dict[str, int]  # the study's totals after the stage
     # seconds the stage's process waited on models, on encoders, and on either (harness.timing); the rest of
     # wall_s is the harness's own work (worker processes of an executor are not included)
@@ -61,13 +62,13 @@ class StageRun:
         return max(0.0, self.wall_s - self.waiting_s.get(EITHER, 0.0)) / self.wall_s if self.wall_s else 0.0
 
 
-def run_stages(twin: Study, *, executor: str | None, stages: tuple[str, ...] = STAGES,
+def run_stages(twin: Study, *, executor: str | None, workers: int | None = None, stages: tuple[str, ...] = STAGES,
                progress: bool = True) -> list[StageRun]:
     logs = twin.root / "rehearsal" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     runs = []
     for stage in configured_stages(twin, stages):
-        args = stage_arguments(stage, executor, rescore=RESCORED_CELLS)
+        args = stage_arguments(stage, executor, rescore=RESCORED_CELLS, workers=workers)
         if progress:
             print(f"rehearse: {stage} ...", file=sys.stderr, flush=True)
         run = _run_one(twin, stage, args, logs / f"{stage}.log")
@@ -98,14 +99,17 @@ def _run_one(twin: Study, stage: str, args: list[str], log: Path) -> StageRun | 
         out.flush()
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=twin.root,
                                    env=os.environ | {"PYTHONHASHSEED": "0", SPLIT_ENV: str(waiting)})
+        tree = TreePeak(process.pid).start()
         _, status, usage = os.wait4(process.pid, 0)
+        tree_peak = tree.stop()
         process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     if process.returncode != 0:
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
         return _Failure(stage, process.returncode, log, tail)
-    # ru_maxrss is in KiB on Linux
-    return StageRun(stage, round(wall, 2), round(usage.ru_maxrss / 1024, 1), counts(twin),
+    # ru_maxrss (KiB on Linux) is the largest single process; the tree's sum counts workers and Ray too
+    peak = max(usage.ru_maxrss * 1024, tree_peak)
+    return StageRun(stage, round(wall, 2), round(peak / 2**20, 1), counts(twin),
                     # a process that never imported harness.timing made no model or encoder call
                     read_json(waiting) if waiting.is_file() else dict.fromkeys((EITHER, ENCODER, MODEL), 0.0))
 
