@@ -6,6 +6,9 @@ STUDY  ?= .
 EXECUTOR ?=
 RAY_ADDRESS ?=
 EXEC_ARGS := $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(RAY_ADDRESS),--ray-address $(RAY_ADDRESS))
+# WORKERS=N scores N arms at once in N processes (local) or gives a local Ray instance N CPUs; empty: the config's
+WORKERS ?=
+WORKER_ARGS := $(if $(WORKERS),--workers $(WORKERS))
 # llama.cpp for any x86-64 with AVX2 (a plain portable build has no SIMD and decodes ~10x slower)
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 RUN    := $(VENV)/bin/python -m harness
@@ -36,7 +39,7 @@ demo: $(STAMP)  ## run the demo studies end to end (estimate, build-arms, score,
 
 # the stage order is harness.pipeline.stages.STAGES; `harness run-all` stops at the first failing stage and names it
 all: $(STAMP)  ## every stage in order: select, freeze, estimate, build-arms, score, answer, stats, audit, report
-	$(RUN) run-all --study $(STUDY) --rescore $(RESCORE) $(EXEC_ARGS)
+	$(RUN) run-all --study $(STUDY) --rescore $(RESCORE) $(EXEC_ARGS) $(WORKER_ARGS)
 
 status: $(STAMP)  ## show the grid: chunk sets, cells scored / missing / stale, and the next target to run
 	$(RUN) status --study $(STUDY)
@@ -60,7 +63,7 @@ build-arms: $(STAMP)  ## build every arm's chunk set (LLM calls cached)
 	$(RUN) build-arms --study $(STUDY)
 
 score: $(STAMP)  ## rank every arm under every retriever and write per-question results
-	$(RUN) score --study $(STUDY) $(EXEC_ARGS)
+	$(RUN) score --study $(STUDY) $(EXEC_ARGS) $(WORKER_ARGS)
 
 answer: $(STAMP)  ## the fixed reader answers the configured cells from B source tokens; the judge scores nuggets (LLM calls cached)
 	$(RUN) answer --study $(STUDY)
@@ -83,7 +86,7 @@ report: $(STAMP)  ## the study report: results/report/index.html (self-contained
 SCALE ?= small
 REHEARSAL ?= /tmp/harness-rehearsal
 rehearse: $(STAMP)  ## the whole study on a simulated twin (data and models simulated): stage times, memory, blocked tests
-	$(RUN) rehearse --study $(STUDY) --out $(REHEARSAL)/$(notdir $(abspath $(STUDY)))-$(SCALE) --scale $(SCALE) $(if $(EXECUTOR),--executor $(EXECUTOR))
+	$(RUN) rehearse --study $(STUDY) --out $(REHEARSAL)/$(notdir $(abspath $(STUDY)))-$(SCALE) --scale $(SCALE) $(if $(EXECUTOR),--executor $(EXECUTOR)) $(WORKER_ARGS)
 
 # every benchmark runs to the end and prints each goal as met / NOT met; only an error fails the target
 bench: $(STAMP)  ## run every benchmark and print its figures and goals (QUICK=1: tiny sizes, seconds)

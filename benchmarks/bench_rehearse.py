@@ -2,13 +2,14 @@
 models and encoders: wall time and peak memory per stage, whether every family produces verdicts, whether the
 Ray executor writes the same bytes as the local one, and how long the known-effects replicates take.
 
-    .venv/bin/python benchmarks/bench_rehearse.py [--study .] [--scale paper] [--replicates 1000]
-        [--resamples N] [--no-ray] [--out DIR] [--quick]
+    .venv/bin/python benchmarks/bench_rehearse.py [--study .] [--scale paper] [--score-workers 2]
+        [--replicates 1000] [--resamples N] [--no-ray] [--out DIR] [--quick]
 
-Goals (issue 26): the paper-scale rehearsal of the flagship under 20 minutes and 4 GiB peak on 2 cores, every
-family with verdicts; `--executor ray` byte-identical to the local run; 1,000 replicates of every contrast
-under 10 minutes. --quick rehearses the demo at small scale up to `score`, twice locally (the comparison code
-path), with a handful of replicates.
+Goals (issue 26): the paper-scale rehearsal of the flagship under 20 minutes and 4 GiB peak on 2 cores (score
+in --score-workers processes; the peak sums a stage's processes), every family with verdicts; `--executor
+ray` byte-identical to the local run; 1,000 replicates of every contrast under 10 minutes. --quick rehearses
+the demo at small scale up to `score`, a second time locally in one process (the comparison code path, and
+workers against none), with a handful of replicates.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=REPLICATE_RESAMPLES,
                         help=f"bootstrap resamples per replicate contrast (default {REPLICATE_RESAMPLES}, as rehearse)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the replicates")
+    parser.add_argument("--score-workers", type=int, default=os.cpu_count() or 1,
+                        help="processes scoring arms side by side in the local run (harness score --workers)")
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray run")
     parser.add_argument("--out", help="keep the twins here (default: a temporary folder, removed)")
     add_quick(parser)
@@ -78,7 +81,8 @@ def main() -> None:
         study, scale, until, replicates = ROOT / "examples" / "demo", "small", ["--until", "score"], 3
     with tempfile.TemporaryDirectory(prefix="bench-rehearse-") as scratch:
         base = Path(args.out) if args.out else Path(scratch)
-        local = rehearse(study, base / "local", "--scale", scale, "--executor", "local", *until)
+        workers = ["--workers", str(args.score_workers)]
+        local = rehearse(study, base / "local", "--scale", scale, "--executor", "local", *workers, *until)
         stages = local["stages"]
         wall = sum(s["wall_s"] for s in stages)
         peak = max(s["peak_mib"] for s in stages)
@@ -89,10 +93,13 @@ def main() -> None:
             blocked = [t["test"] for t in local["tests"] if not t["verdict"]]
             goal("every registered test gets a verdict", not blocked,
                  f"{len(local['tests']) - len(blocked)} of {len(local['tests'])}" + (f"; blocked: {blocked}" if blocked else ""))
-        other_executor = "local" if args.quick or args.no_ray else "ray"
-        other = rehearse(study, base / other_executor / "twin", "--scale", scale, "--executor", other_executor, *until)
+        # the other run: Ray with as many workers, or (quick, --no-ray) the local executor in one process
+        other_executor, other_args = ("local", ["--workers", "1"]) if args.quick or args.no_ray else ("ray", workers)
+        other_name = " ".join(["--executor", other_executor, *other_args])
+        other = rehearse(study, base / other_executor / "twin", "--scale", scale, "--executor", other_executor,
+                         *other_args, *until)
         compared, differ = differing_files(base / "local", base / other_executor / "twin")
-        goal(f"--executor {other_executor} writes the same bytes as the local run", not differ and compared > 0,
+        goal(f"{other_name} writes the same bytes as the local run ({' '.join(workers)})", not differ and compared > 0,
              f"{compared} files compared, {len(differ)} differ" + (f": {differ[:5]}" if differ else ""), quick=args.quick)
         del other
         twin = Study.at(base / "local")

@@ -189,3 +189,38 @@ def test_the_simulated_backend_late_pools_hashed_token_vectors_with_their_docume
     assert not np.allclose(here / np.linalg.norm(here, axis=1, keepdims=True), alone, atol=1e-3)
     first = span_mean(*late_retriever.encoder.token_vectors(DOC)[:2], chunks()[0].spans)
     np.testing.assert_allclose(here[0], first, atol=1e-6)  # a chunk is the mean of its words' vectors
+
+
+def test_one_documents_token_vectors_are_held_at_a_time_and_rows_keep_chunk_order(tmp_path):
+    """A scope's documents' token vectors together can take gigabytes: each is dropped before the next
+    document is encoded, and chunks of two documents, interleaved, get the vectors they get one by one."""
+    import gc
+    import weakref
+
+    from harness.retrieval.simulated import HashedLateEncoder
+
+    live = []
+
+    class Watching(HashedLateEncoder):
+        def token_vectors(self, text):
+            gc.collect()
+            assert all(ref() is None for ref in live), "an earlier document's token vectors are still held"
+            offsets, vectors, windows = super().token_vectors(text)
+            live.append(weakref.ref(vectors))
+            return offsets, vectors, windows
+
+    other = "Kafka STREAMS partition offsets. " + DOC
+    configs = {"late": {"type": "dense", "backend": "simulated", "model": "jina", "pooling": "late", "late_overlap": 2}}
+    one_by_one = RetrieverContext(tmp_path / "a", configs)
+    one_by_one.add_documents([Document("t/doc.md", "t", DOC), Document("t/other.md", "t", other)])
+    here, there = chunks(), chunks("t/other.md", other)
+    alone = [one_by_one.get("late").chunk_vectors(f"s{i}", [c])[0] for i, c in enumerate(here + there)]
+    context = RetrieverContext(tmp_path / "b", configs)
+    context.add_documents([Document("t/doc.md", "t", DOC), Document("t/other.md", "t", other)])
+    retriever = context.get("late")
+    retriever.encoder = Watching(overlap=2)
+    interleaved = [c for pair in zip(here, there) for c in pair]
+    together = retriever.chunk_vectors("s", interleaved)
+    assert len(live) == 2 and retriever.counts["late_documents"] == 2
+    expected = [alone[i] for pair in zip(range(5), range(5, 10)) for i in pair]
+    np.testing.assert_array_equal(together, np.stack(expected))

@@ -20,9 +20,10 @@ from harness.config.executor import Executor
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
+from harness.memory import release_freed_memory
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
 from harness.grid.cells import Cell, cell_of, configured_cells
-from harness.grid.paths import per_question_dir, results_dir, run_path, runs_dir
+from harness.grid.paths import chunk_manifest_path, per_question_dir, results_dir, run_path, runs_dir
 from harness.grid.states import SCORED, cell_counts, cell_state, mark_cell_done
 from harness.pipeline.executors import is_local, local_workers, ray_session, run_in_processes, run_on_ray
 from harness.pipeline.addon_cells import (
@@ -31,7 +32,7 @@ from harness.pipeline.addon_cells import (
 from harness.pipeline.parts import write_part, write_variants_part
 from harness.pipeline.table import assemble_per_question, update_manifest
 from harness.grid.results import ResultRow
-from harness.files import remove_stale_temporaries, sha256_text
+from harness.files import read_json, remove_stale_temporaries, sha256_text
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking, search_batch
 from harness.retrieval.expansion import ChunkSet as ExpansionChunkSet
@@ -237,7 +238,6 @@ def score_study(
             todo = []  # scored by the workers; combined below exactly as after the loop here
         for arm_cells in _by_arm(todo):  # todo is arm-major
             bar.set_postfix_str(f"{arm_cells[0].arm} / {len(arm_cells)} retrievers")
-            context.memo.clear()  # the last arm's scope indexes; this arm's are shared by its cells
             score_arm(study, dataset, arm_cells, context, cache, budgets, frozen_hash=frozen_hash)
             bar.update(len(arm_cells))
         bar.close()
@@ -245,6 +245,7 @@ def score_study(
         context.memo.clear()
         del cache
         n = assemble_per_question(study, name, frozen_hash, log=log)
+        release_freed_memory()  # the assembled table's: the next dataset's workers start beside this process
         update_manifest(study, name, {
             "dataset": name,
             "frozen_config_hash": frozen_hash,
@@ -272,7 +273,8 @@ def score_arm(
     cache: ScoringCache, budgets: tuple[int, ...], *, frozen_hash: str | None,
 ) -> dict[Cell, dict[str, Any]]:
     """An arm's cells scored together (score_cells) and written: run files, parts, done markers; returns
-    each cell's counts. The caller clears `context.memo` when the chunk set changes."""
+    each cell's counts. The scope indexes its cells share (`context.memo`) live as long as the call."""
+    context.memo.clear()
     # an expansion arm ranks its `of:` arm's chunks; one arm's chunks in memory at a time
     scoped = scopes(dataset, read_chunk_set(study, dataset, arm_cells[0].arm.ranks, frozen_hash=frozen_hash))
     scored = score_cells(study, dataset, arm_cells, scoped, context, cache, budgets, run_depth=study.config.run_depth)
@@ -285,6 +287,9 @@ def score_arm(
         write_cell_parts(per_q, cell, rows, variant_rows)
         mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=cell_counts_)
         counts[cell] = cell_counts_
+    scored = rows = variant_rows = None
+    context.memo.clear()
+    release_freed_memory()  # the arm's indexes and rankings: a worker scoring beside another holds only its caches
     return counts
 
 
@@ -340,17 +345,29 @@ def score_one_arm(root: str, dataset_name: str, arm: str, retrievers: Sequence[s
                                     ScoringCache()))
     state = _worker[0]
     cells = [cell_of(state.study, dataset_name, arm, r) for r in retrievers]
-    state.context.memo.clear()
     counts = score_arm(state.study, state.dataset, cells, state.context, state.cache, state.budgets,
                        frozen_hash=frozen_hash)
-    state.context.memo.clear()  # a worker outlives its task: its indexes are not held between tasks
     return {str(cell): c for cell, c in counts.items()}
 
 
 def _arm_tasks(study: Study, dataset_name: str, cells: Sequence[Cell], frozen_hash: str | None) -> dict[str, tuple]:
+    """One task per arm, the heaviest first (chunks ranked times cells), so that the last arm to finish is a
+    light one (an arm of five seeds' chunk sets can take several times another's time)."""
     root = str(study.root)
+    groups = sorted(_by_arm(cells), key=lambda group: -_chunks_ranked(study, dataset_name, group[0].arm.ranks) * len(group))
     return {group[0].arm.name: (root, dataset_name, group[0].arm.name, [c.retriever.name for c in group], frozen_hash)
-            for group in _by_arm(cells)}
+            for group in groups}
+
+
+def _in_grid_order(cells: Sequence[Cell], by_arm: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """{cell: counts} in grid order, whatever order the arms ran or finished in."""
+    return {str(c): by_arm[c.arm.name][str(c)] for c in cells}
+
+
+def _chunks_ranked(study: Study, dataset_name: str, arm: str) -> int:
+    """The chunk count its manifest records (0 when unbuilt: the task then fails with read_chunk_set's error)."""
+    path = chunk_manifest_path(study, dataset_name, arm)
+    return int(read_json(path).get("chunks", 0)) if path.is_file() else 0
 
 
 def score_arms_in_processes(study: Study, dataset_name: str, cells: Sequence[Cell], *, workers: int,
@@ -367,7 +384,7 @@ def score_arms_in_processes(study: Study, dataset_name: str, cells: Sequence[Cel
         bar.update(len(counts))
 
     counts = run_in_processes(score_one_arm, tasks, done, workers=workers)
-    return {name: c for arm in tasks for name, c in counts[arm].items()}  # grid order
+    return _in_grid_order(cells, counts)
 
 
 def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: str, frozen_hash: str | None) -> dict[str, int]:
@@ -417,4 +434,4 @@ def score_cells_on_ray(
         counts = run_on_ray(ray, score_one_arm, tasks,
                             lambda arm, done, n_done: log(f"{dataset_name}/{arm}: {len(done)} cell(s) {SCORED} "
                                                           f"({n_done}/{len(tasks)} arms, ray)"))
-    return {name: c for arm in tasks for name, c in counts[arm].items()}  # grid order, whatever the completion order
+    return _in_grid_order(cells, counts)

@@ -195,22 +195,24 @@ class LateChunkingRetriever(DenseRetriever):
             where[key] = (c.doc_id, c.spans)
 
         def encode(missing: list[str]) -> tuple[np.ndarray, np.ndarray]:
-            by_doc: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-            rows = []
-            for key in missing:
-                doc_id, spans = where[key]
-                if doc_id not in by_doc:
-                    with waiting_on(ENCODER):
-                        offsets, vectors, windows = self.encoder.token_vectors(self.documents[doc_id])
-                    by_doc[doc_id] = (offsets, vectors)
-                    self.counts["late_documents"] += 1
-                    self.counts["late_windows"] += windows
-                offsets, vectors = by_doc[doc_id]
-                mean = span_mean(offsets, vectors, spans)
-                if mean is None:
-                    self.counts["late_chunks_without_tokens"] += 1
-                    mean = np.zeros(vectors.shape[1], dtype=np.float32)
-                rows.append(mean)
+            # document by document, each one's token vectors dropped before the next is encoded: a scope's
+            # documents' token vectors together can take gigabytes (tokens x dimensions x 4 bytes)
+            positions: dict[str, list[int]] = {}
+            for i, key in enumerate(missing):
+                positions.setdefault(where[key][0], []).append(i)
+            rows: list[np.ndarray | None] = [None] * len(missing)
+            for doc_id, at in positions.items():
+                with waiting_on(ENCODER):
+                    offsets, vectors, windows = self.encoder.token_vectors(self.documents[doc_id])
+                self.counts["late_documents"] += 1
+                self.counts["late_windows"] += windows
+                for i in at:
+                    mean = span_mean(offsets, vectors, where[missing[i]][1])
+                    if mean is None:
+                        self.counts["late_chunks_without_tokens"] += 1
+                        mean = np.zeros(vectors.shape[1], dtype=np.float32)
+                    rows[i] = mean
+                offsets = vectors = None
             return np.stack(rows).astype(np.float32), np.zeros(len(missing), dtype=bool)
 
         return self._chunk_cache().encode(keys, encode)[0]
