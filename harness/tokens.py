@@ -39,9 +39,16 @@ def cl100k():
 def count_tokens(text: str) -> int:
     """len(cl100k().encode(text, disallowed_special=())), counted per part between piece breaks and
     remembered per part: a prompt that repeats a document (CR sends it once per chunk) is encoded once, and so
-    is a paragraph shared by many chunk sets."""
-    *broken, last = PIECE_BREAK_RE.split(text)  # each part but the last lost its closing newline
-    return sum(map(_part_tokens, broken, repeat(True))) + _part_tokens(last, False)
+    is a paragraph shared by many chunk sets. The whole text's count is remembered too (under the same kind
+    of key: a text's count is the count of that string, whether it was met whole or as a part), so a text
+    met again is not split again."""
+    key = _key(text)
+    found = _PART_COUNTS.get(key)
+    if found is None:
+        *broken, last = PIECE_BREAK_RE.split(text)  # each part but the last lost its closing newline
+        found = sum(map(_part_tokens, broken, repeat(True))) + _part_tokens(last, False)
+        _remember(key, found)
+    return found
 
 
 def count_tokens_once(text: str) -> int:
@@ -59,13 +66,22 @@ MAX_REMEMBERED_PARTS = 1 << 21
 
 def _part_tokens(part: str, newline: bool) -> int:
     text = part + "\n" if newline else part
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    key = _key(text)
     found = _PART_COUNTS.get(key)
     if found is None:
-        if len(_PART_COUNTS) >= MAX_REMEMBERED_PARTS:
-            _PART_COUNTS.clear()
-        found = _PART_COUNTS[key] = len(cl100k().encode_ordinary(text))
+        found = len(cl100k().encode_ordinary(text))
+        _remember(key, found)
     return found
+
+
+def _key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _remember(key: bytes, count: int) -> None:
+    if len(_PART_COUNTS) >= MAX_REMEMBERED_PARTS:
+        _PART_COUNTS.clear()
+    _PART_COUNTS[key] = count
 
 
 MESSAGE_OVERHEAD_TOKENS = 8  # per chat message (role and separators), a close upper bound for most chat formats

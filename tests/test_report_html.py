@@ -330,23 +330,25 @@ def test_share_over_budget_is_measured_in_the_budget_unit():
     assert by_words.mean_tokens == by_tokens.mean_tokens  # the token columns stay in tokens
 
 
-def test_chunk_sets_sharing_texts_share_one_token_count():
-    from harness.metrics.budget import TokenCache
+def test_chunk_sets_sharing_texts_share_one_token_count(monkeypatch):
+    import harness.tokens as tokens
 
-    class Counting(TokenCache):
-        encoded = 0
+    encoded = []
+    real = tokens.cl100k()
 
-        def ids(self, text):
-            Counting.encoded += text not in self._ids
-            return super().ids(text)
+    class Counting:
+        def encode_ordinary(self, text):
+            encoded.append(text)
+            return real.encode_ordinary(text)
 
+    monkeypatch.setattr(tokens, "_PART_COUNTS", {})
+    monkeypatch.setattr(tokens, "cl100k", lambda: Counting())
     a = Chunk("d", "d#0", "one two three", ((0, 13),), "", 1, 1, ("paragraph",))
     b = Chunk("d", "d#1", "four five", ((13, 22),), "", 1, 1, ("paragraph",))
-    shared = Counting()
-    first = chunk_set_stats([a, b], (), budgets=[2], token_cache=shared)
+    first = chunk_set_stats([a, b], (), budgets=[2])
     second = chunk_set_stats([a, Chunk("d", "e#0", "one two three", ((0, 13),), "x", 1, 1, ("paragraph",))], (),
-                             budgets=[2], token_cache=shared)
-    assert Counting.encoded == 2 and len(shared) == 2  # the second set's texts were counted by the first
+                             budgets=[2])
+    assert encoded == ["one two three", "four five"]  # the second set's texts were counted by the first
     assert (first.mean_tokens, second.mean_tokens) == ((3 + 2) / 2, 3.0)
 
 

@@ -119,3 +119,9 @@ def test_bad_inputs_name_the_parameter(kwargs, match):
     values = kwargs.pop("values")
     with pytest.raises(ValueError, match=match):
         cluster_bootstrap(values, **kwargs)
+
+
+@pytest.mark.parametrize("labels", [np.array(["a", "a", "b", "b"], dtype=object), np.array([1, 1, 2, 2])])
+def test_a_cluster_in_two_strata_is_named_whatever_the_label_type(labels):
+    with pytest.raises(ValueError, match=r"cluster .?a.? has questions in more than one stratum|cluster 1 has"):
+        cluster_bootstrap([0.1, 0.2, 0.3, 0.4], labels, ["x", "y", "x", "x"], resamples=10, seed=1)

@@ -66,3 +66,23 @@ def test_an_answer_counted_once_is_not_remembered():
     text = "a one-off answer 9f2c\nwith two lines"
     assert count_tokens_once(text) == whole(text)
     assert len(tokens._PART_COUNTS) == before
+
+
+def test_a_text_met_again_is_not_split_again(monkeypatch):
+    import harness.tokens as tokens
+
+    splits = []
+
+    class Counting:
+        def split(self, text):
+            splits.append(text)
+            return tokens.PIECE_BREAK_RE_REAL.split(text)
+
+    monkeypatch.setattr(tokens, "_PART_COUNTS", {})
+    monkeypatch.setattr(tokens, "PIECE_BREAK_RE_REAL", tokens.PIECE_BREAK_RE, raising=False)
+    monkeypatch.setattr(tokens, "PIECE_BREAK_RE", Counting())
+    document = "# Title\nA paragraph.\n\n- a list\n- of items\nclosing line"
+    assert [count_tokens(document) for _ in range(3)] == [whole(document)] * 3
+    assert splits == [document]
+    # its parts were remembered as parts: a text that is one of them counts right, unsplit or split
+    assert count_tokens("A paragraph.\n") == whole("A paragraph.\n")

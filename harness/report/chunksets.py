@@ -10,7 +10,7 @@ import numpy as np
 
 from harness.data.model import Chunk, Question
 from harness.metrics.assembly import size_in_unit
-from harness.metrics.budget import TokenCache
+from harness.tokens import count_tokens
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,9 @@ class ChunkSetStats:
 
 
 def chunk_set_stats(chunks: list[Chunk], questions: tuple[Question, ...], budgets: list[int],
-                    unit: str = "tokens", token_cache: TokenCache | None = None) -> ChunkSetStats:
-    """`token_cache`: one shared by the chunk sets of a report, whose arms hold many of the same texts."""
-    cache = token_cache if token_cache is not None else TokenCache()
-    tokens = np.array([size_in_unit(c.text, "tokens", cache) for c in chunks], dtype=float)
+                    unit: str = "tokens") -> ChunkSetStats:
+    # count_tokens remembers counts per paragraph: a report's chunk sets share most of their paragraphs
+    tokens = np.array([count_tokens(c.text) for c in chunks], dtype=float)
     sizes = tokens if unit == "tokens" else np.array([size_in_unit(c.text, unit) for c in chunks], dtype=float)
     covers = _coverage_by_doc(chunks)
     located = [e for q in questions for e in q.evidence if e.located]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from harness.arms.build import read_chunk_set
 from harness.errors import HarnessError
 from harness.files import read_json
-from harness.metrics.budget import TokenCache
 from harness.provenance.timeline import first_outcome_time, timeline, utc_iso
 from harness.report.chunksets import chunk_set_stats
 from harness.report.context import ReportContext
@@ -96,7 +95,6 @@ def arms_of(ctx: ReportContext, dataset: str) -> list[str]:
 
 def chunk_sets(ctx: ReportContext) -> Section:
     sec = Section("chunk-sets", "Chunk sets")
-    tokens = TokenCache()
     for name, ds in ctx.datasets.items():
         budgets = ctx.budgets(name)
         unit = ctx.budget_unit
@@ -107,7 +105,7 @@ def chunk_sets(ctx: ReportContext) -> Section:
             except HarnessError as e:
                 unbuilt.append(f"{arm} ({str(e).split(';')[0]})")
                 continue
-            s = chunk_set_stats(chunks, ds.questions, budgets, unit, tokens)
+            s = chunk_set_stats(chunks, ds.questions, budgets, unit)
             rows.append([arm, s.chunks, f"{s.mean_tokens:.1f}", f"{s.p95_tokens:.0f}"]
                         + [f"{100 * s.share_over[b]:.1f}%" for b in budgets]
                         + [f"{100 * s.share_spanning:.1f}% ({s.evidence_spanning}/{s.evidence_located})"

@@ -117,7 +117,9 @@ def cluster_totals(values, clusters=None, strata=None) -> ClusterData:
     mixed = cluster_stratum[cluster_of] != stratum_of
     if mixed.any():
         bad = labels[cluster_of[int(np.argmax(mixed))]]
-        raise ValueError(f"cluster {bad.item()!r} has questions in more than one stratum")
+        # labels from a pandas column are an object array of str, which have no .item()
+        raise ValueError(f"cluster {bad.item() if isinstance(bad, np.generic) else bad!r} has questions in more "
+                         "than one stratum")
     groups = tuple(np.flatnonzero(cluster_stratum == s) for s in range(len(stratum_names)))
     return ClusterData(labels=labels, sums=sums, sizes=sizes, strata=groups)
 
