@@ -86,7 +86,7 @@ report: $(STAMP)  ## the study report: results/report/index.html (self-contained
 SCALE ?= small
 REHEARSAL ?= /tmp/harness-rehearsal
 rehearse: $(STAMP)  ## the whole study on a simulated twin (data and models simulated): stage times, memory, blocked tests
-	$(RUN) rehearse --study $(STUDY) --out $(REHEARSAL)/$(notdir $(abspath $(STUDY)))-$(SCALE) --scale $(SCALE) $(if $(EXECUTOR),--executor $(EXECUTOR)) $(WORKER_ARGS)
+	$(RUN) rehearse --study $(STUDY) --out $(REHEARSAL)/$(notdir $(abspath $(STUDY)))-$(SCALE) --scale $(SCALE) $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(WORKERS),--score-workers $(WORKERS))
 
 # every benchmark runs to the end and prints each goal as met / NOT met; only an error fails the target
 bench: $(STAMP)  ## run every benchmark and print its figures and goals (QUICK=1: tiny sizes, seconds)

@@ -81,7 +81,7 @@ def main() -> None:
         study, scale, until, replicates = ROOT / "examples" / "demo", "small", ["--until", "score"], 3
     with tempfile.TemporaryDirectory(prefix="bench-rehearse-") as scratch:
         base = Path(args.out) if args.out else Path(scratch)
-        workers = ["--workers", str(args.score_workers)]
+        workers = ["--score-workers", str(args.score_workers)]
         local = rehearse(study, base / "local", "--scale", scale, "--executor", "local", *workers, *until)
         stages = local["stages"]
         wall = sum(s["wall_s"] for s in stages)
@@ -94,7 +94,7 @@ def main() -> None:
             goal("every registered test gets a verdict", not blocked,
                  f"{len(local['tests']) - len(blocked)} of {len(local['tests'])}" + (f"; blocked: {blocked}" if blocked else ""))
         # the other run: Ray with as many workers, or (quick, --no-ray) the local executor in one process
-        other_executor, other_args = ("local", ["--workers", "1"]) if args.quick or args.no_ray else ("ray", workers)
+        other_executor, other_args = ("local", ["--score-workers", "1"]) if args.quick or args.no_ray else ("ray", workers)
         other_name = " ".join(["--executor", other_executor, *other_args])
         other = rehearse(study, base / other_executor / "twin", "--scale", scale, "--executor", other_executor,
                          *other_args, *until)

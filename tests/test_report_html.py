@@ -225,11 +225,23 @@ def _browser_or_skip():
     return webdriver.Chrome(service=Service(str(DRIVER)), options=options)
 
 
+def _wait_for_every_element(driver, selector: str, expected: int, seconds: float = 60) -> None:
+    """Until the page is loaded and holds `expected` elements matching `selector`: on a loaded machine
+    chromedriver has returned from get() with the document still being parsed."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, seconds).until(lambda d: d.execute_script(
+        "return document.readyState === 'complete' && document.querySelectorAll(arguments[0]).length", selector)
+        >= expected)
+
+
 def test_page_renders_in_headless_chromium(reports):
     study, _ = reports
+    page = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
     driver = _browser_or_skip()
     try:
         driver.get((results_dir(study) / "report" / "index.html").as_uri())
+        _wait_for_every_element(driver, "img", page.count("<img "))
         images = driver.execute_script(
             "return Array.from(document.querySelectorAll('img, svg')).map(e => {"
             " const r = e.getBoundingClientRect();"
@@ -240,7 +252,6 @@ def test_page_renders_in_headless_chromium(reports):
     finally:
         driver.quit()
     assert logs == []
-    page = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
     # the lab and repeat-generation sections are left out: this study has no train/held-out split and no repeats
     assert sections == page.count('<section id="') == len(SECTION_BUILDERS) - 2
     figures = sorted(p.stem for p in (results_dir(study) / "report" / "figures").glob("*.svg"))

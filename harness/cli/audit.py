@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, say
+from harness.cli.stats import add_threads_argument
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.study import Study
@@ -28,6 +29,7 @@ def add_arguments(parser) -> None:
     parser.description = DESCRIPTION
     add_study_argument(parser)
     add_output_arguments(parser)
+    add_threads_argument(parser)
     parser.add_argument("--rel-tol", type=float, default=1e-9,
                         help="relative tolerance for floating-point fields (default 1e-9; reruns on one "
                              "platform are bit-identical)")
@@ -86,7 +88,8 @@ def run(args) -> int:
     plan = load_study_plan(study)
     table = load_per_question(study)
     planned = set()
-    for result in run_plan(plan, table, judge_rates=load_judge_rates(study), reader_rates=load_reader_rates(study)):
+    for result in run_plan(plan, table, judge_rates=load_judge_rates(study), reader_rates=load_reader_rates(study),
+                           threads=max(1, args.threads)):
         planned.add(result.family)
         path = stats_dir(study) / f"{result.family}.json"
         if not path.is_file():

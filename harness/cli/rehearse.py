@@ -27,7 +27,6 @@ DESCRIPTION = (
 def add_arguments(parser) -> None:
     from harness.cli.main import add_study_argument
     from harness.cli.output import add_output_arguments
-    from harness.cli.score import add_workers_argument
     from harness.rehearsal.stages import STAGES
     from harness.stats.replicates import REPLICATE_RESAMPLES
     from harness.rehearsal.twin_data import SCALES
@@ -39,7 +38,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--scale", choices=SCALES, default="small",
                         help="paper: the paper's sizes; small: a few minutes' version (default small)")
     parser.add_argument("--executor", choices=("local", "ray"), help="executor for score and stats (default: the config's)")
-    add_workers_argument(parser)
+    parser.add_argument("--score-workers", type=int, metavar="N",
+                        help="the score stage scores N arms at once in N processes (harness score --workers; "
+                             "default: the config's executor.workers, else 1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated data (default 0)")
     parser.add_argument("--real-encoders", action="store_true",
                         help="keep the configured dense encoders and rerankers instead of the hashed stand-ins")
@@ -102,10 +103,11 @@ def run(args) -> int:
     if progress:
         print(f"rehearse: twin of {study.root} in {twin.root} (scale {args.scale})", file=sys.stderr)
     record = {"study": str(study.root), "twin": str(twin.root), "scale": args.scale, "seed": args.seed,
-              "executor": args.executor, "workers": args.workers}
+              "executor": args.executor, "score_workers": args.score_workers}
     try:
         stages = STAGES if args.until is None else STAGES[:STAGES.index(args.until) + 1]
-        runs = run_stages(twin, executor=args.executor, workers=args.workers, stages=stages, progress=progress)
+        runs = run_stages(twin, executor=args.executor, workers=args.score_workers, stages=stages,
+                          progress=progress)
     except StageFailed as failed:  # e.g. the freeze refusing a test no configured cell can produce
         text = ["## Stages on the twin", "", summary.stage_table(failed.runs), "",
                 f"BLOCKED: stage {failed.stage} failed on the twin: {failed.reason}"]

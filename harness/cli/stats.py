@@ -32,9 +32,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--deviation", metavar="REASON",
                         help="look at outcomes before every configured cell is scored; the look and its "
                              "reason are appended to DEVIATIONS.md and recorded in every output")
-    parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1),
-                        help="local executor: threads computing the contrasts (default: the cores, at most 4); "
-                             "the output is the same for any count")
+    add_threads_argument(parser)
     add_executor_arguments(parser)
 
 
@@ -89,3 +87,10 @@ def run(args) -> int:
     record_results(study)
     print(f"wrote {stats_dir(study)}")
     return 0
+
+
+def add_threads_argument(parser) -> None:
+    """Shared by `stats` and `audit` (which recomputes every family)."""
+    parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1),
+                        help="threads computing the contrasts (default: the cores, at most 4); the output is the "
+                             "same for any count")
