@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -11,7 +13,8 @@ from harness.errors import HarnessError
 from harness.pipeline.executors import choose_executor
 from harness.study import Study
 from pipeline_support import edit_config, make_llm_free_study
-from harness.grid.paths import results_dir, stats_dir
+from harness.grid.paths import chunk_manifest_path, results_dir, stats_dir
+from harness.provenance.freeze import frozen_hash
 
 
 def outputs(study: Study) -> dict[str, bytes]:
@@ -76,6 +79,22 @@ def _without_times(path) -> dict:
     import json
     record = json.loads(path.read_text())
     return {k: v for k, v in record.items() if not k.endswith("_at")}
+
+
+def test_arm_tasks_start_heaviest_first_and_counts_come_back_in_grid_order(tmp_path):
+    from harness.grid.cells import configured_cells
+    from harness.pipeline.score import _arm_tasks, _in_grid_order
+
+    study = make_llm_free_study(tmp_path, RETRIEVERS)
+    assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
+    cells = [c for c in configured_cells(study) if c.dataset.name == "docs"]
+    tasks = _arm_tasks(study, "docs", cells, frozen_hash(study))
+    sizes = {arm: json.loads(chunk_manifest_path(study, "docs", arm).read_text())["chunk_set"]["chunks"]
+             for arm in tasks}
+    weights = [sizes[arm] * len(tasks[arm][3]) for arm in tasks]
+    assert len(set(weights)) > 1 and weights == sorted(weights, reverse=True)
+    by_arm = {arm: {f"docs/{arm}/{r}": {"n": i} for i, r in enumerate(task[3])} for arm, task in tasks.items()}
+    assert list(_in_grid_order(cells, by_arm)) == [str(c) for c in cells]
 
 
 def test_the_config_sets_the_executor_and_the_command_line_wins(tmp_path):

@@ -239,6 +239,43 @@ def test_questions_ranked_in_small_batches_give_the_same_rows_and_run_files(buil
     assert checked == 6
 
 
+def test_a_scopes_indexes_are_released_once_every_cell_is_past_it(tmp_path, monkeypatch):
+    """score_cells holds one scope's indexes at a time: a pooled chunk set's scopes' indexes, for every
+    retriever and variant, together took gigabytes at the paper's scale."""
+    import gc
+    import weakref
+
+    import harness.pipeline.score as score
+    from harness.grid.cells import configured_cells
+    from harness.metrics.registry import ScoringCache, budgets_from_config
+    from harness.retrieval.base import IndexMemo
+    from harness.retrieval.registry import RetrieverContext
+
+    study = make_llm_free_study(tmp_path / "s", ("bm25",))
+    assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
+    dataset = load_dataset(study, "papers", selection=read_selection(study))
+    cells = [c for c in configured_cells(study) if c.dataset.name == "papers" and c.arm.name == "S"]
+    scoped = score.scopes(dataset, read_chunk_set(study, dataset, "S", frozen_hash=frozen_hash(study)))
+    assert sum(1 for s in scoped if s.chunks) > 2
+    built: dict[str, list] = {}
+    original = IndexMemo.get
+
+    def watched(self, retriever, scope_key, chunks, build):
+        if scope_key not in built:
+            gc.collect()
+            alive = [key for key, refs in built.items() if any(ref() is not None for ref in refs)]
+            assert not alive, f"indexes of scopes {alive} are still held"
+        index = original(self, retriever, scope_key, chunks, build)
+        built.setdefault(scope_key, []).append(weakref.ref(index))
+        return index
+
+    monkeypatch.setattr(IndexMemo, "get", watched)
+    score.score_cells(study, dataset, cells, scoped, RetrieverContext.for_study(study, share_indexes=True),
+                      ScoringCache(), budgets_from_config(study.config.budgets, dataset.metric_set),
+                      run_depth=study.config.run_depth)
+    assert len(built) == sum(1 for s in scoped if s.chunks)
+
+
 @pytest.mark.slow
 def test_an_arms_cells_scored_together_equal_each_scored_alone_and_fusions_reuse_their_members(tmp_path, monkeypatch):
     """score_cells ranks a batch with every retriever of the arm; the fusion reads its members' rankings of

@@ -114,6 +114,11 @@ def score_cells(
             batch = scope.questions[first : first + QUESTIONS_PER_SEARCH]
             for one in scoring:
                 one.score_batch(scope, variants, batch)
+        # every cell is past this scope: its indexes (every retriever's, per variant) are not needed again
+        for one in scoring:
+            one.indexes = {}
+        if context.memo is not None:
+            context.memo.clear()
     return [one.finish() for one in scoring]
 
 
@@ -367,7 +372,7 @@ def _in_grid_order(cells: Sequence[Cell], by_arm: dict[str, dict[str, dict[str, 
 def _chunks_ranked(study: Study, dataset_name: str, arm: str) -> int:
     """The chunk count its manifest records (0 when unbuilt: the task then fails with read_chunk_set's error)."""
     path = chunk_manifest_path(study, dataset_name, arm)
-    return int(read_json(path).get("chunks", 0)) if path.is_file() else 0
+    return int(read_json(path)["chunk_set"]["chunks"]) if path.is_file() else 0
 
 
 def score_arms_in_processes(study: Study, dataset_name: str, cells: Sequence[Cell], *, workers: int,

@@ -184,7 +184,8 @@ class IndexMemo:
     """Scope indexes kept while one chunk set is scored: every cell of an arm ranks the same scopes, and a
     hybrid, reranker or graph retriever indexes again what its members have indexed. Keyed by retriever,
     scope and each chunk's id, document, spans and indexed text, so a hit is the index a fresh build would give; indexes are never
-    changed by searching. `clear()` when the chunk set changes (it holds the whole set's indexes)."""
+    changed by searching. `clear()` when no cell will rank the scopes it holds again (score clears it after
+each scope: a chunk set's indexes together can take gigabytes)."""
 
     def __init__(self) -> None:
         self._indexes: dict[tuple[str, str, str], "ScopeIndex"] = {}
