@@ -81,6 +81,24 @@ def _without_times(path) -> dict:
     return {k: v for k, v in record.items() if not k.endswith("_at")}
 
 
+def _square_unless_three(x: int) -> int:
+    if x == 3:
+        raise ValueError("three is refused")
+    return x * x
+
+
+def test_worker_processes_return_each_result_under_its_key_and_raise_a_tasks_error():
+    from harness.pipeline.executors import run_in_processes
+
+    seen = []
+    out = run_in_processes(_square_unless_three, {"a": (1,), "b": (2,), "c": (4,)},
+                           lambda key, result, n: seen.append((key, result)), workers=2)
+    assert out == {"a": 1, "b": 4, "c": 16} and sorted(seen) == [("a", 1), ("b", 4), ("c", 16)]
+    with pytest.raises(ValueError, match="three is refused"):
+        run_in_processes(_square_unless_three, {i: (i,) for i in range(8)}, lambda *done: None, workers=2)
+    assert run_in_processes(_square_unless_three, {}, lambda *done: None, workers=2) == {}
+
+
 def test_arm_tasks_start_heaviest_first_and_counts_come_back_in_grid_order(tmp_path):
     from harness.grid.cells import configured_cells
     from harness.pipeline.score import _arm_tasks, _in_grid_order

@@ -80,7 +80,10 @@ def run_in_processes(
     import multiprocessing
 
     results: dict[Hashable, Any] = {}
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    if not calls:
+        return results
+    processes = min(workers, len(calls))
+    with concurrent.futures.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending = {pool.submit(task, *arguments): key for key, arguments in calls.items()}
         try:
             for future in concurrent.futures.as_completed(pending):

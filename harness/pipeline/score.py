@@ -232,7 +232,9 @@ def score_study(
         retrievers = list(dict.fromkeys(r for r in study.retrievers if any(c.retriever.name == r for c in cells)))
         todo = [c for c in cells if cell_state(study, c, frozen_hash) != SCORED]
         log(f"{name}: {len(cells)} cells, {len(cells) - len(todo)} already scored, {len(todo)} to score")
-        counters_before = {r: context.get(r).stats() for r in retrievers}  # retrievers are shared across datasets
+        here = workers == 1 and (executor is None or is_local(executor))  # else other processes score
+        # retrievers are shared across datasets; built here only when they rank here (a model is loaded once)
+        counters_before = {r: context.get(r).stats() for r in retrievers} if here else {}
         cache = ScoringCache()
         if executor is not None and not is_local(executor):
             score_cells_on_ray(study, executor, name, todo, frozen_hash=frozen_hash, log=log)
@@ -246,9 +248,7 @@ def score_study(
             score_arm(study, dataset, arm_cells, context, cache, budgets, frozen_hash=frozen_hash)
             bar.update(len(arm_cells))
         bar.close()
-        # the dataset's scope indexes and text analyses are not needed to assemble its table
-        context.memo.clear()
-        del cache
+        del cache  # the dataset's text analyses are not needed to assemble its table
         n = assemble_per_question(study, name, frozen_hash, log=log)
         release_freed_memory()  # the assembled table's: the next dataset's workers start beside this process
         update_manifest(study, name, {
@@ -266,7 +266,7 @@ def score_study(
             "retrievers": {r: context.get(r).describe() for r in retrievers},
         })
         combined[name] = n
-        stats = {r: _counter_delta(context.get(r).stats(), counters_before[r]) for r in retrievers}
+        stats = {r: _counter_delta(context.get(r).stats(), counters_before[r]) for r in counters_before}
         stats = {r: s for r, s in stats.items() if any(s.values())}
         if stats:
             log(f"{name}: retriever counters {stats}")
@@ -278,8 +278,7 @@ def score_arm(
     cache: ScoringCache, budgets: tuple[int, ...], *, frozen_hash: str | None,
 ) -> dict[Cell, dict[str, Any]]:
     """An arm's cells scored together (score_cells) and written: run files, parts, done markers; returns
-    each cell's counts. The scope indexes its cells share (`context.memo`) live as long as the call."""
-    context.memo.clear()
+    each cell's counts."""
     # an expansion arm ranks its `of:` arm's chunks; one arm's chunks in memory at a time
     scoped = scopes(dataset, read_chunk_set(study, dataset, arm_cells[0].arm.ranks, frozen_hash=frozen_hash))
     scored = score_cells(study, dataset, arm_cells, scoped, context, cache, budgets, run_depth=study.config.run_depth)
@@ -293,7 +292,6 @@ def score_arm(
         mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=cell_counts_)
         counts[cell] = cell_counts_
     scored = rows = variant_rows = None
-    context.memo.clear()
     release_freed_memory()  # the arm's indexes and rankings: a worker scoring beside another holds only its caches
     return counts
 
