@@ -38,8 +38,8 @@ def test_the_tree_sums_every_descendant():
 
 
 def test_the_peak_of_a_stage_that_starts_workers_includes_them():
-    # the "stage" holds little itself and starts two holders: the kernel's largest-process figure would
-    # show one holder, the tree's peak both
+    # the "stage" holds little itself and starts two holders: the tree's peak counts both (the kernel's
+    # figure is the largest single process, and may even be this test process's size at the fork)
     stage = subprocess.Popen([sys.executable, "-c", (
         "import subprocess, sys\n"
         f"cmd = [sys.executable, '-c', {HOLDER!r}]\n"
@@ -48,8 +48,5 @@ def test_the_peak_of_a_stage_that_starts_workers_includes_them():
         "import time; time.sleep(1.0)\n"
         "[k.stdin.close() or k.wait() for k in kids]\n")])
     peak = TreePeak(stage.pid, interval_s=0.05).start()
-    _, status, usage = os.wait4(stage.pid, 0)
-    stage.returncode = os.waitstatus_to_exitcode(status)
-    tree = peak.stop()
-    assert stage.returncode == 0
-    assert usage.ru_maxrss * 1024 < 300 * MIB < 400 * MIB < tree
+    assert stage.wait() == 0
+    assert peak.stop() > 400 * MIB

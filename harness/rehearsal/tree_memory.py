@@ -3,8 +3,10 @@
 The kernel's per-child usage (os.wait4) reports the largest single process only, so a stage that scores in
 worker processes, or starts a local Ray instance, would show one worker's memory. This samples the process
 tree from /proc instead: every INTERVAL_S, each descendant's resident set summed. A peak shorter than the
-interval can be missed; the stage table takes the larger of this and the kernel's figure. Where /proc is
-absent (not Linux) only the kernel's figure remains.
+interval can be missed; the stage table takes the larger of this and the kernel's figure (which, on Linux,
+keeps the high-water mark of the forked parent's copy across exec, so a small stage shows at least the
+rehearsal process's own size: an upper bound). Where /proc is absent (not Linux) only the kernel's figure
+remains.
 """
 
 from __future__ import annotations
