@@ -62,7 +62,7 @@ def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
     outside = Scope("doc-b", [], [question("alpha beta gamma delta epsilon", qid="q2")])
     dataset = SimpleNamespace(name="papers", metric_set="qasper", documents=[])
     # no scope with chunks: the retriever is never asked (late-chunking retrievers are handed the documents)
-    context = SimpleNamespace(get=lambda name: None, add_documents=lambda documents: None)
+    context = SimpleNamespace(get=lambda name: None, add_documents=lambda documents: None, memo=None)
 
     def score(arm_cfg):
         study = SimpleNamespace(root=tmp_path, results_root=None)
