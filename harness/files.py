@@ -168,8 +168,24 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
             yield obj
 
 
+# nodes that aliases may add to a document when expanded: a study's YAML uses a few anchors, if any, while
+# nested aliases (a "billion laughs") multiply, and every later walk of the data (the schema, the freeze's
+# canonical JSON) would pay for the expansion
+MAX_ALIAS_NODES = 10_000
+
+
+class RefusedYaml(yaml.YAMLError):
+    """Valid YAML the harness does not read: a key given twice, or aliases that expand too far."""
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a mapping key given twice (YAML would keep the last value silently)."""
+    """SafeLoader that refuses a mapping key given twice (YAML would keep the last value silently), and a
+    document whose aliases expand past MAX_ALIAS_NODES nodes or refer to themselves."""
+
+    def compose_document(self):
+        node = super().compose_document()
+        _check_expansion(node)
+        return node
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -178,24 +194,50 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 key = self.construct_object(key_node, deep=True)
                 line = key_node.start_mark.line + 1
                 if key in seen:
-                    raise DuplicateKey(f"key {key!r} is given twice, at line {seen[key]} and line {line}")
+                    raise RefusedYaml(f"key {key!r} is given twice, at line {seen[key]} and line {line}")
                 seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
 
-class DuplicateKey(yaml.YAMLError):
-    pass
+def _check_expansion(root: yaml.Node) -> None:
+    """Count the nodes of the document as if every alias were copied out (each distinct node's expanded size
+    computed once, so a bomb costs as much as its text), and refuse more than MAX_ALIAS_NODES beyond its
+    distinct nodes, or an alias inside its own anchor."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise RefusedYaml(f"the node at line {node.start_mark.line + 1} holds an alias of itself")
+        open_nodes.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    expanded = size(root)
+    if expanded - len(sizes) > MAX_ALIAS_NODES:
+        raise RefusedYaml(f"its aliases expand to {expanded:,} nodes from {len(sizes):,} written; at most "
+                          f"{MAX_ALIAS_NODES:,} may be added by aliases")
 
 
 def load_yaml(path: Path) -> Any:
     """Every YAML file the harness reads (study config, plan, amendments) goes through here: safe loading,
-    and a key given twice in one mapping is refused naming the file, the key and both lines."""
+    a key given twice in one mapping is refused naming the file, the key and both lines, and aliases that
+    expand past MAX_ALIAS_NODES nodes are refused."""
     try:
         with open(path, encoding="utf-8") as f:
             return yaml.load(f, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except FileNotFoundError:
         raise HarnessError(f"{path}: file not found") from None
-    except DuplicateKey as e:
+    except RefusedYaml as e:
         raise HarnessError(f"{path}: {e}") from None
     except yaml.YAMLError as e:
         raise HarnessError(f"{path}: not valid YAML: {e}") from None

@@ -2,12 +2,15 @@
 constant over its questions (floor or ceiling), reads `no variation` under every rule, keeps its estimate,
 says why, and counts in Holm as not rejected."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
 from harness.plan.load import load_plan
+from harness.stats.contrast import compare
 from harness.stats.families import check_family, run_family
 from harness.stats.holm import holm
 from harness.stats.replicates import replicate_verdicts
@@ -135,3 +138,45 @@ def test_replicates_recognise_no_variation(tmp_path, table):
     assert shares["varies"].shares.get(NO_VARIATION, 0.0) == 0.0
     assert "no variation 100.0%" in summary.to_markdown()
     assert NO_VARIATION in LABELS and all(label in LABELS for t in summary.tests for label in t.shares)
+
+
+def _opposite_strata(n_per_stratum: int = 10) -> pd.DataFrame:
+    """A - B is +100 points on every question of stratum `up` and -100 on every question of `down`."""
+    rows = []
+    for stratum, a, b in (("up", 1.0, 0.0), ("down", 0.0, 1.0)):
+        for i in range(n_per_stratum):
+            qid = f"{stratum}-{i:02d}"
+            rows += [("d", arm, "bm25", qid, qid, stratum, "rec@512t", value) for arm, value in (("A", a), ("B", b))]
+    return pd.DataFrame(rows, columns=["dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value"])
+
+
+def test_issue40_opposite_effects_in_two_strata_get_no_variation(tmp_path, capsys):
+    """Each stratum is resampled on its own, so the stratified interval of +100 and -100 collapses to [0, 0]
+    and the TOST called the two opposite effects equivalent (p_tost 0.0)."""
+    path = tmp_path / "table.csv"
+    _opposite_strata().to_csv(path, index=False)
+    from harness.cli.main import main
+
+    assert main(["compare", "--results", str(path), "--dataset", "d", "--a", "A", "--b", "B", "--retriever", "bm25",
+                 "--metric", "rec@512t", "--margin", "5", "--resamples", str(RESAMPLES)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["ci90_bca"] == [0.0, 0.0] and result["p_tost"] == 0.0  # what the verdict must not read
+    assert result["no_variation"] == ("paired differences do not vary within any stratum: -100.00 points in "
+                                      "stratum 'down' (10 questions), +100.00 points in stratum 'up' (10 questions)")
+    assert main(["compare", "--results", str(path), "--dataset", "d", "--a", "A", "--b", "B", "--retriever", "bm25",
+                 "--metric", "rec@512t", "--margin", "5", "--resamples", str(RESAMPLES), "--no-strata"]) == 0
+    unstratified = json.loads(capsys.readouterr().out)
+    assert unstratified["no_variation"] is None and unstratified["ci90_bca"][0] < -20 < 20 < unstratified["ci90_bca"][1]
+
+
+def test_differences_constant_within_strata_of_unequal_clusters_get_no_variation():
+    """Clusters of one and two questions: the stratified replicates vary a little with the drawn sizes, yet
+    no stratum's differences vary; the row is read as no variation, not decided on that spread."""
+    frame = _opposite_strata(6)
+    frame.loc[frame.qid.isin(["up-01", "down-01"]), "cluster"] = frame.cluster.str.replace("-01", "-00")
+    frame.loc[(frame.stratum == "down") & (frame.arm == "B"), "value"] = 0.9  # A - B is -90 there
+    result = compare(frame, dataset="d", a="A", b="B", retriever="bm25", metric="rec@512t", seed=1,
+                     resamples=RESAMPLES, margin=5)
+    assert result.ci90_bca[0] < result.ci90_bca[1]  # the stratified bootstrap does vary here
+    assert result.no_variation.startswith("paired differences do not vary within any stratum: -90.00 points in "
+                                          "stratum 'down' (6 questions), +100.00 points in stratum 'up'")

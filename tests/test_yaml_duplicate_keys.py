@@ -55,3 +55,50 @@ def test_no_module_loads_yaml_but_the_one_loader():
     loads = [f"{p.relative_to(package)}" for p in sorted(package.rglob("*.py"))
              if re.search(r"yaml\.(safe_)?load\(", p.read_text(encoding="utf-8"))]
     assert loads == ["files.py"]
+
+
+# --- aliases (issue 40, case 13) ---
+
+
+def _bomb(levels: int = 9, width: int = 9) -> str:
+    """Nested aliases: each level lists the one before `width` times, so the last expands to width**levels
+    nodes (387 million here) from a few hundred characters."""
+    lines = ["    l0: &l0 [x]"]
+    for i in range(1, levels + 1):
+        lines.append(f"    l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_issue40_case13_an_alias_bomb_nested_in_the_config_is_refused(tmp_path):
+    """A bomb under reader.model_options (which takes any value) passed the schema, and `harness config`
+    then spent minutes and gigabytes expanding it; the loader now refuses it, whatever its depth."""
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO / "configs", root / "configs")
+    config = root / "configs/study.yaml"
+    text = config.read_text(encoding="utf-8")
+    options = re.search(r"\n  model_options: \{max_tokens: 64\}.*\n", text).group()
+    config.write_text(text.replace(options, "\n  model_options:\n    max_tokens: 64\n" + _bomb(), 1), encoding="utf-8")
+    with pytest.raises(HarnessError, match=re.escape(f"{config}: its aliases expand to ")):
+        Study.at(root).config
+
+
+def test_an_alias_bomb_is_refused_at_any_depth(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("a:\n  b:\n    - c:\n" + _bomb().replace("    ", "        "), encoding="utf-8")
+    with pytest.raises(HarnessError, match=r"x\.yaml: its aliases expand to [\d,]{11} nodes from \d+ written; at "
+                                           r"most 10,000 may be added by aliases"):
+        load_yaml(path)
+
+
+def test_an_alias_inside_its_own_anchor_is_refused(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("a: &loop\n  - 1\n  - *loop\n", encoding="utf-8")
+    with pytest.raises(HarnessError, match=r"x\.yaml: the node at line 1 holds an alias of itself"):
+        load_yaml(path)
+
+
+def test_a_few_anchors_still_load(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("base: &base {k1: 1.5, b: 0.75}\nbm25: *base\nlist: [*base, *base]\n", encoding="utf-8")
+    assert load_yaml(path) == {"base": {"k1": 1.5, "b": 0.75}, "bm25": {"k1": 1.5, "b": 0.75},
+                               "list": [{"k1": 1.5, "b": 0.75}] * 2}

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.plan.load import checked_margin
+from harness.plan.schema import MAX_FLIPS, MAX_MARGIN, MAX_RESAMPLES
 
 HELP = 'print one paired contrast A - B (BCa intervals, sign-flip p, optional TOST) as JSON'
 
@@ -28,11 +30,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--retriever", required=True)
     parser.add_argument("--metric", required=True, help="metric name, e.g. rec@512t")
     parser.add_argument("--margin", type=float,
-                        help="equivalence margin in points; adds p_tost and the t-TOST beside it (ci90_t, p_tost_t, t_df)")
-    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
+                        help=f"equivalence margin in points (above 0, at most {MAX_MARGIN:g}); adds p_tost and "
+                             "the t-TOST beside it (ci90_t, p_tost_t, t_df)")
+    parser.add_argument("--resamples", type=int, default=10_000,
+                        help=f"bootstrap resamples, 2 to {MAX_RESAMPLES:,} (default 10000)")
     parser.add_argument("--max-flips", type=int, default=10_000,
                         help="sign-flip: exact when 2^clusters <= this, else this many random flips "
-                             "(default 10000)")
+                             f"(1 to {MAX_FLIPS:,}; default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed, recorded in the output (default 0)")
     parser.add_argument("--no-strata", action="store_true",
                         help="ignore the stratum column (default: resample each stratum separately)")
@@ -51,10 +55,22 @@ def owning_study(path: Path):
     return None
 
 
+def check_numbers(args) -> None:
+    """The plan's bounds (harness.plan.schema), before any file is read: a million resamples already runs in
+    seconds, while 3e8 took a minute and gigabytes."""
+    for flag, value, low, high in (("--resamples", args.resamples, 2, MAX_RESAMPLES),
+                                   ("--max-flips", args.max_flips, 1, MAX_FLIPS)):
+        if not low <= value <= high:
+            raise HarnessError(f"compare: {flag} must lie from {low:,} to {high:,}; got {value:,}")
+    if args.margin is not None:
+        checked_margin(args.margin, lambda message: HarnessError(f"compare: --margin {message}"))
+
+
 def run(args) -> int:
     from harness.stats.contrast import compare
     from harness.grid.results import read_per_question
 
+    check_numbers(args)
     study = owning_study(Path(args.results))
     if study is not None:  # no interim looks at a registered study's outcomes
         from harness.provenance.freeze import check_frozen

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from harness.config.fields import (
     Either, Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Variants, Where, setting,
 )
+from harness.config.names import NAME
 from harness.config.sources import FreshStackSources, JsonlSources, QasperSources, check_targets
 
 METRIC_SETS = ("qasper", "freshstack")  # scored by harness.metrics.registry
@@ -95,7 +96,7 @@ class FreshStackDomain:
 class FreshStackDataset:
     adapter: str = setting(check=OneOf(("freshstack",)))
     metric_set: str = setting(check=OneOf(METRIC_SETS))
-    domains: dict[str, FreshStackDomain] = setting(check=MapOf(Section(FreshStackDomain), non_empty=True))
+    domains: dict[str, FreshStackDomain] = setting(check=MapOf(Section(FreshStackDomain), non_empty=True, name=NAME))
     selection: QuestionSelection | None = setting(None, Optional(Section(QuestionSelection)))
 
 

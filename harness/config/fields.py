@@ -17,6 +17,9 @@ from typing import Any, Callable, Mapping
 from harness.errors import HarnessError
 
 REQUIRED = object()  # a `setting` without a default must be given
+# no number setting is larger in size (docs/pipeline.md, "Names and numbers"): integers up to it are exact as
+# floats and in JSON, and fit NumPy's; beyond it a value is a typo, or .inf
+LARGEST = 2**53
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ class Number(Check):
             ok = value <= self.maximum
         if not ok:
             raise where.expected(self.expected, value)
+        if not abs(value) <= LARGEST:  # .nan (which every comparison fails) or beyond LARGEST
+            raise where.fail(f"must be a finite number of at most {LARGEST:,} in size, got {value!r}")
         return value
 
 
@@ -186,11 +191,13 @@ class ListOf(Check):
 
 @dataclass(frozen=True)
 class MapOf(Check):
-    """A mapping of free names (arm names, model names, ...) to values; `keys` restricts the names."""
+    """A mapping of free names (arm names, model names, ...) to values; `keys` restricts the names, `name`
+    checks each (harness.config.names.NAME for the names a study gives)."""
 
     item: Check
     keys: tuple[str, ...] | None = None
     non_empty: bool = False
+    name: Check | None = None
 
     @property
     def expected(self) -> str:
@@ -205,6 +212,8 @@ class MapOf(Check):
                 raise where.child(key).fail("must be a string key")
             if self.keys is not None and key not in self.keys:
                 raise where.child(key).unknown(list(self.keys))
+            if self.name is not None:
+                self.name(key, where.child(key))
             out[key] = self.item(item, where.child(key))
         return out
 

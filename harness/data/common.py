@@ -158,6 +158,30 @@ def read_markdown(path: str | Path) -> tuple[str, bool]:
     return InputReader(Path(path).parent).read_markdown(path)
 
 
+# white space (Unicode's, as str.isspace) and control characters (C0, DEL, C1): a TREC run file splits its
+# lines on white space, and a CSV or a terminal shows neither faithfully (docs/pipeline.md, "Names and numbers")
+_UNSAFE_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
+def id_problem(value: str) -> str | None:
+    """Why `value` cannot be a doc_id or qid, or None."""
+    if not value:
+        return "is empty"
+    bad = _UNSAFE_ID.search(value)
+    if bad is not None:
+        return f"contains {bad.group()!r} at position {bad.start()} (no white space or control characters)"
+    return None
+
+
+def check_id(value: str, what: str, *, path, record=None) -> str:
+    """A doc_id or qid read from an input: every adapter checks each one here, where it is read, so the error
+    names the file and the line (or record); none reaches a run file or a CSV."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise InputError(f"{what} {value!r} {problem}", path=path, record=record)
+    return value
+
+
 _WHITESPACE_RUN = re.compile(r"\s+")
 
 

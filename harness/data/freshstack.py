@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.config.datasets import FreshStackDataset, FreshStackDomain
-from harness.data.common import Adapter, InputReader, LoadedDataset, exclusion_paths
+from harness.data.common import Adapter, InputReader, LoadedDataset, check_id, exclusion_paths, id_problem
 from harness.data.model import Document, Evidence, Question
 from harness.data.sampling import draw, seed_and_exclusions
 from harness.errors import HarnessError, InputError
@@ -90,11 +90,13 @@ def is_markdown(path: str) -> bool:
 
 
 def markdown_files(checkout: Path) -> list[str]:
-    """Sorted checkout-relative POSIX paths of every Markdown file (hidden directories skipped)."""
+    """Sorted checkout-relative POSIX paths of every Markdown file (hidden directories skipped, and a path that
+    could not be a doc_id, with white space or a control character: it could never be retrieved)."""
     found = []
     for p in checkout.rglob("*"):
         rel = p.relative_to(checkout)
-        if p.is_file() and is_markdown(p.name) and not any(part.startswith(".") for part in rel.parts):
+        if (p.is_file() and is_markdown(p.name) and not any(part.startswith(".") for part in rel.parts)
+                and id_problem(rel.as_posix()) is None):
             found.append(rel.as_posix())
     return sorted(found)
 
@@ -134,6 +136,7 @@ def read_queries(path: Path, reader: InputReader | None = None) -> list[dict]:
             qid = str(qid)
         if not isinstance(qid, str) or not qid:
             raise InputError("field `query_id` must be a non-empty string", path=path, record=where)
+        check_id(qid, "query_id", path=path, record=where)
         if qid in seen:
             raise InputError(f"query_id {qid} appears twice", path=path, record=where)
         seen.add(qid)
@@ -165,7 +168,7 @@ def read_corpus(path: Path, reader: InputReader) -> dict[str, str]:
     corpus: dict[str, str] = {}
     for line, row in reader.iter_jsonl(path):
         where = f"line {line}"
-        cid = _string(row, "_id", path, where)
+        cid = check_id(_string(row, "_id", path, where), "corpus id", path=path, record=where)
         if cid in corpus:
             raise InputError(f"corpus id {cid} appears twice", path=path, record=where)
         corpus[cid] = _string(row, "text", path, where)
@@ -190,6 +193,8 @@ def read_qrels(path: Path, reader: InputReader) -> dict[str, list[str]]:
             relevance = float(rel)
         except ValueError:
             raise InputError(f"relevance {rel!r} is not a number", path=path, record=number) from None
+        check_id(qid, "query id", path=path, record=number)
+        check_id(cid, "corpus id", path=path, record=number)
         if relevance > 0 and cid not in gold.setdefault(qid, []):
             gold[qid].append(cid)
     return gold

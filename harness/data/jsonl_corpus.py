@@ -16,7 +16,9 @@ from pathlib import Path
 
 from harness.config.datasets import JsonlDataset
 from harness.data.answer_types import ANSWER_TYPES, NO_TYPE
-from harness.data.common import Adapter, InputReader, LoadedDataset, exclusion_paths, normalise_newlines
+from harness.data.common import (
+    Adapter, InputReader, LoadedDataset, check_id, exclusion_paths, normalise_newlines,
+)
 from harness.data.model import Document, Evidence, Question
 from harness.data.sampling import select_clusters
 from harness.errors import HarnessError, InputError
@@ -53,6 +55,7 @@ def read_documents(path: Path, counts: Counter, reader: InputReader) -> dict[str
         domain = _text_field(row, "domain", path, line)
         if not doc_id.strip() or not domain.strip():
             raise InputError("`doc_id` and `domain` must be non-empty", path=path, record=where)
+        check_id(doc_id, "doc_id", path=path, record=where)
         if doc_id in documents:
             raise InputError(f"doc_id {doc_id!r} appears twice", path=path, record=where)
         if ("path" in row) == ("text" in row):
@@ -146,6 +149,7 @@ def read_questions(path: Path, dataset: str, documents: dict[str, Document], cou
         qid = _text_field(row, "qid", path, line)
         if not qid.strip() or qid in seen:
             raise InputError(f"qid {qid!r} is empty or appears twice", path=path, record=where)
+        check_id(qid, "qid", path=path, record=where)
         seen.add(qid)
         query = _text_field(row, "query", path, line)
         if not query.strip():

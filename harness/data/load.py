@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from harness.config.datasets import POOLED_SCOPE, DatasetConfig
 from harness.data.adapters import ADAPTERS
-from harness.data.common import InputReader, LoadedDataset
+from harness.data.common import InputReader, LoadedDataset, id_problem
 from harness.errors import HarnessError
 from harness.files import canonical_json, read_json
 from harness.study import Study
@@ -109,6 +109,11 @@ def finish(raw: LoadedDataset) -> LoadedDataset:
         raise HarnessError(f"dataset `{raw.name}`: the adapter recorded no input files; it must read every file "
                            "through its InputReader and return `reader.files` (the freeze hashes them)")
     counts = Counter(raw.counts)
+    for what, ids in (("doc_id", (d.doc_id for d in raw.documents)), ("qid", (q.qid for q in raw.questions))):
+        for value in ids:
+            if id_problem(value) is not None:  # each adapter checks its ids where it reads them (check_id)
+                raise HarnessError(f"dataset `{raw.name}`: {what} {value!r} {id_problem(value)}; the adapter must "
+                                   "refuse it where it reads it, naming the file and line (check_id)")
     doc_ids = [d.doc_id for d in raw.documents]
     if len(set(doc_ids)) != len(doc_ids):
         raise HarnessError(f"dataset `{raw.name}`: duplicate doc_id {_first_duplicate(doc_ids)!r}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.data.common import BOM, TextLocator, decode_utf8, jsonl_objects, normalise_newlines
+from harness.data.common import BOM, TextLocator, check_id, decode_utf8, jsonl_objects, normalise_newlines
 from harness.errors import InputError
 
 COPIED_FIELDS = ("answers", "nuggets", "reference_answer", "answer_type")  # passed through to questions.jsonl
@@ -43,6 +43,8 @@ def markdown_files(folder: Path) -> dict[str, Path]:
              if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)}
     if not found:
         raise InputError("holds no *.md file", path=folder)
+    for rel, p in found.items():  # the relative path becomes the doc_id
+        check_id(rel, "doc_id (the file's path in the folder)", path=p)
     return found
 
 
@@ -103,6 +105,7 @@ def _question(record: dict, k: int, where: str, path: Path, locators: dict[str, 
     qid = record.get("qid", f"q{k + 1:04d}")
     if not isinstance(qid, str) or not qid.strip():
         raise InputError(f"`qid` must be a non-empty string, got {qid!r}", path=path, record=where)
+    check_id(qid, "qid", path=path, record=where)
     document = record.get("document")
     if document is not None and document not in locators:
         raise InputError(f"`document` {document!r} is not a Markdown file of the folder", path=path, record=where)

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterator
 
 from harness.config.datasets import QasperDataset
 from harness.data.answer_types import FROM_EVALUATOR, combined_answer_type
-from harness.data.common import Adapter, InputReader, LoadedDataset, TextLocator, exclusion_paths
+from harness.data.common import Adapter, InputReader, LoadedDataset, TextLocator, check_id, exclusion_paths
 from harness.data.hub import HubUnavailable, load_rows
 from harness.data.model import Document, Evidence, Question
 from harness.data.qasper_gold import reference_from_annotation
@@ -147,6 +147,7 @@ def read_qasper_file(path: str | Path, reader: InputReader | None = None) -> dic
     def add(paper_id: str, record: dict) -> None:
         if paper_id in papers:
             raise InputError("paper id appears twice", path=path, record=paper_id)
+        check_id(doc_id_for(paper_id), "doc_id", path=path, record=f"paper {paper_id!r}")
         papers[paper_id] = record
 
     for value in _json_values(path, reader):
@@ -189,6 +190,7 @@ def original_schema(rows: list[dict], origin) -> dict[str, dict]:
         paper_id, record = hf_record_to_original(row, origin)
         if paper_id in papers:
             raise InputError("paper id appears twice", path=origin, record=paper_id)
+        check_id(doc_id_for(paper_id), "doc_id", path=origin, record=f"paper {paper_id!r}")
         papers[paper_id] = record
     return papers
 
@@ -272,7 +274,7 @@ def _answer_string(answer: dict) -> str | None:
 
 def _question(qa: dict, doc_id: str, dataset: str, locator: TextLocator, preferred: dict, counts: Counter,
               path, paper_id: str) -> Question | None:
-    qid = _field(qa, "question_id", str, path, paper_id)
+    qid = check_id(_field(qa, "question_id", str, path, paper_id), "qid", path=path, record=paper_id)
     where = f"{paper_id} question {qid}"
     query = _field(qa, "question", str, path, where)
     if not query.strip():

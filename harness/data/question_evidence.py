@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.datasets import QuestionEvidenceDataset
-from harness.data.common import Adapter, InputReader, LoadedDataset, exclusion_paths
+from harness.data.common import Adapter, InputReader, LoadedDataset, check_id, exclusion_paths
 from harness.data.model import Document, Evidence, Question
 from harness.data.sampling import select_clusters
 from harness.errors import HarnessError, InputError
@@ -88,7 +88,8 @@ def load(study: Study, name: str, cfg: QuestionEvidenceDataset, selection: dict 
     """The document and its questions; stratum = split ("train" / "held-out"), cluster = the question."""
     doc_path, qe_path = study.resolve(cfg.document), study.resolve(cfg.questions)
     text, crlf = reader.read_markdown(doc_path)
-    doc_id = f"{name}/{Path(cfg.document).name}"
+    doc_id = check_id(f"{name}/{Path(cfg.document).name}", "doc_id (the dataset and the document's file name)",
+                      path=doc_path)
     try:
         items = json.loads(reader.read_text(qe_path, what="question-evidence JSON file"))
     except json.JSONDecodeError as e:

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from harness.config.names import NAME_RULE, is_safe_name
 from harness.errors import InputError
 
 PART_SUFFIX = ".parquet"
@@ -74,8 +75,9 @@ def first_outcome_path(study: Any) -> Path:
 
 
 def _check_name(kind: str, name: str) -> str:
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or "__" in name:
-        raise InputError(f"{kind} name {name!r} cannot name a part file (empty, '/', '\\', '__' or a leading '.')")
+    # the config and plan schemas refused such a name at load; this guards the part files' own writers
+    if not is_safe_name(name):
+        raise InputError(f"{kind} name {name!r} cannot name a part file: a name is {NAME_RULE}")
     return name
 
 

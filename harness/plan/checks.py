@@ -128,10 +128,12 @@ class Items(Check):
 
 @dataclass(frozen=True)
 class Names(Check):
-    """A list of names, none listed twice (it may be empty)."""
+    """A list of names, each checked by `item`, none listed twice (it may be empty)."""
+
+    item: Check = Name()
 
     def __call__(self, value: Any, where: Where) -> Any:
-        names = Items(Name())(value, where)
+        names = Items(self.item)(value, where)
         for i, name in enumerate(names):
             if name in names[:i]:
                 raise where.child(f"[{i}]").fail(f"{name!r} is listed twice")
@@ -140,9 +142,11 @@ class Names(Check):
 
 @dataclass(frozen=True)
 class NameMap(Check):
-    """A mapping of names to values checked by `item`."""
+    """A mapping of names, each checked by `name`, to values checked by `item`."""
 
     item: Check
+    name: Check = Name()
 
     def __call__(self, value: Any, where: Where) -> Any:
-        return {name: self.item(v, where.child(name)) for name, v in check_keys(where, value, ()).items()}
+        return {self.name(name, where.child(name)): self.item(v, where.child(name))
+                for name, v in check_keys(where, value, ()).items()}

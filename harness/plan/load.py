@@ -21,11 +21,10 @@ from harness.plan.model import (
 )
 from harness.plan.rules import RULE_TERMS
 from harness.plan.schema import (
-    AcceptanceSpec, AmendmentFile, DatasetSpec, FamilySpec, PlanFile, SubsetSpec, TestSpec,
+    MAX_MARGIN, AcceptanceSpec, AmendmentFile, DatasetSpec, FamilySpec, PlanFile, SubsetSpec, TestSpec,
 )
 
 _AMENDMENT_NAME = re.compile(r"^(\d{4})-[a-z0-9][a-z0-9-]*\.yaml$")
-_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def load_study_plan(study) -> Plan:
@@ -82,9 +81,7 @@ class _State:
 def _dataset(where: Where, name: str, spec: DatasetSpec) -> DatasetPlan:
     if spec.primary_metric not in spec.metrics:
         raise where.child("primary_metric").fail(f"{spec.primary_metric!r} is not among the dataset's metrics")
-    margin = float(spec.margin)
-    if margin <= 0:
-        raise where.child("margin").fail(f"must be positive; got {margin}")
+    margin = checked_margin(spec.margin, lambda message: where.child("margin").fail(message))
     reader = None
     if spec.reader_acceptance is not None:
         at = where.child("reader_acceptance")
@@ -95,8 +92,6 @@ def _dataset(where: Where, name: str, spec: DatasetSpec) -> DatasetPlan:
 
 
 def _add_family(where: Where, spec: FamilySpec, source: str, state: _State) -> None:
-    if not _ID.fullmatch(spec.id):
-        raise where.child("id").fail(f"{spec.id!r} must use letters, digits, '_' or '-' (it names output files)")
     if spec.id in state.tests:
         raise where.child("id").fail(f"family {spec.id!r} already exists; amendments add families, never edit them")
     rule = RULE_TERMS[spec.decision.rule]
@@ -149,9 +144,7 @@ def _add_test(where: Where, spec: TestSpec, fam_id: str, source: str, state: _St
     if rule.needs_margin:
         if spec.margin is ABSENT:
             raise fail("margin", f"required for a {rule.title} test")
-        margin = float(Number()(spec.margin, where.child("margin")))
-        if margin <= 0:
-            raise fail("margin", f"must be positive; got {margin}")
+        margin = checked_margin(Number()(spec.margin, where.child("margin")), lambda message: fail("margin", message))
     elif spec.margin is not ABSENT:
         takers = " and ".join(f"{r.title} tests" for r in RULE_TERMS.values() if r.needs_margin)
         raise fail("margin", f"only {takers} take a margin")
@@ -163,6 +156,14 @@ def _add_test(where: Where, spec: TestSpec, fam_id: str, source: str, state: _St
         id=spec.id, family=fam_id, a=spec.a, b=spec.b, retriever=spec.retriever, dataset=spec.dataset,
         metric=spec.metric, rule=rule.name, margin=margin, subset=subset, source=source, acceptance=acceptance,
         retriever_b=spec.retriever_b))
+
+
+def checked_margin(value: float, fail) -> float:
+    """An equivalence margin in points: positive, at most MAX_MARGIN (the schema already refused .nan and .inf)."""
+    margin = float(value)
+    if not 0 < margin <= MAX_MARGIN:
+        raise fail(f"must be positive and at most {MAX_MARGIN:g} points; got {margin}")
+    return margin
 
 
 def _subset(where: Where, spec: SubsetSpec, dataset: DatasetPlan, fail) -> Subset:

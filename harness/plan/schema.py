@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from harness.config.fields import Check, Flag, Int, Number, Where, setting
+from harness.config.names import NAME
 from harness.plan.analyses import Entries
 from harness.plan.checks import ABSENT, Choice, Items, Name, NameMap, Names, Part, Timestamp
 from harness.plan.rules import RULE_TERMS
@@ -18,18 +19,23 @@ TIERS = ("confirmatory", "secondary", "exploratory")
 MULTIPLICITY = ("holm", "none")
 BOOTSTRAP_METHODS = ("bca-cluster",)
 PERMUTATION_METHODS = ("cluster-sign-flip",)
+# bounds of the numbers a plan (and `harness compare`) may give (docs/pipeline.md, "Names and numbers"):
+# a million resamples or sign flips is far past any precision a study needs, and still runs in seconds
+MAX_RESAMPLES = 1_000_000
+MAX_FLIPS = 1_000_000
+MAX_MARGIN = 100.0  # margins are in points, and a difference of metrics in [0, 1] lies within 100 points
 
 
 @dataclass(frozen=True)
 class BootstrapSpec:
     method: str = setting(check=Choice(BOOTSTRAP_METHODS))
-    resamples: int = setting(check=Int(2))
+    resamples: int = setting(check=Int(2, MAX_RESAMPLES))
 
 
 @dataclass(frozen=True)
 class PermutationSpec:
     method: str = setting(check=Choice(PERMUTATION_METHODS))
-    max_flips: int = setting(check=Int(1))
+    max_flips: int = setting(check=Int(1, MAX_FLIPS))
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,7 @@ class AcceptanceSpec:
 
 @dataclass(frozen=True)
 class TestSpec:
-    id: str = setting(check=Name())
+    id: str = setting(check=NAME)
     a: str = setting(check=Name())
     b: str = setting(check=Name())
     retriever: str = setting(check=Name())
@@ -89,7 +95,7 @@ class DecisionSpec:
 
 @dataclass(frozen=True)
 class FamilySpec:
-    id: str = setting(check=Name())
+    id: str = setting(check=NAME)
     tier: str = setting(check=Choice(TIERS))
     multiplicity: str = setting(check=Choice(MULTIPLICITY))
     decision: DecisionSpec = setting(check=Part(DecisionSpec))
@@ -105,9 +111,9 @@ class PlanFile:
     alpha: float = setting(check=Number())
     bootstrap: BootstrapSpec = setting(check=Part(BootstrapSpec))
     permutation: PermutationSpec = setting(check=Part(PermutationSpec))
-    datasets: dict[str, DatasetSpec] = setting(check=NameMap(Part(DatasetSpec)))
-    arms: tuple[str, ...] = setting(check=Names())
-    retrievers: tuple[str, ...] = setting(check=Names())
+    datasets: dict[str, DatasetSpec] = setting(check=NameMap(Part(DatasetSpec), NAME))
+    arms: tuple[str, ...] = setting(check=Names(NAME))
+    retrievers: tuple[str, ...] = setting(check=Names(NAME))
     families: tuple[FamilySpec, ...] = setting(check=Items(Part(FamilySpec), non_empty=True))
     exploratory: tuple = setting((), Entries())
 
@@ -124,8 +130,8 @@ class AddedTest(Check):
 
 @dataclass(frozen=True)
 class AddsSpec:
-    arms: tuple[str, ...] = setting((), Names())
-    retrievers: tuple[str, ...] = setting((), Names())
+    arms: tuple[str, ...] = setting((), Names(NAME))
+    retrievers: tuple[str, ...] = setting((), Names(NAME))
     families: tuple[FamilySpec, ...] = setting((), Items(Part(FamilySpec)))
     tests: tuple[TestSpec, ...] = setting((), Items(AddedTest()))
     exploratory: tuple = setting((), Entries())

@@ -188,9 +188,11 @@ def paired_differences(
                              arms={labels[0]: results.value[pa] * POINTS, labels[1]: results.value[pb] * POINTS})
 
 
-def no_variation(pairs: PairedDifferences) -> str | None:
+def no_variation(pairs: PairedDifferences, *, stratified: bool = True) -> str | None:
     """What did not vary, in words, or None: an arm constant over the contrast's questions (floor at 0,
-    ceiling at 100 points), else every paired difference identical."""
+    ceiling at 100 points), else every paired difference identical, else (`stratified`, as the bootstrap
+    resamples) no stratum's differences varying: each stratum is resampled on its own, so the interval
+    collapses to the estimate however far apart the strata lie."""
     n = len(pairs.diffs)
     constant = []
     for label, values in (pairs.arms or {}).items():
@@ -203,6 +205,11 @@ def no_variation(pairs: PairedDifferences) -> str | None:
         return "; ".join(constant)
     if np.ptp(pairs.diffs) <= NO_VARIATION_TOL:
         return f"every paired difference is {float(pairs.diffs[0]):+.2f} points ({n} questions)"
+    if stratified:
+        by_stratum = {s: pairs.diffs[pairs.strata == s] for s in sorted(set(pairs.strata.tolist()))}
+        if len(by_stratum) > 1 and all(np.ptp(d) <= NO_VARIATION_TOL for d in by_stratum.values()):
+            return "paired differences do not vary within any stratum: " + ", ".join(
+                f"{float(d[0]):+.2f} points in stratum {s!r} ({len(d)} questions)" for s, d in by_stratum.items())
     return None
 
 
@@ -273,7 +280,8 @@ def contrast_of_pairs(
         p_signflip=flip.p_value, signflip_exact=flip.exact, signflip_flips=flip.n_flips,
         se_cluster=se, margin=None if margin is None else float(margin), p_tost=p_tost,
         ci90_t=None if t is None else t.ci90, p_tost_t=None if t is None else t.p_tost,
-        t_df=None if t is None else t.df, no_variation=no_variation(pairs), retriever_b=retriever_b,
+        t_df=None if t is None else t.df, no_variation=no_variation(pairs, stratified=stratified),
+        retriever_b=retriever_b,
     )
 
 
