@@ -85,3 +85,16 @@ def test_unknown_arm_is_rejected_by_the_parser(capsys, md):
     with pytest.raises(SystemExit):
         main(["chunk", "--arm", "E", str(md)])
     assert "invalid choice: 'E'" in capsys.readouterr().err
+
+
+def test_a_byte_order_mark_is_stripped_as_the_loader_strips_it(capsys, tmp_path):
+    """A file saved with a BOM: the header parser would not see `# Guide` behind it, and the chunk's text
+    would differ from what a study built from the same file (the loader strips the mark)."""
+    from harness.data.common import BOM, read_markdown
+
+    marked = tmp_path / "marked.md"
+    marked.write_bytes((BOM + "# Guide\n\nIntro words.\n\n## Setup\n\nRun it.\n").encode("utf-8"))
+    _, rows, _ = run_chunk(capsys, "--arm", "S", str(marked))
+    loaded = Document(marked.as_posix(), "", read_markdown(marked)[0])
+    assert [r["text"] for r in rows] == [c.text for c in header_led_chunks(loaded)]
+    assert rows[0]["section_path"] == "Guide" and not rows[0]["text"].startswith(BOM)

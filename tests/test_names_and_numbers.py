@@ -17,7 +17,6 @@ import yaml
 
 from harness.cli.main import main
 from harness.config import load_study_config
-from harness.config.names import NAME_MAX, is_safe_name
 from harness.data.load import load_dataset
 from harness.errors import HarnessError, InputError
 from harness.plan.load import load_plan
@@ -77,6 +76,8 @@ def test_a_freshstack_domain_is_a_name_too():
 
 
 def test_the_rule_takes_every_name_the_shipped_studies_use():
+    from harness.config.names import NAME_MAX, is_safe_name
+
     for root in (REPO, DEMO, REPO / "examples" / "handbook"):
         study = Study.at(root)
         plan = load_plan(study.plan_path, study.amendments_dir)

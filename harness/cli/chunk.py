@@ -11,6 +11,7 @@ from harness.chunking import get_chunker
 from harness.config.arm_kinds import HEADER_LED, get_kind, llm_free_kinds
 from harness.config.chunking import TAU_MAX, TAU_MIN, Chunking
 from harness.config.fields import replace
+from harness.data.common import BOM
 from harness.data.model import Document
 from harness.errors import HarnessError, InputError
 from harness.files import jsonl_lines
@@ -34,7 +35,8 @@ def add_arguments(parser) -> None:
 
 
 def read_document(path: str) -> Document:
-    """The file's text exactly as stored (CRLF kept: offsets refer to these characters)."""
+    """The file's text as stored (CRLF kept: offsets refer to these characters), without an opening
+    byte-order mark, which the dataset loader strips too (it would hide the first header)."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
             text = f.read()
@@ -44,7 +46,7 @@ def read_document(path: str) -> Document:
         raise InputError("is a directory, not a Markdown file", path=path) from None
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 (byte {e.start}): {e.reason}", path=path) from None
-    return Document(doc_id=Path(path).as_posix(), domain="", text=text)
+    return Document(doc_id=Path(path).as_posix(), domain="", text=text.removeprefix(BOM))
 
 
 def run(args) -> int:
