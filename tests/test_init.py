@@ -146,6 +146,45 @@ def test_init_refuses_invalid_inputs_without_writing_anything(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]  # no study, no staging folder left
 
 
+def test_init_errors_name_the_users_file_not_its_staging_copy(tmp_path, capsys):
+    """The adapter reads the copy in a staging folder that init removes on failure: its path, in the error,
+    named a file that no longer exists."""
+    documents, questions = corpus(tmp_path / "in")
+    rows = documents.read_text().splitlines()
+    rows[2] = rows[2].replace('"doc_id": "glacier"', '"doc_id": "gla cier"')
+    documents.write_text("\n".join(rows) + "\n")
+    assert main(["init", str(tmp_path / "study"), "--documents", str(documents), "--questions", str(questions)]) == 1
+    err = capsys.readouterr().err
+    assert f"{documents} (record line 3): doc_id 'gla cier' contains ' '" in err
+    assert ".init-" not in err
+
+
+def test_init_says_when_it_follows_a_symbolic_link_out_of_the_input_folder(tmp_path, capsys):
+    documents, questions = corpus(tmp_path / "in")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    body = documents.parent / "docs" / "orchard.md"
+    body.rename(elsewhere / "orchard.md")
+    body.symlink_to(elsewhere / "orchard.md")
+    target = tmp_path / "study"
+    assert main(["init", str(target), "--documents", str(documents), "--questions", str(questions)]) == 0
+    out = capsys.readouterr().out
+    assert (f"note: followed a symbolic link out of {documents.parent}: {body} -> {elsewhere / 'orchard.md'} "
+            "(copied into the study)") in out
+    assert (target / "data" / "docs" / "orchard.md").read_text() == (elsewhere / "orchard.md").read_text()
+    assert not (target / "data" / "docs" / "orchard.md").is_symlink()
+    assert out.count("note: followed") == 1  # the bodies inside the folder are not named
+    (tmp_path / "md").mkdir()
+    for topic in ("harbour", "glacier"):
+        (tmp_path / "md" / f"{topic}.md").write_text((documents.parent / "docs" / f"{topic}.md").read_text())
+    (tmp_path / "md" / "orchard.md").symlink_to(elsewhere / "orchard.md")
+    qs = tmp_path / "md-questions.jsonl"
+    write_jsonl(qs, [{"question": "Where are the amber records?", "evidence": ["keeps its"]}])
+    assert main(["init", str(tmp_path / "study2"), "--markdown", str(tmp_path / "md"), "--questions", str(qs)]) == 0
+    assert (f"note: followed a symbolic link out of {tmp_path / 'md'}: {tmp_path / 'md' / 'orchard.md'} -> "
+            f"{elsewhere / 'orchard.md'} (copied into the study)") in capsys.readouterr().out
+
+
 def test_init_writes_a_valid_llm_free_study_registered_by_a_record_outside_git(tmp_path, capsys):
     documents, questions = corpus(tmp_path / "in")
     target = tmp_path / "study"

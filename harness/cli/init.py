@@ -83,6 +83,8 @@ def run(args) -> int:
     print(f"wrote {made.root}: dataset `{data.name}` ({data.metric_set} metrics) with {len(data.documents)} documents, "
           f"{len(data.questions)} questions in {made.clusters} clusters")
     print(loss_summary(data.name, data.counts))
+    for link in made.links:
+        print(f"note: {link}")
     arms = "S, S+T, F512c, F256t" + (", E, CR" if paid else "")
     print(f"arms {arms}; retrievers bm25, minilm, hybrid; plan families: "
           + ("primary (E vs S+T, E vs CR), " if paid else "") + "structure (S vs F512c, S vs F256t)")

@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import harness
@@ -55,6 +55,46 @@ class Created:
     dataset: LoadedDataset
     clusters: int
     evidence: dict[str, int] | None  # Markdown conversion: located and unlocated evidence strings
+    links: tuple[str, ...] = ()  # the symbolic links followed out of an input folder, in words
+
+
+@dataclass
+class _Copies:
+    """What init copied into the staging folder: each staged file's source, so an error names the user's
+    file rather than the staging copy (which is removed), and the symbolic links followed out of an input
+    folder, which init reports (the study then holds a file from elsewhere)."""
+
+    sources: dict[Path, Path] = field(default_factory=dict)
+    links: list[str] = field(default_factory=list)
+
+    def copy(self, source: Path, dest: Path, *, what: str, folder: Path | None = None) -> None:
+        if not source.is_file():
+            raise InputError(f"{what} not found", path=source)
+        self.followed(source, folder, "copied into the study")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest)
+        self.sources[dest] = source
+
+    def followed(self, path: Path, folder: Path | None, how: str) -> None:
+        """Note `path` when it lies in `folder` but resolves outside it (a link to elsewhere)."""
+        if folder is None:
+            return
+        real, inside = path.resolve(), folder.resolve()
+        if real != inside and inside not in real.parents:
+            self.links.append(f"followed a symbolic link out of {folder}: {path} -> {real} ({how})")
+
+    def named_for_user(self, error: HarnessError, staging: Path, target: Path) -> HarnessError:
+        """`error` with each staged copy named by its source, and any other staged path by its place in the
+        study (the staging folder is gone once the error is shown)."""
+        def renamed(text: str) -> str:
+            for staged, source in sorted(self.sources.items(), key=lambda item: -len(str(item[0]))):
+                text = text.replace(str(staged), str(source))
+            return text.replace(str(staging), str(target))
+
+        error.args = tuple(renamed(a) if isinstance(a, str) else a for a in error.args)
+        if getattr(error, "path", None) is not None:
+            error.path = renamed(str(error.path))
+        return error
 
 
 def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
@@ -64,12 +104,13 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
     repository = _repository(target)
     moment = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.init-", dir=target.parent))
+    copies = _Copies()
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 would become the study folder's mode
         name = "qasper" if inputs.qasper else "freshstack" if inputs.freshstack else "corpus"
-        entry, metric_set, evidence = _stage_data(staging, inputs)
+        entry, metric_set, evidence = _stage_data(staging, inputs, copies)
         layout = Layout(study=target.name, dataset=name, entry=entry, metric_set=metric_set, cluster="cluster",
                         stratified=bool(inputs.freshstack), paid=paid, registered_at=utc_iso(moment))
         atomic_write_text(staging / "configs" / "study.yaml", study_yaml(layout))
@@ -82,7 +123,7 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
         atomic_write_text(staging / "plan" / "plan.yaml", plan_yaml(layout))
         atomic_write_text(staging / "plan" / "PLAN.md", plan_md(layout))
         if paid:
-            _copy_prompts(staging)
+            _copy_prompts(staging, copies)
         _validate(Study.at(staging))
         registration = ("a git commit" if repository else f"{RECORD_PATH}, as no git repository holds it")
         # absolute: `make` runs from the harness repository, wherever init ran
@@ -90,12 +131,15 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
         if target.is_dir():
             target.rmdir()  # checked empty above
         os.rename(staging, target)
+    except HarnessError as e:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise copies.named_for_user(e, staging, target) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     how = _register(target, repository, moment)
     clusters = len({q.cluster for q in dataset.questions})
-    return Created(target, how, dataset, clusters, evidence)
+    return Created(target, how, dataset, clusters, evidence, tuple(copies.links))
 
 
 def _check_target(target: Path) -> None:
@@ -124,14 +168,14 @@ def _repository(target: Path) -> bool:
     return True
 
 
-def _stage_data(root: Path, inputs: Inputs) -> tuple[dict, str, dict[str, int] | None]:
+def _stage_data(root: Path, inputs: Inputs, copies: _Copies) -> tuple[dict, str, dict[str, int] | None]:
     """Copy or convert the inputs under root/data/; the dataset's `datasets:` entry, metric set and, for
     Markdown, the evidence counts."""
     data = root / "data"
     if inputs.freshstack:
-        return _stage_freshstack(data, inputs.freshstack, inputs.corpus_path_prefix), "freshstack", None
+        return _stage_freshstack(data, inputs.freshstack, inputs.corpus_path_prefix, copies), "freshstack", None
     if inputs.qasper:
-        _copy(inputs.qasper, data / "qasper" / inputs.qasper.name, what="Qasper file")
+        copies.copy(inputs.qasper, data / "qasper" / inputs.qasper.name, what="Qasper file")
         return ({"adapter": "qasper", "metric_set": "qasper", "files": [f"data/qasper/{inputs.qasper.name}"]},
                 "qasper", None)
     entry = {"adapter": "jsonl", "metric_set": inputs.metric_set,
@@ -139,20 +183,20 @@ def _stage_data(root: Path, inputs: Inputs) -> tuple[dict, str, dict[str, int] |
     if inputs.markdown:
         converted = convert(inputs.markdown, inputs.questions, domain="docs")
         for rel, source in converted.files.items():
-            _copy(source, data / DOCS_FOLDER / rel, what="Markdown file")
+            copies.copy(source, data / DOCS_FOLDER / rel, what="Markdown file", folder=inputs.markdown)
         atomic_write_jsonl(data / "documents.jsonl", converted.documents)
         atomic_write_jsonl(data / "questions.jsonl", converted.questions)
         return entry | {"metric_set": "qasper"}, "qasper", converted.counts
-    _copy(inputs.documents, data / "documents.jsonl", what="documents file")
-    _copy(inputs.questions, data / "questions.jsonl", what="questions file")
+    copies.copy(inputs.documents, data / "documents.jsonl", what="documents file")
+    copies.copy(inputs.questions, data / "questions.jsonl", what="questions file")
     for rel in _document_bodies(inputs.documents):
         source = inputs.documents.parent / rel
         if source.is_file():  # a missing body is the adapter's error, naming the line
-            _copy(source, data / rel, what="Markdown file")
+            copies.copy(source, data / rel, what="Markdown file", folder=inputs.documents.parent)
     return entry, inputs.metric_set, None
 
 
-def _stage_freshstack(data: Path, folder: Path, prefix: str) -> dict:
+def _stage_freshstack(data: Path, folder: Path, prefix: str, copies: _Copies) -> dict:
     """queries, corpus and qrels copied per domain; the checkout stays where it is (a repository, often large),
     named by its absolute path and pinned by its HEAD commit, which the freeze records."""
     if not folder.is_dir():
@@ -162,11 +206,13 @@ def _stage_freshstack(data: Path, folder: Path, prefix: str) -> dict:
         options = {}
         for key, file in (("queries", "queries.jsonl"), ("corpus", "corpus.jsonl"), ("qrels", "qrels.tsv")):
             if key != "qrels" or (sub / file).is_file():
-                _copy(sub / file, data / "freshstack" / sub.name / file, what=f"FreshStack {key} file")
+                copies.copy(sub / file, data / "freshstack" / sub.name / file, what=f"FreshStack {key} file",
+                            folder=folder)
                 options[key] = f"data/freshstack/{sub.name}/{file}"
         checkout = (sub / "checkout").resolve()
         if not checkout.is_dir():
             raise InputError("no checkout/ folder (the docs repository the corpus was cut from)", path=sub)
+        copies.followed(sub / "checkout", folder, "the config names the checkout by that path")
         head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=False)
         options |= {"checkout": str(checkout), "commit": head.stdout.strip() if head.returncode == 0 else "",
@@ -192,13 +238,6 @@ def _document_bodies(documents: Path) -> list[str]:
     return out
 
 
-def _copy(source: Path, dest: Path, *, what: str) -> None:
-    if not source.is_file():
-        raise InputError(f"{what} not found", path=source)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, dest)
-
-
 def _cluster_unit(dataset: LoadedDataset, *, qasper: bool) -> str:
     """The plan's name for the resampling unit, from what the clusters are."""
     if qasper:
@@ -210,10 +249,10 @@ def _cluster_unit(dataset: LoadedDataset, *, qasper: bool) -> str:
     return "cluster"
 
 
-def _copy_prompts(root: Path) -> None:
+def _copy_prompts(root: Path, copies: _Copies) -> None:
     for arm in PAID_ARMS:
         for name in get_kind(arm).prompts.values():
-            _copy(HARNESS_PROMPTS / name, root / "prompts" / name, what="the harness's prompt template")
+            copies.copy(HARNESS_PROMPTS / name, root / "prompts" / name, what="the harness's prompt template")
 
 
 def _validate(study: Study) -> None:
