@@ -126,8 +126,10 @@ def header_led_chunks(study: Study, documents: Sequence[Document]) -> dict[str, 
 def build_dataset_arms(
     study: Study, dataset: LoadedDataset, arms: Sequence[str], *, frozen_hash: str | None, progress: bool = True,
     log: Callable[[str], None] = print, fresh: bool = False, replay: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> list[ArmBuild]:
-    """`fresh` / `replay`: the LLM arms' cache mode (see harness.arms.llm_arms.build_llm_arm)."""
+    """`fresh` / `replay`: the LLM arms' cache mode (see harness.arms.llm_arms.build_llm_arm); `warn` (default:
+    `log`) gets a line for each LLM arm whose calls failed."""
     cache: dict[str, dict[str, list[Chunk]]] = {}
 
     def header() -> dict[str, list[Chunk]]:
@@ -177,7 +179,22 @@ def build_dataset_arms(
         atomic_write_json(mpath, manifest)
         built.append(ArmBuild(dataset.name, arm, len(chunks), False))
         log(f"{dataset.name}/{arm}: {len(chunks)} chunks -> {path.relative_to(study.root)}")
+        failed = llm_failures(f"{dataset.name}/{arm}", extra)
+        if failed:
+            (warn or log)(failed)
     return built
+
+
+def llm_failures(label: str, manifest: Mapping[str, Any]) -> str | None:
+    """A warning line when an LLM arm's calls failed (its chunks keep empty generated fields), else None;
+    read from the arm's manifest record (harness.arms.llm_arms), the same numbers the report shows."""
+    llm = manifest.get("llm")
+    cost = llm.get("cost", {}) if isinstance(llm, Mapping) else {}
+    if not cost.get("failures"):
+        return None
+    return (f"warning: {label}: {cost['failures']} of {llm.get('chunks', '?')} chunks have no generated fields: "
+            f"{cost.get('failed_calls', 0)} LLM call(s) never gave valid JSON after {cost.get('retries', 0)} "
+            "retries (llm_failed in the chunk set; see its manifest's llm.cost)")
 
 
 def sources_first(study: Study, dataset: str, arms: Sequence[str]) -> list[str]:
@@ -215,7 +232,7 @@ def build_arms(
     frozen_hash: str | None, progress: bool = True, log: Callable[[str], None] = print,
     fresh: bool = False, replay: bool = False, warn: Callable[[str], None] | None = None,
 ) -> list[ArmBuild]:
-    """`warn` (default: `log`) gets the lines naming data lost on loading."""
+    """`warn` (default: `log`) gets the lines naming data lost on loading and LLM calls that failed."""
     names = list(datasets or study.config.datasets)
     if arms:
         arm_names = list(arms)
@@ -234,7 +251,8 @@ def build_arms(
         losses.append((loss_summary(name, dataset.counts), bool(lost_counts(dataset.counts))))
         applicable = [cs.arm.name for cs in todo if cs.dataset.name == name]
         out += build_dataset_arms(
-            study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log, fresh=fresh, replay=replay
+            study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log, fresh=fresh,
+            replay=replay, warn=warn,
         )
     for line, lost in losses:
         ((warn or log) if lost else log)(line)
