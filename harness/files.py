@@ -62,7 +62,9 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 
 def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> None:
-    """Write the concatenated blocks to path atomically, never holding more than one block in memory."""
+    """Write the concatenated blocks to path atomically, never holding more than one block in memory. A file
+    that already holds exactly these bytes is left as it is (same inode, same modification time), so a rerun
+    that changes nothing writes nothing."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # the writer's host and pid in the name let remove_stale_temporaries tell a killed writer's leftover
@@ -75,11 +77,30 @@ def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> Non
                 f.write(block)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if _same_file_content(Path(tmp), path):
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _same_file_content(new: Path, old: Path) -> bool:
+    """Whether `old` is a regular file (not a link) with the bytes of `new`."""
+    try:
+        if old.is_symlink() or not old.is_file() or old.stat().st_size != new.stat().st_size:
+            return False
+        with open(new, "rb") as a, open(old, "rb") as b:
+            while True:
+                block = a.read(1 << 20)
+                if block != b.read(1 << 20):
+                    return False
+                if not block:
+                    return True
+    except OSError:
+        return False
 
 
 # atomic_write_bytes's temporaries, and the `.<name>.<pid>.tmp` form (same host) of an exclusive-link write

@@ -518,3 +518,27 @@ def test_issue23_case5_a_rerun_of_score_keeps_the_answer_stages_rows(tmp_path, m
     status = grid_status(study)
     assert [a.state for a in status.answer_cells] == [MISSING, ANSWERED, ANSWERED]
     assert status.next_step() == "make answer (1 answer cell missing)"
+
+
+def _files(root: Path) -> dict[str, tuple[int, int, bytes]]:
+    return {p.relative_to(root).as_posix(): (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes())
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_rerun_of_answer_that_changes_nothing_writes_nothing(tmp_path, monkeypatch, capsys):
+    """Every file of the study keeps its inode and modification time: the cells' done markers kept their
+    completion time, and the answers, parts, tables, controls and results manifest their bytes, were
+    rewritten all the same."""
+    import harness.pipeline.answer as stage
+    from harness.cli.main import main
+
+    root = _scored_study_with_answer_cells(tmp_path, monkeypatch)
+    monkeypatch.setattr(stage, "make_backend", lambda cfg, replay_from=None: ScriptedJudge(
+        lambda p: _fact_judge(p) if "Required fact:" in p else '{"answer": "an answer"}'))
+    assert main(["answer", "--study", str(root), "--no-progress"]) == 0
+    before = _files(root)
+    time.sleep(0.01)  # a rewrite would then carry another modification time even on a coarse clock
+    assert main(["answer", "--study", str(root), "--no-progress"]) == 0
+    after = _files(root)
+    assert sorted(after) == sorted(before)
+    assert [name for name in before if after[name] != before[name]] == []

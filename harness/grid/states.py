@@ -12,6 +12,7 @@ assembled with its rows (the table's manifest lists it); answered under another 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,8 @@ def mark_cell_done(study: Any, cell: Cell, *, frozen_hash: str, counts: dict[str
     """Written by `score` after a cell's run file and per-question part are safely on disk. The cell's
     counts live here, so the dataset manifest gathers every cell's counts even across interrupted runs."""
     path = done_marker_path(study, cell)
-    atomic_write_json(path, {**cell.record(), "frozen_hash": frozen_hash, "n_questions": counts["questions"],
-                             "counts": counts, "completed_at": _now_iso()})
+    _write_marker(path, {**cell.record(), "frozen_hash": frozen_hash, "n_questions": counts["questions"],
+                         "counts": counts})
     return path
 
 
@@ -45,9 +46,21 @@ def cell_counts(study: Any, cell: Cell) -> dict[str, Any] | None:
 def mark_answer_done(study: Any, cell: Cell, *, frozen_hash: str | None, counts: dict[str, int]) -> Path:
     """Written by `answer` once a cell's answers file and its rows part exist."""
     path = answer_marker_path(study, cell)
-    atomic_write_json(path, {**cell.record(), "frozen_hash": frozen_hash, "counts": dict(sorted(counts.items())),
-                             "completed_at": _now_iso()})
+    _write_marker(path, {**cell.record(), "frozen_hash": frozen_hash, "counts": dict(sorted(counts.items()))})
     return path
+
+
+def _write_marker(path: Path, record: dict[str, Any]) -> None:
+    """`record` and when it was completed; a marker that already holds the same record keeps its file and its
+    first completion time, so a rerun that changes nothing writes nothing."""
+    try:
+        old = read_json(path) if path.is_file() else None
+    except HarnessError:  # unreadable: written afresh
+        old = None
+    if isinstance(old, dict) and "completed_at" in old and {k: v for k, v in old.items() if k != "completed_at"} == \
+            json.loads(json.dumps(record)):
+        return
+    atomic_write_json(path, {**record, "completed_at": _now_iso()})
 
 
 def _now_iso() -> str:

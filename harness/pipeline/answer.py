@@ -22,6 +22,7 @@ study-wide cap). `fresh` and `replay` come from the CLI, never from the environm
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import re
 from collections import Counter
@@ -138,8 +139,6 @@ class _Sessions:
 
 
 def _jsonl(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    import json
-
     atomic_write_text(path, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records))
 
 
@@ -217,8 +216,28 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
             _jsonl(judges_dir(study) / "controls.jsonl", control_rows)
             summary["controls"] = _write_acceptance(study, judge_cfg.name, controls)
         summary["ledger"] = {role: ledger.totals().as_dict() for role, ledger in sessions.ledgers.items()}
-    atomic_write_json(answers_dir(study) / "summary.json", summary | {"frozen_config_hash": frozen_hash})
+    _write_summary(answers_dir(study) / "summary.json", summary | {"frozen_config_hash": frozen_hash})
     return summary
+
+
+RUN_COUNTS = ("fresh_calls", "cache_hits")  # how the calls were answered this time, not what they produced
+
+
+def _write_summary(path: Path, summary: dict[str, Any]) -> None:
+    """summary.json; a rerun that differs only in how many calls the cache answered keeps the file, whose
+    counts then say how the answers were first produced (a rerun that changes nothing writes nothing)."""
+    def produced(record: Any) -> Any:
+        ledger = {role: {k: v for k, v in counts.items() if k not in RUN_COUNTS}
+                  for role, counts in (record.get("ledger") or {}).items()}
+        return {**record, "ledger": ledger}
+
+    try:
+        old = read_json(path) if path.is_file() else None
+    except HarnessError:  # unreadable: written afresh
+        old = None
+    if isinstance(old, dict) and produced(old) == produced(json.loads(json.dumps(summary))):
+        return
+    atomic_write_json(path, summary)
 
 
 def _controls(dataset: LoadedDataset, judge: LlmSession, template: PromptTemplate, seed: int,
