@@ -76,3 +76,41 @@ def test_a_file_placed_by_hand_is_kept_unlocked_if_the_adapter_reads_it(tmp_path
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 0
     assert "already present  data/questions.jsonl  (not in the lock: placed by hand" in capsys.readouterr().out
     assert read_lock(study) == {}
+
+
+def _fetched(tmp_path):
+    payload = "".join(json.dumps(q) + "\n" for q in QUESTIONS).encode()
+    (tmp_path / "questions.jsonl").write_bytes(payload)
+    digest = hashlib.sha256(payload).hexdigest()
+    study = jsonl_study(tmp_path / "study", (tmp_path / "questions.jsonl").as_uri(), digest)
+    assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 0
+    return study, digest
+
+
+def _edit_lock(study, **entry) -> None:
+    path = study.root / "data" / "SOURCES.lock"
+    lock = json.loads(path.read_text())
+    lock["files"]["data/questions.jsonl"].update(entry)
+    path.write_text(json.dumps(lock))
+
+
+def test_the_configs_sha256_outranks_the_lock_for_a_file_present(tmp_path, capsys):
+    """An edited file and a lock edited to match it: the config still declares the download's hash, and
+    fetch holds the file to that, not to the lock."""
+    study, digest = _fetched(tmp_path)
+    forged = (json.dumps({"qid": "q9", "question": "Who?", "evidence": []}) + "\n").encode()
+    (study.root / "data" / "questions.jsonl").write_bytes(forged)
+    _edit_lock(study, sha256=hashlib.sha256(forged).hexdigest(), bytes=len(forged))
+    capsys.readouterr()
+    assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 2
+    assert (f"data/questions.jsonl: sha256 expected {digest} (config), actual {hashlib.sha256(forged).hexdigest()}"
+            in capsys.readouterr().err)
+
+
+def test_a_lock_that_disagrees_with_the_config_is_corrected_when_the_file_matches_the_config(tmp_path, capsys):
+    study, digest = _fetched(tmp_path)
+    _edit_lock(study, sha256="f" * 64)
+    capsys.readouterr()
+    assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 0
+    assert f"verified         data/questions.jsonl  sha256 {digest[:12]}" in capsys.readouterr().out
+    assert read_lock(study)["data/questions.jsonl"]["sha256"] == digest

@@ -109,13 +109,17 @@ def _one(study: Study, target: Target, locked: dict | None, *, update: bool, pro
             except HarnessError as e:
                 raise HarnessError(f"{target.path}: placed by hand, but the adapter refuses it: {e}") from None
             return Outcome(target.path, PRESENT, "(not in the lock: placed by hand; `--update` fetches and locks it)"), None
-        _same(target.path, locked["sha256"], sha256_file(path))
-        return Outcome(target.path, VERIFIED, f"sha256 {locked['sha256'][:12]}"), locked
+        expected, pinned_by = _expected_sha256(target, locked)
+        _same(target.path, expected, sha256_file(path), pinned_by)
+        if locked["sha256"] != expected:  # the lock says otherwise than the config, which outranks it
+            locked = {**locked, "sha256": expected, "bytes": path.stat().st_size}
+        return Outcome(target.path, VERIFIED, f"sha256 {expected[:12]}"), locked
     data, revision, rows = _content(target, None if update else locked, progress)
     entry = {"source": declared, "sha256": sha256_bytes(data), "bytes": len(data)}
     entry |= {"revision": revision, "rows": rows} if target.source.kind == "huggingface" else {}
     if locked is not None and not update:
-        _same(target.path, locked["sha256"], entry["sha256"])
+        expected, pinned_by = _expected_sha256(target, locked)
+        _same(target.path, expected, entry["sha256"], pinned_by)
     if path.is_file() and sha256_file(path) == entry["sha256"]:
         return Outcome(target.path, VERIFIED, f"sha256 {entry['sha256'][:12]} (unchanged upstream)"), entry
     _check_format(target, path, data)
@@ -124,9 +128,18 @@ def _one(study: Study, target: Target, locked: dict | None, *, update: bool, pro
     return Outcome(target.path, WRITTEN, _describe(entry)), entry
 
 
-def _same(path: str, expected: str, actual: str) -> None:
+def _expected_sha256(target: Target, locked: dict) -> tuple[str, str]:
+    """The hash a fetched file is held to, and who declares it: the config's `sha256` of a plain `url:` file
+    outranks the lock (an edited lock must not vouch for an edited file); any other file, the lock's."""
+    spec = target.source.spec
+    if target.source.kind == "url" and not spec.member:
+        return spec.sha256, "config"
+    return locked["sha256"], "SOURCES.lock"
+
+
+def _same(path: str, expected: str, actual: str, declared_in: str = "SOURCES.lock") -> None:
     if expected != actual:
-        raise Mismatch(f"{path}: sha256 expected {expected} (SOURCES.lock), actual {actual}")
+        raise Mismatch(f"{path}: sha256 expected {expected} ({declared_in}), actual {actual}")
 
 
 def _describe(entry: dict) -> str:
