@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from harness.cli.main import main
+from harness.errors import HarnessError
 from harness.files import atomic_write_json, read_json, sha256_file
 from harness.grid.paths import first_outcome_path, results_dir, results_manifest_path
 from harness.provenance.interim import record_deviation
@@ -258,16 +259,25 @@ def test_every_coordinated_edit_fails_the_published_release_hash(released, tmp_p
     assert f"not the published {released[1]}: it was rewritten since the release" in out
 
 
-def test_a_study_file_is_recorded_by_its_writer_and_never_afresh(released, tmp_path, capsys, fake_models):
+def test_deviations_are_recorded_when_appended_never_when_an_entry_is_lost(released, tmp_path, capsys, fake_models):
     study = copy_of(released, tmp_path)
     record_deviation(study, "a second look", "harness test")  # the writer records what it appended
     code, out = audit(capsys, study)
     assert "FAIL  " not in out, out
-    drop_last_deviation(study)
-    rebuild(study, capsys, "score", "stats")  # a stage carries the entry over: the edit is not recorded afresh
+    log = study.root / "DEVIATIONS.md"
+    log.write_text(log.read_text(encoding="utf-8") + "\n## 2030-01-01T00:00:00Z — `merged`\n\n- reason: x\n",
+                   encoding="utf-8")  # an entry appended by a merge
     code, out = audit(capsys, study)
-    assert code == 1 and "FAIL  (results)/DEVIATIONS.md: edited after it was recorded" in out, out
-    with pytest.raises(Exception, match="DEVIATIONS.md: differs from its entry in .*restore it"):
+    assert code == 1 and ("FAIL  (results)/DEVIATIONS.md: entries appended after it was recorded (rerun the last "
+                          "stage") in out
+    rebuild(study, capsys, "stats")  # a stage records an append
+    assert "FAIL  " not in audit(capsys, study)[1]
+    drop_last_deviation(study)
+    rebuild(study, capsys, "score", "stats")  # ...but never a lost entry
+    code, out = audit(capsys, study)
+    assert code == 1 and ("FAIL  (results)/DEVIATIONS.md: edited after it was recorded (1 recorded entries removed "
+                          "or edited)") in out, out
+    with pytest.raises(HarnessError, match="DEVIATIONS.md: 1 entry recorded in .* removed or edited; restore them"):
         record_deviation(study, "a third look", "harness test")
 
 
@@ -310,7 +320,7 @@ def test_an_honest_release_in_git_passes(released, tmp_path, capsys, fake_models
     assert code == 0, out
     assert "PASS  (release)/DEVIATIONS.md: 1 commit(s): every entry kept since it was committed" in out
     assert "PASS  (release)/results/results_manifest.json: 1 commit(s): no released file rewritten" in out
-    assert "PASS  (timeline)/FIRST_OUTCOME.json: first outcome at " in out
+    assert "PASS  (timeline)/results/per_question/FIRST_OUTCOME.json: first outcome at " in out
 
 
 @needs_git
@@ -350,9 +360,10 @@ def test_case1_variant_first_outcome_moved_into_the_future_fails(released, tmp_p
     rebuild(study, capsys, *REBUILD)
     code, out = audit(capsys, study)
     assert code == 1, out
-    assert "FAIL  (timeline)/FIRST_OUTCOME.json: first outcome recorded at 2999-01-01T00:00:00Z, in the future" in out
+    item = "FAIL  (timeline)/results/per_question/FIRST_OUTCOME.json"
+    assert f"{item}: first outcome recorded at 2999-01-01T00:00:00Z, in the future" in out
     assert "after cell " in out and "after the per-question results were first committed" in out
-    assert "FAIL  (timeline)/results/per_question/FIRST_OUTCOME.json: written once" in out
+    assert f"{item}: written once" in out
     assert f"changed in commit {moved[:12]}" in out
     assert {e.id: e.label for e in timeline(study)}["0003-late"] == "post-outcome"
     code, out = audit(capsys, study, "--release-hash", published)

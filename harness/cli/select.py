@@ -6,7 +6,6 @@ from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, say
 from harness.data.load import load_dataset, loss_summary, lost_counts
 from harness.data.selection import build_selection, summary_lines
-from harness.provenance.release import record_study_file
 from harness.study import Study
 
 HELP = "draw the seeded samples (papers, questions, distractor files) into selection/selection.json"
@@ -25,6 +24,5 @@ def run(args) -> int:
     for name in sorted(study.config.datasets):  # what the selected study loads: every drop, loss or change counted
         counts = load_dataset(study, name, selection=selection).counts
         say(args, loss_summary(name, counts), problem=bool(lost_counts(counts)))
-    record_study_file(study, study.selection_path.relative_to(study.root).as_posix())  # when results exist
     print(f"wrote {study.selection_path}")
     return 0

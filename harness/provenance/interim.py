@@ -15,7 +15,7 @@ from harness.errors import HarnessError
 from harness.grid.cells import Cell
 from harness.grid.states import unscored_cells
 from harness.provenance.freeze import current_frozen_hash
-from harness.provenance.release import DEVIATIONS_NAME, record_study_file, require_study_file_recorded
+from harness.provenance.release import DEVIATIONS_NAME, record_study_file, require_deviations_kept
 from harness.files import atomic_write_text
 from harness.study import Study
 
@@ -67,7 +67,7 @@ def record_deviation(study: Study, reason: str, command: str, *, missing: list[C
     if not command or not command.strip():
         raise HarnessError("a deviation needs the command it applies to")
     path = study.root / DEVIATIONS_NAME
-    require_study_file_recorded(study, DEVIATIONS_NAME)
+    require_deviations_kept(study)
     text = path.read_text(encoding="utf-8") if path.exists() else DEVIATIONS_HEADER
     frozen = current_frozen_hash(study)
     entry = [

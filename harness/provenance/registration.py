@@ -100,7 +100,8 @@ def verify_first_outcome(study: Study) -> list[Check]:
     recorded = recorded_first_outcome(study)
     if recorded is None:
         return []
-    item, at, out = first_outcome_path(study).name, recorded.at, []
+    item = study_relative(study, first_outcome_path(study)) or first_outcome_path(study).name
+    at, out = recorded.at, []
     now = dt.datetime.now(dt.timezone.utc)
     if at > now + CLOCK_SKEW:
         out.append(Check(OUTCOME_SUBJECT, item, FAIL, f"first outcome recorded at {utc_iso(at)}, in the future "
@@ -116,8 +117,7 @@ def verify_first_outcome(study: Study) -> list[Check]:
             out.append(Check(OUTCOME_SUBJECT, item, FAIL, f"first outcome recorded at {utc_iso(at)}, after the "
                                                           f"per-question results were first committed "
                                                           f"({_at(*committed)})"))
-        rel = study_relative(study, first_outcome_path(study))
-        out += _written_once(study, rel) if rel is not None else []
+        out += _written_once(study, item) if item != first_outcome_path(study).name else []
         anchors.append("not after the first commit of results, unchanged since committed")
     return out or [Check(OUTCOME_SUBJECT, item, PASS, f"first outcome at {utc_iso(at)}: {', '.join(anchors)}")]
 

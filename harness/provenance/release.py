@@ -9,9 +9,11 @@ amendments, prompts, data); the report, estimate.json and the embedding vectors 
 
 Every stage that writes results calls `record_results` last. It walks the folders generically (so a file a
 new stage adds is covered without a list to keep up to date) and rewrites the manifest; it holds no time,
-so a rerun that changes nothing writes the same bytes. A study file is recorded by the command that writes
-it (`select`, a logged deviation); a stage carries its entry over and only adds one never recorded, so a
-hand edit of DEVIATIONS.md is never recorded afresh. The audit (`verify_results`) re-hashes every
+so a rerun that changes nothing writes the same bytes. The selection is recorded as it is (the freeze,
+checked first by every stage, binds it). DEVIATIONS.md is recorded with the SHA-256 of each entry: a
+logged deviation records its own append, a stage records entries appended (by a merge, say), but a file
+that lost a recorded entry keeps its old entry and refuses further appends, so a hand edit is never
+recorded afresh by running a command. The audit (`verify_results`) re-hashes every
 listed file, reports files under those folders that the manifest does not list, and compares each
 per-question CSV with its Parquet twin value by value: any edit is a FAIL naming the file.
 A file edited between two stages is listed afresh by the second; the CSV-Parquet comparison and the
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ SUBJECT = "(results)"
 RELEASE_SUBJECT = "(release)"
 MAX_LISTED = 20
 DEVIATIONS_NAME = "DEVIATIONS.md"
+DEVIATION_START = re.compile(r"(?m)^(?=## )")
 
 
 
@@ -66,8 +70,23 @@ def released_study_files(study: Study) -> dict[str, Path]:
     return {p.relative_to(study.root).as_posix(): p for p in paths if p.is_file()}
 
 
+def deviation_entries(text: str) -> list[str]:
+    """The entries of a DEVIATIONS.md text: each `## ` heading with its lines (the header is not one)."""
+    return [e.rstrip() for e in DEVIATION_START.split(text)[1:]]
+
+
 def _entry(path: Path) -> dict[str, Any]:
     return {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+
+
+def _study_file_entry(rel: str, path: Path) -> dict[str, Any]:
+    """A study file's entry; DEVIATIONS.md's also lists the SHA-256 of each entry, so an append (a merge, a
+    logged deviation) can be told from an edit."""
+    entry = _entry(path)
+    if rel == DEVIATIONS_NAME:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        entry["entries"] = [sha256_text(e) for e in deviation_entries(text)]
+    return entry
 
 
 def _recorded_study_files(path: Path) -> dict[str, Any]:
@@ -76,28 +95,40 @@ def _recorded_study_files(path: Path) -> dict[str, Any]:
     return listed if isinstance(listed, dict) else {}
 
 
+def lost_deviations(study: Study) -> int:
+    """How many DEVIATIONS.md entries the release record holds that the file no longer has (removed or edited)."""
+    recorded = _recorded_study_files(results_manifest_path(study)).get(DEVIATIONS_NAME)
+    if not isinstance(recorded, dict):
+        return 0
+    path = study.root / DEVIATIONS_NAME
+    kept = set(_study_file_entry(DEVIATIONS_NAME, path)["entries"]) if path.is_file() else set()
+    return sum(1 for h in recorded.get("entries", []) if h not in kept)
+
+
 def record_results(study: Study) -> Path:
-    """Write the results manifest for the released files as they are now; returns its path. A study
-    file's entry is carried over (its writer records it), so only one never recorded is added here."""
+    """Write the results manifest for the released files as they are now; returns its path. A study file
+    that is gone, or a DEVIATIONS.md that lost a recorded entry, keeps its recorded entry: a stage never
+    records such an edit afresh (the audit shows it)."""
 
     files = {rel: _entry(p) for rel, p in released_files(study).items()}
     path = results_manifest_path(study)
     carried = _recorded_study_files(path)
-    study_files = carried | {rel: _entry(p) for rel, p in released_study_files(study).items() if rel not in carried}
+    study_files = carried | {rel: _study_file_entry(rel, p) for rel, p in released_study_files(study).items()}
+    if lost_deviations(study):
+        study_files[DEVIATIONS_NAME] = carried[DEVIATIONS_NAME]
     atomic_write_json(path, {"frozen_config_hash": frozen_hash(study), "files": files,
                              "study_files": dict(sorted(study_files.items()))})
     return path
 
 
-def require_study_file_recorded(study: Study, rel: str) -> None:
-    """Refuse to extend a study file that differs from its entry in the release record (an edit by hand
-    would otherwise be recorded with the extension)."""
-    path = results_manifest_path(study)
-    entry = _recorded_study_files(path).get(rel)
-    target = study.root / rel
-    if entry is not None and (not target.is_file() or _entry(target) != entry):
-        raise HarnessError(f"{target}: differs from its entry in {path} (edited or removed since it was "
-                           "recorded); restore it: its entries are never edited")
+def require_deviations_kept(study: Study) -> None:
+    """Refuse to append to a DEVIATIONS.md that lost an entry the release record holds (the append would
+    otherwise be recorded with the loss)."""
+    lost = lost_deviations(study)
+    if lost:
+        raise HarnessError(f"{study.root / DEVIATIONS_NAME}: {lost} entr{'y' if lost == 1 else 'ies'} recorded in "
+                           f"{results_manifest_path(study)} removed or edited; restore them: entries are only "
+                           "ever appended")
 
 
 def record_study_file(study: Study, rel: str) -> None:
@@ -105,7 +136,8 @@ def record_study_file(study: Study, rel: str) -> None:
     path = results_manifest_path(study)
     if path.is_file():
         record = read_json(path)
-        record["study_files"] = dict(sorted((_recorded_study_files(path) | {rel: _entry(study.root / rel)}).items()))
+        listed = _recorded_study_files(path) | {rel: _study_file_entry(rel, study.root / rel)}
+        record["study_files"] = dict(sorted(listed.items()))
         atomic_write_json(path, record)
 
 
@@ -179,9 +211,13 @@ def _verify_study_files(study: Study, listed: Any) -> list[Check]:
         path = study.root / rel
         if not path.is_file():
             out.append(Check(SUBJECT, rel, FAIL, f"listed in {RESULTS_MANIFEST_NAME} but missing"))
-        elif entry != _entry(path):
-            out.append(Check(SUBJECT, rel, FAIL, f"edited after it was recorded: SHA-256 {sha256_file(path)[:12]}, "
-                                                 f"manifest {str((entry or {}).get('sha256'))[:12]}"))
+        elif not isinstance(entry, dict) or {k: entry.get(k) for k in ("sha256", "bytes")} != _entry(path):
+            lost = lost_deviations(study) if rel == DEVIATIONS_NAME else None
+            what = ("entries appended after it was recorded (rerun the last stage to record them)" if lost == 0
+                    else "edited after it was recorded" + (f" ({lost} recorded entries removed or edited)" if lost
+                                                           else ""))
+            out.append(Check(SUBJECT, rel, FAIL, f"{what}: SHA-256 {sha256_file(path)[:12]}, manifest "
+                                                 f"{str((entry or {}).get('sha256'))[:12]}"))
     out += [Check(SUBJECT, rel, FAIL, f"not listed in {RESULTS_MANIFEST_NAME}: written after the last record")
             for rel in sorted(set(released_study_files(study)) - set(listed))]
     return out or [Check(SUBJECT, "study files", PASS, f"{len(listed)} study file(s) match their SHA-256 "

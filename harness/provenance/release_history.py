@@ -28,7 +28,7 @@ from typing import Any
 from harness.grid.paths import RESULTS_MANIFEST_NAME, results_manifest_path
 from harness.provenance.checks import Check, FAIL, PASS
 from harness.provenance.registration import study_relative
-from harness.provenance.release import DEVIATIONS_NAME
+from harness.provenance.release import DEVIATIONS_NAME, deviation_entries
 from harness.provenance.timeline import (
     committed_bytes, file_history, head_commit, in_git, touched_between, utc_iso,
 )
@@ -36,7 +36,6 @@ from harness.study import Study
 
 SUBJECT = "(release)"
 MAX_NAMED = 3
-ENTRY_START = re.compile(r"(?m)^(?=## )")
 WORKING_COPY = "the working copy (uncommitted)"
 # written once per freeze: a cell's or chunk set's files (not its done marker, which carries a time) and the
 # cached model outputs of embeddings/; the rest is rebuilt as the grid fills, or only grows (generations)
@@ -50,11 +49,6 @@ def verify_release_history(study: Study) -> list[Check]:
 
 
 # --- DEVIATIONS.md ---
-
-
-def deviation_entries(text: str) -> list[str]:
-    """The entries of a DEVIATIONS.md text (its header before the first `## ` is not one)."""
-    return [e.rstrip() for e in ENTRY_START.split(text)[1:]]
 
 
 def _deviations_only_grow(study: Study) -> list[Check]:
@@ -87,9 +81,7 @@ def _deviations_only_grow(study: Study) -> list[Check]:
         else:
             out.append(Check(SUBJECT, rel, FAIL, f"entry {named}{more} removed or edited in {where}: entries are "
                                                  "only ever appended"))
-    if not any(c.status == FAIL for c in out):
-        out.append(Check(SUBJECT, rel, PASS, f"{len(history)} commit(s): every entry kept since it was committed"))
-    return out
+    return out or [Check(SUBJECT, rel, PASS, f"{len(history)} commit(s): every entry kept since it was committed")]
 
 
 # --- the release record ---
