@@ -48,6 +48,14 @@ def verify_release_history(study: Study) -> list[Check]:
     return _deviations_only_grow(study) + _record_never_rewritten(study)
 
 
+def _steps(root, history) -> list[tuple[str | None, str | None, str]]:
+    """(commit, its time, parent) for each commit of a file's history and each of its parents, then (None,
+    None, HEAD): the working copy against the last commit."""
+    steps = [(c, utc_iso(t), p) for c, t, parents in history for p in parents]
+    head = head_commit(root)
+    return steps + ([(None, None, head)] if head is not None else [])
+
+
 # --- DEVIATIONS.md ---
 
 
@@ -58,17 +66,14 @@ def _deviations_only_grow(study: Study) -> list[Check]:
     history = file_history(root, rel)
     if not history:
         return []
-    pairs = [(c, utc_iso(t), p) for c, t, parents in history for p in parents]
-    head = head_commit(root)
-    if head is not None:
-        pairs.append((None, None, head))
     out = []
-    for commit, when, parent in pairs:
+    for commit, when, parent in _steps(root, history):
         before = committed_bytes(root, parent, rel)
         if before is None:
             continue
         after = current if commit is None else (committed_bytes(root, commit, rel) or b"").decode("utf-8", "replace")
-        lost = [e for e in deviation_entries(before.decode("utf-8", "replace")) if e not in deviation_entries(after)]
+        kept = set(deviation_entries(after))
+        lost = [e for e in deviation_entries(before.decode("utf-8", "replace")) if e not in kept]
         if not lost:
             continue
         where = WORKING_COPY if commit is None else f"commit {commit[:12]} at {when}"
@@ -110,19 +115,16 @@ def _record_never_rewritten(study: Study) -> list[Check]:
         return []
     results = rel[: -len(RESULTS_MANIFEST_NAME)]  # the results folder, study-relative, with its slash
     path = root / rel
-    steps = [(c, utc_iso(t), p) for c, t, parents in history for p in parents]
-    head = head_commit(root)
-    if head is not None:
-        steps.append((None, None, head))
     out = []
-    for commit, when, parent in steps:
+    for commit, when, parent in _steps(root, history):
         before = _record(committed_bytes(root, parent, rel))
         if before is None:
             continue
         after = _record(path.read_bytes() if path.is_file() else None) if commit is None else \
             _record(committed_bytes(root, commit, rel))
         where = WORKING_COPY if commit is None else f"commit {commit[:12]} at {when}"
-        logged = _deviation_logged(study, parent, commit)
+        refrozen = after is None or before.get("frozen_config_hash") != after.get("frozen_config_hash")
+        logged = refrozen and _deviation_logged(study, parent, commit)
         if after is None:
             if any(k.startswith("per_question/") for k in _files(before)) and not logged:
                 out.append(Check(SUBJECT, rel, FAIL, f"deleted in {where} once per-question results existed, with "

@@ -251,7 +251,8 @@ def _frozen_registration(study: Study) -> dict[str, str] | None:
     registration = record.get("registration") if isinstance(record, dict) else None
     if not isinstance(registration, dict):
         return None
-    return {k: v.get("sha256") for k, v in sorted(registration.items()) if isinstance(v, dict)}
+    return {k: v["sha256"] for k, v in sorted(registration.items())
+            if isinstance(v, dict) and isinstance(v.get("sha256"), str)}
 
 
 def recorded_first_outcome(study: Study) -> FirstOutcome | None:
