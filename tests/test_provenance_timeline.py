@@ -170,7 +170,7 @@ def test_first_outcome_records_the_registration_of_its_freeze(study):
 
 
 def test_an_amendment_outside_the_first_outcomes_freeze_is_post_outcome_whatever_its_time(study):
-    """Issue case 1: an amendment registered under a later freeze than the first outcome's, dated before it."""
+    """A backdated amendment: registered under a later freeze than the first outcome's, dated before it."""
     path = first_outcome_path(study)
     path.parent.mkdir(parents=True)
     seen = {e.id: e.sha256 for e in timeline(study)}

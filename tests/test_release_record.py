@@ -36,7 +36,7 @@ from test_answer_stage import ScriptedJudge, _fact_judge  # noqa: E402
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 DIGESTS = FakeDigests({"fake-model": "sha256:fake"})
 GRID = ["--no-progress"]
-REBUILD = ("build-arms", "score", "answer", "stats")  # the issue's "rebuild", from the caches
+REBUILD = ("build-arms", "score", "answer", "stats")  # a rebuild from the caches
 
 
 def _reply(prompt: str) -> str:
@@ -130,7 +130,7 @@ def drop_last_deviation(study: Study) -> None:
 
 
 def add_late_amendment(study: Study) -> None:
-    """The issue's case 1: a new confirmatory family with a 40-point margin, written after the outcomes."""
+    """A new confirmatory family with a 40-point margin, written after the outcomes."""
     (study.amendments_dir).mkdir(exist_ok=True)
     (study.amendments_dir / "0003-late.yaml").write_text(
         "id: '0003'\ncreated_at: '2025-01-21T00:00:00+00:00'\nbefore_outcomes: true\nreason: late\n"
@@ -166,7 +166,7 @@ def test_the_record_covers_every_released_byte_and_the_hash_is_printed(released,
     assert release_hash(study) == released[1]
 
 
-def _case2_selection(study, capsys):
+def _swap_selection(study, capsys):
     selection = json.loads(study.selection_path.read_text(encoding="utf-8"))
     selection["datasets"]["papers"]["selected"] = selection["datasets"]["papers"]["selected"][1:]
     study.selection_path.write_text(json.dumps(selection, indent=2) + "\n", encoding="utf-8")
@@ -177,19 +177,19 @@ def _case2_selection(study, capsys):
     forge_record(study)
 
 
-def _case3a_part(study, capsys):
+def _launder_part(study, capsys):
     edit_value(results_dir(study) / "per_question" / "papers" / "P__bm25.parquet")
     forge_record(study)
 
 
-def _case3b_recorded_afresh(study, capsys):
+def _record_afresh(study, capsys):
     edit_value(results_dir(study) / "per_question" / "papers" / "P__bm25.parquet")
     path = results_manifest_path(study)
     path.write_text(path.read_text(encoding="utf-8").replace(read_json(path)["frozen_config_hash"], "0" * 64))
     rebuild(study, capsys, "score")
 
 
-def _case3c_table(study, capsys):
+def _launder_table(study, capsys):
     folder = results_dir(study) / "per_question"
     table = pd.read_parquet(folder / "papers.parquet")
     table.loc[0, "value"] = 0.25 if table.loc[0, "value"] != 0.25 else 0.75
@@ -199,7 +199,7 @@ def _case3c_table(study, capsys):
     rebuild(study, capsys, "stats")
 
 
-def _case3d_answers(study, capsys):
+def _launder_answers(study, capsys):
     path = results_dir(study) / "answers" / "papers" / "S__bm25.parquet"
     table = pd.read_parquet(path)
     table["value"] = 1.0
@@ -208,7 +208,7 @@ def _case3d_answers(study, capsys):
     rebuild(study, capsys, "score", "stats")
 
 
-def _case3e_run(study, capsys):
+def _swap_run_lines(study, capsys):
     path = results_dir(study) / "runs" / "papers" / "S__bm25.run"
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     a, b = lines[0].split(), lines[1].split()
@@ -218,7 +218,7 @@ def _case3e_run(study, capsys):
     forge_record(study)
 
 
-def _case4_generation(study, capsys):
+def _edit_generation(study, capsys):
     path = results_dir(study) / "generations" / "fake.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     record = json.loads(lines[0])
@@ -228,12 +228,12 @@ def _case4_generation(study, capsys):
     forge_record(study)
 
 
-def _case5_deviation(study, capsys):
+def _delete_deviation(study, capsys):
     drop_last_deviation(study)
     forge_record(study)
 
 
-def _case6_reader_control(study, capsys):
+def _edit_reader_control(study, capsys):
     path = results_dir(study) / "answers" / "reader_acceptance.json"
     record = read_json(path)
     for entry in record["datasets"].values():
@@ -243,10 +243,10 @@ def _case6_reader_control(study, capsys):
     rebuild(study, capsys, "stats")
 
 
-COORDINATED_EDITS = {"2-selection": _case2_selection, "3a-part": _case3a_part, "3b-recorded-afresh":
-                     _case3b_recorded_afresh, "3c-table": _case3c_table, "3d-answers": _case3d_answers,
-                     "3e-run": _case3e_run, "4-generation": _case4_generation, "5-deviation": _case5_deviation,
-                     "6-reader-control": _case6_reader_control}
+COORDINATED_EDITS = {"selection-swap": _swap_selection, "part-and-entry": _launder_part, "recorded-afresh":
+                     _record_afresh, "table-and-csv": _launder_table, "answer-rows": _launder_answers,
+                     "run-file": _swap_run_lines, "generation-cache": _edit_generation, "deleted-deviation": _delete_deviation,
+                     "reader-control": _edit_reader_control}
 
 
 @pytest.mark.parametrize("case", sorted(COORDINATED_EDITS))
@@ -324,8 +324,8 @@ def test_an_honest_release_in_git_passes(released, tmp_path, capsys, fake_models
 
 
 @needs_git
-def test_case1_backdated_amendment_fails_the_audit(released, tmp_path, capsys, fake_models):
-    """Issue case 1: an amendment written after the outcomes, re-frozen, its deviation deleted and
+def test_a_backdated_amendment_fails_the_audit(released, tmp_path, capsys, fake_models):
+    """A backdated amendment: written after the outcomes, re-frozen, its deviation deleted and
     committed with a date older than its parent commit, then rebuilt."""
     study = in_git(released, tmp_path)
     published = release_hash(study)
@@ -347,7 +347,7 @@ def test_case1_backdated_amendment_fails_the_audit(released, tmp_path, capsys, f
 
 
 @needs_git
-def test_case1_variant_first_outcome_moved_into_the_future_fails(released, tmp_path, capsys, fake_models):
+def test_a_first_outcome_moved_into_the_future_fails(released, tmp_path, capsys, fake_models):
     study = in_git(released, tmp_path)
     published = release_hash(study)
     add_late_amendment(study)
@@ -371,7 +371,7 @@ def test_case1_variant_first_outcome_moved_into_the_future_fails(released, tmp_p
 
 
 @needs_git
-def test_case5_deleted_deviation_fails_naming_the_commit(released, tmp_path, capsys, fake_models):
+def test_a_deleted_deviation_fails_naming_the_commit(released, tmp_path, capsys, fake_models):
     study = in_git(released, tmp_path)
     drop_last_deviation(study)
     forge_record(study)
@@ -395,13 +395,13 @@ def test_case5_deleted_deviation_fails_naming_the_commit(released, tmp_path, cap
 def test_a_committed_record_rewritten_under_one_freeze_fails_naming_the_commit(released, tmp_path, capsys,
                                                                                 fake_models):
     study = in_git(released, tmp_path)
-    _case3a_part(study, capsys)
+    _launder_part(study, capsys)
     code, out = audit(capsys, study)
     assert code == 1 and ("released file(s) rewritten under the same freeze" in out
                           and "per_question/papers/P__bm25.parquet" in out and "in the working copy" in out), out
     edit = commit(study, "2030-01-01T00:00:00+00:00", "fix a value", ".")
     code, out = audit(capsys, study)
     assert code == 1 and f"the harness writes each once per freeze in commit {edit[:12]}" in out, out
-    _case4_generation(study, capsys)
+    _edit_generation(study, capsys)
     code, out = audit(capsys, study)
     assert code == 1 and "generations/fake.jsonl: 1 cached generation(s) removed or edited in the working copy" in out
