@@ -243,10 +243,11 @@ def _edit_reader_control(study, capsys):
     rebuild(study, capsys, "stats")
 
 
-COORDINATED_EDITS = {"selection-swap": _swap_selection, "part-and-entry": _launder_part, "recorded-afresh":
-                     _record_afresh, "table-and-csv": _launder_table, "answer-rows": _launder_answers,
-                     "run-file": _swap_run_lines, "generation-cache": _edit_generation, "deleted-deviation": _delete_deviation,
-                     "reader-control": _edit_reader_control}
+COORDINATED_EDITS = {
+    "selection-swap": _swap_selection, "part-and-entry": _launder_part, "recorded-afresh": _record_afresh,
+    "table-and-csv": _launder_table, "answer-rows": _launder_answers, "run-file": _swap_run_lines,
+    "generation-cache": _edit_generation, "deleted-deviation": _delete_deviation, "reader-control": _edit_reader_control,
+}
 
 
 @pytest.mark.parametrize("case", sorted(COORDINATED_EDITS))
