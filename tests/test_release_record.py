@@ -246,7 +246,8 @@ def _edit_reader_control(study, capsys):
 COORDINATED_EDITS = {
     "selection-swap": _swap_selection, "part-and-entry": _launder_part, "recorded-afresh": _record_afresh,
     "table-and-csv": _launder_table, "answer-rows": _launder_answers, "run-file": _swap_run_lines,
-    "generation-cache": _edit_generation, "deleted-deviation": _delete_deviation, "reader-control": _edit_reader_control,
+    "generation-cache": _edit_generation, "deleted-deviation": _delete_deviation,
+    "reader-control": _edit_reader_control,
 }
 
 
