@@ -101,6 +101,16 @@ def _git_env(date: str) -> dict:
                          "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
 
 
+def _date_first_outcome(study: Study, date: str) -> None:
+    """FIRST_OUTCOME.json dated `date` (a release committed then cannot have been scored later), recorded."""
+    from harness.grid.paths import first_outcome_path
+    from harness.provenance.release import record_results
+
+    path = first_outcome_path(study)
+    path.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8")) | {"first_outcome_at": date}))
+    record_results(study)
+
+
 def _commit(root: Path, date: str, message: str, *paths: str) -> str:
     env = _git_env(date)
     _git(root, env, "add", *paths)
@@ -115,6 +125,7 @@ def test_case2_forged_freeze_fails_the_audit_in_git(released, tmp_path, capsys):
     _git(study.root, _git_env("2025-01-01T00:00:00+00:00"), "init", "-q")
     registering = _commit(study.root, "2025-01-01T00:00:00+00:00", "register", ".", ":!results",
                           ":!frozen_config.json")
+    _date_first_outcome(study, "2025-01-02T00:00:00Z")  # this history is set in 2025: so is its first outcome
     _commit(study.root, "2025-01-02T00:00:00+00:00", "release", "results", "frozen_config.json")
     code, out, _ = run(capsys, "audit", "--study", root)
     assert code == 0, out  # the honest release verifies against git

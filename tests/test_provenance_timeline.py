@@ -11,7 +11,10 @@ import subprocess
 import pytest
 
 from harness.errors import InputError
-from harness.provenance.timeline import first_outcome_time, format_timeline, record_first_outcome, timeline
+from harness.provenance.registration import verify_first_outcome
+from harness.provenance.timeline import (
+    backdated_parents, first_outcome_time, format_timeline, record_first_outcome, recorded_first_outcome, timeline,
+)
 from harness.study import Study
 from provenance_support import edit_yaml, make_study, write_yaml
 from harness.grid.paths import first_outcome_path, results_dir
@@ -153,3 +156,71 @@ def test_git_commit_time_wins_over_created_at(study):
     assert entries["0001-first"].time_source == "recorded"
     edit_yaml(study.plan_path, lambda p: p.update(families={}))
     assert by_id(study)["plan"].changed_since_registration is True
+
+
+# --- the first outcome's freeze and time ---
+
+
+def test_first_outcome_records_the_registration_of_its_freeze(study):
+    study.frozen_path.write_text(json.dumps({"registration": {"plan": {"sha256": "a" * 64},
+                                                              "0001-first": {"sha256": "b" * 64}}}))
+    record_first_outcome(study, frozen_hash="c" * 64)
+    recorded = recorded_first_outcome(study)
+    assert recorded.frozen_hash == "c" * 64 and recorded.registration == {"plan": "a" * 64, "0001-first": "b" * 64}
+
+
+def test_an_amendment_outside_the_first_outcomes_freeze_is_post_outcome_whatever_its_time(study):
+    """A backdated amendment: registered under a later freeze than the first outcome's, dated before it."""
+    path = first_outcome_path(study)
+    path.parent.mkdir(parents=True)
+    seen = {e.id: e.sha256 for e in timeline(study)}
+    path.write_text(json.dumps({"first_outcome_at": "2030-01-01T00:00:00Z", "frozen_hash": "c" * 64,
+                                "registration": seen}))
+    write_yaml(study.amendments_dir / "0002-late.yaml", {"created_at": "2025-02-02T00:00:00Z", "reason": "late"})
+    entries = by_id(study)
+    assert entries["plan"].label == entries["0001-first"].label == "pre-outcome"
+    assert entries["0002-late"].label == "post-outcome"  # its time says before; the freeze says after
+    edit_yaml(study.amendments_dir / "0001-first.yaml", lambda a: a.update(reason="changed after outcomes"))
+    assert by_id(study)["0001-first"].label == "post-outcome"
+
+
+def test_the_first_outcome_is_never_later_than_a_cells_completion(study):
+    set_first_outcome(study, "2030-01-01T00:00:00Z")
+    marker = first_outcome_path(study).parent / "papers" / "S__bm25.done.json"
+    marker.parent.mkdir()
+    marker.write_text(json.dumps({"completed_at": "2025-03-01T00:00:00Z"}))
+    assert first_outcome_time(study) == dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc)
+    assert by_id(study)["0001-first"].label == "pre-outcome"  # created 2025-02-01
+    edit_yaml(study.amendments_dir / "0001-first.yaml", lambda a: a.update(created_at="2025-04-01T00:00:00Z"))
+    assert by_id(study)["0001-first"].label == "post-outcome"  # the moved FIRST_OUTCOME.json time does not help
+    checks = {c.detail for c in verify_first_outcome(study)}
+    assert ("first outcome recorded at 2030-01-01T00:00:00Z, after cell papers/S__bm25.done.json completed "
+            "(2025-03-01T00:00:00Z)") in checks
+
+
+def test_a_first_outcome_in_the_future_fails(study):
+    set_first_outcome(study, "2999-01-01T00:00:00Z")
+    [check] = verify_first_outcome(study)
+    assert check.status == "FAIL"
+    assert check.detail.startswith("first outcome recorded at 2999-01-01T00:00:00Z, in the future")
+    set_first_outcome(study, "2025-01-01T00:00:00Z")
+    [check] = verify_first_outcome(study)
+    assert check.status == "PASS"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_commit_dated_before_its_parent_is_found(study):
+    def git(date, *args):
+        env = os.environ | {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+                            "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        proc = subprocess.run(["git", "-C", str(study.root), *args], check=True, capture_output=True, env=env)
+        return proc.stdout.decode().strip()
+
+    git("2025-03-01T00:00:00Z", "init", "-q")
+    git("2025-03-01T00:00:00Z", "commit", "-q", "--allow-empty", "-m", "first")
+    parent = git("2025-03-01T00:00:00Z", "rev-parse", "HEAD")
+    git("2025-02-01T00:00:00Z", "commit", "-q", "--allow-empty", "-m", "backdated")
+    backdated = git("2025-02-01T00:00:00Z", "rev-parse", "HEAD")
+    assert backdated_parents(study.root, backdated) == [(parent, dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc))]
+    git("2025-04-01T00:00:00Z", "commit", "-q", "--allow-empty", "-m", "later")
+    assert backdated_parents(study.root, git("2025-04-01T00:00:00Z", "rev-parse", "HEAD")) == []

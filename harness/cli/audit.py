@@ -36,6 +36,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--registered-hash", metavar="H",
                         help="the frozen hash published at registration (printed by `harness freeze`); the "
                              "freeze must still have it")
+    parser.add_argument("--release-hash", metavar="H",
+                        help="the release hash published at release (printed by `harness release` and `harness "
+                             "report`); the release record must still hash to it and every file match the record")
     parser.add_argument("--rescore", type=int, metavar="K",
                         help="also re-run K seeded cells from the frozen inputs in a scratch folder and compare "
                              "their chunk, run and per-question bytes with the released ones (no model is called)")
@@ -70,12 +73,15 @@ def run(args) -> int:
     from harness.provenance.checks import exit_code
     from harness.provenance.freeze import check_frozen, check_registered_hashes
     from harness.provenance.registration import verify_registration
-    from harness.provenance.release import verify_results
+    from harness.provenance.release import verify_release_hash, verify_results
+    from harness.provenance.release_history import verify_release_history
     from harness.stats.io import results_frozen_hash
 
     checks: list[RowCheck] = []
     frozen = check_frozen(study, stage="audit", models=False)
     anchors = verify_registration(study, registered_hash=args.registered_hash) + verify_results(study)
+    anchors += verify_release_history(study)
+    anchors += verify_release_hash(study, args.release_hash) if args.release_hash is not None else []
     problems = check_registered_hashes(study)
     checks += [RowCheck("(frozen)", "plan", False, p) for p in problems]
     if not problems:

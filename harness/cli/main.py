@@ -32,6 +32,7 @@ COMMANDS = {
     "power": "power",  # planning: clusters a TOST needs, from a pilot
     "rehearse": "rehearse",  # planning: every stage on a simulated twin of the study
     "audit": "audit",
+    "release": "release",  # the release hash to publish
     "report": "report",
     "qasper-eval": "qasper_eval",  # stand-alone scorer, outside the pipeline
     "lab": "lab",  # chunking lab on one document, no study directory

@@ -1,8 +1,10 @@
 """`harness report`."""
 
 from harness.cli.main import add_study_argument
-from harness.cli.output import add_output_arguments
+from harness.cli.output import add_output_arguments, say
+from harness.errors import HarnessError
 from harness.provenance.freeze import check_frozen
+from harness.provenance.release import publishable_release_hash
 from harness.report.build import build_report
 from harness.study import Study
 
@@ -21,4 +23,11 @@ def run(args) -> int:
         check_frozen(study, stage="report", models=False)
     path = build_report(study)
     print(f"report: wrote {path} (and report.md, tables/, figures/ beside it)")
+    try:
+        digest = publishable_release_hash(study)
+    except HarnessError as e:
+        say(args, f"no release hash: {e}", problem=True)
+    else:
+        print(f"release hash {digest} (publish it beside the registered hash; `harness audit --release-hash "
+              f"{digest}` checks the study against it)")
     return 0

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,9 @@ PART_SUFFIX = ".parquet"
 VARIANTS_SUFFIX = ".variants.parquet"
 RESULTS_MANIFEST_NAME = "results_manifest.json"
 FIRST_OUTCOME_NAME = "FIRST_OUTCOME.json"
-# the folders a release consists of: the results manifest hashes every file under them
-RELEASED_FOLDERS = ("chunks", "runs", "per_question", "answers", "judges", "stats")
+# the folders a release consists of: the results manifest hashes every file under them (and the model
+# outputs cached under embeddings/, harness.provenance.release)
+RELEASED_FOLDERS = ("chunks", "runs", "per_question", "answers", "judges", "stats", "generations")
 
 
 def results_dir(study: Any) -> Path:
@@ -154,6 +156,20 @@ def generations_path(study: Any, model_name: str) -> Path:
 
 def embeddings_dir(study: Any) -> Path:
     return results_dir(study) / "embeddings"
+
+
+def model_output_namespaces(study: Any) -> list[Path]:
+    """The folders under embeddings/ that cache a model's outputs (a reranker's pair scores) rather than
+    vectors: like the generations, they cannot be recomputed without the model, so they are released."""
+    out = []
+    for meta in sorted(embeddings_dir(study).glob("*/namespace.json")):
+        try:
+            kind = json.loads(meta.read_text(encoding="utf-8")).get("kind")
+        except (OSError, ValueError, AttributeError):
+            kind = None  # unreadable: released, so the audit shows it
+        if kind != "embedding":
+            out.append(meta.parent)
+    return out
 
 
 def estimate_path(study: Any) -> Path:

@@ -15,10 +15,10 @@ from harness.errors import HarnessError
 from harness.grid.cells import Cell
 from harness.grid.states import unscored_cells
 from harness.provenance.freeze import current_frozen_hash
+from harness.provenance.release import DEVIATIONS_NAME, record_study_file, require_deviations_kept
 from harness.files import atomic_write_text
 from harness.study import Study
 
-DEVIATIONS_NAME = "DEVIATIONS.md"
 DEVIATIONS_HEADER = (
     "# Deviations from the registered plan\n\n"
     "Appended by the harness whenever a command ran outside the registered protocol "
@@ -60,12 +60,14 @@ def _now_iso() -> str:
 
 
 def record_deviation(study: Study, reason: str, command: str, *, missing: list[Cell] | None = None) -> Path:
-    """Append a dated entry to DEVIATIONS.md in the study root (created with a header on first use)."""
+    """Append a dated entry to DEVIATIONS.md in the study root (created with a header on first use) and
+    record it in the release record, after checking that no entry was edited since it was recorded."""
     if not reason or not reason.strip():
         raise HarnessError("a deviation needs a non-empty reason")
     if not command or not command.strip():
         raise HarnessError("a deviation needs the command it applies to")
     path = study.root / DEVIATIONS_NAME
+    require_deviations_kept(study)
     text = path.read_text(encoding="utf-8") if path.exists() else DEVIATIONS_HEADER
     frozen = current_frozen_hash(study)
     entry = [
@@ -76,4 +78,5 @@ def record_deviation(study: Study, reason: str, command: str, *, missing: list[C
     if missing:
         entry.append(f"- {describe_missing(missing)}")
     atomic_write_text(path, text.rstrip("\n") + "\n" + "\n".join(entry) + "\n")
+    record_study_file(study, DEVIATIONS_NAME)
     return path

@@ -1,35 +1,54 @@
-"""Released results carry content hashes: results/results_manifest.json lists the SHA-256 and size of
-every file under the released folders (chunk sets, run files, per-question tables and their parts,
-answers, judge records, statistics).
+"""The release record: results/results_manifest.json lists the SHA-256 and size of every released byte
+that can move a verdict: every file under the released folders (chunk sets, run files, per-question tables
+and their parts, FIRST_OUTCOME.json, answers and the reader's controls, judge records, statistics, the
+generation caches) and the model outputs cached under embeddings/ (results-relative, under `files`), and
+the study's selection/selection.json and DEVIATIONS.md (study-relative, under `study_files`), with the
+frozen hash they were produced under. The frozen hash binds everything the freeze hashes (config, plan,
+amendments, prompts, data); the report, estimate.json and the embedding vectors (recomputed by
+`audit --rescore`) are not verdict inputs and are left out.
 
-Every stage that writes there calls `record_results` last. It walks the folders generically (so a file a
+Every stage that writes results calls `record_results` last. It walks the folders generically (so a file a
 new stage adds is covered without a list to keep up to date) and rewrites the manifest; it holds no time,
-so a rerun that changes nothing writes the same bytes. The audit (`verify_results`) re-hashes every
+so a rerun that changes nothing writes the same bytes. The selection is recorded as it is (the freeze,
+checked first by every stage, binds it). DEVIATIONS.md is recorded with the SHA-256 of each entry: a
+logged deviation records its own append, a stage records entries appended (by a merge, say), but a file
+that lost a recorded entry keeps its old entry and refuses further appends, so a hand edit is never
+recorded afresh by running a command. The audit (`verify_results`) re-hashes every
 listed file, reports files under those folders that the manifest does not list, and compares each
 per-question CSV with its Parquet twin value by value: any edit is a FAIL naming the file.
 A file edited between two stages is listed afresh by the second; the CSV-Parquet comparison and the
 audit's recomputation from Parquet are what catch an edit there.
+
+The release hash is the SHA-256 of the record's canonical JSON: `harness release` (and `harness report`)
+print it to publish beside the registered hash, and `harness audit --release-hash H` checks that the record
+still hashes to H; with every file matching the record, any later edit, however consistent with the
+record, fails. harness.provenance.release_history checks the record against git history.
 """
 
 from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.files import atomic_write_json, read_json, sha256_file
+from harness.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text
 from harness.provenance.checks import Check, FAIL, PASS
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 from harness.grid.paths import (
-    RELEASED_FOLDERS, RESULTS_MANIFEST_NAME, per_question_dir, results_dir, results_manifest_path,
+    RELEASED_FOLDERS, RESULTS_MANIFEST_NAME, model_output_namespaces, per_question_dir, results_dir,
+    results_manifest_path,
 )
 from harness.grid.results import COLUMNS, read_per_question
 
 SUBJECT = "(results)"
+RELEASE_SUBJECT = "(release)"
 MAX_LISTED = 20
+DEVIATIONS_NAME = "DEVIATIONS.md"
+DEVIATION_START = re.compile(r"(?m)^(?=## )")
 
 
 
@@ -37,22 +56,127 @@ def released_files(study: Study) -> dict[str, Path]:
     """results-relative path -> file, for every file under the released folders (temporary files too:
     a leftover of a killed run is not part of a release and must show)."""
     out = {}
-    for name in RELEASED_FOLDERS:
-        folder = results_dir(study) / name
+    for folder in [results_dir(study) / name for name in RELEASED_FOLDERS] + model_output_namespaces(study):
         if folder.is_dir():
             for p in sorted(folder.rglob("*")):
                 if p.is_file():
                     out[p.relative_to(results_dir(study)).as_posix()] = p
-    return out
+    return dict(sorted(out.items()))
+
+
+def released_study_files(study: Study) -> dict[str, Path]:
+    """study-relative path -> file: the released files outside results/ (the selection, the deviations)."""
+    paths = (study.selection_path, study.root / DEVIATIONS_NAME)
+    return {p.relative_to(study.root).as_posix(): p for p in paths if p.is_file()}
+
+
+def deviation_entries(text: str) -> list[str]:
+    """The entries of a DEVIATIONS.md text: each `## ` heading with its lines (the header is not one)."""
+    return [e.rstrip() for e in DEVIATION_START.split(text)[1:]]
+
+
+def _entry(path: Path) -> dict[str, Any]:
+    return {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+
+
+def _study_file_entry(rel: str, path: Path) -> dict[str, Any]:
+    """A study file's entry; DEVIATIONS.md's also lists the SHA-256 of each entry, so an append (a merge, a
+    logged deviation) can be told from an edit."""
+    entry = _entry(path)
+    if rel == DEVIATIONS_NAME:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        entry["entries"] = [sha256_text(e) for e in deviation_entries(text)]
+    return entry
+
+
+def _recorded_study_files(path: Path) -> dict[str, Any]:
+    record = read_json(path) if path.is_file() else {}
+    listed = record.get("study_files") if isinstance(record, dict) else None
+    return listed if isinstance(listed, dict) else {}
+
+
+def lost_deviations(study: Study) -> int:
+    """How many DEVIATIONS.md entries the release record holds that the file no longer has (removed or edited)."""
+    recorded = _recorded_study_files(results_manifest_path(study)).get(DEVIATIONS_NAME)
+    if not isinstance(recorded, dict):
+        return 0
+    path = study.root / DEVIATIONS_NAME
+    kept = set(_study_file_entry(DEVIATIONS_NAME, path)["entries"]) if path.is_file() else set()
+    return sum(1 for h in recorded.get("entries", []) if h not in kept)
 
 
 def record_results(study: Study) -> Path:
-    """Write the results manifest for the released files as they are now; returns its path."""
+    """Write the results manifest for the released files as they are now; returns its path. A study file
+    that is gone, or a DEVIATIONS.md that lost a recorded entry, keeps its recorded entry: a stage never
+    records such an edit afresh (the audit shows it)."""
 
-    files = {rel: {"sha256": sha256_file(p), "bytes": p.stat().st_size} for rel, p in released_files(study).items()}
+    files = {rel: _entry(p) for rel, p in released_files(study).items()}
     path = results_manifest_path(study)
-    atomic_write_json(path, {"frozen_config_hash": frozen_hash(study), "files": files})
+    carried = _recorded_study_files(path)
+    study_files = carried | {rel: _study_file_entry(rel, p) for rel, p in released_study_files(study).items()}
+    if lost_deviations(study):
+        study_files[DEVIATIONS_NAME] = carried[DEVIATIONS_NAME]
+    atomic_write_json(path, {"frozen_config_hash": frozen_hash(study), "files": files,
+                             "study_files": dict(sorted(study_files.items()))})
     return path
+
+
+def require_deviations_kept(study: Study) -> None:
+    """Refuse to append to a DEVIATIONS.md that lost an entry the release record holds (the append would
+    otherwise be recorded with the loss)."""
+    lost = lost_deviations(study)
+    if lost:
+        raise HarnessError(f"{study.root / DEVIATIONS_NAME}: {lost} entr{'y' if lost == 1 else 'ies'} recorded in "
+                           f"{results_manifest_path(study)} removed or edited; restore them: entries are only "
+                           "ever appended")
+
+
+def record_study_file(study: Study, rel: str) -> None:
+    """Record one study file as it is now in an existing release record (its writer calls this)."""
+    path = results_manifest_path(study)
+    if path.is_file():
+        record = read_json(path)
+        listed = _recorded_study_files(path) | {rel: _study_file_entry(rel, study.root / rel)}
+        record["study_files"] = dict(sorted(listed.items()))
+        atomic_write_json(path, record)
+
+
+def release_hash(study: Study) -> str:
+    """The SHA-256 of the release record's canonical JSON (formatting the file by hand does not move it)."""
+    return sha256_text(canonical_json(read_json(results_manifest_path(study))))
+
+
+def publishable_release_hash(study: Study) -> str:
+    """The release hash, once every released file matches the record; else a HarnessError naming them."""
+    path = results_manifest_path(study)
+    if not path.is_file():
+        raise HarnessError(f"{path} is missing: nothing is released yet (run the stages first)")
+    failed = [c for c in verify_results(study) if c.status != PASS]
+    if failed:
+        shown = "\n".join(f"  {c.item}: {c.detail}" for c in failed[:MAX_LISTED])
+        raise HarnessError(f"{len(failed)} released file(s) differ from {path}:\n{shown}\nno release hash to "
+                           "publish: rerun the stage that writes them (`harness audit` lists every check)")
+    return release_hash(study)
+
+
+def verify_release_hash(study: Study, published: str) -> list[Check]:
+    """The record hashes to the published release hash and was written under the current freeze (the
+    files are checked against the record by verify_results)."""
+    path = results_manifest_path(study)
+    if not path.is_file():
+        return [Check(RELEASE_SUBJECT, RESULTS_MANIFEST_NAME, FAIL, f"{path} is missing: nothing to check against "
+                                                                     f"the published release hash {published}")]
+    current, published = release_hash(study), published.strip().lower()
+    checks = [Check(RELEASE_SUBJECT, "published release hash", PASS if current == published else FAIL,
+                    f"the release record hashes to {current}" + (", the published hash" if current == published
+                                                                 else f", not the published {published}: "
+                                                                      "it was rewritten since the release"))]
+    recorded, frozen = read_json(path).get("frozen_config_hash"), frozen_hash(study)
+    if recorded != frozen:
+        checks.append(Check(RELEASE_SUBJECT, RESULTS_MANIFEST_NAME, FAIL, f"written under frozen hash "
+                                                                          f"{str(recorded)[:12]}, but the study "
+                                                                          f"is frozen as {frozen[:12]}"))
+    return checks
 
 
 def verify_results(study: Study) -> list[Check]:
@@ -60,7 +184,8 @@ def verify_results(study: Study) -> list[Check]:
     if not path.is_file():
         return [Check(SUBJECT, RESULTS_MANIFEST_NAME, FAIL, f"{path} is missing: the released results carry no content "
                                                    "hashes; rerun the last stage that wrote them")]
-    listed = read_json(path).get("files")
+    record = read_json(path)
+    listed = record.get("files") if isinstance(record, dict) else None
     if not isinstance(listed, dict):
         raise HarnessError(f"{path}: expected an object with a `files` object")
     present = released_files(study)
@@ -73,7 +198,30 @@ def verify_results(study: Study) -> list[Check]:
                for rel in unlisted[:MAX_LISTED]]
     if len(unlisted) > MAX_LISTED:
         failed.append(Check(SUBJECT, "(unlisted)", FAIL, f"... and {len(unlisted) - MAX_LISTED} more unlisted files"))
+    failed += _verify_study_files(study, record.get("study_files"))
     return failed + [csv_matches_parquet(p) for p in per_question_csvs(study) if p.with_suffix(".parquet").is_file()]
+
+
+def _verify_study_files(study: Study, listed: Any) -> list[Check]:
+    if not isinstance(listed, dict):
+        return [Check(SUBJECT, RESULTS_MANIFEST_NAME, FAIL, "lists no study files (the selection, DEVIATIONS.md): "
+                                                            "written by an older harness; rerun the last stage")]
+    out = []
+    for rel, entry in sorted(listed.items()):
+        path = study.root / rel
+        if not path.is_file():
+            out.append(Check(SUBJECT, rel, FAIL, f"listed in {RESULTS_MANIFEST_NAME} but missing"))
+        elif not isinstance(entry, dict) or {k: entry.get(k) for k in ("sha256", "bytes")} != _entry(path):
+            lost = lost_deviations(study) if rel == DEVIATIONS_NAME else None
+            what = ("entries appended after it was recorded (rerun the last stage to record them)" if lost == 0
+                    else "edited after it was recorded" + (f" ({lost} recorded entries removed or edited)" if lost
+                                                           else ""))
+            out.append(Check(SUBJECT, rel, FAIL, f"{what}: SHA-256 {sha256_file(path)[:12]}, manifest "
+                                                 f"{str((entry or {}).get('sha256'))[:12]}"))
+    out += [Check(SUBJECT, rel, FAIL, f"not listed in {RESULTS_MANIFEST_NAME}: written after the last record")
+            for rel in sorted(set(released_study_files(study)) - set(listed))]
+    return out or [Check(SUBJECT, "study files", PASS, f"{len(listed)} study file(s) match their SHA-256 "
+                                                      f"({', '.join(sorted(listed))})")]
 
 
 def _verify_listed(study: Study, rel: str, entry: Any) -> Check | None:

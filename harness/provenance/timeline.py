@@ -10,6 +10,11 @@ Whether it came before any outcome is computed here, from the time the first per
 written (results/per_question/FIRST_OUTCOME.json, written once by the first `score`), and never taken
 from the file's own `before_outcomes` claim: an amendment registered after outcomes is post-outcome
 whatever it says. A file whose time cannot be established counts as post-outcome once outcomes exist.
+FIRST_OUTCOME.json also records the plan and amendments (id and SHA-256) of the freeze the first outcome
+was written under: a file not in that list, or changed since, was registered under a later freeze and is
+post-outcome whatever its time says (a commit date or `created_at` can be backdated; the freeze the
+outcome saw cannot). The first outcome's time is never later than the completion time a cell's done
+marker records, so moving FIRST_OUTCOME.json's time forward cannot make an amendment pre-outcome.
 The claim can only make a label worse, never better: a file that says `before_outcomes: false` (its
 authors had seen outcomes, e.g. from an earlier run or another copy of the study) is post-outcome even
 when no outcome exists in this directory.
@@ -122,6 +127,50 @@ def file_commits(root: Path, rel: str) -> list[tuple[str, dt.datetime]]:
     return pairs[::-1]
 
 
+def file_history(root: Path, rel: str) -> list[tuple[str, dt.datetime, list[str]]]:
+    """(commit, commit time, parents) of every commit that changed `rel`, merges included, newest first:
+    each version is compared with the version of each of its parents, so a change made in a merge (or on
+    a branch a merge dropped) shows too."""
+    proc = _git(root, "log", "--full-history", "--format=%H %ct %P", "--", rel)
+    if proc is None:
+        return []
+    out = []
+    for line in proc.stdout.decode().splitlines():
+        commit, when, *parents = line.split()
+        out.append((commit, dt.datetime.fromtimestamp(int(when), dt.timezone.utc), parents))
+    return out
+
+
+def commit_times(root: Path, commits: list[str]) -> dict[str, dt.datetime]:
+    """commit -> its commit time."""
+    proc = _git(root, "show", "-s", "--format=%H %ct", *commits) if commits else None
+    if proc is None:
+        return {}
+    pairs = (line.split() for line in proc.stdout.decode().splitlines() if line.strip())
+    return {c: dt.datetime.fromtimestamp(int(t), dt.timezone.utc) for c, t in pairs}
+
+
+def backdated_parents(root: Path, commit: str) -> list[tuple[str, dt.datetime]]:
+    """(parent, time) of each parent of `commit` whose commit time is later than its own: the commit's date
+    was set back (a child is always made after its parents)."""
+    proc = _git(root, "show", "-s", "--format=%P", commit)
+    parents = proc.stdout.decode().split() if proc is not None else []
+    times = commit_times(root, [commit, *parents])
+    own = times.get(commit)
+    return [(p, times[p]) for p in parents if own is not None and p in times and times[p] > own]
+
+
+def touched_between(root: Path, old: str, new: str, rel: str) -> bool:
+    """Whether a commit after `old` up to `new` changed `rel`."""
+    proc = _git(root, "rev-list", "-n", "1", f"{old}..{new}", "--", rel)
+    return proc is not None and bool(proc.stdout.strip())
+
+
+def head_commit(root: Path) -> str | None:
+    proc = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+    return None if proc is None else proc.stdout.decode().strip()
+
+
 def first_commit(root: Path, rel: str) -> tuple[str, dt.datetime] | None:
     """(commit, commit time) of the oldest commit that touched `rel`, or None."""
     commits = file_commits(root, rel)
@@ -159,19 +208,32 @@ def registration_record(root: Path) -> tuple[dt.datetime, dict[str, str]] | None
 # --- outcomes ---
 
 
+@dataclass(frozen=True)
+class FirstOutcome:
+    """What FIRST_OUTCOME.json records."""
+
+    at: dt.datetime
+    frozen_hash: str | None
+    registration: dict[str, str] | None  # id -> SHA-256 of the plan and amendments then frozen (None: not recorded)
+
 
 def record_first_outcome(study: Study, *, frozen_hash: str | None = None) -> dt.datetime:
     """Record now as the time of the first per-question results, once; later calls return that time.
 
     `score` calls this just before it writes its first per-question file. The file is created with an
-    exclusive link, so two concurrent scorers cannot both record a time.
+    exclusive link, so two concurrent scorers cannot both record a time. Beside the time and the frozen
+    hash it records the plan and amendments of that freeze, which the timeline compares later ones with.
     """
     path = first_outcome_path(study)
     if path.exists():
         return first_outcome_time(study)
     moment = _now()
+    record = {"first_outcome_at": utc_iso(moment), "frozen_hash": frozen_hash}
+    registration = _frozen_registration(study)
+    if registration is not None:
+        record["registration"] = registration
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    atomic_write_json(tmp, {"first_outcome_at": utc_iso(moment), "frozen_hash": frozen_hash})
+    atomic_write_json(tmp, record)
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -181,15 +243,57 @@ def record_first_outcome(study: Study, *, frozen_hash: str | None = None) -> dt.
     return moment
 
 
-def first_outcome_time(study: Study) -> dt.datetime | None:
-    """When outcomes first existed: FIRST_OUTCOME.json, else (never recorded) the oldest per-question
-    file's modification time, so results written without the marker still count."""
+def _frozen_registration(study: Study) -> dict[str, str] | None:
+    """id -> SHA-256 of the plan and each amendment as frozen_config.json registers them."""
+    if not study.frozen_path.is_file():
+        return None
+    record = read_json(study.frozen_path)
+    registration = record.get("registration") if isinstance(record, dict) else None
+    if not isinstance(registration, dict):
+        return None
+    return {k: v["sha256"] for k, v in sorted(registration.items())
+            if isinstance(v, dict) and isinstance(v.get("sha256"), str)}
+
+
+def recorded_first_outcome(study: Study) -> FirstOutcome | None:
+    """FIRST_OUTCOME.json as recorded, or None when no outcome was recorded."""
     path = first_outcome_path(study)
-    if path.exists():
+    if not path.exists():
+        return None
+    record = read_json(path)
+    if not isinstance(record, dict) or "first_outcome_at" not in record:
+        raise InputError("expected an object with `first_outcome_at`", path=path)
+    registration = record.get("registration")
+    if registration is not None and not (isinstance(registration, dict)
+                                         and all(isinstance(v, str) for v in registration.values())):
+        raise InputError("`registration` must map each plan and amendment id to its SHA-256", path=path)
+    return FirstOutcome(parse_time(record["first_outcome_at"], path=path, field="first_outcome_at"),
+                        record.get("frozen_hash"), registration)
+
+
+def earliest_completion(study: Study) -> tuple[dt.datetime, str] | None:
+    """(time, marker name) of the earliest `completed_at` a cell's done marker under results/per_question
+    records: outcomes existed by then, whatever FIRST_OUTCOME.json says."""
+    folder = per_question_dir(study)
+    best = None
+    for path in sorted(folder.glob("*/*.done.json")) if folder.is_dir() else []:
         record = read_json(path)
-        if not isinstance(record, dict) or "first_outcome_at" not in record:
-            raise InputError("expected an object with `first_outcome_at`", path=path)
-        return parse_time(record["first_outcome_at"], path=path, field="first_outcome_at")
+        value = record.get("completed_at") if isinstance(record, dict) else None
+        if value is not None:
+            moment = parse_time(value, path=path, field="completed_at")
+            if best is None or moment < best[0]:
+                best = (moment, path.relative_to(folder).as_posix())
+    return best
+
+
+def first_outcome_time(study: Study) -> dt.datetime | None:
+    """When outcomes first existed: FIRST_OUTCOME.json (or the earliest cell completion, if earlier), else
+    (never recorded) the oldest per-question file's modification time, so results written without the
+    marker still count."""
+    recorded = recorded_first_outcome(study)
+    if recorded is not None:
+        done = earliest_completion(study)
+        return recorded.at if done is None else min(recorded.at, done[0])
     folder = per_question_dir(study)
     if not folder.is_dir():
         return None
@@ -214,7 +318,7 @@ def registered_files(study: Study) -> list[tuple[str, Path]]:
 
 
 def _entry(study: Study, entry_id: str, path: Path, first_outcome: dt.datetime | None,
-           record: tuple[dt.datetime, dict[str, str]] | None) -> TimelineEntry:
+           record: tuple[dt.datetime, dict[str, str]] | None, seen: dict[str, str] | None) -> TimelineEntry:
     rel = path.relative_to(study.root).as_posix()
     data = path.read_bytes()
     meta = load_yaml(path)
@@ -244,6 +348,8 @@ def _entry(study: Study, entry_id: str, path: Path, first_outcome: dt.datetime |
     before = registered is not None and (first_outcome is None or registered < first_outcome)
     if registered is None and first_outcome is None:
         before = True  # nothing has been computed yet, so nothing can have been seen
+    if seen is not None and seen.get(entry_id) != sha256_bytes(data):
+        before = False  # not in the freeze the first outcome was written under: registered after it
     if claimed is False:
         before = False  # its authors say they had seen outcomes: an admission is never overruled
     return TimelineEntry(
@@ -261,7 +367,9 @@ def _entry(study: Study, entry_id: str, path: Path, first_outcome: dt.datetime |
 def timeline(study: Study) -> list[TimelineEntry]:
     first_outcome = first_outcome_time(study)
     record = registration_record(study.root)
-    return [_entry(study, entry_id, path, first_outcome, record) for entry_id, path in registered_files(study)]
+    recorded = recorded_first_outcome(study)
+    seen = recorded.registration if recorded is not None else None
+    return [_entry(study, entry_id, path, first_outcome, record, seen) for entry_id, path in registered_files(study)]
 
 
 def format_timeline(entries: list[TimelineEntry], first_outcome: dt.datetime | None) -> str:
