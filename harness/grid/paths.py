@@ -13,6 +13,7 @@
       embeddings/                                            score: cached embeddings and reranker scores
       estimate.json                                          estimate
       results_manifest.json                                  every stage: content hashes of the release
+      .journal/                                              every writer: what the harness wrote (harness.files)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
+from harness.files import JOURNAL_FOLDER, journal_writes_under
 
 PART_SUFFIX = ".parquet"
 VARIANTS_SUFFIX = ".variants.parquet"
@@ -32,7 +34,15 @@ RELEASED_FOLDERS = ("chunks", "runs", "per_question", "answers", "judges", "stat
 
 
 def results_dir(study: Any) -> Path:
-    return study.results_root or study.root / "results"
+    folder = study.results_root or study.root / "results"
+    # whatever this process writes there is journaled (harness.files): every writer, a worker too, comes here
+    journal_writes_under(folder)
+    return folder
+
+
+def journal_dir(study: Any) -> Path:
+    """results/.journal/: what the harness wrote under results/, one file per writing process."""
+    return results_dir(study) / JOURNAL_FOLDER
 
 
 # --- chunk sets and runs ---
