@@ -7,8 +7,8 @@ new stage adds is covered without a list to keep up to date) and rewrites the ma
 so a rerun that changes nothing writes the same bytes. The audit (`verify_results`) re-hashes every
 listed file, reports files under those folders that the manifest does not list, and compares each
 per-question CSV with its Parquet twin value by value: any edit is a FAIL naming the file.
-A file edited between two stages is listed afresh by the second; the CSV-Parquet comparison and the
-audit's recomputation from Parquet are what catch an edit there.
+A file edited between two stages is refused by the second, which checks every released file against the
+write journal before it writes (`require_recorded`, below), so a stage never records what it did not write.
 """
 
 from __future__ import annotations
@@ -199,8 +199,9 @@ def require_recorded(study: Study, *, stage: str, exempt: Callable[[str], bool] 
                      adopt: str | None = None) -> None:
     """Refuse to run while a released file is not one the harness wrote (its journal holds no entry with the
     file's SHA-256), unless `exempt(rel)`: the stage rebuilds that very file from checked inputs (score and
-    answer assemble the per-question tables from their parts), or takes it as its declared input. With `adopt` (a reason), such files are kept,
-    journaled and listed in DEVIATIONS.md instead. On success the journal is compacted to the files checked.
+    answer assemble the per-question tables from their parts), or takes it as its declared input. With
+    `adopt` (a reason), such files are kept and listed in DEVIATIONS.md instead. On success the journal is
+    compacted to the files checked.
 
     Without this, an edit made between two stages would be recorded afresh by the second (the manifest is
     rewritten from the files as they are). The journal, not the manifest, is the reference: it holds what a
