@@ -67,7 +67,11 @@ def study_lock(path: Path, command: str, *, wait: bool = False,
 def _acquire(path: Path, wait: bool, say: Callable[[str], None]):
     waiting = False
     while True:
-        f = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+", encoding="utf-8")
+        try:
+            f = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+", encoding="utf-8")
+        except OSError as e:
+            raise HarnessError(f"{path}: cannot open the study lock ({e.strerror}); a writing command needs a "
+                               "writable study folder") from None
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
