@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -27,7 +28,9 @@ __all__ = [
     "atomic_write_text",
     "canonical_json",
     "iter_jsonl",
+    "journal_writes_under",
     "jsonl_lines",
+    "note_written",
     "read_json",
     "remove_stale_temporaries",
     "sha256_bytes",
@@ -67,6 +70,8 @@ def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> Non
     that changes nothing writes nothing."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    journaled = _journal_root(path) is not None
+    digest, size = hashlib.sha256(), 0
     # the writer's host and pid in the name let remove_stale_temporaries tell a killed writer's leftover
     # from a live writer's file
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}-", suffix=".tmp",
@@ -75,8 +80,13 @@ def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> Non
         with os.fdopen(fd, "wb") as f:
             for block in blocks:
                 f.write(block)
+                if journaled:
+                    digest.update(block)
+                    size += len(block)
             f.flush()
             os.fsync(f.fileno())
+        if journaled:  # before the file takes its name: a kill in between leaves an entry, never an unnoted file
+            note_written(path, digest.hexdigest(), size)
         if _same_file_content(Path(tmp), path):
             os.unlink(tmp)
         else:
@@ -133,6 +143,56 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed
+
+
+# --- the write journal ---
+# Every atomic write under a journaled folder (a study's results/: harness.grid.paths registers it) is noted,
+# path and SHA-256, in <folder>/.journal/ before the file takes its name. A stage thereby tells what the harness
+# wrote, a killed run's output included, from a file edited or added by hand (harness.provenance.release,
+# require_recorded; docs/integrity.md, "Resuming and the write journal"). Each process appends to its own file.
+
+JOURNAL_FOLDER = ".journal"
+_journaled: dict[str, str] = {}  # folder as given -> its real path
+_journal_guard = threading.Lock()
+
+
+def journal_writes_under(folder: str | os.PathLike) -> None:
+    """Journal every later atomic write of this process below `folder` (idempotent)."""
+    if str(folder) not in _journaled:
+        _journaled[str(folder)] = os.path.realpath(folder)
+
+
+def _journal_root(path: str | os.PathLike) -> str | None:
+    if not _journaled:
+        return None
+    target = os.path.realpath(path)
+    roots = [r for r in set(_journaled.values()) if target.startswith(r + os.sep)]
+    if not roots:
+        return None
+    root = max(roots, key=len)
+    return None if target.startswith(os.path.join(root, JOURNAL_FOLDER) + os.sep) else root
+
+
+def journal_path(folder: str | os.PathLike) -> Path:
+    """This process's journal file for `folder`."""
+    return Path(folder) / JOURNAL_FOLDER / f"{socket.gethostname()}-{os.getpid()}.jsonl"
+
+
+def note_written(path: str | os.PathLike, sha256: str, size: int) -> None:
+    """Journal that the harness wrote `size` bytes with this SHA-256 at `path` (nothing outside a journaled
+    folder). Called before the file appears under its name."""
+    root = _journal_root(path)
+    if root is None:
+        return
+    rel = Path(os.path.realpath(path)).relative_to(root).as_posix()
+    line = json.dumps({"path": rel, "sha256": sha256, "bytes": size}, sort_keys=True) + "\n"
+    target = journal_path(root)
+    with _journal_guard:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -64,6 +64,11 @@ class Study:
     def frozen_path(self) -> Path:
         return self.root / "frozen_config.json"
 
+    @property
+    def lock_path(self) -> Path:
+        """Held by the one stage writing the study (harness.study_lock); absent when none runs."""
+        return self.root / ".harness.lock"
+
     def resolve(self, p: str | Path) -> Path:
         """A path from the config: absolute, or relative to the study root."""
         p = Path(p)

@@ -16,7 +16,7 @@ from harness.stats.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_csv, to_latex, to_markdown
 from harness.study import Study
 from harness.provenance.freeze import frozen_hash
-from harness.provenance.release import record_results
+from provenance_support import record_as_written
 from harness.grid.paths import results_dir, stats_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +122,7 @@ def _make_study(tmp_path, table):
     table[table.dataset == "docs"].to_csv(folder / "docs.csv", index=False)
     for name in ("papers", "docs"):
         (folder / f"{name}.manifest.json").write_text(json.dumps({"frozen_config_hash": frozen_hash(study)}))
-    record_results(study)  # as score records what it writes
+    record_as_written(study)  # as score records what it writes
     return study
 
 
@@ -202,7 +202,7 @@ def test_stats_withholds_outcomes_until_every_cell_is_scored(tmp_path, capsys):
 def test_stats_refuses_results_from_two_freezes(tmp_path, capsys):
     study = _make_study(tmp_path, _table())
     (results_dir(study) / "per_question" / "docs.manifest.json").write_text(json.dumps({"frozen_config_hash": "ab" * 32}))
-    record_results(study)
+    record_as_written(study)
     assert main(["stats", "--study", str(study.root)] + DEVIATION) == 1
     assert "2 different frozen configurations" in capsys.readouterr().err
 

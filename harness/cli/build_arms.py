@@ -11,6 +11,7 @@ from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, progress, say
 from harness.errors import HarnessError
 from harness.provenance.freeze import check_frozen
+from harness.provenance.recorded import require_recorded
 from harness.provenance.release import record_results
 from harness.study import Study
 
@@ -63,6 +64,7 @@ def run(args) -> int:
     fresh, replay = llm_mode(args, os.environ)
     study = Study.at(args.study)
     frozen = check_frozen(study, stage="build-arms")
+    require_recorded(study, stage="build-arms", adopt=args.adopt_unrecorded)  # it records every released file
     builds = build_arms(
         study,
         datasets=args.dataset,

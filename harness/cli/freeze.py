@@ -7,11 +7,13 @@ import argparse
 from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, say
 from harness.data.load import loss_summary, lost_counts
-from harness.provenance.freeze import check_frozen, freeze, frozen_hash
-from harness.provenance.interim import record_deviation
+from harness.provenance.freeze import check_frozen, prepare_freeze, write_freeze
+from harness.provenance.interim import deviation_logged, record_deviation
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
 from harness.files import read_json
 from harness.study import Study
+
+FORCED = "harness freeze --force"  # the command a forced re-freeze's deviation names
 
 HELP = "freeze the study's inputs into frozen_config.json (or --check them, or --show-timeline)"
 
@@ -35,13 +37,17 @@ def run(args) -> int:
         digest = check_frozen(study, stage="freeze --check", strict=args.strict)
         print(f"no drift: the current inputs match {study.frozen_path} (frozen hash {digest})")
         return 0
-    before = frozen_hash(study) if study.frozen_path.is_file() else None
-    digest = freeze(study, force=bool(args.force))
+    logged = lambda digest: deviation_logged(study, FORCED, digest)  # noqa: E731
+    record, digest, before = prepare_freeze(study, force=bool(args.force), logged=logged)
     if digest == before:
         print(f"unchanged: the inputs match {study.frozen_path}, nothing written"
               + (" and no deviation logged (--force not needed)" if args.force else ""))
-    elif args.force:
-        record_deviation(study, args.force, "harness freeze --force")
+    else:
+        # the deviation first: a failure before the freeze is written leaves a logged deviation and the old
+        # freeze, and the rerun finds the entry for this hash instead of logging it twice
+        if args.force and not logged(digest):
+            record_deviation(study, args.force, FORCED, frozen_hash=digest)
+        write_freeze(study, record)
     record = read_json(study.frozen_path)
     print(_summary(record, study, digest, verb="kept" if digest == before else "froze"))
     for name, content in sorted(record["dataset_content"].items()):

@@ -4,6 +4,9 @@ from pathlib import Path
 
 from harness.metrics.judge_agreement import read_spot_check
 from harness.pipeline.judge_sample import record_agreement
+from harness.files import note_written, sha256_file
+from harness.grid.paths import results_dir
+from harness.provenance.recorded import require_recorded
 from harness.provenance.release import record_results
 from harness.study import Study
 
@@ -24,7 +27,12 @@ def run(args) -> int:
           + ("PASS (>= %g)" % result.threshold if result.passed else f"FAIL ({result.reason})"))
     if args.study is not None:
         study = Study.at(args.study)
+        labelled = Path(args.file).resolve()
+        # the labelled file is the human's, edited by design: this command takes it as its declared input
+        require_recorded(study, stage="judge-agreement", exempt=lambda rel: results_dir(study) / rel == labelled,
+                         adopt=args.adopt_unrecorded)
         path = record_agreement(study, result, Path(args.file))
+        note_written(labelled, sha256_file(labelled), labelled.stat().st_size)  # journaled when under results/
         record_results(study)
         print(f"judge-agreement: recorded in {path}")
     return 0 if result.passed else 1

@@ -4,6 +4,7 @@ HELP (one line), add_arguments(parser) and run(args) -> exit code."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -40,6 +41,12 @@ COMMANDS = {
     "run-all": "run_all",  # every stage above in order (make all)
 }
 
+# the commands that write into a study: each holds the study lock while it runs (harness.study_lock), and
+# those that record released files may adopt unrecorded ones as a logged deviation (--adopt-unrecorded)
+WRITING = ("fetch", "select", "freeze", "estimate", "build-arms", "score", "answer", "judge-sample",
+           "judge-agreement", "stats", "report")
+RECORDING = ("build-arms", "score", "answer", "judge-sample", "judge-agreement", "stats")
+
 
 def _load(module: str):
     return importlib.import_module(f"harness.cli.{module}")
@@ -61,6 +68,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         mod = _load(module)
         p = sub.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP.replace("%", "%%"))
         mod.add_arguments(p)
+        if name in WRITING:
+            p.add_argument("--wait", action="store_true",
+                           help="when another harness process is writing the study, wait for it instead of exiting")
+        if name in RECORDING:
+            p.add_argument("--adopt-unrecorded", metavar="REASON",
+                           help="keep released files the write journal does not hold (a lost journal, a hand edit) "
+                                "and record them; REASON (required) and the files go to DEVIATIONS.md")
         p.set_defaults(_run=mod.run)
     return parser
 
@@ -94,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(overview())
         return 0
     try:
-        with applied(args):
+        with applied(args), _locked(args, argv):
             return int(args._run(args) or 0)
     except HarnessError as e:
         print(f"harness {args.command}: error: {e}", file=sys.stderr)
@@ -102,3 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"harness {args.command}: interrupted; completed work is kept, rerun to resume", file=sys.stderr)
         return 130
+
+
+def _locked(args, argv: list[str]):
+    """The study lock around a writing command (the one place every writing stage takes it)."""
+    if args.command not in WRITING or getattr(args, "study", None) is None:
+        return contextlib.nullcontext()
+    from harness.study import Study
+    from harness.study_lock import study_lock
+
+    return study_lock(Study.at(args.study).lock_path, "harness " + " ".join(argv), wait=args.wait)

@@ -8,7 +8,8 @@ from harness.config.executor import EXECUTORS
 from harness.pipeline.executors import choose_executor, is_local, ray_session
 from harness.pipeline.score import score_study
 from harness.provenance.freeze import check_frozen
-from harness.provenance.release import record_results, require_recorded
+from harness.provenance.recorded import assembled_table, require_recorded
+from harness.provenance.release import record_results
 from harness.study import Study
 
 HELP = ("rank every arm under every retriever (each question searches only its scope) and write run files "
@@ -26,9 +27,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     study = Study.at(args.study)
     frozen = check_frozen(study, stage="score")
-    # a recorded part edited by hand would be assembled into the table and recorded afresh
-    require_recorded(study, stage="score", folders=("per_question", "answers", "runs"), allow_unlisted=True,
-                     parts_only=True)
+    # a part edited by hand would be assembled into the table and recorded afresh; the tables are rebuilt
+    require_recorded(study, stage="score", exempt=assembled_table, adopt=args.adopt_unrecorded)
     executor = choose_executor(study, args.executor, args.ray_address, args.workers)
     # one Ray session for every dataset (starting a local instance takes seconds)
     with contextlib.nullcontext() if is_local(executor) else ray_session(executor):

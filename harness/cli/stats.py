@@ -47,11 +47,12 @@ def run(args) -> int:
     )
     from harness.plan.load import load_study_plan
     from harness.provenance.freeze import check_frozen
-    from harness.provenance.release import record_results, require_recorded
+    from harness.provenance.recorded import require_recorded
+    from harness.provenance.release import record_results
 
     study = Study.at(args.study)
     check_frozen(study, stage="stats", models=False)  # an edited plan or input is refused here as in build-arms and score
-    require_recorded(study, stage="stats", folders=("per_question",))  # no hand edit since score recorded it
+    require_recorded(study, stage="stats", adopt=args.adopt_unrecorded)  # no hand edit since a stage wrote it
     plan = load_study_plan(study)
     frozen = results_frozen_hash(study)
     deviation = require_outcomes_allowed(study, command="stats", deviation_reason=args.deviation)

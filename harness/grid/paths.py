@@ -13,6 +13,7 @@
       embeddings/                                            score: cached embeddings and reranker scores
       estimate.json                                          estimate
       results_manifest.json                                  every stage: content hashes of the release
+      .journal/                                              every writer: what the harness wrote (harness.files)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from harness.config.names import NAME_RULE, is_safe_name
 from harness.errors import InputError
+from harness.files import JOURNAL_FOLDER, journal_writes_under
 
 PART_SUFFIX = ".parquet"
 VARIANTS_SUFFIX = ".variants.parquet"
@@ -35,7 +37,15 @@ RELEASED_FOLDERS = ("chunks", "runs", "per_question", "answers", "judges", "stat
 
 
 def results_dir(study: Any) -> Path:
-    return study.results_root or study.root / "results"
+    folder = study.results_root or study.root / "results"
+    # whatever this process writes there is journaled (harness.files): every writer, a worker too, comes here
+    journal_writes_under(folder)
+    return folder
+
+
+def journal_dir(study: Any) -> Path:
+    """results/.journal/: what the harness wrote under results/, one file per writing process."""
+    return results_dir(study) / JOURNAL_FOLDER
 
 
 # --- chunk sets and runs ---

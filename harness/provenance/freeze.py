@@ -275,7 +275,23 @@ def freeze(study: Study, *, force: bool = False) -> str:
     an undefined arm, retriever, metric or stratum, or an unknown rule, stops the freeze.
 
     Inputs that give the frozen hash already recorded write nothing. A record with another hash once
-    outcomes exist would orphan them, so it needs `force` (the CLI then logs a deviation)."""
+    outcomes exist would orphan them, so it needs `force` (the CLI logs the deviation first, then writes:
+    prepare_freeze and write_freeze)."""
+    record, digest, before = prepare_freeze(study, force=force)
+    if digest != before:
+        write_freeze(study, record)
+    return digest
+
+
+def write_freeze(study: Study, record: dict[str, Any]) -> None:
+    atomic_write_json(study.frozen_path, record)
+
+
+def prepare_freeze(study: Study, *, force: bool = False, logged: Callable[[str], bool] = lambda digest: False,
+                   ) -> tuple[dict[str, Any], str, str | None]:
+    """(record, its frozen hash, the hash frozen now or None), written by nobody yet. A changed record once
+    outcomes exist is refused unless `force`, or `logged(new hash)`: its deviation is already on record (a
+    forced re-freeze that failed after logging it)."""
     study.config  # a config the schema refuses is the first thing to fix
     if not study.plan_path.is_file():
         raise HarnessError(f"{study.plan_path}: missing: register the plan before freezing")
@@ -286,11 +302,14 @@ def freeze(study: Study, *, force: bool = False) -> str:
         arm_prompt_files(study, arm)  # a per-arm prompt override must name a file the freeze then hashes
     check_plan_against_config(study)  # a test naming an undefined arm, metric, ... fails now, not at stats
     record = current_record(study)
+    digest = record_hash(record)
+    before = None
     if study.frozen_path.is_file():
         old = _read_frozen(study)
-        if record_hash(old) == record_hash(record):
-            return record_hash(old)  # same inputs: the file (and its recorded facts) stays as it is
-        if not force and first_outcome_time(study) is not None:
+        before = record_hash(old)
+        if before == digest:
+            return record, digest, before  # same inputs: the file (and its recorded facts) stays as it is
+        if not force and first_outcome_time(study) is not None and not logged(digest):
             changed = compare_records(hashed_content(old), hashed_content(record))
             raise HarnessError(
                 f"per-question results already exist under frozen hash {frozen_hash(study)[:12]}; "
@@ -298,8 +317,7 @@ def freeze(study: Study, *, force: bool = False) -> str:
                 f"{format_differences(changed)}\n"
                 "pass --force REASON to re-freeze anyway (REASON is logged in DEVIATIONS.md)"
             )
-    atomic_write_json(study.frozen_path, record)
-    return frozen_hash(study)
+    return record, digest, before
 
 
 def hashed_content(record: dict[str, Any]) -> dict[str, Any]:

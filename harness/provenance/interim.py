@@ -59,9 +59,11 @@ def _now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def record_deviation(study: Study, reason: str, command: str, *, missing: list[Cell] | None = None) -> Path:
+def record_deviation(study: Study, reason: str, command: str, *, missing: list[Cell] | None = None,
+                     frozen_hash: str | None = None) -> Path:
     """Append a dated entry to DEVIATIONS.md in the study root (created with a header on first use) and
-    record it in the release record, after checking that no entry was edited since it was recorded."""
+    record it in the release record, after checking that no entry was edited since it was recorded. It names
+    `frozen_hash`, by default the current one (a forced re-freeze names the hash it is about to write)."""
     if not reason or not reason.strip():
         raise HarnessError("a deviation needs a non-empty reason")
     if not command or not command.strip():
@@ -69,7 +71,7 @@ def record_deviation(study: Study, reason: str, command: str, *, missing: list[C
     path = study.root / DEVIATIONS_NAME
     require_deviations_kept(study)
     text = path.read_text(encoding="utf-8") if path.exists() else DEVIATIONS_HEADER
-    frozen = current_frozen_hash(study)
+    frozen = frozen_hash or current_frozen_hash(study)
     entry = [
         f"\n## {_now_iso()} — `{command.strip()}`\n",
         f"- reason: {' '.join(reason.split())}",
@@ -80,3 +82,15 @@ def record_deviation(study: Study, reason: str, command: str, *, missing: list[C
     atomic_write_text(path, text.rstrip("\n") + "\n" + "\n".join(entry) + "\n")
     record_study_file(study, DEVIATIONS_NAME)
     return path
+
+
+def deviation_logged(study: Study, command: str, frozen_hash: str) -> bool:
+    """Whether DEVIATIONS.md holds an entry of `command` naming `frozen_hash` (record_deviation's format)."""
+    path = study.root / DEVIATIONS_NAME
+    if not path.is_file():
+        return False
+    for entry in path.read_text(encoding="utf-8").split("\n## ")[1:]:
+        heading, _, body = entry.partition("\n")
+        if heading.endswith(f"`{command.strip()}`") and f"\n- frozen hash: {frozen_hash}\n" in f"\n{body}\n":
+            return True
+    return False

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.files import atomic_write_json, load_yaml, read_json, sha256_bytes
+from harness.files import atomic_write_json, load_yaml, note_written, read_json, sha256_bytes, sha256_file
 from harness.study import Study
 from harness.grid.paths import first_outcome_path, per_question_dir
 
@@ -234,6 +234,7 @@ def record_first_outcome(study: Study, *, frozen_hash: str | None = None) -> dt.
         record["registration"] = registration
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     atomic_write_json(tmp, record)
+    note_written(path, sha256_file(tmp), tmp.stat().st_size)  # journaled like any atomic write (harness.files)
     try:
         os.link(tmp, path)
     except FileExistsError:

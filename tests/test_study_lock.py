@@ -1,0 +1,109 @@
+"""Issue 40, case 9: writing stages take a study lock. A second writer exits naming the holder (host, pid,
+command, start time), never with a traceback, or waits with --wait; a lock left by a killed holder is taken
+over with a message. The holder is a separate process, as a second `harness answer` would be."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import RECORDING, WRITING, build_parser, main
+from harness.study_lock import study_lock
+from pipeline_support import make_llm_free_study
+
+REPO = Path(__file__).resolve().parents[1]
+
+HOLDER = """
+import sys
+from pathlib import Path
+from harness.study_lock import study_lock
+
+with study_lock(Path(sys.argv[1]), "harness answer --study S"):
+    print("locked", flush=True)
+    sys.stdin.read()  # held until the test closes stdin, or kills this process
+"""
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """A study, and a running process holding its lock (stopped at the end of the test)."""
+    study = make_llm_free_study(tmp_path / "s", freeze=False)
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(study.lock_path)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert process.stdout.readline() == "locked\n"
+    yield study, process
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+def test_case9_a_second_writer_is_refused_naming_the_holder(holder, capsys):
+    study, process = holder
+    capsys.readouterr()
+    for argv in (["select"], ["freeze"], ["answer", "--replay", "--no-progress"], ["stats"]):
+        assert main([*argv, "--study", str(study.root)]) == 1, argv
+        err = capsys.readouterr().err
+        assert f"harness {argv[0]}: error: {study.lock_path}: another harness process is writing this study: " \
+               f"`harness answer --study S` (pid {process.pid} on host {socket.gethostname()}, started 20" in err
+        assert "Traceback" not in err and "--wait" in err
+    assert not study.selection_path.exists() and not study.frozen_path.exists()  # nothing ran
+    # the holder releases on exit: the lock file goes with it and the next writer runs
+    process.communicate("")
+    assert process.returncode == 0 and not study.lock_path.exists()
+    assert main(["select", "--study", str(study.root)]) == 0
+    assert study.selection_path.is_file() and not study.lock_path.exists()
+
+
+def test_case9_a_lock_left_by_a_killed_holder_is_taken_over(holder, capsys):
+    study, process = holder
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert study.lock_path.is_file()  # kill -9 leaves the file (the kernel dropped the lock itself)
+    capsys.readouterr()
+    assert main(["select", "--study", str(study.root)]) == 0
+    err = capsys.readouterr().err
+    assert f"taking over the study lock {study.lock_path} from `harness answer --study S` (pid {process.pid} on " \
+           f"host {socket.gethostname()}" in err and "no longer runs" in err
+    assert not study.lock_path.exists()
+
+
+def test_wait_blocks_until_the_holder_is_gone(holder):
+    study, process = holder
+    waiting, acquired = threading.Event(), threading.Event()
+
+    def waiter():
+        with study_lock(study.lock_path, "waiter", wait=True, say=lambda line: waiting.set()):
+            acquired.set()
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    assert waiting.wait(60)
+    assert not acquired.is_set()
+    process.communicate("")  # the holder finishes
+    thread.join(60)
+    assert acquired.is_set() and not study.lock_path.exists()
+
+
+def test_a_lock_naming_another_host_is_left_to_the_user(tmp_path, capsys):
+    study = make_llm_free_study(tmp_path / "s", freeze=False)
+    study.lock_path.write_text('{"command": "harness score", "host": "elsewhere", "pid": 7, "started": "x"}\n')
+    assert main(["select", "--study", str(study.root)]) == 1
+    err = capsys.readouterr().err
+    assert "the study lock names `harness score` (pid 7 on host elsewhere, started x), on another host" in err
+    assert study.lock_path.is_file() and not study.selection_path.exists()
+
+
+def test_every_writing_command_offers_wait_and_every_recording_one_adoption():
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for name in WRITING:
+        assert "--wait" in commands[name].format_help(), name
+    for name in RECORDING:
+        assert "--adopt-unrecorded" in commands[name].format_help(), name
+    assert "--wait" not in commands["status"].format_help()
