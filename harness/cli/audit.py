@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 
 from harness.cli.main import add_study_argument
-from harness.cli.output import add_output_arguments, say
+from harness.cli.output import add_output_arguments, progress, say
 from harness.cli.stats import add_threads_argument
 from harness.errors import HarnessError
 from harness.files import read_json
@@ -36,11 +37,21 @@ def add_arguments(parser) -> None:
     parser.add_argument("--registered-hash", metavar="H",
                         help="the frozen hash published at registration (printed by `harness freeze`); the "
                              "freeze must still have it")
-    parser.add_argument("--rescore", type=int, metavar="K",
-                        help="also re-run K seeded cells from the frozen inputs in a scratch folder and compare "
-                             "their chunk, run and per-question bytes with the released ones (no model is called)")
+    parser.add_argument("--rescore", type=_cell_count, metavar="K",
+                        help="also re-run K seeded cells (or `all`) from the frozen inputs in a scratch folder and "
+                             "compare their chunk, run, per-question and answer bytes with the released ones (no "
+                             "model is called)")
     parser.add_argument("--rescore-seed", type=int, default=None,
                         help="seed drawing the rescored cells (default: harness.pipeline.rescore.DEFAULT_SEED)")
+
+
+def _cell_count(text: str) -> int | str:
+    if text == "all":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number of cells nor `all`") from None
 
 
 def _grid_check(study: Study, frozen: str):
@@ -76,6 +87,9 @@ def run(args) -> int:
     checks: list[RowCheck] = []
     frozen = check_frozen(study, stage="audit", models=False)
     anchors = verify_registration(study, registered_hash=args.registered_hash) + verify_results(study)
+    from harness.pipeline.rederive import rederive
+
+    anchors += rederive(study, frozen)
     problems = check_registered_hashes(study)
     checks += [RowCheck("(frozen)", "plan", False, p) for p in problems]
     if not problems:
@@ -104,7 +118,8 @@ def run(args) -> int:
         from harness.pipeline.rescore import DEFAULT_SEED, rescore
 
         seed = DEFAULT_SEED if args.rescore_seed is None else args.rescore_seed
-        checks += [RowCheck("(rescore)", r.cell, r.passed, r.detail) for r in rescore(study, args.rescore, seed, frozen)]
+        checks += [RowCheck("(rescore)", r.cell, r.passed, r.detail)
+                   for r in rescore(study, args.rescore, seed, frozen, progress=progress(args))]
     for a in anchors:
         say(args, a.line(), problem=a.status != "PASS")
     for c in checks:
