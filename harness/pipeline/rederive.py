@@ -35,9 +35,10 @@ from harness.data.selection import draw_selection
 from harness.errors import HarnessError
 from harness.files import jsonl_lines, read_json
 from harness.grid.arms import arm_kind, source_arm
-from harness.grid.cells import chunk_sets
+from harness.grid.cells import chunk_sets, configured_cells
 from harness.grid.paths import answers_dir, chunks_path, judges_dir, per_question_path, results_dir
 from harness.grid.results import _csv_blocks, read_per_question
+from harness.grid.states import unscored_cells
 from harness.llm.base import ReplayMiss
 from harness.pipeline.answer import (
     JUDGE_ACCEPTANCE_FILE, JUDGE_CONTROLS_FILE, judge_acceptance_entry, open_instruments, run_controls,
@@ -69,7 +70,10 @@ def first_difference(released: Iterable[str], ours: Iterable[str], label: str) -
         if mine is None:
             return f"{label}: line {n} {theirs[:120]!r} is not re-derived (the re-derived file ends at line {n - 1})"
         if theirs != mine:
-            return f"{label} line {n} differs: released {theirs[:120]!r}, re-derived {mine[:120]!r}"
+            start = max(0, next(i for i, (a, b) in enumerate(zip_longest(theirs, mine)) if a != b) - 40)
+            at = f" from character {start + 1}" if start else ""
+            return f"{label} line {n} differs{at}: released {theirs[start:start + 120]!r}, " \
+                   f"re-derived {mine[start:start + 120]!r}"
     return None
 
 
@@ -181,8 +185,9 @@ def table_checks(study: Study, frozen: str) -> list[Check]:
     checks = []
     for name in study.config.datasets:
         parquet, csv = per_question_path(study, name, "parquet"), per_question_path(study, name, "csv")
-        if not parquet.is_file() and not csv.is_file():
-            continue  # not scored: the grid check says so
+        cells = [c for c in configured_cells(study) if c.dataset.name == name]
+        if (not parquet.is_file() and not csv.is_file()) or unscored_cells(study, frozen, cells):
+            continue  # no table a full grid assembles: the grid check fails it, or it was released as a deviation
         try:
             expected = assembled_frame(study, name, frozen)
         except HarnessError as e:

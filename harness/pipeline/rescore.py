@@ -42,8 +42,9 @@ from harness.errors import HarnessError
 from harness.grid.cells import Cell, answer_cells, configured_cells
 from harness.grid.paths import (
     answer_part_path, answers_path, cell_part_path, chunks_path, embeddings_dir, judges_dir, per_question_dir, run_path,
+    variants_part_path,
 )
-from harness.grid.results import ResultRow, _csv_blocks, check_and_sort, read_per_question, to_frame
+from harness.grid.results import ResultRow, _csv_blocks, _parquet_bytes, check_and_sort, read_per_question, to_frame
 from harness.grid.states import mark_cell_done
 from harness.llm.base import ReplayMiss
 from harness.metrics.registry import ScoringCache, budgets_from_config
@@ -149,10 +150,11 @@ class _Rescoring:
             scored = score_cells(self.scratch, dataset, arm_cells, scopes(dataset, chunks), self.context, cache, budgets,
                                  run_depth=self.study.config.run_depth)
             for cell, (rows, variant_rows, counts) in zip(arm_cells, scored):
-                write_cell_parts(per_question_dir(self.scratch), cell, rows, variant_rows)
-                mark_cell_done(self.scratch, cell, frozen_hash=self.frozen, counts=counts)
-                differs = self._scored_difference(cell, rows)
+                differs = self._scored_difference(cell, rows, variant_rows)
                 if differs is None and cell in self.answered:
+                    # the answer stage answers a cell scored under the freeze (its part and marker written)
+                    write_cell_parts(per_question_dir(self.scratch), cell, rows, variant_rows)
+                    mark_cell_done(self.scratch, cell, frozen_hash=self.frozen, counts=counts)
                     differs = self._answer_difference(dataset.name, cell, selection)
                 yield cell, (CellCheck(str(cell), False, differs) if differs else CellCheck(
                     str(cell), True, f"chunk set {source}, run file and {len(rows)} per-question rows identical"
@@ -168,20 +170,26 @@ class _Rescoring:
         return first_difference(text_lines(released), text_lines(chunks_path(self.scratch, dataset, source)),
                                 self._label(released))
 
-    def _scored_difference(self, cell: Cell, rows: list[ResultRow]) -> str | None:
+    def _scored_difference(self, cell: Cell, rows: list[ResultRow], variant_rows: list[ResultRow]) -> str | None:
         run_file = run_path(self.study, *cell.names)
         if not run_file.is_file():
             return f"{self._label(run_file)}: missing"
         differs = first_difference(text_lines(run_file), text_lines(run_path(self.scratch, *cell.names)),
                                    self._label(run_file))
+        if variant_rows and not differs:
+            differs = self._rows_difference(variants_part_path(per_question_dir(self.study), *cell.names), variant_rows,
+                                            "the rows per variant")
         return differs or self._rows_difference(cell_part_path(self.study, cell), rows, "the cell's rows")
 
     def _rows_difference(self, part: Path, rows: list[ResultRow], what: str) -> str | None:
-        """The released part against these rows, both as the per-question CSV writes them."""
+        """The released part against these rows: its bytes (the same writer, the same bytes), else, to say
+        where they differ, both as the per-question CSV writes them."""
         if not part.is_file():
             return f"{self._label(part)}: missing"
-        ours = blocks_lines(_csv_blocks(check_and_sort(to_frame(rows), "rescored rows")))
-        return first_difference(blocks_lines(_csv_blocks(read_per_question(part))), ours,
+        ours = check_and_sort(to_frame(rows), "rescored rows")
+        if part.read_bytes() == _parquet_bytes(ours):
+            return None
+        return first_difference(blocks_lines(_csv_blocks(read_per_question(part))), blocks_lines(_csv_blocks(ours)),
                                 f"{self._label(part)} ({what}, as CSV)")
 
     def _answer_difference(self, dataset_name: str, cell: Cell, selection) -> str | None:
