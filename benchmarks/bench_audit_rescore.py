@@ -37,7 +37,8 @@ BUILD = ("build-arms", "score", "answer", "stats")
 def harness(*args: str) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True, text=True)
     if done.returncode not in (0, 1):
-        raise SystemExit(f"harness {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise SystemExit(f"harness {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}\n"
+                         f"{done.stderr[-3000:]}")
     return done
 
 

@@ -18,7 +18,9 @@ HELP = 'recompute every family and check it row by row against the released resu
 DESCRIPTION = (
     "Audit released statistics: refuse drifted inputs as build-arms does (exit 2, with the diff); check the "
     "plan and amendments against git history and --registered-hash, every released file against "
-    "results/results_manifest.json and each per-question CSV against its Parquet; recompute every family of "
+    "results/results_manifest.json and each per-question CSV against its Parquet; re-derive the selection, "
+    "each per-question table from its parts, the reader's and judge's acceptance from their replayed control "
+    "answers and every model-built chunk set from the generation cache; recompute every family of "
     "the plan and amendments from the per-question results and compare each row with "
     "results/stats/<family>.json (PASS/FAIL per row). Exits 1 on any FAIL, including a released family "
     "missing from the plan or a planned family never released; exits 3 when nothing fails but the "
@@ -37,7 +39,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--registered-hash", metavar="H",
                         help="the frozen hash published at registration (printed by `harness freeze`); the "
                              "freeze must still have it")
-    parser.add_argument("--rescore", type=_cell_count, metavar="K",
+    parser.add_argument("--rescore", type=rescore_count, metavar="K",
                         help="also re-run K seeded cells (or `all`) from the frozen inputs in a scratch folder and "
                              "compare their chunk, run, per-question and answer bytes with the released ones (no "
                              "model is called)")
@@ -45,7 +47,8 @@ def add_arguments(parser) -> None:
                         help="seed drawing the rescored cells (default: harness.pipeline.rescore.DEFAULT_SEED)")
 
 
-def _cell_count(text: str) -> int | str:
+def rescore_count(text: str) -> int | str:
+    """`--rescore`'s value: a number of cells, or `all`."""
     if text == "all":
         return text
     try:

@@ -130,8 +130,12 @@ def selection_checks(study: Study) -> list[Check]:
     path = study.selection_path
     item = str(path.relative_to(study.root)) if path.is_relative_to(study.root) else str(path)
     if not path.is_file():
-        return [Check(SUBJECT, item, FAIL, "missing: the selection cannot be compared with its seeded draw")]
-    released, drawn = read_json(path), draw_selection(study)
+        return []  # `harness select` never ran: every eligible question is used, there is no sample to re-draw
+    try:
+        drawn = draw_selection(study)
+    except HarnessError as e:
+        return [Check(SUBJECT, item, FAIL, f"cannot be drawn again from the config: {e}")]
+    released = read_json(path)
     if not isinstance(released, dict) or not isinstance(released.get("datasets"), dict):
         return [Check(SUBJECT, item, FAIL, "not a selection record (no `datasets` object)")]
     problems = []
@@ -191,7 +195,8 @@ def table_checks(study: Study, frozen: str) -> list[Check]:
         try:
             expected = assembled_frame(study, name, frozen)
         except HarnessError as e:
-            checks.append(Check(SUBJECT, f"results/per_question/{name}", FAIL, f"cannot be assembled from its parts: {e}"))
+            checks.append(Check(SUBJECT, f"results/per_question/{name}", FAIL,
+                                f"cannot be assembled from its parts: {e}"))
             continue
         for path in (parquet, csv):
             label = str(path.relative_to(results_dir(study).parent))
@@ -201,8 +206,8 @@ def table_checks(study: Study, frozen: str) -> list[Check]:
             released = text_lines(path) if path.suffix == ".csv" else blocks_lines(_csv_blocks(read_per_question(path)))
             differs = first_difference(released, blocks_lines(_csv_blocks(expected)),
                                        label + ("" if path.suffix == ".csv" else " (as CSV)"))
-            checks.append(Check(SUBJECT, label, FAIL, f"not the table its parts assemble to: {differs}") if differs
-                          else Check(SUBJECT, label, PASS, f"{len(expected)} rows, equal to what its parts assemble to"))
+            checks.append(Check(SUBJECT, label, FAIL, f"not the table its parts assemble to: {differs}") if differs else
+                          Check(SUBJECT, label, PASS, f"{len(expected)} rows, equal to what its parts assemble to"))
     return checks
 
 
@@ -234,8 +239,8 @@ def acceptance_checks(study: Study, frozen: str) -> list[Check]:
         label = str(controls_path.relative_to(root))
         differs = (f"{label}: missing" if not controls_path.is_file() else
                    first_difference(text_lines(controls_path), jsonl_lines(controls.judge_rows).splitlines(), label))
-        checks.append(Check(SUBJECT, label, FAIL, f"not the replayed controls: {differs}") if differs else
-                      Check(SUBJECT, label, PASS, f"{len(controls.judge_rows)} verdicts, equal to the replayed controls"))
+        checks.append(Check(SUBJECT, label, FAIL, f"not the replayed controls: {differs}") if differs else Check(
+            SUBJECT, label, PASS, f"{len(controls.judge_rows)} verdicts, equal to the replayed controls"))
     return checks
 
 
@@ -278,7 +283,8 @@ def model_chunk_set_checks(study: Study, frozen: str) -> list[Check]:
                     continue
                 differs = first_difference(text_lines(path), text_lines(chunks_path(scratch, dataset, arm)), label)
                 checks.append(Check(SUBJECT, label, FAIL, f"not what the generation cache replays: {differs}")
-                              if differs else Check(SUBJECT, label, PASS, "equal to its rebuild from the generation cache"))
+                              if differs else
+                              Check(SUBJECT, label, PASS, "equal to its rebuild from the generation cache"))
     return checks
 
 

@@ -134,7 +134,8 @@ class _Rescoring:
         self.instruments = None
         self.read: dict[str, tuple[set[str], set[str]]] = {}  # dense retriever -> chunk texts and queries ranked
 
-    def dataset_cells(self, dataset: LoadedDataset, cells: Sequence[Cell], selection) -> Iterable[tuple[Cell, CellCheck]]:
+    def dataset_cells(self, dataset: LoadedDataset, cells: Sequence[Cell],
+                      selection) -> Iterable[tuple[Cell, CellCheck]]:
         failed = build_in_scratch(self.scratch, dataset, list(dict.fromkeys(c.arm.ranks for c in cells)), self.frozen)
         chunk_problems = {source: failed.get(source) or self._chunk_difference(dataset.name, source)
                           for source in dict.fromkeys(c.arm.ranks for c in cells)}
@@ -142,13 +143,13 @@ class _Rescoring:
         for arm_cells in _by_arm(cells):
             source = arm_cells[0].arm.ranks
             if chunk_problems[source]:
-                yield from ((c, CellCheck(str(c), False, f"rebuilding {dataset.name}/{source}: {chunk_problems[source]}"))
-                            for c in arm_cells)
+                why = f"rebuilding {dataset.name}/{source}: {chunk_problems[source]}"
+                yield from ((c, CellCheck(str(c), False, why)) for c in arm_cells)
                 continue
             chunks = read_chunk_set(self.scratch, dataset, source, frozen_hash=self.frozen)
             self._note_read(arm_cells, chunks, dataset)
-            scored = score_cells(self.scratch, dataset, arm_cells, scopes(dataset, chunks), self.context, cache, budgets,
-                                 run_depth=self.study.config.run_depth)
+            scored = score_cells(self.scratch, dataset, arm_cells, scopes(dataset, chunks), self.context, cache,
+                                 budgets, run_depth=self.study.config.run_depth)
             for cell, (rows, variant_rows, counts) in zip(arm_cells, scored):
                 differs = self._scored_difference(cell, rows, variant_rows)
                 if differs is None and cell in self.answered:

@@ -225,8 +225,9 @@ class VectorCache:
         cached, cached_flags = self._gather(where[held])
         fresh, fresh_flags = encoder([texts[i] for i in held])
         fresh = np.asarray(fresh, dtype=self.dtype)
-        return [i for i, a, b, fa, fb in zip(held, cached, fresh, cached_flags.tolist(), np.asarray(fresh_flags).tolist())
-                if a.shape != b.shape or a.tobytes() != b.tobytes() or bool(fa) != bool(fb)]
+        flags = zip(cached_flags.tolist(), np.asarray(fresh_flags, dtype=bool).tolist())
+        return [i for i, a, b, (fa, fb) in zip(held, cached, fresh, flags)
+                if a.shape != b.shape or a.tobytes() != b.tobytes() or fa != fb]
 
     def _gather(self, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The vectors and flags at these locations (each at least 0), reading each shard once."""
