@@ -50,6 +50,7 @@ from harness.study import Study
 
 SUBJECT = "(re-derived)"
 SHOWN = 5  # ids named in a message before "and N more"
+SHOWN_CHARS = 160  # of a differing line
 
 
 def rederive(study: Study, frozen: str) -> list[Check]:
@@ -70,10 +71,12 @@ def first_difference(released: Iterable[str], ours: Iterable[str], label: str) -
         if mine is None:
             return f"{label}: line {n} {theirs[:120]!r} is not re-derived (the re-derived file ends at line {n - 1})"
         if theirs != mine:
-            start = max(0, next(i for i, (a, b) in enumerate(zip_longest(theirs, mine)) if a != b) - 40)
+            # a long line (a chunk's JSON) is shown from a little before where it differs
+            first = next(i for i, (a, b) in enumerate(zip_longest(theirs, mine)) if a != b)
+            start = 0 if max(len(theirs), len(mine)) <= SHOWN_CHARS else max(0, first - 40)
             at = f" from character {start + 1}" if start else ""
-            return f"{label} line {n} differs{at}: released {theirs[start:start + 120]!r}, " \
-                   f"re-derived {mine[start:start + 120]!r}"
+            return f"{label} line {n} differs{at}: released {theirs[start:start + SHOWN_CHARS]!r}, " \
+                   f"re-derived {mine[start:start + SHOWN_CHARS]!r}"
     return None
 
 
