@@ -22,6 +22,7 @@ itself and is caught only by the release record's hash.
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 from contextlib import ExitStack
@@ -87,9 +88,11 @@ def text_lines(path: Path) -> Iterator[str]:
 
 
 def blocks_lines(blocks: Iterable[str]) -> Iterator[str]:
-    """The lines of a text written in blocks that each end with a newline."""
+    """The lines of a text written in blocks that each end with a newline (split at newlines only, as a
+    file is read)."""
     for block in blocks:
-        yield from block.splitlines()
+        lines = block.split("\n")
+        yield from lines[:-1] if lines[-1] == "" else lines
 
 
 def json_difference(released: Any, ours: Any, where: str = "") -> str | None:
@@ -110,7 +113,8 @@ def json_difference(released: Any, ours: Any, where: str = "") -> str | None:
             if found:
                 return found
         return None
-    if released == ours and type(released) is type(ours):
+    if type(released) is type(ours) and (released == ours or (isinstance(ours, float) and math.isnan(ours)
+                                                              and math.isnan(released))):
         return None
     return f"{where.rstrip('.') or '(the record)'}: released {_short(released)}, re-derived {_short(ours)}"
 
@@ -241,7 +245,7 @@ def acceptance_checks(study: Study, frozen: str) -> list[Check]:
                                     key=f" (entry {judge!r})"))
         label = str(controls_path.relative_to(root))
         differs = (f"{label}: missing" if not controls_path.is_file() else
-                   first_difference(text_lines(controls_path), jsonl_lines(controls.judge_rows).splitlines(), label))
+                   first_difference(text_lines(controls_path), blocks_lines([jsonl_lines(controls.judge_rows)]), label))
         checks.append(Check(SUBJECT, label, FAIL, f"not the replayed controls: {differs}") if differs else Check(
             SUBJECT, label, PASS, f"{len(controls.judge_rows)} verdicts, equal to the replayed controls"))
     return checks
