@@ -112,9 +112,9 @@ def rescore(study: Study, k: int | str, seed: int, frozen: str, *, log: Callable
         context = RetrieverContext.for_study(scratch, progress=False, share_indexes=True)
         rescoring = _Rescoring(study, scratch, frozen, context, stack)
         selection = read_selection(study)
-        drawn = set(cells)
+        chosen = set(cells)
         for name in dict.fromkeys(c.dataset.name for c in cells):
-            ours = [c for c in configured_cells(study) if c in drawn and c.dataset.name == name]  # arm-major
+            ours = [c for c in configured_cells(study) if c in chosen and c.dataset.name == name]  # arm-major
             dataset = load_dataset(scratch, name, selection=selection)
             for cell, check in rescoring.dataset_cells(dataset, ours, selection):
                 checks[cell] = check
@@ -233,9 +233,13 @@ class _Rescoring:
                 continue  # late chunking's vectors come from whole documents: not sampled here
             rng = random.Random(seed)
             sample = [rng.sample(sorted(pool), min(VECTOR_SAMPLE, len(pool))) for pool in (texts, queries)]
-            differ = retriever.differing_cached(*sample)
             where = ", ".join(self._label(embeddings_dir(self.study) / d.name) for d in retriever.cache_directories())
             label = f"(vectors {name})"
+            try:
+                differ = retriever.differing_cached(*sample)
+            except HarnessError as e:  # no model to encode with: the vectors read are unchecked, not a pass
+                out.append(CellCheck(label, False, f"the sampled vectors of {where} cannot be encoded again: {e}"))
+                continue
             out.append(CellCheck(label, False, f"{len(differ)} sampled cached vector(s) in {where} differ from the "
                                                f"model's encoding, e.g. of {differ[0][:80]!r}") if differ else
                        CellCheck(label, True, f"{len(sample[0])} chunk and {len(sample[1])} query vectors of {where}, "
