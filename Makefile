@@ -74,7 +74,7 @@ judge-sample: $(STAMP)  ## export a seeded sample of judge verdicts for the huma
 stats: $(STAMP)  ## run the plan's families: verdict tables and forest plots
 	$(RUN) stats --study $(STUDY) $(EXEC_ARGS)
 
-# RESCORE=K: cells re-run from the frozen inputs and compared byte for byte (harness audit --rescore)
+# RESCORE=K: cells re-run from the frozen inputs and compared byte for byte (harness audit --rescore; `all`: every cell)
 RESCORE ?= 3
 audit: $(STAMP)  ## recompute every family and compare with the released statistics; re-run RESCORE seeded cells
 	$(RUN) audit --study $(STUDY) $(if $(filter-out 0,$(RESCORE)),--rescore $(RESCORE))

@@ -15,7 +15,8 @@ from harness.pipeline.rescore import DEFAULT_SEED, draw_cells
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 from pipeline_support import make_llm_free_study
-from harness.grid.paths import chunks_path, per_question_path, run_path
+from harness.grid.paths import cell_part_path, chunks_path, run_path
+from harness.provenance.release import record_results
 
 
 @pytest.fixture(scope="module")
@@ -86,24 +87,20 @@ def test_an_edited_run_file_line_fails_its_cell(copy, capsys):
 
 @pytest.mark.slow
 def test_an_edited_per_question_value_no_family_reads_fails_its_cell(copy, capsys):
-    """The value edited in both released tables (CSV and Parquet) is a metric no family tests, so the plain
-    audit of the statistics still passes: only the rescore sees it."""
+    """The value is edited in the cell's part, the manifest recorded afresh and `score` run, which assembles
+    the edit into both released tables (CSV and Parquet); the metric is one no family tests, so the plain
+    audit (statistics, and the tables against their parts) still passes: only the rescore sees it."""
     cell = first_cell(copy)
-    csv_path, parquet_path = per_question_path(copy, cell.dataset.name, "csv"), per_question_path(copy, cell.dataset.name)
-    table = pd.read_parquet(parquet_path)
+    part = cell_part_path(copy, cell)
+    rows = pd.read_parquet(part)
     tested = {t["metric"] for f in __import__("yaml").safe_load(copy.plan_path.read_text())["families"] for t in f["tests"]}
-    mask = (table.arm == cell.arm.name) & (table.retriever == cell.retriever.name) & ~table.metric.isin(tested)
-    i = table.index[mask][0]
-    old = table.at[i, "value"]
-    new = 1.0 if old < 0.5 else 0.0
-    table.at[i, "value"] = new
-    table.to_parquet(parquet_path, index=False)
-    text = csv_path.read_text(encoding="utf-8").splitlines()
-    row = ",".join(str(table.at[i, c]) for c in ("dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric"))
-    n = next(n for n, line in enumerate(text) if line.startswith(row + ","))
-    text[n] = f"{row},{new!r}"
-    csv_path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    i = rows.index[~rows.metric.isin(tested)][0]
+    rows.at[i, "value"] = 1.0 if rows.at[i, "value"] < 0.5 else 0.0
+    rows.to_parquet(part, index=False)
+    record_results(copy)
+    assert main(["score", "--study", str(copy.root), "--no-progress"]) == 0
     code, out = audit(copy, capsys)
     assert code == 1
     fails = [line for line in out if line.startswith("FAIL")]
-    assert len(fails) == 1 and fails[0].startswith(f"FAIL  (rescore)/{cell}: ") and f"{cell.dataset}.csv" in fails[0]
+    assert len(fails) == 1 and fails[0].startswith(f"FAIL  (rescore)/{cell}: "), fails
+    assert f"{cell.arm}__{cell.retriever}.parquet (the cell's rows, as CSV) line {i + 2} differs" in fails[0]

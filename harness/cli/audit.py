@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 
 from harness.cli.main import add_study_argument
-from harness.cli.output import add_output_arguments, say
+from harness.cli.output import add_output_arguments, progress, say
 from harness.cli.stats import add_threads_argument
 from harness.errors import HarnessError
 from harness.files import read_json
@@ -17,7 +18,9 @@ HELP = 'recompute every family and check it row by row against the released resu
 DESCRIPTION = (
     "Audit released statistics: refuse drifted inputs as build-arms does (exit 2, with the diff); check the "
     "plan and amendments against git history and --registered-hash, every released file against "
-    "results/results_manifest.json and each per-question CSV against its Parquet; recompute every family of "
+    "results/results_manifest.json and each per-question CSV against its Parquet; re-derive the selection, "
+    "each per-question table from its parts, the reader's and judge's acceptance from their replayed control "
+    "answers and every model-built chunk set from the generation cache; recompute every family of "
     "the plan and amendments from the per-question results and compare each row with "
     "results/stats/<family>.json (PASS/FAIL per row). Exits 1 on any FAIL, including a released family "
     "missing from the plan or a planned family never released; exits 3 when nothing fails but the "
@@ -39,11 +42,22 @@ def add_arguments(parser) -> None:
     parser.add_argument("--release-hash", metavar="H",
                         help="the release hash published at release (printed by `harness release` and `harness "
                              "report`); the release record must still hash to it and every file match the record")
-    parser.add_argument("--rescore", type=int, metavar="K",
-                        help="also re-run K seeded cells from the frozen inputs in a scratch folder and compare "
-                             "their chunk, run and per-question bytes with the released ones (no model is called)")
+    parser.add_argument("--rescore", type=rescore_count, metavar="K",
+                        help="also re-run K seeded cells (or `all`) from the frozen inputs in a scratch folder and "
+                             "compare their chunk, run, per-question and answer bytes with the released ones (no "
+                             "model is called)")
     parser.add_argument("--rescore-seed", type=int, default=None,
                         help="seed drawing the rescored cells (default: harness.pipeline.rescore.DEFAULT_SEED)")
+
+
+def rescore_count(text: str) -> int | str:
+    """`--rescore`'s value: a number of cells, or `all`."""
+    if text == "all":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number of cells nor `all`") from None
 
 
 def _grid_check(study: Study, frozen: str):
@@ -76,12 +90,14 @@ def run(args) -> int:
     from harness.provenance.release import verify_release_hash, verify_results
     from harness.provenance.release_history import verify_release_history
     from harness.stats.io import results_frozen_hash
+    from harness.pipeline.rederive import rederive
 
     checks: list[RowCheck] = []
     frozen = check_frozen(study, stage="audit", models=False)
     anchors = verify_registration(study, registered_hash=args.registered_hash) + verify_results(study)
     anchors += verify_release_history(study)
     anchors += verify_release_hash(study, args.release_hash) if args.release_hash is not None else []
+    anchors += rederive(study, frozen)
     problems = check_registered_hashes(study)
     checks += [RowCheck("(frozen)", "plan", False, p) for p in problems]
     if not problems:
@@ -110,7 +126,8 @@ def run(args) -> int:
         from harness.pipeline.rescore import DEFAULT_SEED, rescore
 
         seed = DEFAULT_SEED if args.rescore_seed is None else args.rescore_seed
-        checks += [RowCheck("(rescore)", r.cell, r.passed, r.detail) for r in rescore(study, args.rescore, seed, frozen)]
+        checks += [RowCheck("(rescore)", r.cell, r.passed, r.detail)
+                   for r in rescore(study, args.rescore, seed, frozen, progress=progress(args))]
     for a in anchors:
         say(args, a.line(), problem=a.status != "PASS")
     for c in checks:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from harness.cli.audit import rescore_count
 from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments
 from harness.cli.score import add_workers_argument
@@ -24,8 +25,8 @@ UNVERIFIABLE = 3  # harness audit: nothing failed, but the registration has no a
 def add_arguments(parser) -> None:
     parser.description = DESCRIPTION
     add_study_argument(parser)
-    parser.add_argument("--rescore", type=int, default=3, metavar="K",
-                        help="the audit re-runs K seeded cells byte for byte (default 3; 0: none)")
+    parser.add_argument("--rescore", type=rescore_count, default=3, metavar="K",
+                        help="the audit re-runs K seeded cells (or `all`) byte for byte (default 3; 0: none)")
     parser.add_argument("--executor", choices=EXECUTORS, help="where score and stats run their cells")
     parser.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: the cluster to join")
     add_workers_argument(parser)

@@ -24,13 +24,19 @@ from harness.study import Study
 FORMAT_VERSION = 1
 
 
-def build_selection(study: Study) -> dict:
-    """Draw every dataset's sample and write selection/selection.json; returns what was written."""
+def draw_selection(study: Study) -> dict:
+    """Every dataset's sample drawn from its seed, data and exclusions, as selection.json holds it (nothing
+    written: the audit compares it with the released file)."""
     datasets = {}
     for name, cfg in sorted(study.config.datasets.items()):
         datasets[name] = ADAPTERS[cfg.adapter].select(
             study, name, cfg, lambda name=name: load_dataset(study, name, selection=None))
-    selection = {"format": FORMAT_VERSION, "study": study.name, "datasets": datasets}
+    return {"format": FORMAT_VERSION, "study": study.name, "datasets": datasets}
+
+
+def build_selection(study: Study) -> dict:
+    """Draw every dataset's sample and write selection/selection.json; returns what was written."""
+    selection = draw_selection(study)
     atomic_write_json(study.selection_path, selection)
     return selection
 

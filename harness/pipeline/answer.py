@@ -27,6 +27,7 @@ import random
 import re
 from collections import Counter
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -61,6 +62,7 @@ from harness.retrieval.runfile import read_run
 from harness.study import Study
 
 SPOT_CHECK_FILE = "spot_check.json"  # written by `harness judge-agreement --study`
+JUDGE_CONTROLS_FILE, JUDGE_ACCEPTANCE_FILE = "controls.jsonl", "acceptance.json"  # under results/judges/
 
 
 
@@ -142,80 +144,140 @@ def _jsonl(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
     atomic_write_text(path, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records))
 
 
+@dataclass
+class Instruments:
+    """The reader and the judge of one answer run (sessions on their generation caches) and what every call
+    needs; opened by open_instruments, shared by `answer` and the audit's replays."""
+
+    reader: LlmSession
+    reader_template: PromptTemplate
+    seeds: list[int]  # the reader's seed, then the retry seeds
+    judge: LlmSession | None
+    judge_template: PromptTemplate | None
+    judge_seed: int | None
+    sessions: "_Sessions"
+    tokens: TokenCache
+    reader_summary: dict[str, Any]
+    judge_summary: dict[str, Any] | None
+
+
+@dataclass
+class Controls:
+    """What the instrument checks produced, before any arm: the datasets to answer as
+    (name, dataset, budget, metrics, judged), the judge's control verdicts and scores, the reader's rates."""
+
+    prepared: list[tuple[str, LoadedDataset, int, tuple[str, ...], bool]]
+    judge_rows: list[dict]
+    judge_scores: dict[str, dict]
+    reader_rates: dict[str, dict]
+    judged_any: bool
+
+
+def open_instruments(study: Study, stack: ExitStack, *, fresh: bool = False, replay: bool = False) -> Instruments:
+    """The reader's and the judge's sessions, closed with `stack`; `replay` answers only from the cache."""
+    reader_cfg, judge_cfg = study.config.reader, study.config.judge
+    if fresh and replay:
+        raise HarnessError("answer: fresh (regenerate) and replay (cache only) contradict each other")
+    check_judge_family(study)
+    reader_template = PromptTemplate.load(study.prompts_dir, reader_cfg.prompt)
+    judge_template = PromptTemplate.load(study.prompts_dir, judge_cfg.prompt) if judge_cfg.model else None
+    reader_model = _model_config(study, reader_cfg.model, reader_cfg.model_options, "reader")
+    sessions = _Sessions(study, stack, fresh=fresh, replay=replay)
+    reader = sessions.session("reader", reader_cfg.model, reader_model)
+    judge = judge_seed = judge_summary = None
+    if judge_template is not None:
+        judge_model = _model_config(study, judge_cfg.model, judge_cfg.model_options, "judge")
+        judge, judge_seed = sessions.session("judge", judge_cfg.model, judge_model), judge_model.seed
+        judge_summary = {"name": judge_cfg.name, "model": judge_cfg.model, "prompt_sha256": judge_template.sha256}
+    return Instruments(reader, reader_template, [reader_model.seed, *study.config.llm.retry_seeds], judge,
+                       judge_template, judge_seed, sessions, TokenCache(),
+                       {"model": reader_cfg.model, "prompt_sha256": reader_template.sha256}, judge_summary)
+
+
+def answered_dataset(study: Study, name: str, selection: Any) -> LoadedDataset:
+    """The dataset as `answer` reads it: its seeded sample of `reader.questions`."""
+    reader_cfg = study.config.reader
+    return sample_questions(load_dataset(study, name, selection=selection), reader_cfg.questions, reader_cfg.seed)
+
+
+def answer_settings(study: Study, dataset: LoadedDataset,
+                    instruments: Instruments) -> tuple[int, tuple[str, ...], bool]:
+    """The dataset's reader budget, its answer metrics, and whether the judge scores its answers."""
+    budget = study.config.reader.budgets.get(dataset.metric_set)
+    if budget is None:
+        raise HarnessError(f"{study.config_path}: `reader.budgets.{dataset.metric_set}` is missing "
+                           f"(dataset {dataset.name!r})")
+    metrics = ANSWER_METRICS.get(dataset.metric_set, ())
+    judged = NUGGET_RECALL in metrics and any(q.nuggets for q in dataset.questions)
+    if judged and instruments.judge is None:
+        raise HarnessError(f"{study.config_path}: dataset {dataset.name!r} has nuggets to judge but `judge.model` "
+                           "is not set")
+    return budget, metrics, judged
+
+
+def run_controls(study: Study, instruments: Instruments, selection: Any) -> Controls:
+    """Every dataset's judge controls, then its reader controls, before any arm is answered."""
+    reader_cfg, judge_cfg = study.config.reader, study.config.judge
+    judge, judge_template = instruments.judge, instruments.judge_template
+    out = Controls([], [], {"positive": {}, "negative": {}}, {}, False)
+    for name in dict.fromkeys(c.dataset for c in reader_cfg.cells):
+        dataset = answered_dataset(study, name, selection)
+        budget, metrics, judged = answer_settings(study, dataset, instruments)
+        if judged:  # the controls come first: no arm is judged before the judge itself was checked
+            out.judged_any = True
+            out.judge_rows += _controls(dataset, judge, judge_template, judge_cfg.control_seed, out.judge_scores,
+                                        judge_seed=instruments.judge_seed)
+        # then the reader's (scored by the judge on nugget datasets)
+        out.reader_rates[name] = reader_controls(
+            dataset, instruments.reader, instruments.reader_template, budget=budget, tokens=instruments.tokens,
+            seeds=instruments.seeds, seed=judge_cfg.control_seed, f1=ANSWER_F1 in metrics,
+            judge=judge if judged else None, judge_template=judge_template, judge_seed=instruments.judge_seed)
+        out.prepared.append((name, dataset, budget, metrics, judged))
+    return out
+
+
+def answer_one_cell(study: Study, instruments: Instruments, dataset: LoadedDataset, cell: Cell, budget: int,
+                    metrics: Sequence[str], judged: bool, frozen_hash: str | None) -> tuple[list[ResultRow], dict]:
+    """One cell answered (and judged): writes its answers and verdicts, returns its rows and counts."""
+    return _answer_cell(study, dataset, cell, budget, instruments.tokens, instruments.reader,
+                        instruments.reader_template, instruments.seeds, instruments.judge if judged else None,
+                        instruments.judge_template, frozen_hash, judge_seed=instruments.judge_seed,
+                        f1=ANSWER_F1 in metrics)
+
+
 def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, replay: bool = False,
                  progress: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Answer (and judge) every configured answer cell; returns the summary written to summary.json."""
     from tqdm import tqdm
 
-    reader_cfg, judge_cfg = study.config.reader, study.config.judge
     if fresh and replay:
         raise HarnessError("answer: fresh (regenerate) and replay (cache only) contradict each other")
-    if not reader_cfg.cells:
+    if not study.config.reader.cells:
         log(f"answer: no `reader.cells` in {study.config_path}; nothing to answer")
         return {}
-    check_judge_family(study)
     selection = read_selection(study)
-    reader_template = PromptTemplate.load(study.prompts_dir, reader_cfg.prompt)
-    judge_template = PromptTemplate.load(study.prompts_dir, judge_cfg.prompt) if judge_cfg.model else None
-    reader_model = _model_config(study, reader_cfg.model, reader_cfg.model_options, "reader")
-    seeds = [reader_model.seed, *study.config.llm.retry_seeds]
-    tokens = TokenCache()
-    summary: dict[str, Any] = {"reader": {"model": reader_cfg.model, "prompt_sha256": reader_template.sha256},
-                               "judge": None, "cells": {}, "controls": None}
-    control_rows: list[dict] = []
-    judged_any = False
-    controls: dict[str, list] = {"positive": {}, "negative": {}}
-    reader_rates: dict[str, dict] = {}
     with ExitStack() as stack:
-        sessions = _Sessions(study, stack, fresh=fresh, replay=replay)
-        reader = sessions.session("reader", reader_cfg.model, reader_model)
-        judge = None
-        if judge_template is not None:
-            judge_model = _model_config(study, judge_cfg.model, judge_cfg.model_options, "judge")
-            judge = sessions.session("judge", judge_cfg.model, judge_model)
-            summary["judge"] = {"name": judge_cfg.name, "model": judge_cfg.model, "prompt_sha256": judge_template.sha256}
-        prepared = []  # (name, dataset, budget, metrics, judged): every instrument is checked before any arm
-        for name in dict.fromkeys(c.dataset for c in reader_cfg.cells):
-            dataset = sample_questions(load_dataset(study, name, selection=selection), reader_cfg.questions,
-                                       reader_cfg.seed)
-            budget = reader_cfg.budgets.get(dataset.metric_set)
-            if budget is None:
-                raise HarnessError(f"{study.config_path}: `reader.budgets.{dataset.metric_set}` is missing "
-                                   f"(dataset {name!r})")
-            metrics = ANSWER_METRICS.get(dataset.metric_set, ())
-            judged = NUGGET_RECALL in metrics and any(q.nuggets for q in dataset.questions)
-            if judged and judge is None:
-                raise HarnessError(f"{study.config_path}: dataset {name!r} has nuggets to judge but `judge.model` "
-                                   "is not set")
-            if judged:  # the controls come first: no arm is judged before the judge itself was checked
-                judged_any = True
-                control_rows += _controls(dataset, judge, judge_template, judge_cfg.control_seed, controls,
-                                          judge_seed=judge_model.seed)
-            # then the reader's (scored by the judge on nugget datasets)
-            reader_rates[name] = reader_controls(
-                dataset, reader, reader_template, budget=budget, tokens=tokens, seeds=seeds,
-                seed=judge_cfg.control_seed, f1=ANSWER_F1 in metrics, judge=judge if judged else None,
-                judge_template=judge_template, judge_seed=None if judge is None else judge_model.seed)
-            prepared.append((name, dataset, budget, metrics, judged))
-        write_reader_acceptance(study, summary["reader"], reader_rates, frozen_hash=frozen_hash)
+        instruments = open_instruments(study, stack, fresh=fresh, replay=replay)
+        summary: dict[str, Any] = {"reader": instruments.reader_summary, "judge": instruments.judge_summary,
+                                   "cells": {}, "controls": None}
+        controls = run_controls(study, instruments, selection)
+        write_reader_acceptance(study, summary["reader"], controls.reader_rates, frozen_hash=frozen_hash)
         summary["reader_controls"] = {name: {k: entry[k] for k in ("positive", "negative")}
-                                      for name, entry in reader_rates.items()}
-        for name, dataset, budget, metrics, judged in prepared:
+                                      for name, entry in controls.reader_rates.items()}
+        for name, dataset, budget, metrics, judged in controls.prepared:
             cells = [cell for cell in answer_cells(study) if cell.dataset.name == name]
             for cell in tqdm(cells, desc=f"answer {name}", unit="cell", disable=not progress):
-                cell_rows, counts = _answer_cell(study, dataset, cell, budget, tokens, reader, reader_template, seeds,
-                                                 judge if judged else None, judge_template, frozen_hash,
-                                                 judge_seed=None if judge is None else judge_model.seed,
-                                                 f1=ANSWER_F1 in metrics)
+                cell_rows, counts = answer_one_cell(study, instruments, dataset, cell, budget, metrics, judged,
+                                                    frozen_hash)
                 write_part(answers_dir(study), *cell.names, cell_rows)  # this stage's rows: only it writes them
                 mark_answer_done(study, cell, frozen_hash=frozen_hash, counts=counts)
                 summary["cells"][str(cell)] = counts
                 log(f"answer {cell}: {counts}")
             assemble_per_question(study, name, frozen_hash, log=log)
-        if judged_any:  # written even when no reference answer made the controls computable
-            _jsonl(judges_dir(study) / "controls.jsonl", control_rows)
-            summary["controls"] = _write_acceptance(study, judge_cfg.name, controls)
-        summary["ledger"] = {role: ledger.totals().as_dict() for role, ledger in sessions.ledgers.items()}
+        if controls.judged_any:  # written even when no reference answer made the controls computable
+            _jsonl(judges_dir(study) / JUDGE_CONTROLS_FILE, controls.judge_rows)
+            summary["controls"] = _write_acceptance(study, study.config.judge.name, controls.judge_scores)
+        summary["ledger"] = {role: ledger.totals().as_dict() for role, ledger in instruments.sessions.ledgers.items()}
     _write_summary(answers_dir(study) / "summary.json", summary | {"frozen_config_hash": frozen_hash})
     return summary
 
@@ -263,7 +325,8 @@ def _controls(dataset: LoadedDataset, judge: LlmSession, template: PromptTemplat
     return rows
 
 
-def _write_acceptance(study: Study, judge_name: str, controls: dict) -> dict:
+def judge_acceptance_entry(study: Study, controls: dict) -> dict:
+    """The judge's entry of results/judges/acceptance.json from its control scores (and the spot check)."""
     positive = positive_control(controls["positive"], threshold=POSITIVE_CONTROL_MIN)
     negative = negative_control(controls["negative"], threshold=NEGATIVE_CONTROL_MAX)
     entry = {"positive": positive.mean_recall, "negative": negative.mean_recall,
@@ -273,7 +336,12 @@ def _write_acceptance(study: Study, judge_name: str, controls: dict) -> dict:
     spot = judges_dir(study) / SPOT_CHECK_FILE
     if spot.is_file():
         entry["spot_check"] = read_json(spot)
-    path = judges_dir(study) / "acceptance.json"
+    return entry
+
+
+def _write_acceptance(study: Study, judge_name: str, controls: dict) -> dict:
+    entry = judge_acceptance_entry(study, controls)
+    path = judges_dir(study) / JUDGE_ACCEPTANCE_FILE
     record = read_json(path) if path.is_file() else {}
     record[judge_name] = entry
     atomic_write_json(path, record)

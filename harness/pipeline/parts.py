@@ -73,6 +73,17 @@ def combine_parts(
 
     Parts of cells not listed (e.g. an arm since removed from the config) are left out, never mixed in.
     """
+    df = combined_frame(per_question_dir, dataset, cells, parquet_path, extra=extra)
+    write_frame(df, parquet_path, csv_path)
+    return len(df)
+
+
+def combined_frame(
+    per_question_dir: str | os.PathLike, dataset: str, cells: Sequence[tuple[str, str]],
+    parquet_path: str | os.PathLike, *, extra: Sequence[pd.DataFrame] = (),
+) -> pd.DataFrame:
+    """The rows combine_parts writes to `parquet_path` (checked and sorted), not written: the audit
+    compares them with the released table."""
     cells = sorted(set(cells))
     if not cells:
         raise InputError(f"no (arm, retriever) cells to combine for dataset {dataset!r}")
@@ -83,6 +94,4 @@ def combine_parts(
     frames = [read_part(per_question_dir, dataset, a, r) for a, r in cells]
     df = pd.concat([*frames, *extra], ignore_index=True)
     df = df.astype({c: object for c in TEXT} | {"value": "float64"})
-    df = check_and_sort(df, str(parquet_path))
-    write_frame(df, parquet_path, csv_path)
-    return len(df)
+    return check_and_sort(df, str(parquet_path))

@@ -94,6 +94,11 @@ def reader_controls(dataset: LoadedDataset, reader: LlmSession, template: Prompt
 def write_reader_acceptance(study: Any, reader: dict[str, Any], datasets: dict[str, dict], *,
                             frozen_hash: str | None) -> dict[str, Any]:
     """results/answers/reader_acceptance.json (atomic, key-sorted: same controls, same bytes)."""
-    record = {"reader": reader, "datasets": datasets, "frozen_config_hash": frozen_hash}
+    record = reader_acceptance_record(reader, datasets, frozen_hash=frozen_hash)
     atomic_write_json(answers_dir(study) / READER_ACCEPTANCE_FILE, record)
     return record
+
+
+def reader_acceptance_record(reader: dict[str, Any], datasets: dict[str, dict], *,
+                             frozen_hash: str | None) -> dict[str, Any]:
+    return {"reader": reader, "datasets": datasets, "frozen_config_hash": frozen_hash}

@@ -1,14 +1,26 @@
-"""`harness audit --rescore K`: re-run K seeded cells from the frozen inputs and compare their bytes.
+"""`harness audit --rescore K|all`: re-run K seeded cells (or every cell) from the frozen inputs and compare bytes.
 
-The plain audit recomputes the statistics from the per-question table; this shows that the table came from
-the frozen inputs. K cells (dataset x arm x retriever) are drawn with a recorded seed, `random.Random(seed)
-.sample` over the configured cells in grid order. For each one, in a scratch directory and by the stages' own
-code: its chunk set (and the sets it is built from) rebuilt by build-arms in replay mode (LLM arms answered
-from the released generation cache only: a miss fails the cell naming the key, no model is called), ranked
-and scored by the scoring stage (dense vectors encoded afresh), then compared byte for byte with the
-released chunk file, run file and per-question rows (CSV and Parquet) of that cell. One PASS/FAIL line per
-cell names the first differing file and line. The scratch folder is a hidden temporary folder in the
-study root (the stages name their outputs relative to it), removed when the cell is done.
+The plain audit recomputes the statistics from the per-question table and the table from its parts
+(harness.pipeline.rederive); this shows that the parts came from the frozen inputs. K cells (dataset x arm x
+retriever) are drawn with a recorded seed, `random.Random(seed).sample` over the configured cells in grid
+order (`all`: every eligible cell, in grid order). In one scratch study, by the stages' own code:
+
+- every chunk set the drawn cells rank, and the sets it is built from, is rebuilt once by build-arms in replay
+  mode (LLM arms answered from the released generation cache only: a miss fails the cell naming the key, no
+  model is called) and compared line by line with the released chunk file;
+- each dataset is loaded once, and the drawn cells of one arm are ranked and scored together, as `score`
+  does (score_cells), with one set of retrievers for the whole rescore (a model loads once), and their run
+  file and per-question rows compared with the released run file and the cell's released part;
+- a drawn cell that the reader answers is answered again and judged from the generation cache (replay, as
+  `answer --replay`), and its answers, verdicts and answer rows compared with the released ones.
+
+Dense vectors are read from the released vector cache (results/embeddings), linked into the scratch study,
+instead of being encoded again. So that an edited cache cannot pass, a seeded sample of the vectors the
+rescore read (VECTOR_SAMPLE chunk texts and queries per dense retriever) is encoded afresh and compared bit for
+bit; an edit outside the sample is caught by the release record's hash, not here.
+
+One PASS/FAIL line per cell names the first differing file and line. The scratch folder is a hidden
+temporary folder in the study root (the stages name their outputs relative to it), removed at the end.
 
 Cells re-ranked by an LLM (the llm-yes reranker) are not drawn: its pair-score cache has no replay mode, so
 a miss would call the model; they are counted in the output.
@@ -16,28 +28,36 @@ a miss would call the model; they are counted in the output.
 
 from __future__ import annotations
 
+import os
 import random
-import shutil
 import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
+from harness.arms.build import read_chunk_set
+from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.errors import HarnessError
-from harness.files import read_json
-from harness.study import Study
-from harness.grid.paths import chunks_path, per_question_path, results_dir, run_path
-from harness.retrieval.registry import RetrieverContext
-from harness.pipeline.score import scopes, score_cell
-from harness.grid.results import _csv_text, check_and_sort, read_per_question, to_frame
-from harness.arms.build import build_arms, read_chunk_set
-from harness.metrics.registry import ScoringCache, budgets_from_config
+from harness.grid.cells import Cell, answer_cells, configured_cells
+from harness.grid.paths import (
+    answer_part_path, answers_path, cell_part_path, chunks_path, embeddings_dir, judges_dir, per_question_dir, run_path,
+    variants_part_path,
+)
+from harness.grid.results import ResultRow, _csv_blocks, _parquet_bytes, check_and_sort, read_per_question, to_frame
+from harness.grid.states import mark_cell_done
 from harness.llm.base import ReplayMiss
-from harness.data.load import load_dataset, read_selection
-from harness.grid.arms import arm_kind, source_arm
-from harness.grid.cells import configured_cells
+from harness.metrics.registry import ScoringCache, budgets_from_config
+from harness.pipeline.answer import answer_one_cell, answer_settings, answered_dataset, open_instruments
+from harness.pipeline.rederive import blocks_lines, build_in_scratch, first_difference, scratch_study, text_lines
+from harness.pipeline.score import _by_arm, scopes, score_cells, write_cell_parts
+from harness.retrieval.dense import DenseRetriever
+from harness.retrieval.registry import RetrieverContext, embedding_retrievers
+from harness.study import Study
 
 DEFAULT_SEED = 2024
+ALL = "all"
+VECTOR_SAMPLE = 64  # chunk texts, and as many queries, re-encoded per dense retriever
 
 
 @dataclass(frozen=True)
@@ -52,107 +72,176 @@ def _llm_reranked(study: Study, retriever: str) -> bool:
     return getattr(cfg, "backend", None) == "llm-yes"
 
 
-def draw_cells(study: Study, k: int, seed: int) -> tuple[list, int]:
-    """K cells by the seed (grid order, then Random(seed).sample), and how many were not eligible."""
+def draw_cells(study: Study, k: int | str, seed: int) -> tuple[list[Cell], int]:
+    """K cells by the seed (grid order, then Random(seed).sample), or every eligible cell in grid order (`all`),
+    and how many were not eligible."""
     cells = configured_cells(study)
     eligible = [c for c in cells if not _llm_reranked(study, c.retriever.name)]
+    if k == ALL:
+        return eligible, len(cells) - len(eligible)
     if k < 1:
         raise HarnessError(f"--rescore {k}: give the number of cells to re-run (at least 1)")
     return random.Random(seed).sample(eligible, min(k, len(eligible))), len(cells) - len(eligible)
 
 
-def _arms_to_build(study: Study, dataset: str, arm: str) -> list[str]:
-    """The chunk set `arm` (the one a cell ranks) and every set it is built from (`of:` chains, a field
-    ablation's E), sources first."""
-    todo = []
-    while True:
-        todo.append(arm)
-        if not arm_kind(study, arm).derived:
-            return todo[::-1]
-        arm = source_arm(study, arm, dataset)
+def _link_released_vectors(study: Study, scratch: Study) -> None:
+    """The released model-output caches (vectors, pair scores) seen from the scratch study: each shard
+    linked, never copied or written (what the rescore adds goes to new shards in the scratch folder)."""
+    for namespace in sorted(embeddings_dir(study).glob("*/namespace.json")):
+        folder = embeddings_dir(scratch) / namespace.parent.name
+        folder.mkdir(parents=True)
+        for shard in sorted(namespace.parent.iterdir()):
+            if shard.is_file():
+                os.symlink(shard.resolve(), folder / shard.name)
 
 
-def _scratch(study: Study, folder: Path) -> Study:
-    """Released model outputs copied in (the generation cache, the reranker's pair scores); no vectors."""
-    released = results_dir(study)
-    if (released / "generations").is_dir():
-        shutil.copytree(released / "generations", folder / "generations")
-    for namespace in sorted((released / "embeddings").glob("*/namespace.json")):
-        if read_json(namespace).get("kind") != "embedding":
-            shutil.copytree(namespace.parent, folder / "embeddings" / namespace.parent.name)
-    return Study(study.root, results_root=folder)
+def rescore(study: Study, k: int | str, seed: int, frozen: str, *, log: Callable[[str], None] = print,
+            progress: bool = False) -> list[CellCheck]:
+    from tqdm import tqdm
 
-
-def first_difference(released: Path, ours: Sequence[str], label: str, theirs: Sequence[str] | None = None) -> str | None:
-    """None when the lines agree, else the first differing line of the released file."""
-    if theirs is None:
-        if not released.is_file():
-            return f"{label}: missing"
-        theirs = released.read_text(encoding="utf-8").splitlines()
-    for n, (a, b) in enumerate(zip(theirs, ours), start=1):
-        if a != b:
-            return f"{label} line {n} differs: released {a[:120]!r}, rescored {b[:120]!r}"
-    if len(theirs) != len(ours):
-        return f"{label}: released {len(theirs)} lines, rescored {len(ours)}"
-    return None
-
-
-def _cell_lines(csv_text: str, dataset: str, arm: str, retriever: str, metrics: set[str]) -> list[str]:
-    import csv
-
-    lines = csv_text.splitlines()
-    keep = [lines[0]]
-    for line, row in zip(lines[1:], csv.reader(lines[1:])):
-        if tuple(row[:3]) == (dataset, arm, retriever) and row[6] in metrics:
-            keep.append(line)
-    return keep
-
-
-def rescore_cell(study: Study, cell, frozen: str, folder: Path) -> CellCheck:
-    scratch = _scratch(study, folder)
-    dataset_name, source = cell.dataset.name, cell.arm.ranks
-    try:
-        build_arms(scratch, datasets=[dataset_name], arms=_arms_to_build(study, dataset_name, source), frozen_hash=frozen,
-                   progress=False, replay=True, log=lambda _: None)
-    except ReplayMiss as e:
-        return CellCheck(str(cell), False, f"rebuilding {dataset_name}/{source}: {e}")
-    chunk_file = chunks_path(study, dataset_name, source)
-    ours = chunks_path(scratch, dataset_name, source).read_text(encoding="utf-8").splitlines()
-    differs = first_difference(chunk_file, ours, str(chunk_file.relative_to(study.root)))
-    if differs:
-        return CellCheck(str(cell), False, differs)
-    dataset = load_dataset(scratch, dataset_name, selection=read_selection(scratch))
-    scoped = scopes(dataset, read_chunk_set(scratch, dataset, source, frozen_hash=frozen))
-    rows, _variant_rows, _counts = score_cell(
-        scratch, dataset, cell, scoped, RetrieverContext.for_study(scratch, progress=False),
-        ScoringCache(), budgets_from_config(study.config.budgets, dataset.metric_set), run_depth=study.config.run_depth)
-    run_file = run_path(study, *cell.names)
-    ours = run_path(scratch, *cell.names).read_text(encoding="utf-8").splitlines()
-    differs = first_difference(run_file, ours, str(run_file.relative_to(study.root)))
-    if differs:
-        return CellCheck(str(cell), False, differs)
-    metrics = {r.metric for r in rows}
-    ours = _csv_text(check_and_sort(to_frame(rows), "rescored rows")).splitlines()
-    key = (*cell.names, metrics)
-    for path in (per_question_path(study, dataset_name, "csv"), per_question_path(study, dataset_name, "parquet")):
-        label = str(path.relative_to(study.root))
-        if not path.is_file():
-            return CellCheck(str(cell), False, f"{label}: missing")
-        text = path.read_text(encoding="utf-8") if path.suffix == ".csv" else _csv_text(read_per_question(path))
-        differs = first_difference(path, ours, label + (" (the cell's rows)" if path.suffix == ".csv"
-                                                        else " (the cell's rows, as CSV)"), _cell_lines(text, *key))
-        if differs:
-            return CellCheck(str(cell), False, differs)
-    return CellCheck(str(cell), True, f"chunk set {source}, run file and {len(rows)} per-question rows identical")
-
-
-def rescore(study: Study, k: int, seed: int, frozen: str, *, log: Callable[[str], None] = print) -> list[CellCheck]:
     cells, ineligible = draw_cells(study, k, seed)
-    log(f"rescore: {len(cells)} cell(s) drawn with seed {seed}; {ineligible} cell(s) re-ranked by an LLM not "
-        "eligible (its pair scores have no replay mode)")
-    checks = []
-    for cell in cells:
-        # inside the study root (the stages name their outputs relative to it), removed afterwards
-        with tempfile.TemporaryDirectory(prefix=".rescore-", dir=study.root) as tmp:
-            checks.append(rescore_cell(study, cell, frozen, Path(tmp)))
-    return checks
+    drawn = "every eligible cell" if k == ALL else f"{len(cells)} cell(s) drawn with seed {seed}"
+    log(f"rescore: {drawn}; {ineligible} cell(s) re-ranked by an LLM not eligible (its pair scores have no "
+        "replay mode)")
+    checks: dict[Cell, CellCheck] = {}
+    bar = tqdm(total=len(cells), desc="rescore", unit="cell", disable=not progress)
+    # inside the study root (the stages name their outputs relative to it), removed afterwards
+    with tempfile.TemporaryDirectory(prefix=".rescore-", dir=study.root) as tmp, ExitStack() as stack:
+        scratch = scratch_study(study, Path(tmp))
+        _link_released_vectors(study, scratch)
+        context = RetrieverContext.for_study(scratch, progress=False, share_indexes=True)
+        rescoring = _Rescoring(study, scratch, frozen, context, stack)
+        selection = read_selection(study)
+        chosen = set(cells)
+        for name in dict.fromkeys(c.dataset.name for c in cells):
+            ours = [c for c in configured_cells(study) if c in chosen and c.dataset.name == name]  # arm-major
+            dataset = load_dataset(scratch, name, selection=selection)
+            for cell, check in rescoring.dataset_cells(dataset, ours, selection):
+                checks[cell] = check
+                bar.set_postfix_str(str(cell))
+                bar.update(1)
+        bar.close()
+        vectors = rescoring.check_vector_sample(seed)
+    return [checks[c] for c in cells] + vectors
+
+
+class _Rescoring:
+    """One rescore's scratch study, retrievers and (opened on first use) replayed reader and judge."""
+
+    def __init__(self, study: Study, scratch: Study, frozen: str, context: RetrieverContext, stack: ExitStack):
+        self.study, self.scratch, self.frozen, self.context, self.stack = study, scratch, frozen, context, stack
+        self.answered = set(answer_cells(study))
+        self.instruments = None
+        self.read: dict[str, tuple[set[str], set[str]]] = {}  # dense retriever -> chunk texts and queries ranked
+
+    def dataset_cells(self, dataset: LoadedDataset, cells: Sequence[Cell],
+                      selection) -> Iterable[tuple[Cell, CellCheck]]:
+        failed = build_in_scratch(self.scratch, dataset, list(dict.fromkeys(c.arm.ranks for c in cells)), self.frozen)
+        chunk_problems = {source: failed.get(source) or self._chunk_difference(dataset.name, source)
+                          for source in dict.fromkeys(c.arm.ranks for c in cells)}
+        cache, budgets = ScoringCache(), budgets_from_config(self.study.config.budgets, dataset.metric_set)
+        for arm_cells in _by_arm(cells):
+            source = arm_cells[0].arm.ranks
+            if chunk_problems[source]:
+                why = f"rebuilding {dataset.name}/{source}: {chunk_problems[source]}"
+                yield from ((c, CellCheck(str(c), False, why)) for c in arm_cells)
+                continue
+            chunks = read_chunk_set(self.scratch, dataset, source, frozen_hash=self.frozen)
+            self._note_read(arm_cells, chunks, dataset)
+            scored = score_cells(self.scratch, dataset, arm_cells, scopes(dataset, chunks), self.context, cache,
+                                 budgets, run_depth=self.study.config.run_depth)
+            for cell, (rows, variant_rows, counts) in zip(arm_cells, scored):
+                differs = self._scored_difference(cell, rows, variant_rows)
+                if differs is None and cell in self.answered:
+                    # the answer stage answers a cell scored under the freeze (its part and marker written)
+                    write_cell_parts(per_question_dir(self.scratch), cell, rows, variant_rows)
+                    mark_cell_done(self.scratch, cell, frozen_hash=self.frozen, counts=counts)
+                    differs = self._answer_difference(dataset.name, cell, selection)
+                yield cell, (CellCheck(str(cell), False, differs) if differs else CellCheck(
+                    str(cell), True, f"chunk set {source}, run file and {len(rows)} per-question rows identical"
+                    + (", answers, verdicts and answer rows replayed identical" if cell in self.answered else "")))
+
+    def _label(self, path: Path) -> str:
+        return str(path.relative_to(self.study.root)) if path.is_relative_to(self.study.root) else str(path)
+
+    def _chunk_difference(self, dataset: str, source: str) -> str | None:
+        released = chunks_path(self.study, dataset, source)
+        if not released.is_file():
+            return f"{self._label(released)}: missing"
+        return first_difference(text_lines(released), text_lines(chunks_path(self.scratch, dataset, source)),
+                                self._label(released))
+
+    def _scored_difference(self, cell: Cell, rows: list[ResultRow], variant_rows: list[ResultRow]) -> str | None:
+        run_file = run_path(self.study, *cell.names)
+        if not run_file.is_file():
+            return f"{self._label(run_file)}: missing"
+        differs = first_difference(text_lines(run_file), text_lines(run_path(self.scratch, *cell.names)),
+                                   self._label(run_file))
+        if variant_rows and not differs:
+            differs = self._rows_difference(variants_part_path(per_question_dir(self.study), *cell.names), variant_rows,
+                                            "the rows per variant")
+        return differs or self._rows_difference(cell_part_path(self.study, cell), rows, "the cell's rows")
+
+    def _rows_difference(self, part: Path, rows: list[ResultRow], what: str) -> str | None:
+        """The released part against these rows: its bytes (the same writer, the same bytes), else, to say
+        where they differ, both as the per-question CSV writes them."""
+        if not part.is_file():
+            return f"{self._label(part)}: missing"
+        ours = check_and_sort(to_frame(rows), "rescored rows")
+        if part.read_bytes() == _parquet_bytes(ours):
+            return None
+        return first_difference(blocks_lines(_csv_blocks(read_per_question(part))), blocks_lines(_csv_blocks(ours)),
+                                f"{self._label(part)} ({what}, as CSV)")
+
+    def _answer_difference(self, dataset_name: str, cell: Cell, selection) -> str | None:
+        """The cell answered and judged again from the generation cache (replay) in the scratch study."""
+        if self.instruments is None:
+            self.instruments = open_instruments(self.scratch, self.stack, replay=True)
+        dataset = answered_dataset(self.scratch, dataset_name, selection)
+        budget, metrics, judged = answer_settings(self.scratch, dataset, self.instruments)
+        try:
+            rows, _counts = answer_one_cell(self.scratch, self.instruments, dataset, cell, budget, metrics, judged,
+                                            self.frozen)
+        except ReplayMiss as e:
+            return f"answering {cell} again: {e}"
+        released_answers, verdicts = answers_path(self.study, cell), judges_dir(self.study) / dataset_name / \
+            f"{cell.arm}__{cell.retriever}.jsonl"
+        pairs = [(released_answers, answers_path(self.scratch, cell))]
+        if judged:
+            pairs.append((verdicts, judges_dir(self.scratch) / dataset_name / verdicts.name))
+        for released, ours in pairs:
+            if not released.is_file():
+                return f"{self._label(released)}: missing"
+            differs = first_difference(text_lines(released), text_lines(ours), self._label(released))
+            if differs:
+                return differs
+        return self._rows_difference(answer_part_path(self.study, cell), rows, "the cell's answer rows")
+
+    def _note_read(self, cells: Sequence[Cell], chunks, dataset: LoadedDataset) -> None:
+        for cell in cells:
+            for dense in embedding_retrievers(self.study.retrievers, cell.retriever.name):
+                texts, queries = self.read.setdefault(dense, (set(), set()))
+                texts.update(c.indexed_text for c in chunks)
+                queries.update(q.query for q in dataset.questions)
+
+    def check_vector_sample(self, seed: int) -> list[CellCheck]:
+        """A seeded sample of the cached vectors the rescore ranked with, encoded afresh and compared."""
+        out = []
+        for name, (texts, queries) in sorted(self.read.items()):
+            retriever = self.context.get(name)
+            if not isinstance(retriever, DenseRetriever):
+                continue  # late chunking's vectors come from whole documents: not sampled here
+            rng = random.Random(seed)
+            sample = [rng.sample(sorted(pool), min(VECTOR_SAMPLE, len(pool))) for pool in (texts, queries)]
+            where = ", ".join(self._label(embeddings_dir(self.study) / d.name) for d in retriever.cache_directories())
+            label = f"(vectors {name})"
+            try:
+                differ = retriever.differing_cached(*sample)
+            except HarnessError as e:  # no model to encode with: the vectors read are unchecked, not a pass
+                out.append(CellCheck(label, False, f"the sampled vectors of {where} cannot be encoded again: {e}"))
+                continue
+            out.append(CellCheck(label, False, f"{len(differ)} sampled cached vector(s) in {where} differ from the "
+                                               f"model's encoding, e.g. of {differ[0][:80]!r}") if differ else
+                       CellCheck(label, True, f"{len(sample[0])} chunk and {len(sample[1])} query vectors of {where}, "
+                                              "sampled with the seed, equal to the model's encoding bit for bit"))
+        return out

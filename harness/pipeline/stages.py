@@ -30,7 +30,7 @@ def configured_stages(study: "Study", stages: tuple[str, ...] = STAGES) -> list[
     return [s for s in stages if s != "answer" or study.config.reader.cells]
 
 
-def stage_arguments(stage: str, executor: str | None, *, rescore: int,
+def stage_arguments(stage: str, executor: str | None, *, rescore: int | str,
                     ray_address: str | None = None, workers: int | None = None) -> list[str]:
     """The options a stage's command takes beyond --study (harness run-all and the rehearsal share them)."""
     args = []

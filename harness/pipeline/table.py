@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pandas as pd
+
 from harness.files import atomic_write_json, read_json
 from harness.grid.cells import answer_cells, configured_cells
 from harness.grid.paths import answers_dir, per_question_dir, per_question_path, per_question_sidecar
 from harness.grid.states import ANSWERED, STALE, answer_rows_state
-from harness.pipeline.parts import combine_parts, read_part
+from harness.pipeline.parts import combine_parts, combined_frame, read_part
 from harness.study import Study
 
 
@@ -33,14 +35,9 @@ def assemble_per_question(study: Study, dataset: str, frozen_hash: str | None,
     """Write the dataset's per-question files from its stages' parts; returns the row count. Every
     configured cell must be scored (combine_parts names the missing ones); an answer cell contributes its
     rows when answered under `frozen_hash`, and one answered under another freeze is left out and said so."""
-    answered, stale = [], []
-    for cell in answer_cells(study):
-        if cell.dataset.name == dataset:
-            state = answer_rows_state(study, cell, frozen_hash)
-            (answered if state == ANSWERED else stale if state == STALE else []).append(cell)
+    answered, stale = _answer_cells_by_state(study, dataset, frozen_hash)
     extra = [read_part(answers_dir(study), *cell.names) for cell in answered]
-    n = combine_parts(per_question_dir(study), dataset,
-                      [(c.arm.name, c.retriever.name) for c in configured_cells(study) if c.dataset.name == dataset],
+    n = combine_parts(per_question_dir(study), dataset, _scored_cells(study, dataset),
                       per_question_path(study, dataset, "parquet"), per_question_path(study, dataset, "csv"), extra=extra)
     if stale:
         log(f"{dataset}: {len(stale)} answer cell(s) answered under another freeze left out of the per-question "
@@ -51,3 +48,26 @@ def assemble_per_question(study: Study, dataset: str, frozen_hash: str | None,
         "answer_metrics": sorted({m for frame in extra for m in frame["metric"]}),
     })
     return n
+
+
+def assembled_frame(study: Study, dataset: str, frozen_hash: str | None) -> pd.DataFrame:
+    """The rows assemble_per_question writes for the dataset from its parts as they are now, not written
+    (the audit re-derives the released table from them)."""
+    answered, _ = _answer_cells_by_state(study, dataset, frozen_hash)
+    extra = [read_part(answers_dir(study), *cell.names) for cell in answered]
+    return combined_frame(per_question_dir(study), dataset, _scored_cells(study, dataset),
+                          per_question_path(study, dataset, "parquet"), extra=extra)
+
+
+def _answer_cells_by_state(study: Study, dataset: str, frozen_hash: str | None) -> tuple[list, list]:
+    """The dataset's answer cells answered under `frozen_hash`, and those answered under another freeze."""
+    answered, stale = [], []
+    for cell in answer_cells(study):
+        if cell.dataset.name == dataset:
+            state = answer_rows_state(study, cell, frozen_hash)
+            (answered if state == ANSWERED else stale if state == STALE else []).append(cell)
+    return answered, stale
+
+
+def _scored_cells(study: Study, dataset: str) -> list[tuple[str, str]]:
+    return [(c.arm.name, c.retriever.name) for c in configured_cells(study) if c.dataset.name == dataset]

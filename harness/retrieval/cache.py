@@ -212,14 +212,33 @@ class VectorCache:
             where = self._where.find(digests)
         if not keys:
             return np.zeros((0, 0), dtype=self.dtype), np.zeros(0, dtype=bool)
+        return self._gather(where)
+
+    def differing(self, texts: Sequence[str], encoder: Encoder) -> list[int]:
+        """Indexes of the `texts` the cache holds whose vector or truncated flag is not, bit for bit, what
+        `encoder` computes now (texts it does not hold are skipped; nothing is stored): a sample of them
+        checks that the cache on disk holds the model's outputs (`audit --rescore`)."""
+        where = self._where.find([bytes.fromhex(sha256_text(t)) for t in texts])
+        held = [i for i, location in enumerate(where.tolist()) if location >= 0]
+        if not held:
+            return []
+        cached, cached_flags = self._gather(where[held])
+        fresh, fresh_flags = encoder([texts[i] for i in held])
+        fresh = np.asarray(fresh, dtype=self.dtype)
+        flags = zip(cached_flags.tolist(), np.asarray(fresh_flags, dtype=bool).tolist())
+        return [i for i, a, b, (fa, fb) in zip(held, cached, fresh, flags)
+                if a.shape != b.shape or a.tobytes() != b.tobytes() or fa != fb]
+
+    def _gather(self, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors and flags at these locations (each at least 0), reading each shard once."""
         shard_of, row_of = where >> 32, where & 0xFFFFFFFF
-        vectors, truncated = None, np.zeros(len(keys), dtype=bool)
+        vectors, truncated = None, np.zeros(len(where), dtype=bool)
         by_shard = np.argsort(shard_of, kind="stable")
         numbers, starts = np.unique(shard_of[by_shard], return_index=True)
         for number, at in zip(numbers.tolist(), np.split(by_shard, starts[1:])):  # each needed shard read once
             block = self._vectors(number)
             if vectors is None:
-                vectors = np.empty((len(keys), block.shape[1]), dtype=self.dtype)
+                vectors = np.empty((len(where), block.shape[1]), dtype=self.dtype)
             vectors[at] = block[row_of[at]]
             truncated[at] = self._flags[number][row_of[at]]
         return vectors, truncated

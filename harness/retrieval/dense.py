@@ -340,19 +340,33 @@ class DenseRetriever(Retriever):
             self._caches[prefix] = VectorCache(self.cache_dir, namespace)
         return self._caches[prefix]
 
-    def _embed(self, texts: list[str], prefix: str, role: str) -> tuple[np.ndarray, int]:
+    def _encoder(self, prefix: str):
         def encode(ts: list[str]) -> tuple[np.ndarray, np.ndarray]:
             cuts = [self.cut.apply(prefix, t) if self.cut else (t, False) for t in ts]
             with waiting_on(ENCODER):
                 vectors, truncated = self.embedder.embed([prefix + t for t, _ in cuts])
             return vectors, np.asarray(truncated, dtype=bool) | np.array([c for _, c in cuts], dtype=bool)
 
-        vectors, truncated = self._cache(prefix).encode(texts, encode)
+        return encode
+
+    def _embed(self, texts: list[str], prefix: str, role: str) -> tuple[np.ndarray, int]:
+        vectors, truncated = self._cache(prefix).encode(texts, self._encoder(prefix))
         self.truncated[role].update(sha256_text(t) for t, cut in zip(texts, truncated.tolist()) if cut)
         return (l2_normalise(vectors) if len(texts) else np.zeros((0, 0))), int(truncated.sum())
 
     def embed_queries(self, queries: list[str]) -> np.ndarray:
         return self._embed(queries, self.query_prefix, "queries")[0]
+
+    def differing_cached(self, chunk_texts: Sequence[str], queries: Sequence[str]) -> list[str]:
+        """Those of these chunk texts (indexed) and queries whose cached vector is not what the model
+        encodes now (harness.retrieval.cache.VectorCache.differing); texts not cached are skipped."""
+        out = []
+        for texts, prefix in ((list(chunk_texts), self.document_prefix), (list(queries), self.query_prefix)):
+            out += [texts[i] for i in self._cache(prefix).differing(texts, self._encoder(prefix))]
+        return out
+
+    def cache_directories(self) -> list[Path]:
+        return sorted({self._cache(p).directory for p in (self.document_prefix, self.query_prefix)})
 
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> DenseIndex:
         def build() -> DenseIndex:
