@@ -30,8 +30,10 @@ $(STAMP):
 
 venv: $(STAMP)  ## create the virtual environment and install pinned dependencies
 
-test: $(STAMP)  ## run the test suite (fails when no test ran)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
+# TEST_WORKERS=N runs the suite in N processes (pytest-xdist; default: one per core); the 25 slowest tests are listed
+TEST_WORKERS ?= auto
+test: $(STAMP)  ## run the test suite in parallel (fails when no test ran) and list the 25 slowest tests
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --durations=25 tests
 
 demo: $(STAMP)  ## run the demo studies end to end (estimate, build-arms, score, answer, stats, audit, report): demo, then handbook
 	$(MAKE) --no-print-directory estimate build-arms score answer stats audit report STUDY=examples/demo

@@ -14,30 +14,33 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 LLM_FREE = ["S", "S+T", "F512c", "F256t", "P", "FL"]
 
 
-def make_llm_free_study(root: Path, retrievers: tuple[str, ...] = ("bm25",), *, freeze: bool = True) -> Study:
+def make_llm_free_study(root: Path, retrievers: tuple[str, ...] = ("bm25",), *, freeze: bool = True,
+                        arms: tuple[str, ...] | list[str] = tuple(LLM_FREE)) -> Study:
+    """`arms` (a subset of LLM_FREE) keeps a test's study as small as what it checks needs."""
+    assert set(arms) <= set(LLM_FREE), arms
     for part in ("configs", "data", "plan", "amendments", "prompts"):
         shutil.copytree(DEMO / part, root / part)
     edit_config(root, lambda cfg: (
-        cfg.__setitem__("arms", {a: {"kind": a} for a in LLM_FREE}),
-        cfg.__setitem__("retrievers", {r: _llm_free_retriever(cfg["retrievers"][r]) for r in retrievers}),
+        cfg.__setitem__("arms", {a: {"kind": a} for a in arms}),
+        cfg.__setitem__("retrievers", {r: _llm_free_retriever(cfg["retrievers"][r], arms) for r in retrievers}),
         cfg.pop("models", None),
         cfg.pop("reader", None),  # the answer stage needs a model
         cfg.pop("judge", None),
     ))
-    _keep_llm_free_tests(root, retrievers)  # freeze refuses a plan naming arms the config does not define
+    _keep_llm_free_tests(root, retrievers, arms)  # freeze refuses a plan naming arms the config does not define
     if freeze:
         assert main(["select", "--study", str(root)]) == 0
         assert main(["freeze", "--study", str(root)]) == 0
     return Study.at(root)
 
 
-def _llm_free_retriever(cfg: dict) -> dict:
+def _llm_free_retriever(cfg: dict, arms) -> dict:
     """A retriever entry whose `arms:` list (if any) keeps only the arms this copy configures; a list that
     then names every one of them restricts nothing and is dropped, so arms a test adds get its cells too."""
     if "arms" not in cfg:
         return cfg
-    kept = [a for a in cfg["arms"] if a in LLM_FREE]
-    return {k: v for k, v in cfg.items() if k != "arms"} if set(kept) == set(LLM_FREE) else {**cfg, "arms": kept}
+    kept = [a for a in cfg["arms"] if a in arms]
+    return {k: v for k, v in cfg.items() if k != "arms"} if set(kept) == set(arms) else {**cfg, "arms": kept}
 
 
 def edit_config(root: Path, change) -> None:
@@ -47,11 +50,11 @@ def edit_config(root: Path, change) -> None:
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
 
 
-def _keep_llm_free_tests(root: Path, retrievers: tuple[str, ...]) -> None:
+def _keep_llm_free_tests(root: Path, retrievers: tuple[str, ...], arms) -> None:
     plan_path = root / "plan" / "plan.yaml"
     plan = yaml.safe_load(plan_path.read_text(encoding="utf-8"))
     for family in plan["families"]:
-        family["tests"] = [t for t in family["tests"] if t["a"] in LLM_FREE and t["b"] in LLM_FREE
+        family["tests"] = [t for t in family["tests"] if t["a"] in arms and t["b"] in arms
                            and not t["metric"].startswith(("answer_f1", "nugget_recall"))]  # no reader here
         for test in family["tests"]:  # a retriever this copy leaves out: its last one stands in
             test["retriever"] = test["retriever"] if test["retriever"] in retrievers else retrievers[-1]
@@ -59,9 +62,9 @@ def _keep_llm_free_tests(root: Path, retrievers: tuple[str, ...]) -> None:
         family["tests"] = [t for t in family["tests"] if t.get("retriever_b", retrievers[0]) in retrievers
                            and t.get("retriever_b") != t["retriever"]]
     plan["families"] = [f for f in plan["families"] if f["tests"]]
-    plan["arms"] = [a for a in plan["arms"] if a in LLM_FREE]
+    plan["arms"] = [a for a in plan["arms"] if a in arms]
     plan["exploratory"] = [e for e in plan.get("exploratory", [])
-                           if all(e.get(side, "S") in LLM_FREE for side in ("a", "b"))]
+                           if all(e.get(side, "S") in arms for side in ("a", "b"))]
 
     def stand_in(r):  # a retriever this copy leaves out: its last one stands in
         return r if r in retrievers else retrievers[-1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pytest
@@ -25,20 +27,37 @@ def outputs(study: Study) -> dict[str, bytes]:
 
 
 RETRIEVERS = ("bm25", "minilm", "hybrid")  # lexical, dense (its encoding a task of its own on Ray) and fused
+# two arms: every executor path (arm tasks, encoding tasks, fusion) runs on each, at a third of the six arms' cost
+ARMS = ("S", "F256t")
 
 
-def run_pipeline(root, *executor_args: str) -> Study:
-    study = make_llm_free_study(root, RETRIEVERS)
+def run_pipeline(root, *executor_args: str, score_args: tuple[str, ...] = ()) -> Study:
+    study = make_llm_free_study(root, RETRIEVERS, arms=ARMS)
     assert main(["build-arms", "--study", str(root), "--no-progress"]) == 0
-    assert main(["score", "--study", str(root), "--no-progress", *executor_args]) == 0
+    assert main(["score", "--study", str(root), "--no-progress", *executor_args, *score_args]) == 0
     assert main(["stats", "--study", str(root), *executor_args]) == 0
     return study
 
 
+def _local_run(root) -> None:
+    """The plain local run (one process) every other executor is compared with; what score printed is kept."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        run_pipeline(root / "s")
+    (root / "printed.txt").write_text(printed.getvalue(), encoding="utf-8")
+
+
+@pytest.fixture
+def local_run(built_once) -> tuple[Study, str]:
+    """Built once per test run and shared: read it, never write it."""
+    root = built_once("executors-local", _local_run)
+    return Study.at(root / "s"), (root / "printed.txt").read_text(encoding="utf-8")
+
+
 @pytest.mark.slow
-def test_ray_and_local_give_byte_identical_results_and_stats(tmp_path, capsys):
+def test_ray_and_local_give_byte_identical_results_and_stats(tmp_path, capsys, local_run):
     ray = pytest.importorskip("ray")
-    local = outputs(run_pipeline(tmp_path / "local"))
+    local = outputs(local_run[0])
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parents[1])}})
     try:
@@ -57,13 +76,10 @@ def test_ray_and_local_give_byte_identical_results_and_stats(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_local_worker_processes_give_byte_identical_results_manifests_and_stats(tmp_path, capsys):
-    alone = run_pipeline(tmp_path / "alone")
+def test_local_worker_processes_give_byte_identical_results_manifests_and_stats(tmp_path, capsys, local_run):
+    alone = local_run[0]
     local = outputs(alone)
-    study = make_llm_free_study(tmp_path / "workers", RETRIEVERS)
-    assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
-    assert main(["score", "--study", str(study.root), "--no-progress", "--workers", "2"]) == 0
-    assert main(["stats", "--study", str(study.root)]) == 0
+    study = run_pipeline(tmp_path / "workers", score_args=("--workers", "2"))
     in_workers = outputs(study)
     assert "arm(s) scored in 2 worker processes" in capsys.readouterr().out
     assert any(k.startswith("runs") for k in local) and local.keys() == in_workers.keys()
@@ -145,7 +161,7 @@ def test_each_cell_ranking_with_embeddings_names_its_chunk_sets_once(tmp_path):
 
 
 @pytest.mark.slow
-def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_results(tmp_path, capsys):
+def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_results(tmp_path, capsys, local_run):
     """The encoding task, run before scoring (as on Ray), leaves scoring nothing to embed, and the results
     are byte-identical to a plain local run."""
     pytest.importorskip("sentence_transformers")
@@ -153,17 +169,13 @@ def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_result
     from harness.grid.cells import configured_cells
     from harness.provenance.freeze import frozen_hash
 
-    retrievers = ("bm25", "minilm", "hybrid")
-    plain = make_llm_free_study(tmp_path / "plain", retrievers)
-    assert main(["build-arms", "--study", str(plain.root), "--no-progress"]) == 0
-    assert main(["score", "--study", str(plain.root), "--no-progress"]) == 0
-    first = capsys.readouterr().out
+    plain, first = local_run
     misses = {line.split(":")[0]: int(line.split("'cache_misses': ")[1].split("}")[0])
               for line in first.splitlines() if "retriever counters" in line}
     # the plain run embedded while scoring; papers-pooled (the same texts as papers) found them in the cache
     assert misses["papers"] > 0 and misses["docs"] > 0 and misses["papers-pooled"] == 0, misses
 
-    encoded = make_llm_free_study(tmp_path / "encoded", retrievers)
+    encoded = make_llm_free_study(tmp_path / "encoded", RETRIEVERS, arms=ARMS)
     assert main(["build-arms", "--study", str(encoded.root), "--no-progress"]) == 0
     cells = configured_cells(encoded)
     for dataset in dict.fromkeys(c.dataset.name for c in cells):
@@ -175,7 +187,8 @@ def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_result
     printed = capsys.readouterr().out
     assert "retriever counters" in printed and "'cache_misses': 0" in printed
     assert "'cache_misses': " not in printed.replace("'cache_misses': 0", "")  # every vector came from the cache
-    ours, theirs = outputs(plain), outputs(encoded)
+    ours = {k: v for k, v in outputs(plain).items() if not k.startswith("stats")}  # only the shared run has stats
+    theirs = outputs(encoded)
     assert ours.keys() == theirs.keys() and any(k.startswith("runs") for k in ours)
     for name in ours:
         assert ours[name] == theirs[name], name

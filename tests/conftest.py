@@ -1,0 +1,55 @@
+"""Fixtures every test module may use.
+
+`built_once` builds an expensive input (a scored study, say) once per test run, whatever the number of
+pytest-xdist workers: the first worker to ask builds it under a file lock in the run's shared temporary
+folder and the others wait and read it. What it returns is read-only by convention: a test that writes
+copies it first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's base temporary folder, common to every xdist worker (each worker's own is a child of it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory) -> Callable[[str, Callable[[Path], None]], Path]:
+    root = _shared_root(tmp_path_factory) / "built-once"
+    root.mkdir(exist_ok=True)
+
+    def get(name: str, build: Callable[[Path], None]) -> Path:
+        target, done = root / name, root / f"{name}.done"
+        with open(root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if not done.is_file():
+                if target.exists():  # a build that raised in another worker: start again
+                    shutil.rmtree(target)
+                target.mkdir()
+                build(target)
+                done.touch()
+        return target
+
+    return get
+
+
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `--dist loadgroup`, the tests that share a module-scoped fixture (a built study, a loaded model)
+    run in one worker, so the fixture is built once; every other test goes wherever a worker is free."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)  # pytest's resolved fixtures of the test
+        closest = [defs[-1] for defs in info.name2fixturedefs.values() if defs] if info else []
+        if any(d.scope == "module" for d in closest):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
