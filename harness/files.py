@@ -85,11 +85,11 @@ def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> Non
                     size += len(block)
             f.flush()
             os.fsync(f.fileno())
-        if journaled:  # before the file takes its name: a kill in between leaves an entry, never an unnoted file
-            note_written(path, digest.hexdigest(), size)
-        if _same_file_content(Path(tmp), path):
+        if _same_file_content(Path(tmp), path):  # the stage checked it against the journal before writing
             os.unlink(tmp)
         else:
+            if journaled:  # before the file takes its name: a kill in between leaves an entry, never an unnoted file
+                note_written(path, digest.hexdigest(), size)
             os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -123,12 +123,20 @@ def model_keys(config_path: Path) -> list[str]:
     return [m.get("package") or m.get("name") or m.get("path") for m in (config.get("models") or {}).values()]
 
 
-def record_as_written(study) -> None:
-    """Results a test wrote by hand, journaled and recorded as a stage records what it writes (so that a later
-    stage reads them: harness.provenance.release, require_recorded)."""
+def forge_journal(study) -> None:
+    """What a forger who edits released files also does: journal every released file as it is now, as if the
+    harness had written it (the write journal is bookkeeping, not a signature: harness.provenance.recorded)."""
     from harness.files import note_written, sha256_file
-    from harness.provenance.release import record_results, released_files
+    from harness.provenance.release import released_files
 
     for path in released_files(study).values():
         note_written(path, sha256_file(path), path.stat().st_size)
+
+
+def record_as_written(study) -> None:
+    """Results a test wrote by hand, journaled and recorded as a stage records what it writes (so that a later
+    stage reads them: harness.provenance.recorded, require_recorded)."""
+    from harness.provenance.release import record_results
+
+    forge_journal(study)
     record_results(study)

@@ -16,7 +16,7 @@ from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 from pipeline_support import make_llm_free_study
 from harness.grid.paths import cell_part_path, chunks_path, run_path
-from harness.provenance.release import record_results
+from provenance_support import record_as_written
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_an_edited_per_question_value_no_family_reads_fails_its_cell(copy, capsy
     i = rows.index[~rows.metric.isin(tested)][0]
     rows.at[i, "value"] = 1.0 if rows.at[i, "value"] < 0.5 else 0.0
     rows.to_parquet(part, index=False)
-    record_results(copy)
+    record_as_written(copy)  # the forger journals and records the edit
     assert main(["score", "--study", str(copy.root), "--no-progress"]) == 0
     code, out = audit(copy, capsys)
     assert code == 1

@@ -104,11 +104,11 @@ def _git_env(date: str) -> dict:
 def _date_first_outcome(study: Study, date: str) -> None:
     """FIRST_OUTCOME.json dated `date` (a release committed then cannot have been scored later), recorded."""
     from harness.grid.paths import first_outcome_path
-    from harness.provenance.release import record_results
+    from provenance_support import record_as_written
 
     path = first_outcome_path(study)
     path.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8")) | {"first_outcome_at": date}))
-    record_results(study)
+    record_as_written(study)
 
 
 def _commit(root: Path, date: str, message: str, *paths: str) -> str:

@@ -28,7 +28,7 @@ from harness.provenance.release import release_hash
 from harness.provenance.timeline import timeline
 from harness.study import Study
 from pipeline_support import edit_config, make_llm_free_study
-from provenance_support import FakeDigests, install_fake_digests
+from provenance_support import FakeDigests, forge_journal, install_fake_digests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_answer_stage import ScriptedJudge, _fact_judge  # noqa: E402
@@ -102,6 +102,7 @@ def forge_record(study: Study) -> None:
         record[key] = {rel: {"sha256": sha256_file(base / rel), "bytes": (base / rel).stat().st_size}
                        for rel in record[key] if (base / rel).is_file()}
     atomic_write_json(path, record)
+    forge_journal(study)  # and the write journal, so that no stage refuses the edited files
 
 
 def rebuild(study: Study, capsys, *stages: str) -> None:
@@ -186,7 +187,8 @@ def _record_afresh(study, capsys):
     edit_value(results_dir(study) / "per_question" / "papers" / "P__bm25.parquet")
     path = results_manifest_path(study)
     path.write_text(path.read_text(encoding="utf-8").replace(read_json(path)["frozen_config_hash"], "0" * 64))
-    rebuild(study, capsys, "score")
+    code, _, err = run(capsys, "score", "--study", str(study.root), *GRID)
+    assert code == 1 and "refusing to run" in err  # the write journal stops the laundering here (recorded.py)
 
 
 def _launder_table(study, capsys):

@@ -129,6 +129,8 @@ def normalized(rel: str, data: bytes) -> bytes:
     if rel == "results/results_manifest.json":
         record = json.loads(data)
         record["files"] = {k: None if k.endswith(".done.json") else v for k, v in record["files"].items()}
+        if "DEVIATIONS.md" in record.get("study_files", {}):  # its hashes hold the entries' times
+            record["study_files"]["DEVIATIONS.md"] = "(recorded)"
         return json.dumps(record, sort_keys=True).encode()
     if rel == "DEVIATIONS.md":
         return re.sub(rb"\n## \S+ ", b"\n## (time) ", data)

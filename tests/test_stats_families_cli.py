@@ -146,11 +146,11 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
     capsys.readouterr()
 
     assert main(["audit", "--study", str(study.root)]) == 3  # outside git: registration not verifiable
-    assert capsys.readouterr().out.rstrip().endswith("audit: 50 PASS, 0 FAIL, 1 NOT VERIFIABLE (not a pass)")
+    assert capsys.readouterr().out.rstrip().endswith("audit: 51 PASS, 0 FAIL, 1 NOT VERIFIABLE (not a pass)")
     # the audit recomputes every family in threads: the same numbers as one thread released
     assert main(["audit", "--study", str(study.root), "--registered-hash", frozen_hash(study), "--threads", "3"]) == 0
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 51 PASS, 0 FAIL" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 52 PASS, 0 FAIL" in out
     grid = [line for line in out.splitlines() if "(grid)" in line]
     assert "PASS  (grid)/cells: 85 cell(s) not scored" in out and "released as a logged deviation" in out, grid
 

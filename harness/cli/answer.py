@@ -10,8 +10,7 @@ from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, progress, say, warn
 from harness.pipeline.answer import answer_study
 from harness.provenance.freeze import check_frozen
-from harness.provenance.recorded import assembled_table, require_recorded
-from harness.provenance.release import record_results
+from harness.provenance.recorded import assembled_table, record_release, require_recorded
 from harness.study import Study
 
 # per-cell counts of dropped or failed items: reported even under --quiet
@@ -45,7 +44,7 @@ def run(args) -> int:
     # the answer stage assembles the table from every stage's parts: none may have been edited by hand
     require_recorded(study, stage="answer", exempt=assembled_table, adopt=args.adopt_unrecorded)
     summary = answer_study(study, frozen_hash=frozen, fresh=fresh, replay=replay, progress=progress(args))
-    record_results(study)
+    record_release(study)
     shown = lambda v: "not computable" if v is None else f"{v:.3f}"  # noqa: E731
     if summary.get("controls") is not None:
         c = summary["controls"]

@@ -11,8 +11,7 @@ from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, progress, say
 from harness.errors import HarnessError
 from harness.provenance.freeze import check_frozen
-from harness.provenance.recorded import require_recorded
-from harness.provenance.release import record_results
+from harness.provenance.recorded import record_release, require_recorded
 from harness.study import Study
 
 HELP = "build every arm the study config names, for every dataset, into results/chunks/ (resumable)"
@@ -75,7 +74,7 @@ def run(args) -> int:
         fresh=fresh,
         replay=replay,
     )
-    record_results(study)
+    record_release(study)
     built = sum(not b.skipped for b in builds)
     mode = " (fresh)" if fresh else " (replay)" if replay else ""
     print(f"build-arms{mode}: {len(builds)} chunk set(s), {built} built, {len(builds) - built} up to date "

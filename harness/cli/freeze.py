@@ -9,6 +9,7 @@ from harness.cli.output import add_output_arguments, say
 from harness.data.load import loss_summary, lost_counts
 from harness.provenance.freeze import check_frozen, prepare_freeze, write_freeze
 from harness.provenance.interim import deviation_logged, record_deviation
+from harness.provenance.release import DEVIATIONS_NAME, record_study_file
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
 from harness.files import read_json
 from harness.study import Study
@@ -47,6 +48,8 @@ def run(args) -> int:
         # freeze, and the rerun finds the entry for this hash instead of logging it twice
         if args.force and not logged(digest):
             record_deviation(study, args.force, FORCED, frozen_hash=digest)
+        elif args.force:  # resumed: the logged entry may have been cut off before the release record took it
+            record_study_file(study, DEVIATIONS_NAME)
         write_freeze(study, record)
     record = read_json(study.frozen_path)
     print(_summary(record, study, digest, verb="kept" if digest == before else "froze"))

@@ -6,8 +6,7 @@ from harness.metrics.judge_agreement import read_spot_check
 from harness.pipeline.judge_sample import record_agreement
 from harness.files import note_written, sha256_file
 from harness.grid.paths import results_dir
-from harness.provenance.recorded import require_recorded
-from harness.provenance.release import record_results
+from harness.provenance.recorded import record_release, require_recorded
 from harness.study import Study
 
 HELP = "Cohen's kappa between the judge and a human on a labelled spot-check CSV (the plan requires >= 0.6)"
@@ -33,6 +32,6 @@ def run(args) -> int:
                          adopt=args.adopt_unrecorded)
         path = record_agreement(study, result, Path(args.file))
         note_written(labelled, sha256_file(labelled), labelled.stat().st_size)  # journaled when under results/
-        record_results(study)
+        record_release(study)
         print(f"judge-agreement: recorded in {path}")
     return 0 if result.passed else 1

@@ -8,8 +8,7 @@ from harness.config.executor import EXECUTORS
 from harness.pipeline.executors import choose_executor, is_local, ray_session
 from harness.pipeline.score import score_study
 from harness.provenance.freeze import check_frozen
-from harness.provenance.recorded import assembled_table, require_recorded
-from harness.provenance.release import record_results
+from harness.provenance.recorded import assembled_table, record_release, require_recorded
 from harness.study import Study
 
 HELP = ("rank every arm under every retriever (each question searches only its scope) and write run files "
@@ -34,7 +33,7 @@ def run(args) -> int:
     with contextlib.nullcontext() if is_local(executor) else ray_session(executor):
         rows = score_study(study, frozen_hash=frozen, datasets=args.dataset, progress=progress(args),
                            executor=executor)
-    record_results(study)
+    record_release(study)
     for name, n in rows.items():
         print(f"score: {name}: {n} per-question rows -> results/per_question/{name}.parquet (frozen config {frozen[:12]})")
     return 0

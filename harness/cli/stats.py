@@ -47,8 +47,7 @@ def run(args) -> int:
     )
     from harness.plan.load import load_study_plan
     from harness.provenance.freeze import check_frozen
-    from harness.provenance.recorded import require_recorded
-    from harness.provenance.release import record_results
+    from harness.provenance.recorded import record_release, require_recorded
 
     study = Study.at(args.study)
     check_frozen(study, stage="stats", models=False)  # an edited plan or input is refused here as in build-arms and score
@@ -85,7 +84,7 @@ def run(args) -> int:
             state = record["status"] if record["status"] == RAN else \
                 "blocked: " + "; ".join(f"{m['what']} (run `{m['target']}`)" for m in record["missing"])
             say(args, f"analysis {record['id']} ({record['analysis']}): {state}", problem=record["status"] != RAN)
-    record_results(study)
+    record_release(study)
     print(f"wrote {stats_dir(study)}")
     return 0
 

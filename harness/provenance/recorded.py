@@ -19,7 +19,7 @@ from harness.errors import HarnessError
 from harness.files import atomic_write_json, read_json, remove_stale_temporaries, sha256_file
 from harness.grid.paths import RELEASED_FOLDERS, journal_dir, results_dir
 from harness.provenance.interim import record_deviation
-from harness.provenance.release import MAX_LISTED, released_files
+from harness.provenance.release import MAX_LISTED, record_results, released_files
 from harness.study import Study
 
 APPENDED_CACHES = ("generations/", "embeddings/")
@@ -133,3 +133,17 @@ def assembled_table(rel: str) -> bool:
     rebuild it from the parts on every run."""
     folder, _, name = rel.partition("/")
     return folder == "per_question" and "/" not in name and name.endswith((".parquet", ".csv"))
+
+
+def record_release(study: Study) -> None:
+    """A writing stage's last step: the release record (harness.provenance.release.record_results), then the
+    journal compacted to the recorded files it holds, so that a rerun which changes nothing finds nothing
+    to fold in and writes nothing."""
+    manifest = read_json(record_results(study))
+    read = sorted(journal_dir(study).glob("*.jsonl")) if journal_dir(study).is_dir() else []
+    journaled = journaled_hashes(study)
+    if journaled is None:
+        return
+    verified = {rel: entry["sha256"] for rel, entry in manifest.get("files", {}).items()
+                if entry.get("sha256") in journaled.get(rel, ())}
+    _compact_journal(study, verified, read)
