@@ -1,9 +1,11 @@
 """Dense encoding speed: the harness's protocol side by side with the one it must match and with batching.
 
     .venv/bin/python benchmarks/bench_dense_encode.py [--texts 300] [--long 60] [--repeats 3] [--quick]
+        [--corpus FOLDER --corpus-texts 3000]
 
-Two sets of texts, encoded with the packaged MiniLM (256-token window): the demo's Markdown paragraphs, and
-longer texts near the window (consecutive demo paragraphs joined until they reach 200 tokens). For each
+Sets of texts, encoded with the packaged MiniLM (256-token window): the demo's Markdown paragraphs, longer
+texts near the window (consecutive demo paragraphs joined until they reach 200 tokens), and with --corpus
+the first paragraphs of a folder of Markdown files (a larger corpus has more texts of each length). For each
 protocol, the fastest of --repeats runs taken in turns: wall seconds, texts per second, CPU seconds (the
 machine may be shared) and whether its vectors are bitwise equal to those of "one text per pass", the
 definition of a dense vector (docs/determinism.md):
@@ -36,8 +38,8 @@ from harness.retrieval.dense import SentenceTransformerEmbedder, one_torch_threa
 LONG_TOKENS = 200
 
 
-def demo_paragraphs() -> list[str]:
-    files = sorted((ROOT / "examples" / "demo" / "data").rglob("*.md"))
+def paragraphs_of(folder: Path) -> list[str]:
+    files = sorted(folder.rglob("*.md"))
     return [p for f in files for p in f.read_text(encoding="utf-8").split("\n\n") if p.strip()]
 
 
@@ -101,6 +103,8 @@ def main() -> int:
     parser.add_argument("--texts", type=int, default=300, help="demo paragraphs")
     parser.add_argument("--long", type=int, default=60, help="texts near the window")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each protocol; the fastest counts")
+    parser.add_argument("--corpus", type=Path, help="a folder of Markdown files: its paragraphs are one more set")
+    parser.add_argument("--corpus-texts", type=int, default=3000, help="paragraphs of --corpus")
     add_quick(parser)
     args = parser.parse_args()
     if args.quick:
@@ -111,12 +115,14 @@ def main() -> int:
     model = embedder._loaded()  # loading is not encoding
     embedder.embed(["warm up"])  # nor is the one-off check of the shared passes
     threads = torch.get_num_threads()
-    paragraphs = demo_paragraphs()
+    paragraphs = paragraphs_of(ROOT / "examples" / "demo" / "data")
     n_tokens = lambda text: len(model.tokenizer(text, verbose=False)["input_ids"])  # noqa: E731
     sets = {
         "demo paragraphs": paragraphs[: args.texts],
         f"texts of {LONG_TOKENS}+ tokens": near_the_window(paragraphs, args.long, n_tokens),
     }
+    if args.corpus is not None:
+        sets[f"paragraphs of {args.corpus.name}"] = paragraphs_of(args.corpus)[: args.corpus_texts]
     protocols = {
         "one text per pass": lambda ts: one_text_per_pass(model, ts),
         "modules per text": lambda ts: modules_per_text(model, ts),

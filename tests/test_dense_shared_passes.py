@@ -55,7 +55,8 @@ def minilm():
 def sample_texts(n_tokens) -> list[str]:
     """Demo paragraphs whose token length repeats (real text in shared passes), repeated words of set lengths
     (the smallest shared length, the window exactly, beyond it: truncated), short ones and empty-ish ones."""
-    paragraphs = [p for f in sorted(DEMO_DOCS.rglob("*.md")) for p in f.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+    files = sorted(DEMO_DOCS.rglob("*.md"))
+    paragraphs = [p for f in files for p in f.read_text(encoding="utf-8").split("\n\n") if p.strip()]
     by_length: dict[int, list[str]] = {}
     for text in paragraphs[:200]:
         by_length.setdefault(n_tokens(text), []).append(text)
