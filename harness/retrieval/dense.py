@@ -204,8 +204,9 @@ def equal_length_passes(lengths: Sequence[int], *, shared: bool) -> list[list[in
 def rows_independent_of_pass_size(model) -> bool:
     """Whether every linear layer of `model` gives a row the same bits in a pass of any size from
     SHARED_PASS_MIN_TOKENS to SHARED_PASS_MAX_ROWS rows (PROBE_ROWS sampled, at either end of a full pass).
-    The BLAS picks its kernels by size and CPU; this one was measured true for every size on the machine
-    the protocol was built on, and a machine where it fails keeps one text per pass. Call on one thread."""
+    The BLAS picks its kernels by size and CPU: measured true at every size where the protocol was built
+    (docs/determinism.md, "Shared passes"); a machine where it fails keeps one text per pass. Call on one
+    thread."""
     import torch
 
     layers = {(m.in_features, m.out_features): m for m in model.modules() if isinstance(m, torch.nn.Linear)}
@@ -214,7 +215,7 @@ def rows_independent_of_pass_size(model) -> bool:
     generator = torch.Generator().manual_seed(0)
     with torch.inference_mode():
         for (width, _), layer in sorted(layers.items()):
-            x = torch.randn(SHARED_PASS_MAX_ROWS, width, generator=generator)
+            x = torch.randn(SHARED_PASS_MAX_ROWS, width, generator=generator, dtype=layer.weight.dtype)
             full = layer(x)
             for rows in PROBE_ROWS:
                 for start in (0, SHARED_PASS_MAX_ROWS - rows):
