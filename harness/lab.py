@@ -1,4 +1,5 @@
-"""The chunking lab (issue 16): every lab chunker under flat BM25 and chunk-graph retrieval on one document.
+"""The chunking lab (docs/chunking-lab.md): every lab chunker under flat BM25 and chunk-graph retrieval on one
+document.
 
 Pure library code behind `harness lab`: chunk sets, rankings, assembled contexts and per-split recall.
 QES chunkers get only the training split's evidence spans. Graph edges for resolved cross-references

@@ -1,4 +1,4 @@
-"""A study is a directory (DESIGN section 2). `Study` knows its paths and loads configs/study.yaml.
+"""A study is a directory (docs/design.md, Studies). `Study` knows its paths and loads configs/study.yaml.
 
 `Study.config` is the typed config (harness.config): every section checked against its schema and
 every default filled in, so a typo or a bad value stops the run before any stage starts. Sections:
@@ -39,7 +39,7 @@ class Study:
             )
         return cls(root)
 
-    # --- input paths (DESIGN section 2; every path under results/ is harness.grid.paths') ---
+    # --- input paths (docs/design.md, Studies; every path under results/ is harness.grid.paths') ---
     @property
     def config_path(self) -> Path:
         return self.root / "configs" / "study.yaml"

@@ -1,5 +1,5 @@
 """Wall time a process spends waiting on models and encoders, so a stage's own work can be told apart from
-theirs (the rehearsal reports the share; issue 26).
+theirs (the rehearsal reports the share: docs/rehearsal.md).
 
 Each category counts the union of its calls' intervals: calls in flight on several threads at once count
 once. `either` is the union over both categories (an LLM reranker's model call inside an encoder call counts

@@ -1,1 +1,1 @@
-"""Arms: what each chunk indexes (renderings, DESIGN section 4) on top of a chunker's boundaries."""
+"""Arms: what each chunk indexes (renderings, docs/design.md, Arms) on top of a chunker's boundaries."""

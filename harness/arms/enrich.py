@@ -1,4 +1,4 @@
-"""Enrichment arms E, E-K (one call per chunk) and PF (one call per field), per DESIGN section 4.
+"""Enrichment arms E, E-K (one call per chunk) and PF (one call per field), per docs/design.md, Arms.
 
 A document's chunks are visited in order: each prompt holds the previous chunk's summary and, for E,
 the rolling key dictionary as it stood before the call.

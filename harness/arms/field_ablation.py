@@ -1,5 +1,5 @@
 """Re-renderings of E, built from E's cached outputs with no LLM call: field ablations (a robustness analysis,
-issue 15) and E with a field it does not index added (exploratory indexing, amendment 0003).
+docs/analyses.md) and E with a field it does not index added (exploratory indexing, amendment 0003).
 
 `E-no-<field>` indexes E's rendering without one generated field; `E-only-<field>` with that field
 alone (harness.config.arm_kinds.ABLATIONS); `E+keys` and `E+entities` add the key or the entities after E's

@@ -1,4 +1,4 @@
-"""Contextual headers, an option of every arm (`contextual_headers: true`, issue 16).
+"""Contextual headers, an option of every arm (`contextual_headers: true`, docs/chunking-lab.md).
 
 After an arm's own builder and rendering, each chunk's indexed text is prefixed with the heading paths of
 the provisions it touches (harness.chunking.provisions: segments and their paths), one path per line, each

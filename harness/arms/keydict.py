@@ -1,4 +1,4 @@
-"""Rolling key dictionary of one document (DESIGN section 4).
+"""Rolling key dictionary of one document (docs/design.md, Arms).
 
 After chunk i's call its key is inserted (count 1) or counted again; only the 40 most recently used
 keys are kept. Rendered most recent first, one line per key.

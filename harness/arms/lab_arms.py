@@ -1,4 +1,5 @@
-"""Builders of the chunking lab's arms (issue 16): fixed and sentence windows, provisions, QES DP and greedy.
+"""Builders of the chunking lab's arms (docs/chunking-lab.md): fixed and sentence windows, provisions, QES
+DP and greedy.
 
 Each reads its typed arm settings (harness.config.lab). The QES arms are supervised: they see the evidence
 spans of the dataset's TRAINING questions only (stratum "train", set by the question_evidence adapter from

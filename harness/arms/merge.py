@@ -1,4 +1,4 @@
-"""Key-based merging, arm M (and E-K+M, M-TP), per paper Appendix N.3 and DESIGN section 4.
+"""Key-based merging, arm M (and E-K+M, M-TP), per paper Appendix N.3 and docs/design.md, Arms.
 
 One document's E chunks, in document order, go in; the merged chunk set comes out:
 - chunks are grouped by exact key (groups in order of their first chunk, members in document order),

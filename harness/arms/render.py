@@ -1,4 +1,4 @@
-"""Indexed-text renderings (DESIGN section 4): plain functions Chunk -> Chunk with indexed_text set.
+"""Indexed-text renderings (docs/design.md, Arms): plain functions Chunk -> Chunk with indexed_text set.
 Which kind renders how is the arm registry's (harness.arms.registry).
 
 Source `text` is never changed. Prefix fields are made single-line (whitespace runs collapsed to one

@@ -1,4 +1,4 @@
-"""Repeat generations (issue 15, robustness): an LLM arm with `repeats: N` is generated N times.
+"""Repeat generations (robustness, docs/analyses.md): an LLM arm with `repeats: N` is generated N times.
 
 Semantics, chosen so that declaring repeats never invalidates what is already cached:
 - repeat 0 is the arm exactly as configured: the same seeds, the same cache keys as without `repeats`;

@@ -1,4 +1,4 @@
-"""Markdown block parser (DESIGN section 4): one linear pass over lines -> a list of Blocks.
+"""Markdown block parser (docs/design.md, Arms): one linear pass over lines -> a list of Blocks.
 
 The rules are those of the published reference chunker (mdkeychunker 0.4.2, `MarkdownChunker`),
 because the study's S chunks were counted with it; they are deliberately not CommonMark:

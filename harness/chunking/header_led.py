@@ -1,4 +1,4 @@
-"""Header-led chunking (DESIGN section 4): the boundaries shared by S, S+T, E, E-K, CR, PF.
+"""Header-led chunking (docs/design.md, Arms): the boundaries shared by S, S+T, E, E-K, CR, PF.
 
 The chunks are those of the published reference (mdkeychunker 0.4.2 `MarkdownChunker`, recorded as
 `chunking.header_led_reference` in the frozen config), byte for byte, so the study's S counts replicate.

@@ -1,4 +1,4 @@
-"""Paragraph chunker P (DESIGN section 4): blank-line separated paragraphs packed to 1,500 chars.
+"""Paragraph chunker P (docs/design.md, Arms): blank-line separated paragraphs packed to 1,500 chars.
 
 A paragraph is a maximal run of lines between blank lines, except that blank lines inside fenced
 or indented code (including fences nested in list items) separate nothing: code is kept whole.

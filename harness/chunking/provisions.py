@@ -1,4 +1,5 @@
-"""Structure-aware chunks: one per provision, with cross-references resolved into the indexed text (issue 16).
+"""Structure-aware chunks: one per provision, with cross-references resolved into the indexed text
+(docs/chunking-lab.md).
 
 A provision starts at a header of level 3 or deeper, or at any header whose title begins with a numbered
 x.y label ("1.3 Red-light zone"), and runs to the next header. Text outside provisions (a title, an

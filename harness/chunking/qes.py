@@ -1,4 +1,5 @@
-"""Supervised QES chunkers (QESChunker, issue 16): exact DP and overlapping greedy, on sentence units.
+"""Supervised QES chunkers (QESChunker, docs/chunking-lab.md): exact DP and overlapping greedy, on sentence
+units.
 
 Both see only training question-evidence pairs: `training` is a sequence of questions, each a tuple of
 evidence character spans. Callers pass `training_spans(...)` of the training split, so no held-out

@@ -1,4 +1,4 @@
-"""Sentence units and the lab's sentence-window chunker (issue 16).
+"""Sentence units and the lab's sentence-window chunker (docs/chunking-lab.md).
 
 A unit is an exact [start, end) character span of the document. Header and code blocks are one unit
 each; every other block is split after ".", "!" or "?" followed by whitespace, so "1.2-metre" and

@@ -1,4 +1,4 @@
-"""Fixed-window chunkers (DESIGN section 4): F512c, F256t and FL.
+"""Fixed-window chunkers (docs/design.md, Arms): F512c, F256t and FL.
 
 Every window is an exact slice doc.text[start:end] with spans ((start, end),). Character windows
 tile the text; token windows are token-index ranges of cl100k_base over the whole document

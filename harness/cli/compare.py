@@ -1,4 +1,4 @@
-"""`harness compare`: one paired contrast A - B, printed as JSON (DESIGN section 10)."""
+"""`harness compare`: one paired contrast A - B, printed as JSON (docs/design.md, Output contracts)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`reader:` and `judge:` the answer-level stage (issue 14): a fixed reader answers each question of the
-configured cells from exactly B tokens of retrieved source text, and a judge scores those answers against
+"""`reader:` and `judge:` the answer-level stage (docs/answers.md): a fixed reader answers each question of
+the configured cells from exactly B tokens of retrieved source text, and a judge scores those answers against
 the question's nuggets (strict recall), behind acceptance controls.
 
     reader:

@@ -1,4 +1,4 @@
-"""The arm kinds (DESIGN section 4): what each kind is, declared once; the one place that names arm kinds.
+"""The arm kinds (docs/design.md, Arms): what each kind is, declared once; the one place that names arm kinds.
 
 A config arm is `{kind: <name here>, ...}`. A kind declares which chunks it starts from, how many LLM calls
 it makes with which prompts, which inputs it needs and which config keys it takes. How a kind is built and
@@ -102,7 +102,8 @@ ARM_KINDS: dict[str, ArmKindSpec] = {k.name: k for k in (
     ArmKindSpec("F256t", "F256t"),
     ArmKindSpec("P", "P"),
     ArmKindSpec("FL", "FL", needs_s_chunks=True),
-    # the chunking lab (issue 16): `L` may be a list (a chunk-size sweep, harness.config.lab.expand_sweeps)
+    # the chunking lab (docs/chunking-lab.md): `L` may be a list (a chunk-size sweep,
+    # harness.config.lab.expand_sweeps)
     _lab("fixed", WindowArm),
     _lab("sentence", WindowArm),
     _lab("provisions", ProvisionsArm),

@@ -1,4 +1,4 @@
-"""`arms:` one entry per arm, its schema chosen by `kind:` (DESIGN section 4).
+"""`arms:` one entry per arm, its schema chosen by `kind:` (docs/design.md, Arms).
 
 Kind names live in one place, the declared arm kinds (harness.config.arm_kinds); this schema asks them which
 kinds exist, whether a kind needs a model, is built from another arm, or is only planned (declared for the
@@ -77,7 +77,7 @@ class LlmArm:
     # a seeded-subset arm may stop short at the spend cap; its contrasts then use the completed clusters
     allow_shortfall: bool = setting(False, Flag())
     contextual_headers: bool | None = contextual_headers_setting()
-    # robustness (issue 15): another frozen template for one of the kind's prompt roles, e.g.
+    # robustness (docs/analyses.md): another frozen template for one of the kind's prompt roles, e.g.
     # `prompts: {enrich: enrich_paraphrase.txt}` (a file under the study's prompts/, hashed by the freeze)
     prompts: dict[str, str] | None = setting(None, Optional(MapOf(Text(non_empty=True), non_empty=True)))
     # robustness: N >= 2 generation runs of the arm (harness.arms.repeats). Repeat 0 is the arm exactly as

@@ -1,4 +1,5 @@
-"""`chunking:` (DESIGN section 4). The chunkers' keyword defaults are these constants, written only here."""
+"""`chunking:` (docs/design.md, Arms). The chunkers' keyword defaults are these constants, written only
+here."""
 
 from __future__ import annotations
 

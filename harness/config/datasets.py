@@ -1,4 +1,4 @@
-"""`datasets:` one entry per dataset, its schema chosen by `adapter:` (DESIGN section 3).
+"""`datasets:` one entry per dataset, its schema chosen by `adapter:` (docs/design.md, Data model).
 
 This is the declared half of the dataset adapters: their names (DATASET_SCHEMAS), the metric sets and the
 retrieval scopes a dataset may name. Each adapter (harness.data.adapters) reads its typed entry, defaults

@@ -1,4 +1,5 @@
-"""The chunking lab's settings (issue 16): arm schemas, the chunk-graph retriever, the assembler options.
+"""The chunking lab's settings (docs/chunking-lab.md): arm schemas, the chunk-graph retriever, the assembler
+options.
 
 Every lab default is written here once; the chunkers (harness.chunking.sentences / provisions / qes), the
 graph scorer (harness.retrieval.graph) and the assembler (harness.metrics.assembly) take them from here.

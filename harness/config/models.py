@@ -1,4 +1,4 @@
-"""`models:` one entry per LLM, its schema chosen by `backend:` (DESIGN section 5).
+"""`models:` one entry per LLM, its schema chosen by `backend:` (docs/design.md, LLM calls).
 
 The backends' option defaults are the dicts below (harness.llm.*_backend import them); only options
 that change an answer are in them, because they key the generation cache.

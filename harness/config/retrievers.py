@@ -17,7 +17,7 @@ from harness.config.fields import (
 )
 from harness.config.models import TIMEOUT_S, Failover, ServerHost, pool_checked
 
-BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25  # rank_bm25's BM25Okapi defaults (DESIGN section 6)
+BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25  # rank_bm25's BM25Okapi defaults (docs/design.md, Retrievers)
 RRF_K = 60  # Cormack et al. 2009
 RERANK_DEPTH = 30  # first-stage results rescored
 BATCH_SIZE = 32

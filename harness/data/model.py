@@ -1,4 +1,4 @@
-"""The one schema every dataset is converted into (DESIGN section 3).
+"""The one schema every dataset is converted into (docs/design.md, Data model).
 
 Rows are small frozen records whose fields are exactly what the output files hold.
 """

@@ -1,4 +1,5 @@
-"""Qasper adapter: paper records -> one Markdown Document per paper plus its Questions (DESIGN section 3).
+"""Qasper adapter: paper records -> one Markdown Document per paper plus its Questions (docs/design.md,
+Data model).
 
 Inputs (dataset options in configs/study.yaml):
 

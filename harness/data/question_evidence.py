@@ -1,4 +1,4 @@
-"""The lab's question-evidence adapter (issue 16): a Markdown text plus a JSON list of
+"""The lab's question-evidence adapter (docs/chunking-lab.md): a Markdown text plus a JSON list of
 {question, evidence: [exact strings], split}.
 
 Each evidence string is located verbatim (its first occurrence) as a character span; a string that is

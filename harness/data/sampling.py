@@ -1,4 +1,4 @@
-"""The seeded draws of `harness select` (DESIGN section 3), shared by the adapters' `select`.
+"""The seeded draws of `harness select` (docs/design.md, Data model), shared by the adapters' `select`.
 
 The draw is random.Random(seed).sample(sorted(eligible - excluded), n), recorded in draw order ("all" records
 the sorted population). Exclusions are an inline list of ids or a file of one id per line (relative to the

@@ -1,4 +1,4 @@
-"""`harness select`: seeded samples written to selection/selection.json (DESIGN section 3).
+"""`harness select`: seeded samples written to selection/selection.json (docs/design.md, Data model).
 
 Per dataset, from its `selection:` config section:
 

@@ -37,7 +37,7 @@ def buildable_arm_kind(study: Study, arm: str) -> ArmKindSpec:
 
 def arm_prompt_files(study: Study, arm: str) -> dict[str, str]:
     """role -> template file under prompts/ for a configured arm: its kind's templates, with the arm's own
-    `prompts:` overrides (a paraphrased prompt, issue 15). A named file that does not exist is an error
+    `prompts:` overrides (a paraphrased prompt). A named file that does not exist is an error
     naming the arm and the key; the freeze hashes every file under prompts/."""
     cfg = study.arms[arm]
     kind = arm_kind(study, arm)

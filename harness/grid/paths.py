@@ -1,4 +1,4 @@
-"""Every path under a study's results/ folder, and nowhere else (DESIGN section 2).
+"""Every path under a study's results/ folder, and nowhere else (docs/design.md, Studies).
 
     results/
       chunks/<dataset>/<arm>.jsonl, <arm>.manifest.json      build-arms

@@ -1,4 +1,5 @@
-"""Per-question results (DESIGN section 10): long format, one row per (dataset, arm, retriever, qid, metric).
+"""Per-question results (docs/design.md, Output contracts): long format, one row per (dataset, arm,
+retriever, qid, metric).
 
 Files: results/per_question/<dataset>.parquet and .csv, rows sorted by (dataset, arm, retriever, qid,
 metric), values in [0, 1], CSV floats written with repr() so they read back bit-identical. The per-cell

@@ -1,4 +1,4 @@
-"""LLM layer (DESIGN section 5): backends behind one interface, a content-addressed generation cache,
+"""LLM layer (docs/design.md, LLM calls): backends behind one interface, a content-addressed generation cache,
 a spend ledger, and the session that routes every call through both."""
 
 from harness.llm.base import (

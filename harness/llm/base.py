@@ -1,4 +1,4 @@
-"""One small interface every LLM backend implements (DESIGN section 5).
+"""One small interface every LLM backend implements (docs/design.md, LLM calls).
 
 A backend knows its identity (backend name, model, digest, output-affecting options) without loading
 anything, so a cache-warm build never touches the model; `complete` does the actual call.

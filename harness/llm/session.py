@@ -1,6 +1,6 @@
 """The one path every LLM call takes: cache lookup, spend check, backend call, cache append, ledger.
 
-`call_json` adds the retry rule of DESIGN section 5: unparseable or mis-shaped output is retried with
+`call_json` adds the retry rule of docs/design.md, LLM calls: unparseable or mis-shaped output is retried with
 the configured seeds (1, 2, 3), then given up on and reported as failed. At temperature 0 a new seed
 changes nothing, so a model config may set `retry_temperature`: attempts after the first then sample at
 that temperature, still seeded and cached, hence reproducible.

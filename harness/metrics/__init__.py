@@ -1,5 +1,5 @@
-"""Token-budgeted evidence metrics on source text (DESIGN section 7): pure functions of chunk and
-evidence text. Orchestration (the grid, scoring, the per-question files) is harness.pipeline."""
+"""Token-budgeted evidence metrics on source text (docs/design.md, Evidence metrics): pure functions of
+chunk and evidence text. Orchestration (the grid, scoring, the per-question files) is harness.pipeline."""
 
 from harness.metrics.budget import TokenCache, Unit, fill_budget
 from harness.metrics.ngrams import GramCache, word_ngrams

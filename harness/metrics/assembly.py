@@ -1,4 +1,4 @@
-"""Assembler options beside budget.py (issue 16): budget unit, overflow rule and a novelty filter.
+"""Assembler options beside budget.py (docs/chunking-lab.md): budget unit, overflow rule and a novelty filter.
 
 Chunks are offered in rank order and measured on their source text (never indexed_text):
 - unit "tokens" counts cl100k tokens (budget.py); "words" counts lowercase [a-z0-9]+ words;

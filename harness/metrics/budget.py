@@ -1,4 +1,4 @@
-"""Token-budget filling on source text (DESIGN section 7).
+"""Token-budget filling on source text (docs/design.md, Cells and budgets).
 
 Chunks are taken in rank order; each chunk's *source* text (chunk.text, never indexed_text) is counted in
 cl100k_base tokens, whole chunks are added while they fit, and the chunk that crosses the budget is cut at

@@ -1,4 +1,4 @@
-"""FreshStack-like metrics (DESIGN section 7): prec@Bt, rec@Bt, hit@k, MRR@10.
+"""FreshStack-like metrics (docs/design.md, Evidence metrics): prec@Bt, rec@Bt, hit@k, MRR@10.
 
 N_G is the union of the 5-gram sets of the gold spans (Question.evidence texts), each span's 5-grams
 taken within that span. N_B is the union of the 5-gram sets of the units selected under budget B.

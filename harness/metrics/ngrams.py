@@ -1,4 +1,4 @@
-"""Word 5-grams of one unit of text (DESIGN section 7): taken within a unit, never across two.
+"""Word 5-grams of one unit of text (docs/design.md, Evidence metrics): taken within a unit, never across two.
 
 A 5-gram is a tuple of five words (harness.tokens.words). Tuples are exact (no hash collisions), their
 sets are built by `zip` at C speed, and set operations never depend on hash order, so results are identical

@@ -1,4 +1,4 @@
-"""Strict nugget recall and the judge's acceptance controls (issue 14, paper section 4.7 and Amendment 1).
+"""Strict nugget recall and the judge's acceptance controls (docs/answers.md; paper section 4.7, Amendment 1).
 
 Model-free arithmetic only; the judge calls live elsewhere. The judge answers each (nugget, answer) pair
 with one JSON object {"verdict": "support" | "partial_support" | "not_support"} (labels of Pradeep et al.,

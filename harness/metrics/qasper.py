@@ -1,10 +1,11 @@
-"""Qasper-like evidence metrics (DESIGN section 7): rec@Bt, complete@Bt, partial@Bt, rec@k, hit@k.
+"""Qasper-like evidence metrics (docs/design.md, Evidence metrics): rec@Bt, complete@Bt, partial@Bt,
+rec@k, hit@k.
 
 Gold: the question's distinct evidence strings (Question.evidence texts; exact duplicates count once).
 Unlocated evidence strings stay in the denominator and are matched by their words like located ones:
 matching never uses the location, and dropping them would make a question look easier the less of its
-gold the adapter could place (the adapter counts and reports them; DESIGN section 9). A string with no
-words at all can never be retrieved and still counts.
+gold the adapter could place (the adapter counts and reports them; docs/design.md, Integrity rules). A
+string with no words at all can never be retrieved and still counts.
 
 Retrieved: a string of >= 5 words when at least half of its distinct 5-grams occur in the union of the
 units' 5-gram sets (each unit's 5-grams taken within the unit); a shorter string when its words occur as

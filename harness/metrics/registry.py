@@ -1,7 +1,7 @@
 """Metric sets by canonical name, and scoring one question's ranking under one of them.
 
 The set a dataset uses is its config's `metric_set`; its token budgets come from the config's `budgets:`
-section (budgets_from_config); the cut-offs k are fixed by the set (DESIGN section 7).
+section (budgets_from_config); the cut-offs k are fixed by the set (docs/design.md, Evidence metrics).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from harness.metrics.ngrams import GramCache
 @dataclass(frozen=True)
 class MetricSet:
     name: str
-    default_budgets: tuple[int, ...]  # the budgets DESIGN names; a study registers its own in `budgets:`
+    # the defaults of docs/design.md, Cells and budgets; a study registers its own in `budgets:`
+    default_budgets: tuple[int, ...]
     ks: tuple[int, ...]
     score: Callable[..., list[tuple[str, float]]]
     budget_metrics: tuple[str, ...]  # name prefixes per budget, e.g. ("rec", "complete", "partial")
@@ -60,8 +61,9 @@ METRIC_SETS: dict[str, MetricSet] = {
 }
 
 
-# answer-level outcomes per metric set (DESIGN section 7), one per token budget (`answer_f1@512t`); they are
-# computed by their own stages (reader, judge), not by score_question, but plans may register tests on them
+# answer-level outcomes per metric set (docs/design.md, Evidence metrics), one per token budget
+# (`answer_f1@512t`); they are computed by their own stages (reader, judge), not by score_question, but plans
+# may register tests on them
 ANSWER_METRICS: dict[str, tuple[str, ...]] = {"qasper": ("answer_f1",), "freshstack": ("nugget_recall",)}
 ANSWER_LEVEL = frozenset(m for names in ANSWER_METRICS.values() for m in names)  # measured by the answer stage
 

@@ -1,4 +1,5 @@
-"""`answer`: the reader and the nugget judge over the configured answer cells (issue 14); runs after score.
+"""`answer`: the reader and the nugget judge over the configured answer cells (docs/answers.md); runs after
+score.
 
 For each `reader.cells` entry (dataset, retriever, arms) whose cells are scored, the reader answers every
 question from exactly B source tokens of the cell's run file (harness.pipeline.reading). Outputs:

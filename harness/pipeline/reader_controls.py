@@ -1,4 +1,5 @@
-"""The reader's acceptance controls (issue 29), run by `answer` on each dataset before any arm is answered.
+"""The reader's acceptance controls (docs/instruments.md), run by `answer` on each dataset before any arm is
+answered.
 
 A reader that cannot answer, or answers the same whatever it reads, makes any two arms look equivalent.
 So, as the judge is checked before nugget recall counts:

@@ -1,4 +1,4 @@
-"""A dataset's per-question table, assembled from the parts its stages own (issue 23).
+"""A dataset's per-question table, assembled from the parts its stages own.
 
 `score` owns results/per_question/<dataset>/<arm>__<retriever>.parquet (retrieval metrics), `answer` owns
 results/answers/<dataset>/<arm>__<retriever>.parquet (answer F1, nugget recall from the judge). Neither

@@ -1,4 +1,4 @@
-"""The registered analysis as data: plan/plan.yaml plus amendments/NNNN-*.yaml (issue 4).
+"""The registered analysis as data: plan/plan.yaml plus amendments/NNNN-*.yaml.
 
 Amendments only add (families, tests, arms, retrievers); a test id, family id, arm or retriever that
 already exists is rejected, and tests may not be added to a family registered in plan.yaml.

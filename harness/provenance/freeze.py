@@ -1,4 +1,5 @@
-"""The frozen configuration (DESIGN section 9): one record of every input that could move a result.
+"""The frozen configuration (docs/design.md, Integrity rules): one record of every input that could move a
+result.
 
 `freeze` writes the record to frozen_config.json (key-sorted, no timestamps of its own); `check_frozen`
 rebuilds it and refuses to run on drift (DriftError, exit 2) with a diff naming each changed key; every

@@ -1,4 +1,5 @@
-"""No interim looks (DESIGN section 9): outcome aggregates stay hidden until every cell is scored.
+"""No interim looks (docs/design.md, Integrity rules): outcome aggregates stay hidden until every cell is
+scored.
 
 Which cells the config names and when one counts as scored under the current freeze is the grid's
 (harness.grid.states). Anything that prints or writes means, differences or verdicts calls

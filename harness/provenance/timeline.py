@@ -1,4 +1,4 @@
-"""Registration timeline of the plan and its amendments (DESIGN section 9).
+"""Registration timeline of the plan and its amendments (docs/design.md, Integrity rules).
 
 A registered file's time is the commit time of its first commit when the study lives in a git repository
 and the file is committed (hard to back-date after the fact), else the time plan/REGISTRATION.json records

@@ -1,5 +1,5 @@
-"""The Instruments section (issue 29), first after Study identity: can the instruments the outcomes rest on
-be trusted? One table, read from what the stages wrote:
+"""The Instruments section (docs/instruments.md), first after Study identity: can the instruments the
+outcomes rest on be trusted? One table, read from what the stages wrote:
 
 - the reader's controls per dataset (results/answers/reader_acceptance.json) against the plan's
   `datasets.<name>.reader_acceptance`;

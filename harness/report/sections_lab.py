@@ -1,4 +1,5 @@
-"""Report section for chunking-lab studies (issue 16): results per split, and the chunk-size sweep.
+"""Report section for chunking-lab studies (docs/chunking-lab.md): results per split, and the chunk-size
+sweep.
 
 Shown for datasets with a train / held-out split (adapter question_evidence): partial and complete recall
 per arm, retriever, budget and split (plain means over questions, descriptive), with the number of the arm's

@@ -1,5 +1,5 @@
-"""Robustness to repeated generations (issue 15): for each registered test on an arm with `repeats`, the
-estimate of every generation run, their SD and range, and the pooled estimate with its CI (the registered
+"""Robustness to repeated generations (docs/analyses.md): for each registered test on an arm with `repeats`,
+the estimate of every generation run, their SD and range, and the pooled estimate with its CI (the registered
 test itself, read from the family's statistics). Also each run's seeds and calls, from the build manifests.
 
 The per-repeat estimates come from harness.stats.spread over the rows score keeps per repeat; the section

@@ -1,4 +1,5 @@
-"""Chunk-graph scoring (SpectRAG-style, issue 16): personalised PageRank over one document's chunks.
+"""Chunk-graph scoring (SpectRAG-style, docs/chunking-lab.md): personalised PageRank over one document's
+chunks.
 
 Edges (undirected, weights added when several types join the same pair): adjacency (consecutive chunk
 positions), same section (equal non-empty section paths), resolved cross-references (given pairs), and

@@ -1,5 +1,5 @@
-"""The chunk-graph retriever (`type: graph`, issue 16): a base retriever's scores re-weighted by personalised
-PageRank over a graph of the scope's chunks (the scoring itself is harness.retrieval.graph).
+"""The chunk-graph retriever (`type: graph`, docs/chunking-lab.md): a base retriever's scores re-weighted by
+personalised PageRank over a graph of the scope's chunks (the scoring itself is harness.retrieval.graph).
 
 The graph is built from the chunks alone, so it works for every arm and dataset:
 - adjacency: consecutive chunks of the same document;

@@ -1,4 +1,4 @@
-"""The lab's BM25 tokeniser option (issue 16): stop-word removal and a light suffix stemmer.
+"""The lab's BM25 tokeniser option (docs/chunking-lab.md): stop-word removal and a light suffix stemmer.
 
 Words are the harness's lowercase [a-z0-9]+ words; stop words are dropped; a word longer than four
 characters loses the first of -ing, -es, -ed, -s it ends with ("applies" -> "appli", "coming" -> "com").

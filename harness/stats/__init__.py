@@ -1,4 +1,5 @@
-"""Statistics of DESIGN section 8: BCa cluster bootstrap, TOST, cluster sign-flip, Holm, verdicts.
+"""Statistics: BCa cluster bootstrap, TOST, cluster sign-flip, Holm, verdicts (docs/design.md, Paired
+differences, and the sections after it).
 
 Statistical functions return results only; Holm and verdicts are applied later, by `families`, from the
 plan (`plan.yaml` plus amendments).

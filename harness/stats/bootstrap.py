@@ -1,4 +1,4 @@
-"""BCa cluster bootstrap of a question-weighted mean (DESIGN section 8).
+"""BCa cluster bootstrap of a question-weighted mean (docs/design.md, BCa cluster bootstrap).
 
 The estimate is sum(cluster sums) / number of questions. A replicate resamples clusters with replacement,
 each stratum separately at its own size, and takes the same ratio over the resampled clusters.

@@ -43,7 +43,7 @@ class PairedDifferences:
 
 @dataclass(frozen=True)
 class ContrastResult:
-    """The `harness compare` record (DESIGN section 10); intervals and estimate in points."""
+    """The `harness compare` record (docs/design.md, Output contracts); intervals and estimate in points."""
 
     dataset: str
     a: str

@@ -1,4 +1,4 @@
-"""Holm step-down adjustment within one family (DESIGN section 8)."""
+"""Holm step-down adjustment within one family (docs/design.md, Families and Holm)."""
 
 from __future__ import annotations
 

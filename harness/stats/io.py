@@ -1,4 +1,4 @@
-"""Per-question results in long format (DESIGN section 10) as one pandas DataFrame."""
+"""Per-question results in long format (docs/design.md, Output contracts) as one pandas DataFrame."""
 
 from __future__ import annotations
 

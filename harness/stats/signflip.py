@@ -1,4 +1,4 @@
-"""Cluster sign-flip permutation test of a zero mean difference (DESIGN section 8).
+"""Cluster sign-flip permutation test of a zero mean difference (docs/design.md, Cluster sign-flip test).
 
 Statistic |sum of cluster sums| / N. Exact enumeration of all 2^C sign vectors when that is at most
 `max_flips` (p = share of vectors at least as extreme, the observed one included), else `max_flips`

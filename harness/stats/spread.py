@@ -1,4 +1,4 @@
-"""Between-run spread of a registered contrast whose arm was generated several times (`repeats`, issue 15).
+"""Between-run spread of a registered contrast whose arm was generated several times (`repeats`).
 
 The registered test reads the arm's per-question values averaged over its repeats (the pooled contrast,
 with its CI from the family's statistics). Here the same contrast is taken once per repeat, on the rows

@@ -1,4 +1,4 @@
-"""TOST by inverting the BCa interval at -margin and +margin (DESIGN section 8).
+"""TOST by inverting the BCa interval at -margin and +margin (docs/design.md, TOST).
 
 p_lower is the smallest alpha at which the BCa lower bound exceeds -margin, p_upper the smallest alpha at
 which the upper bound falls below +margin. The inversion uses the same linear-interpolated replicate

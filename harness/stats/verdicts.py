@@ -1,4 +1,4 @@
-"""Verdict rules of DESIGN section 8, applied after the statistics (alpha comes from the plan)."""
+"""Verdict rules (docs/design.md, Verdicts), applied after the statistics (alpha comes from the plan)."""
 
 from __future__ import annotations
 
