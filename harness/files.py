@@ -64,6 +64,27 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     atomic_write_blocks(path, (data,))
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (changing it, even for an instant,
+    would race with other threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def created_file_mode() -> int:
+    """The mode open() gives a new file: 0666 less the umask (0644 under the usual 022), so colleagues and
+    web servers can read a report the umask lets them read."""
+    return 0o666 & ~_umask()
+
+
 def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> None:
     """Write the concatenated blocks to path atomically, never holding more than one block in memory. A file
     that already holds exactly these bytes is left as it is (same inode, same modification time), so a rerun
@@ -77,6 +98,7 @@ def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> Non
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}-", suffix=".tmp",
                                dir=path.parent)
     try:
+        os.fchmod(fd, created_file_mode())  # mkstemp makes 0600; a written file gets what open() would give
         with os.fdopen(fd, "wb") as f:
             for block in blocks:
                 f.write(block)
