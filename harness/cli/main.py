@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
 import os
 import sys
@@ -48,6 +49,15 @@ WRITING = ("fetch", "select", "freeze", "estimate", "build-arms", "score", "answ
 RECORDING = ("build-arms", "score", "answer", "judge-sample", "judge-agreement", "stats")
 
 
+EXIT_CODES = """exit codes (every command):
+  0    done; for audit, every check passed
+  1    an error (the message names the file, key or line), or an audit FAIL
+  2    the inputs drifted from frozen_config.json (the diff is printed), or the command line is wrong
+  3    audit only: nothing failed, but the registration is NOT VERIFIABLE (no git history and no
+       --registered-hash): not a pass
+  130  interrupted; completed work is kept, rerun to resume"""
+
+
 def _load(module: str):
     return importlib.import_module(f"harness.cli.{module}")
 
@@ -59,6 +69,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="harness",
         description="Pre-registered experiment harness for RAG indexing studies. "
         "A study is a directory (plan/, amendments/, configs/, prompts/, selection/, results/).",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -102,6 +113,11 @@ def add_study_argument(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     named = next((a for a in argv if not a.startswith("-")), None)
+    if named is not None and named not in COMMANDS:
+        close = difflib.get_close_matches(named, list(COMMANDS), n=1, cutoff=0.5)
+        hint = f"; did you mean `harness {close[0]}`?" if close else ""
+        print(f"harness: {named!r} is not a command{hint} (`harness --help` lists them)", file=sys.stderr)
+        return 2
     parser = build_parser(named if named in COMMANDS else None)
     args = parser.parse_args(argv)
     if args.command is None:
