@@ -77,3 +77,29 @@ def _keep_llm_free_tests(root: Path, retrievers: tuple[str, ...], arms) -> None:
     plan["retrievers"] = list(retrievers)
     plan_path.write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
     shutil.rmtree(root / "amendments")  # the demo's only amendment tests E against E-K
+
+
+def copy_study(source: Path, tmp_path: Path) -> Study:
+    """A writable copy of a built study (`tmp_path`/s) for a test that edits it."""
+    shutil.copytree(source, tmp_path / "s")
+    return Study.at(tmp_path / "s")
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """`harness ARGV` in-process: its exit code and what it printed to stdout and stderr."""
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def with_fake_reader_and_judge(root: Path) -> None:
+    """The study's config given one fake model (`fake-model`, install its digest) as reader and judge of three
+    answer cells: papers S and S+T, docs S, all under BM25."""
+    edit_config(root, lambda cfg: cfg.update({
+        "models": {"fake": {"backend": "ollama", "name": "fake-model"}},
+        "reader": {"model": "fake", "questions": 3, "seed": 1,
+                   "cells": [{"dataset": "papers", "retriever": "bm25", "arms": ["S", "S+T"]},
+                             {"dataset": "docs", "retriever": "bm25", "arms": ["S"]}]},
+        "judge": {"model": "fake"},
+    }))

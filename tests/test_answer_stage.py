@@ -398,19 +398,13 @@ def _scored_study_with_answer_cells(tmp_path, monkeypatch):
     """An LLM-free study with a fake model as reader and judge on three answer cells, selected, frozen, built
     and scored; returns its root."""
     from harness.cli.main import main
-    from pipeline_support import edit_config, make_llm_free_study
+    from pipeline_support import make_llm_free_study, with_fake_reader_and_judge
     from provenance_support import FakeDigests, install_fake_digests
 
     install_fake_digests(monkeypatch, FakeDigests({"fake-model": "sha256:fake"}))
     root = tmp_path / "s"
     make_llm_free_study(root, freeze=False)
-    edit_config(root, lambda cfg: cfg.update({
-        "models": {"fake": {"backend": "ollama", "name": "fake-model"}},
-        "reader": {"model": "fake", "questions": 3, "seed": 1,
-                   "cells": [{"dataset": "papers", "retriever": "bm25", "arms": ["S", "S+T"]},
-                             {"dataset": "docs", "retriever": "bm25", "arms": ["S"]}]},
-        "judge": {"model": "fake"},
-    }))
+    with_fake_reader_and_judge(root)
     for command in ("select", "freeze", "build-arms", "score"):
         assert main([command, "--study", str(root), *(["--no-progress"] if command in ("build-arms", "score") else [])]) == 0
     return root

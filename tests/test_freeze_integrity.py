@@ -20,7 +20,7 @@ from harness.grid.states import SCORED
 from harness.pipeline.status import grid_status
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
-from pipeline_support import edit_config, make_llm_free_study
+from pipeline_support import copy_study, edit_config, make_llm_free_study, run_cli
 from harness.grid.paths import results_dir, stats_dir
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -35,16 +35,8 @@ def released(tmp_path_factory) -> Path:
     return study.root
 
 
-def copy_of(released: Path, tmp_path: Path) -> Study:
-    shutil.copytree(released, tmp_path / "s")
-    return Study.at(tmp_path / "s")
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
+copy_of = copy_study
+run = run_cli
 
 
 def edit_margin(study: Study) -> None:

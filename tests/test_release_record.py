@@ -27,7 +27,7 @@ from harness.provenance.interim import record_deviation
 from harness.provenance.release import release_hash
 from harness.provenance.timeline import timeline
 from harness.study import Study
-from pipeline_support import edit_config, make_llm_free_study
+from pipeline_support import copy_study, make_llm_free_study, run_cli, with_fake_reader_and_judge
 from provenance_support import FakeDigests, forge_journal, install_fake_digests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,13 +55,7 @@ def released(tmp_path_factory) -> tuple[Path, str]:
         install_fake_digests(mp, DIGESTS)
         mp.setattr(stage, "make_backend", lambda cfg, replay_from=None: ScriptedJudge(_reply))
         make_llm_free_study(root, freeze=False)
-        edit_config(root, lambda cfg: cfg.update({
-            "models": {"fake": {"backend": "ollama", "name": "fake-model"}},
-            "reader": {"model": "fake", "questions": 3, "seed": 1,
-                       "cells": [{"dataset": "papers", "retriever": "bm25", "arms": ["S", "S+T"]},
-                                 {"dataset": "docs", "retriever": "bm25", "arms": ["S"]}]},
-            "judge": {"model": "fake"},
-        }))
+        with_fake_reader_and_judge(root)
         for command in ("select", "freeze", "build-arms", "score", "answer", "stats"):
             assert main([command, "--study", str(root), *(GRID if command in ("build-arms", "score", "answer")
                                                           else [])]) == 0, command
@@ -78,15 +72,10 @@ def fake_models(monkeypatch):
 
 
 def copy_of(released, tmp_path: Path) -> Study:
-    shutil.copytree(released[0], tmp_path / "s")
-    return Study.at(tmp_path / "s")
+    return copy_study(released[0], tmp_path)
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
+run = run_cli
 
 
 def audit(capsys, study: Study, *extra: str) -> tuple[int, str]:
