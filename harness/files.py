@@ -170,7 +170,7 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
 # --- the write journal ---
 # Every atomic write under a journaled folder (a study's results/: harness.grid.paths registers it) is noted,
 # path and SHA-256, in <folder>/.journal/ before the file takes its name. A stage thereby tells what the harness
-# wrote, a killed run's output included, from a file edited or added by hand (harness.provenance.release,
+# wrote, a killed run's output included, from a file edited or added by hand (harness.provenance.recorded,
 # require_recorded; docs/integrity.md, "Resuming and the write journal"). Each process appends to its own file.
 
 JOURNAL_FOLDER = ".journal"

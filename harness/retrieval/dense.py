@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import contextlib
 import math
+import sys
 from abc import ABC, abstractmethod
 from functools import lru_cache
 from pathlib import Path
@@ -279,6 +280,10 @@ class SentenceTransformerEmbedder(Embedder):
         with one_torch_thread():
             if self._shared_passes is None:
                 self._shared_passes = rows_independent_of_pass_size(model)
+                if not self._shared_passes:  # a fallback is said, not silent: same vectors, slower
+                    print(f"dense: {self.model}: on this machine a linear layer's rows change bits with the pass "
+                          "size, so every text is encoded in a pass of its own (the same vectors, more slowly)",
+                          file=sys.stderr)
             window = model.max_seq_length
             for positions in equal_length_passes([min(n, window) for n in lengths], shared=self._shared_passes):
                 # texts of one length: encode() pads nothing, so each row is that text's own forward pass
