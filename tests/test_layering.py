@@ -20,7 +20,7 @@ PACKAGE = ROOT / "harness"
 
 # lowest first; a layer may import its own modules and those of the layers before it
 LAYERS = (
-    ("harness", "errors", "files", "memory", "study_lock", "timing", "tokens"),
+    ("harness", "errors", "files", "memory", "seeded_draw", "study_lock", "timing", "tokens"),
     ("config",),
     ("plan",),
     ("study",),

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import re
 from collections import Counter
 from contextlib import ExitStack
@@ -60,6 +59,7 @@ from harness.grid.results import ResultRow
 from harness.pipeline.table import assemble_per_question
 from harness.provenance.plan_check import answer_test_gaps
 from harness.retrieval.runfile import read_run
+from harness.seeded_draw import seeded_sample
 from harness.study import Study
 
 SPOT_CHECK_FILE = "spot_check.json"  # written by `harness judge-agreement --study`
@@ -108,7 +108,7 @@ def sample_questions(dataset: LoadedDataset, n: int | str, seed: int) -> LoadedD
     or covers them); the stats pair arms on the answered qids."""
     if n == "all" or n >= len(dataset.questions):
         return dataset
-    keep = set(random.Random(seed).sample(sorted(q.qid for q in dataset.questions), n))
+    keep = set(seeded_sample((q.qid for q in dataset.questions), n, seed))
     return dataclasses.replace(dataset, questions=tuple(q for q in dataset.questions if q.qid in keep))
 
 

@@ -31,7 +31,6 @@ a miss would call the model; they are counted in the output.
 from __future__ import annotations
 
 import os
-import random
 import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from harness.pipeline.rederive import blocks_lines, build_in_scratch, first_diff
 from harness.pipeline.score import _by_arm, scopes, score_cells, write_cell_parts
 from harness.retrieval.dense import DenseRetriever
 from harness.retrieval.registry import RetrieverContext, embedding_retrievers
+from harness.seeded_draw import seeded_sample, seeded_samples
 from harness.study import Study
 
 DEFAULT_SEED = 2024
@@ -83,7 +83,7 @@ def draw_cells(study: Study, k: int | str, seed: int) -> tuple[list[Cell], int]:
         return eligible, len(cells) - len(eligible)
     if k < 1:
         raise HarnessError(f"--rescore {k}: give the number of cells to re-run (at least 1)")
-    return random.Random(seed).sample(eligible, min(k, len(eligible))), len(cells) - len(eligible)
+    return seeded_sample(eligible, min(k, len(eligible)), seed, presorted=True), len(cells) - len(eligible)
 
 
 def _link_released_vectors(study: Study, scratch: Study) -> None:
@@ -233,8 +233,7 @@ class _Rescoring:
             retriever = self.context.get(name)
             if not isinstance(retriever, DenseRetriever):
                 continue  # late chunking's vectors come from whole documents: not sampled here
-            rng = random.Random(seed)
-            sample = [rng.sample(sorted(pool), min(VECTOR_SAMPLE, len(pool))) for pool in (texts, queries)]
+            sample = seeded_samples([(pool, min(VECTOR_SAMPLE, len(pool))) for pool in (texts, queries)], seed)
             where = ", ".join(self._label(embeddings_dir(self.study) / d.name) for d in retriever.cache_directories())
             label = f"(vectors {name})"
             try:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import random
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.seeded_draw import seeded_sample
 from harness.stats.bootstrap import cluster_bootstrap
 from harness.stats.power import cluster_standard_error
 from harness.stats.signflip import cluster_sign_flip
@@ -219,7 +219,7 @@ def sample_clusters(table, *, dataset: str, n_clusters: int, seed: int, strata: 
     if n_clusters > len(clusters):
         raise HarnessError(f"dataset {dataset}: subset asks for {n_clusters} clusters but only "
                            f"{len(clusters)} exist")
-    return set(random.Random(seed).sample(clusters, n_clusters))
+    return set(seeded_sample(clusters, n_clusters, seed))
 
 
 def compare(
