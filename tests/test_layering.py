@@ -22,6 +22,7 @@ PACKAGE = ROOT / "harness"
 LAYERS = (
     ("harness", "errors", "files", "memory", "seeded_draw", "study_lock", "timing", "tokens"),
     ("config",),
+    ("task_runners",),
     ("plan",),
     ("study",),
     ("data",),
@@ -42,6 +43,14 @@ LAYERS = (
     ("cli", "__main__"),
 )
 LAZY_ALLOWED = ("cli", "__main__")
+
+# imports the layer order allows but the design does not: (importer, imported, why), each a module or package
+KEPT_APART = (
+    ("harness.arms", "harness.retrieval",
+     "arm builders do not rank: what an arm needs from ranking is handed in (BuildInputs.embed_chunks)"),
+    ("harness.stats.on_ray", "harness.pipeline",
+     "the statistics run their tasks on harness.task_runners, below every stage"),
+)
 
 
 def layer_of(module: str) -> int:
@@ -97,6 +106,22 @@ def test_every_import_points_down_or_sideways():
     assert not upward, "imports against the layer order:\n" + "\n".join(upward)
 
 
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def kept_apart_violations(path: Path, root: Path = ROOT) -> list[str]:
+    here = module_name(path, root)
+    return [f"{path.relative_to(root)}:{line}: {here} imports {target} ({why})"
+            for importer, imported, why in KEPT_APART if _within(here, importer)
+            for target, line, _ in harness_imports(path, root) if _within(target, imported)]
+
+
+def test_modules_kept_apart_do_not_import_each_other():
+    found = [v for path in package_files() for v in kept_apart_violations(path)]
+    assert not found, "imports the design keeps apart:\n" + "\n".join(found)
+
+
 def test_no_function_level_harness_import_outside_the_cli():
     lazy = []
     for path in package_files():
@@ -144,3 +169,17 @@ def test_the_check_sees_an_upward_import(tmp_path, source, upward):
     probe.write_text(source, encoding="utf-8")
     found = [t for t, _, _ in harness_imports(probe, tmp_path) if layer_of(t) > layer_of("harness.config")]
     assert bool(found) is upward
+
+
+@pytest.mark.parametrize("where, source, found", [
+    ("arms/addon_arms.py", "from harness.retrieval.registry import RetrieverContext\n", True),
+    ("arms/build.py", "def f():\n    import harness.retrieval.dense\n", True),
+    ("arms/build.py", "from harness.grid.paths import chunks_path\n", False),
+    ("stats/on_ray.py", "from harness.pipeline.executors import choose_executor\n", True),
+    ("stats/on_ray.py", "from harness.task_runners import ray_session, run_on_ray\n", False),
+])
+def test_the_check_sees_an_import_of_modules_kept_apart(tmp_path, where, source, found):
+    probe = tmp_path / "harness" / where
+    probe.parent.mkdir(parents=True)
+    probe.write_text(source, encoding="utf-8")
+    assert bool(kept_apart_violations(probe, tmp_path)) is found

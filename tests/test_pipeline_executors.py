@@ -1,4 +1,4 @@
-"""The local and Ray executors (harness.pipeline.executors) give byte-identical results and statistics."""
+"""The local and Ray executors (harness.task_runners) give byte-identical results and statistics."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def _square_unless_three(x: int) -> int:
 
 
 def test_worker_processes_return_each_result_under_its_key_and_raise_a_tasks_error():
-    from harness.pipeline.executors import run_in_processes
+    from harness.task_runners import run_in_processes
 
     seen = []
     out = run_in_processes(_square_unless_three, {"a": (1,), "b": (2,), "c": (4,)},

@@ -127,9 +127,10 @@ def build_dataset_arms(
     study: Study, dataset: LoadedDataset, arms: Sequence[str], *, frozen_hash: str | None, progress: bool = True,
     log: Callable[[str], None] = print, fresh: bool = False, replay: bool = False,
     warn: Callable[[str], None] | None = None,
+    embed_chunks: Callable[[str, Sequence[Chunk]], Any] | None = None,
 ) -> list[ArmBuild]:
     """`fresh` / `replay`: the LLM arms' cache mode (see harness.arms.llm_arms.build_llm_arm); `warn` (default:
-    `log`) gets a line for each LLM arm whose calls failed."""
+    `log`) gets a line for each LLM arm whose calls failed; `embed_chunks`: BuildInputs.embed_chunks."""
     cache: dict[str, dict[str, list[Chunk]]] = {}
 
     def header() -> dict[str, list[Chunk]]:
@@ -159,7 +160,7 @@ def build_dataset_arms(
             dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=study.arms[arm],
             progress=progress, dataset=dataset.name, fresh=fresh, replay=replay, questions=dataset.questions,
             source=source_arm(study, arm, dataset.name) if kind.derived else None, read_arm=read_arm,
-            arm_inputs_hash=arm_inputs_hash,
+            arm_inputs_hash=arm_inputs_hash, embed_chunks=embed_chunks,
         ))
         chunks, extra = built_set.chunks, built_set.manifest
         ids = [c.chunk_id for c in chunks]
@@ -231,8 +232,10 @@ def build_arms(
     study: Study, *, datasets: Sequence[str] | None = None, arms: Sequence[str] | None = None,
     frozen_hash: str | None, progress: bool = True, log: Callable[[str], None] = print,
     fresh: bool = False, replay: bool = False, warn: Callable[[str], None] | None = None,
+    embed_chunks: Callable[[str, Sequence[Chunk]], Any] | None = None,
 ) -> list[ArmBuild]:
-    """`warn` (default: `log`) gets the lines naming data lost on loading and LLM calls that failed."""
+    """`warn` (default: `log`) gets the lines naming data lost on loading and LLM calls that failed;
+    `embed_chunks`: what an SM arm needs from ranking (BuildInputs.embed_chunks)."""
     names = list(datasets or study.config.datasets)
     if arms:
         arm_names = list(arms)
@@ -252,7 +255,7 @@ def build_arms(
         applicable = [cs.arm.name for cs in todo if cs.dataset.name == name]
         out += build_dataset_arms(
             study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log, fresh=fresh,
-            replay=replay, warn=warn,
+            replay=replay, warn=warn, embed_chunks=embed_chunks,
         )
     for line, lost in losses:
         ((warn or log) if lost else log)(line)

@@ -47,6 +47,7 @@ from harness.pipeline.answer import (
 from harness.pipeline.reader_controls import READER_ACCEPTANCE_FILE, reader_acceptance_record
 from harness.pipeline.table import assembled_frame
 from harness.provenance.checks import FAIL, PASS, Check
+from harness.retrieval.chunk_vectors import chunk_embedder
 from harness.study import Study
 
 SUBJECT = "(re-derived)"
@@ -326,7 +327,7 @@ def build_in_scratch(scratch: Study, dataset: LoadedDataset, arms: Sequence[str]
             return failed
         try:
             build_dataset_arms(scratch, dataset, todo, frozen_hash=frozen, progress=False, replay=True,
-                               log=lambda _: None)
+                               log=lambda _: None, embed_chunks=chunk_embedder(scratch))
         except ReplayMiss as e:
             # build_dataset_arms goes in sources_first order: the first arm not written is the one that missed
             missed = next(a for a in todo if not chunks_path(scratch, dataset.name, a).is_file())

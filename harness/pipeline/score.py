@@ -25,7 +25,7 @@ from harness.metrics.registry import ScoringCache, budgets_from_config, score_qu
 from harness.grid.cells import Cell, cell_of, configured_cells
 from harness.grid.paths import chunk_manifest_path, per_question_dir, results_dir, run_path, runs_dir
 from harness.grid.states import SCORED, cell_counts, cell_state, mark_cell_done
-from harness.pipeline.executors import is_local, local_workers, ray_session, run_in_processes, run_on_ray
+from harness.pipeline.executors import is_local, local_workers
 from harness.pipeline.addon_cells import (
     ExpandedRanking, chunk_variants, expanded_run_block, inserted_in_head, mean_over_variants,
 )
@@ -39,6 +39,7 @@ from harness.retrieval.expansion import ChunkSet as ExpansionChunkSet
 from harness.retrieval.registry import RetrieverContext, embedding_retrievers
 from harness.retrieval.runfile import ranking_block, write_run_blocks
 from harness.study import Study
+from harness.task_runners import ray_session, run_in_processes, run_on_ray
 
 
 # Questions of a scope ranked together: a scope of many questions (a pooled corpus) would otherwise hold every
