@@ -36,6 +36,7 @@ LAYERS = (
     ("arms",),
     ("pipeline",),
     ("stats",),
+    ("audit",),
     ("analyses",),
     ("lab",),
     ("rehearsal",),
