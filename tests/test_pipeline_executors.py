@@ -131,6 +131,40 @@ def test_arm_tasks_start_heaviest_first_and_counts_come_back_in_grid_order(tmp_p
     assert list(_in_grid_order(cells, by_arm)) == [str(c) for c in cells]
 
 
+def test_score_chooses_one_strategy_from_the_executor():
+    from harness.pipeline.score import ScoreHere, ScoreInProcesses, ScoreOnRay, score_executor
+
+    assert score_executor(None) == ScoreHere() == score_executor(Executor("local", workers=1))
+    assert score_executor(Executor("local", workers=3)) == ScoreInProcesses(3)
+    assert score_executor(Executor("ray", workers=3)) == ScoreOnRay(Executor("ray", workers=3))
+    assert [s.in_this_process for s in (ScoreHere, ScoreInProcesses, ScoreOnRay)] == [True, False, False]
+
+
+def test_score_study_leaves_each_dataset_s_unscored_cells_to_the_chosen_strategy(tmp_path, monkeypatch):
+    """score_study picks the strategy once and hands it every dataset's unscored cells, arm-major; whatever
+    the strategy, it then assembles the tables from the parts written."""
+    from harness.grid.cells import configured_cells
+    from harness.pipeline import score
+    from harness.pipeline.score import ScoreHere, score_study
+
+    study = make_llm_free_study(tmp_path, ("bm25",), arms=("S", "P"))
+    assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
+    chosen, handed = [], []
+
+    class Recorded(ScoreHere):
+        def score(self, study, dataset, cells, **kw):
+            handed.append((dataset.name, [str(c) for c in cells]))
+            super().score(study, dataset, cells, **kw)
+
+    monkeypatch.setattr(score, "score_executor", lambda executor: chosen.append(executor) or Recorded())
+    rows = score_study(study, frozen_hash=frozen_hash(study), progress=False, log=lambda _: None,
+                       executor=Executor("local"))
+    assert chosen == [Executor("local")]
+    cells = configured_cells(study)
+    assert handed == [(d, [str(c) for c in cells if c.dataset.name == d]) for d in study.config.datasets]
+    assert set(rows) == set(study.config.datasets) and all(n > 0 for n in rows.values())
+
+
 def test_the_config_sets_the_executor_and_the_command_line_wins(tmp_path):
     study = make_llm_free_study(tmp_path, freeze=False)
     assert choose_executor(study, None, None) == Executor("local")

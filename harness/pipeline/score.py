@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from itertools import groupby
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Protocol, Sequence
 
 from harness.arms.addon_descriptives import summarise_counts
 from harness.arms.build import read_chunk_set
@@ -212,17 +212,14 @@ def score_study(
     log: Callable[[str], None] = print, executor: "Executor | None" = None,
 ) -> dict[str, int]:
     """Score every configured cell not yet complete; returns {dataset: rows in its combined table}.
-    `executor` (harness.pipeline.executors): None or local scores here, arm by arm, or in `workers` processes
-    an arm each (score_arms_in_processes); ray makes each arm a task (score_cells_on_ray)."""
-    from tqdm import tqdm
-
+    `executor` (harness.pipeline.executors) chooses, once, where the cells are scored (score_executor)."""
+    scorer = score_executor(executor)
     selection = read_selection(study)
     context = RetrieverContext.for_study(study, progress=progress, share_indexes=True)
     leftovers = [p for folder in (per_question_dir(study), runs_dir(study)) for p in remove_stale_temporaries(folder)]
     if leftovers:
         log(f"removed {len(leftovers)} temporary file(s) a killed run left: "
             + ", ".join(str(p.relative_to(results_dir(study))) for p in leftovers))
-    workers = local_workers(executor)
     combined = {}
     for name in datasets or list(study.config.datasets):
         dataset = load_dataset(study, name, selection=selection)
@@ -233,23 +230,11 @@ def score_study(
         retrievers = list(dict.fromkeys(r for r in study.retrievers if any(c.retriever.name == r for c in cells)))
         todo = [c for c in cells if cell_state(study, c, frozen_hash) != SCORED]
         log(f"{name}: {len(cells)} cells, {len(cells) - len(todo)} already scored, {len(todo)} to score")
-        here = workers == 1 and (executor is None or is_local(executor))  # else other processes score
         # retrievers are shared across datasets; built here only when they rank here (a model is loaded once)
-        counters_before = {r: context.get(r).stats() for r in retrievers} if here else {}
-        cache = ScoringCache()
-        if executor is not None and not is_local(executor):
-            score_cells_on_ray(study, executor, name, todo, frozen_hash=frozen_hash, log=log)
-            todo = []  # scored by the tasks; combined below exactly as after the local loop
-        bar = tqdm(total=len(todo), desc=f"score {name}", unit="cell", disable=not progress)
-        if workers > 1:
-            score_arms_in_processes(study, name, todo, workers=workers, frozen_hash=frozen_hash, bar=bar, log=log)
-            todo = []  # scored by the workers; combined below exactly as after the loop here
-        for arm_cells in _by_arm(todo):  # todo is arm-major
-            bar.set_postfix_str(f"{arm_cells[0].arm} / {len(arm_cells)} retrievers")
-            score_arm(study, dataset, arm_cells, context, cache, budgets, frozen_hash=frozen_hash)
-            bar.update(len(arm_cells))
-        bar.close()
-        del cache  # the dataset's text analyses are not needed to assemble its table
+        counters_before = {r: context.get(r).stats() for r in retrievers} if scorer.in_this_process else {}
+        # every strategy writes the same parts and markers, so the table is assembled alike after any of them
+        scorer.score(study, dataset, todo, context=context, budgets=budgets, frozen_hash=frozen_hash,
+                     progress=progress, log=log)
         n = assemble_per_question(study, name, frozen_hash, log=log)
         release_freed_memory()  # the assembled table's: the next dataset's workers start beside this process
         update_manifest(study, name, {
@@ -272,6 +257,78 @@ def score_study(
         if stats:
             log(f"{name}: retriever counters {stats}")
     return combined
+
+
+# --- where the cells are scored: one strategy per executor, chosen once by score_executor ---
+
+
+class ScoreExecutor(Protocol):
+    """Scores a dataset's unscored cells (arm-major) and writes each one's run file, part and done marker."""
+
+    in_this_process: bool  # ranks with score_study's retrievers (their counters are this process's)
+
+    def score(self, study: Study, dataset: LoadedDataset, cells: Sequence[Cell], *, context: RetrieverContext,
+              budgets: tuple[int, ...], frozen_hash: str | None, progress: bool,
+              log: Callable[[str], None]) -> None: ...
+
+
+@dataclass(frozen=True)
+class ScoreHere:
+    """`local` without workers: arm by arm in this process, with one set of retrievers for every dataset."""
+
+    in_this_process: ClassVar[bool] = True
+
+    def score(self, study: Study, dataset: LoadedDataset, cells: Sequence[Cell], *, context: RetrieverContext,
+              budgets: tuple[int, ...], frozen_hash: str | None, progress: bool,
+              log: Callable[[str], None]) -> None:
+        from tqdm import tqdm
+
+        cache = ScoringCache()  # the dataset's text analyses, dropped on return before its table is built
+        bar = tqdm(total=len(cells), desc=f"score {dataset.name}", unit="cell", disable=not progress)
+        for arm_cells in _by_arm(cells):
+            bar.set_postfix_str(f"{arm_cells[0].arm} / {len(arm_cells)} retrievers")
+            score_arm(study, dataset, arm_cells, context, cache, budgets, frozen_hash=frozen_hash)
+            bar.update(len(arm_cells))
+        bar.close()
+
+
+@dataclass(frozen=True)
+class ScoreInProcesses:
+    """`local` with `workers` > 1: every arm a task in a pool of processes of this machine."""
+
+    workers: int
+    in_this_process: ClassVar[bool] = False
+
+    def score(self, study: Study, dataset: LoadedDataset, cells: Sequence[Cell], *, context: RetrieverContext,
+              budgets: tuple[int, ...], frozen_hash: str | None, progress: bool,
+              log: Callable[[str], None]) -> None:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(cells), desc=f"score {dataset.name}", unit="cell", disable=not progress)
+        score_arms_in_processes(study, dataset.name, cells, workers=self.workers, frozen_hash=frozen_hash,
+                                bar=bar, log=log)
+        bar.close()
+
+
+@dataclass(frozen=True)
+class ScoreOnRay:
+    """`ray`: dense encoding tasks first, then every arm a Ray task (score_cells_on_ray)."""
+
+    executor: Executor
+    in_this_process: ClassVar[bool] = False
+
+    def score(self, study: Study, dataset: LoadedDataset, cells: Sequence[Cell], *, context: RetrieverContext,
+              budgets: tuple[int, ...], frozen_hash: str | None, progress: bool,
+              log: Callable[[str], None]) -> None:
+        score_cells_on_ray(study, self.executor, dataset.name, cells, frozen_hash=frozen_hash, log=log)
+
+
+def score_executor(executor: Executor | None) -> ScoreExecutor:
+    """Where score runs its cells: None or `local` here (or in `workers` processes), `ray` as Ray tasks."""
+    if executor is not None and not is_local(executor):
+        return ScoreOnRay(executor)
+    workers = local_workers(executor)
+    return ScoreInProcesses(workers) if workers > 1 else ScoreHere()
 
 
 def score_arm(
