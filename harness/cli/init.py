@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.cli.output import add_output_arguments
 from harness.errors import HarnessError
 
 HELP = "write a new study around your data: config, registered plan, README (then `make all STUDY=DIR`)"
@@ -40,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "(e.g. qwen2.5:7b), or with --llm-base-url an OpenAI-compatible model id")
     paid.add_argument("--llm-base-url", metavar="URL", help="an OpenAI-compatible server (e.g. http://host:8000/v1); "
                       "without it --llm names an Ollama model")
+    add_output_arguments(parser)
 
 
 def _inputs(args):
