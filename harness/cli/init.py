@@ -65,6 +65,7 @@ def _inputs(args):
 
 def run(args) -> int:
     from harness.data.load import loss_summary
+    from harness.metrics.evidence_quality import evidence_quality
     from harness.pipeline.new_study import create_study
     from harness.pipeline.new_study_files import Paid
 
@@ -85,6 +86,8 @@ def run(args) -> int:
     print(f"wrote {made.root}: dataset `{data.name}` ({data.metric_set} metrics) with {len(data.documents)} documents, "
           f"{len(data.questions)} questions in {made.clusters} clusters")
     print(loss_summary(data.name, data.counts))
+    for line in evidence_quality(data).lines():  # scorable, but unable to tell arms apart
+        print(f"note: {line}" if not line.startswith(" ") else line)
     for link in made.links:
         print(f"note: {link}")
     arms = "S, S+T, F512c, F256t" + (", E, CR" if paid else "")
