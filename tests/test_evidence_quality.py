@@ -53,3 +53,42 @@ def test_init_names_ambiguous_and_short_evidence(tmp_path, capsys):
     assert "note: evidence strings found verbatim in several documents (any of them gives credit): 1 of 20" in out
     assert "(4 documents)" in out
     assert "note: evidence strings shorter than 5 words (no 5-gram to match): 1 of 20" in out
+
+
+def _scoped(texts: dict[str, str], scopes: dict[str, tuple[str, ...]]) -> LoadedDataset:
+    docs = tuple(Document(d, "d", t) for d, t in sorted(texts.items()))
+    questions = tuple(Question(q, "s", "?", q, "", scope, ()) for q, scope in sorted(scopes.items()))
+    return LoadedDataset("s", "qasper", docs, questions, {}, ())
+
+
+def _sections(n: int, words: int) -> str:
+    return "\n\n".join(f"# Part {i}\n\n" + " ".join(f"w{i}x{j}" for j in range(words)) for i in range(n))
+
+
+def test_init_pools_the_documents_when_each_question_would_retrieve_its_whole_scope():
+    from harness.config.datasets import DOCUMENT_SCOPE, POOLED_SCOPE
+    from harness.pipeline.scope_choice import choose_scope
+
+    small = {f"d{i}": _sections(2, 40) for i in range(6)}  # a few short chunks per document
+    own = {f"q{i}": (f"d{i}",) for i in range(6)}
+    choice = choose_scope(_scoped(small, own), 512)
+    assert (choice.scope, choice.pooled_documents, choice.saturates) == (POOLED_SCOPE, 6, True)
+    assert "one pooled index over 6 documents" in choice.reason
+    large = {f"d{i}": _sections(30, 120) for i in range(6)}  # many chunks, many budgets' worth of tokens
+    choice = choose_scope(_scoped(large, own), 512)
+    assert choice.scope == DOCUMENT_SCOPE and not choice.saturates and choice.median_chunks > 10
+    pair = {"d0": small["d0"], "d1": small["d1"]}
+    shared = {"q0": ("d0", "d1"), "q1": ("d0", "d1")}  # pooling would change nothing
+    choice = choose_scope(_scoped(pair, shared), 512)
+    assert choice.scope == DOCUMENT_SCOPE and choice.saturates and "near their ceiling" in choice.reason
+
+
+def test_init_writes_the_pooled_scope_it_chose(tmp_path, capsys):
+    documents, questions = corpus(tmp_path / "in")
+    rows = [json.loads(line) for line in questions.read_text().splitlines()]
+    for row in rows:
+        row["scope"] = {"doc": row["evidence"][0]["doc_id"]}  # each question searches one small document
+    write_jsonl(questions, rows)
+    assert main(["init", str(tmp_path / "study"), "--documents", str(documents), "--questions", str(questions)]) == 0
+    assert "retrieval scope: pooled (" in capsys.readouterr().out
+    assert "retrieval_scope: pooled" in (tmp_path / "study" / "configs" / "study.yaml").read_text()

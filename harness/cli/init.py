@@ -88,6 +88,8 @@ def run(args) -> int:
     print(loss_summary(data.name, data.counts))
     for line in evidence_quality(data).lines():  # scorable, but unable to tell arms apart
         print(f"note: {line}" if not line.startswith(" ") else line)
+    if made.scope is not None:
+        print(f"retrieval scope: {made.scope.scope} ({made.scope.reason})")
     for link in made.links:
         print(f"note: {link}")
     arms = "S, S+T, F512c, F256t" + (", E, CR" if paid else "")
