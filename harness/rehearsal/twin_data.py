@@ -36,6 +36,7 @@ import numpy as np
 
 from harness.config import to_plain
 from harness.config.datasets import DatasetConfig, FreshStackDataset
+from harness.config.metric_sets import EVIDENCE_STRINGS, METRIC_SETS
 from harness.data.common import iter_jsonl_numbered
 from harness.data.freshstack import distractor_count
 from harness.data.qasper import convert_paper
@@ -408,7 +409,7 @@ def _query_row(writer: PageWriter, topic, qid: str, gold: list[str], ids: list[s
 
 def _write_jsonl(twin: Twin, group: str, cfg, excluded: list[str]) -> dict:
     folder = twin.path(group)
-    if cfg.metric_set == "qasper":
+    if METRIC_SETS[cfg.metric_set].gold == EVIDENCE_STRINGS:
         documents, questions, clusters = _jsonl_papers(twin, group)
     else:
         documents, questions, clusters = _jsonl_docs(twin, group, _study_domains(twin, cfg))
