@@ -57,14 +57,16 @@ def resolve_prefixes(model: str, cfg: Mapping[str, Any]) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
-class _Retriever:
+class RetrieverSchema:
+    """The settings every type has; a type's schema adds its own (docs/extending.md, A retriever type)."""
+
     type: str = setting(check=Text())
     datasets: tuple[str, ...] | None = setting(None, _NAMES)  # scored only on these datasets (None: all)
     arms: tuple[str, ...] | None = setting(None, _NAMES)  # scored only for these arms (None: all)
 
 
 @dataclass(frozen=True)
-class Bm25(_Retriever):
+class Bm25(RetrieverSchema):
     k1: float = setting(BM25_K1, Number(0))
     b: float = setting(BM25_B, Number(0, 1))
     epsilon: float = setting(BM25_EPSILON, Number(0))
@@ -74,7 +76,7 @@ class Bm25(_Retriever):
 
 
 @dataclass(frozen=True)
-class Graph(_Retriever):
+class Graph(RetrieverSchema):
     """Chunk-graph retriever (harness.retrieval.graph): personalised PageRank from a base retriever's seeds."""
 
     base: str = setting(lab.GRAPH_BASE, Text(non_empty=True))  # another `retrievers:` entry
@@ -92,7 +94,7 @@ class Graph(_Retriever):
 
 
 @dataclass(frozen=True)
-class Dense(_Retriever):
+class Dense(RetrieverSchema):
     backend: str = setting(DENSE_BACKENDS[0], OneOf(DENSE_BACKENDS))
     model: str | None = setting(None, Optional(Text(non_empty=True)))  # path, package, HF id or Ollama model
     query_prefix: str | None = setting(None, Optional(Text()))  # default: the model family's preset
@@ -153,13 +155,13 @@ def _late_checked(cfg: Dense, where: Where) -> Dense:
 
 
 @dataclass(frozen=True)
-class Rrf(_Retriever):
+class Rrf(RetrieverSchema):
     of: tuple[str, ...] = setting(check=ListOf(Text(non_empty=True), min_len=2, unique=True))
     k: float = setting(RRF_K, Number(0, above=True))
 
 
 @dataclass(frozen=True)
-class Rerank(_Retriever):
+class Rerank(RetrieverSchema):
     """`type: rerank`: its schema is its backend's (RERANK_BACKENDS)."""
 
     first_stage: str = setting(check=Text(non_empty=True))
@@ -335,4 +337,4 @@ RetrieverConfig = (Bm25 | Dense | Rrf | Graph | CrossEncoderRerank | LlmYesReran
 
 def retriever_settings(name: str, cfg: Any) -> RetrieverConfig:
     """A `retrievers:` entry as its typed section (anything else is checked here first)."""
-    return cfg if isinstance(cfg, _Retriever) else RETRIEVER(cfg, Where(None, ("retrievers", name)))
+    return cfg if isinstance(cfg, RetrieverSchema) else RETRIEVER(cfg, Where(None, ("retrievers", name)))
