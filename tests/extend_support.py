@@ -67,8 +67,10 @@ def scored_cells(twin: Study) -> set[tuple[str, str, str]]:
     return cells
 
 
-def per_question_columns(twin: Study) -> set[str]:
-    return {name for path in sorted(per_question_dir(twin).glob("*.parquet")) for name in pq.read_schema(path).names}
+def scored_metrics(twin: Study) -> set[str]:
+    """The metrics of every per-question row."""
+    return {m for path in sorted(per_question_dir(twin).glob("*.parquet"))
+            for m in pq.read_table(path, columns=["metric"]).column("metric").to_pylist()}
 
 
 def report(twin: Study) -> str:
