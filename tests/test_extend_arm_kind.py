@@ -1,5 +1,6 @@
-"""docs/extending.md, An arm kind, as a test: a new kind added in its two registries only (the declaration and
-the builder) is configured, registered in the plan, built, scored, decided and reported on the rehearsal twin."""
+"""docs/extending.md, An arm kind, as a test: a new kind added in its two registries only (the declaration
+and the builder) is configured, registered in the plan, built, scored, decided and reported on the
+rehearsal twin."""
 
 from __future__ import annotations
 

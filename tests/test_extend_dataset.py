@@ -36,29 +36,34 @@ def load(study, name, cfg, selection, reader) -> LoadedDataset:
     raw = json.loads(reader.read_text(study.resolve(cfg.bundle)))
     documents = {d["id"]: Document(d["id"], d["domain"], d["text"]) for d in raw["documents"]}
     questions = [Question(q["id"], name, q["query"], q["doc"], "", (q["doc"],),
-                          tuple(Evidence(q["doc"], documents[q["doc"]].text[a:b], a, b) for a, b in q["spans"]))
+                          tuple(Evidence(q["doc"], documents[q["doc"]].text[a:b], a, b)
+                                for a, b in q["spans"]))
                  for q in raw["questions"]]
     counts = {"questions_in_input": len(questions), "questions_dropped_not_selected": 0}
     if selection is not None:
         kept = [q for q in questions if q.cluster in set(selection["selected"])]
         counts["questions_dropped_not_selected"] = len(questions) - len(kept)
         questions = kept
+    counts["questions"] = len(questions)
     return LoadedDataset(name, cfg.metric_set, tuple(sorted(documents.values(), key=lambda d: d.doc_id)),
-                         tuple(sorted(questions, key=lambda q: q.qid)), counts | {"questions": len(questions)},
-                         reader.files)
+                         tuple(sorted(questions, key=lambda q: q.qid)), counts, reader.files)
 
 
 def write_simulated(root: Path, folder: str, corpus: SimulatedCorpus) -> dict[str, str]:
     bundle = {"documents": [{"id": d["doc_id"], "domain": d["domain"], "text": corpus.texts[d["path"]]}
                             for d in corpus.documents],
               "questions": [{"id": q["qid"], "query": q["query"], "doc": q["scope"]["doc"],
-                             "spans": [[e["start"], e["end"]] for e in q["evidence"]]} for q in corpus.questions]}
+                             "spans": [[e["start"], e["end"]] for e in q["evidence"]]}
+                            for q in corpus.questions]}
     atomic_write_json(root / folder / "bundle.json", bundle)
     return {"bundle": f"{folder}/bundle.json"}
 
 
-BUNDLE = Adapter(load=load, select=select_clusters, paths=lambda cfg: (cfg.bundle,) + exclusion_paths(cfg.selection),
-                 write_simulated=write_simulated)
+def paths(cfg: BundleDataset) -> tuple[str, ...]:
+    return (cfg.bundle,) + exclusion_paths(cfg.selection)
+
+
+BUNDLE = Adapter(load=load, select=select_clusters, paths=paths, write_simulated=write_simulated)
 
 
 def test_a_new_dataset_adapter_runs_from_config_and_plan_to_the_report(tmp_path, monkeypatch):
@@ -68,7 +73,8 @@ def test_a_new_dataset_adapter_runs_from_config_and_plan_to_the_report(tmp_path,
     text = "# A note\n\nThe harbour keeps its amber records in room 101.\n"
     atomic_write_text(study / "data" / "bundle.json", json.dumps({
         "documents": [{"id": "note", "domain": "notes", "text": text}],
-        "questions": [{"id": "b1", "query": "Where are the amber records?", "doc": "note", "spans": [[12, 59]]}]}))
+        "questions": [{"id": "b1", "query": "Where are the amber records?", "doc": "note",
+                       "spans": [[12, 59]]}]}))
     edit_config(study, lambda config: config["datasets"].update({NAME: {
         "adapter": ADAPTER, "metric_set": "qasper", "bundle": "data/bundle.json",
         "selection": {"seed": 1, "n_clusters": "all", "exclude": []}}}))

@@ -38,8 +38,8 @@ def test_a_new_metric_set_runs_from_config_and_plan_to_the_report(tmp_path, monk
         config["budgets"] = {NAME: [256, 512]}
 
     edit_config(study, use_the_set)
-    edit_yaml(study / "plan" / "plan.yaml",
-              lambda plan: plan["datasets"][DATASET].update({"primary_metric": "found@512t", "metrics": METRICS}))
+    edit_yaml(study / "plan" / "plan.yaml", lambda plan: plan["datasets"][DATASET].update(
+        {"primary_metric": "found@512t", "metrics": METRICS}))
     edit_yaml(study / "plan" / "plan.yaml", lambda plan: plan.update({"families": [
         {**f, "tests": [t | {"metric": "found@512t"} for t in f["tests"]]} for f in plan["families"]]}))
     register_test(study, {"id": TEST, "a": "S+T", "b": "S", "retriever": "bm25", "dataset": DATASET,

@@ -53,16 +53,16 @@ class StandInEncoder(HashedEmbedder):
 
 
 def build_neural(name: str, cfg: Neural, context: registry.RetrieverContext) -> DenseRetriever:
-    embedder = StandInEncoder(cfg.model, batch_size=8) if cfg.backend == "simulated" else LocalWeights(cfg.model)
+    simulated = cfg.backend == "simulated"
+    embedder = StandInEncoder(cfg.model, batch_size=8) if simulated else LocalWeights(cfg.model)
     return DenseRetriever(name, embedder, cache_dir=context.cache_dir)
 
 
-SPEC = RetrieverSpec(Neural, loads_model=True, embeds=True, stand_in=StandIn(("type", "datasets", "arms", "model"),
-                                                                                "encoder"))
+STAND_IN = StandIn(kept=("type", "datasets", "arms", "model"), model="encoder")
+SPEC = RetrieverSpec(Neural, loads_model=True, embeds=True, stand_in=STAND_IN)
 
 
-def test_a_new_retriever_type_with_a_model_runs_on_its_stand_in_from_config_and_plan_to_the_report(tmp_path,
-                                                                                                   monkeypatch):
+def test_a_new_retriever_type_with_a_model_runs_on_its_stand_in_to_the_report(tmp_path, monkeypatch):
     monkeypatch.setitem(retrievers.RETRIEVER_TYPES, TYPE, SPEC)
     monkeypatch.setitem(registry.BUILDERS, TYPE, build_neural)
     study = starter_study(tmp_path)

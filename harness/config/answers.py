@@ -42,7 +42,8 @@ class Reader:
     model: str | None = setting(None, Optional(Text(non_empty=True)))
     prompt: str = setting(READER_PROMPT, Text(non_empty=True))
     model_options: dict[str, Any] = setting(check=MapOf(Anything()), factory=dict)
-    budgets: dict[str, int] = setting(check=ByMetricSet(Int(1)), factory=reader_budgets)  # metric set -> tokens
+    # metric set -> tokens of context
+    budgets: dict[str, int] = setting(check=ByMetricSet(Int(1)), factory=reader_budgets)
     cells: tuple[AnswerCell, ...] = setting((), ListOf(Section(AnswerCell)))
     # a seeded sample of each dataset's questions (the same in every cell), for compute-bound studies
     questions: int | str = setting("all", Either((OneOf(("all",)), Int(1))))

@@ -1,8 +1,8 @@
 """`datasets:` one entry per dataset, its schema chosen by `adapter:` (docs/design.md, Data model).
 
 This is the declared half of the dataset adapters: their names (DATASET_SCHEMAS) and the retrieval scopes a
-dataset may name (its metric set is one of harness.config.metric_sets). Each adapter (harness.data.adapters) reads its typed entry, defaults
-filled, and trusts what is checked here.
+dataset may name (its metric set is one of harness.config.metric_sets). Each adapter (harness.data.adapters)
+reads its typed entry, defaults filled, and trusts what is checked here.
 """
 
 from __future__ import annotations

@@ -247,7 +247,8 @@ class StandIn:
 
     kept: tuple[str, ...]
     model: str
-    always: bool = False  # even when the twin keeps real encoders: its model is a `models:` entry, simulated there
+    # even when the twin keeps real encoders: its model is a `models:` entry, which is simulated there
+    always: bool = False
 
     def entry(self, entry: Mapping[str, Any]) -> dict[str, Any]:
         out = {k: entry[k] for k in self.kept if k in entry}
@@ -260,13 +261,16 @@ class RetrieverSpec:
     its name (docs/extending.md, A retriever type)."""
 
     schema: type
-    # it ranks with a model of its own, whose identity the freeze records (the built retriever's model_identity)
+    # it ranks with a model of its own, whose identity the freeze records (the built retriever's
+    # model_identity)
     loads_model: bool = False
-    # it ranks with chunk vectors: they are encoded ahead of scoring on Ray and counted in the report's instruments
+    # it ranks with chunk vectors: they are encoded ahead of scoring on Ray and counted in the report's
+    # instruments
     embeds: bool = False
     members: tuple[str, ...] = ()  # its settings that name other `retrievers:` entries it ranks with
     stand_in: StandIn | None = None  # None: the rehearsal twin runs the entry as configured
-    rescorable: bool = True  # the audit's --rescore can re-run its cells (an LLM's pair scores cannot be replayed)
+    # the audit's --rescore can re-run its cells (an LLM's pair scores cannot be replayed)
+    rescorable: bool = True
     # the schema is chosen by `backend:` among these (the first when none is given)
     backends: Mapping[str, "RetrieverSpec"] | None = None
 
@@ -279,8 +283,8 @@ class RetrieverSpec:
         return named
 
 
-_DENSE_STAND_IN = StandIn(("type", "datasets", "arms", "model", "query_prefix", "document_prefix", "batch_size",
-                           "pooling", "late_overlap"), "sentence-transformer")
+_DENSE_STAND_IN = StandIn(("type", "datasets", "arms", "model", "query_prefix", "document_prefix",
+                           "batch_size", "pooling", "late_overlap"), "sentence-transformer")
 _RERANK_STAND_IN = StandIn(("type", "datasets", "arms", "first_stage", "depth"), "reranker")
 _FIRST_STAGE = ("first_stage",)
 
@@ -305,7 +309,8 @@ def retriever_spec(entry: Any) -> RetrieverSpec:
     """The spec of a checked `retrievers:` entry, typed or as written (harness.config.fields.to_plain)."""
     spec = _find_spec(entry)
     if spec is None:
-        raise HarnessError(f"retriever type {_value(entry, 'type')!r} is not one of {', '.join(RETRIEVER_TYPES)}")
+        known = ", ".join(RETRIEVER_TYPES)
+        raise HarnessError(f"retriever type {_value(entry, 'type')!r} is not one of {known}")
     return spec
 
 

@@ -63,8 +63,9 @@ class StudyConfig:
             for name, ds in self.datasets.items():
                 if not METRIC_SETS[ds.metric_set].assembles:
                     assembling = ", ".join(n for n, spec in METRIC_SETS.items() if spec.assembles)
-                    raise where.child("assembly").fail(f"applies to the {assembling} metric set only; dataset "
-                                                       f"`{name}` has metric_set {ds.metric_set!r}")
+                    raise where.child("assembly").fail(
+                        f"applies to the {assembling} metric set only; dataset `{name}` has metric_set "
+                        f"{ds.metric_set!r}")
         _check_names(self.arms, "datasets", self.datasets, where.child("arms"))
         _check_names(self.retrievers, "datasets", self.datasets, where.child("retrievers"))
         _check_names(self.retrievers, "arms", self.arms, where.child("retrievers"))

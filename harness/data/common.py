@@ -48,12 +48,12 @@ def no_strata(cfg: DatasetConfig) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class SimulatedCorpus:
-    """Simulated documents and questions (harness rehearse) as rows of the JSONL format (docs/jsonl-format.md),
-    for an adapter to write in its own format."""
+    """Simulated documents and questions (harness rehearse) as rows of the JSONL format
+    (docs/jsonl-format.md), for an adapter to write in its own format."""
 
     documents: list[dict]  # documents.jsonl rows, each naming its body's file in `path`
     texts: dict[str, str]  # each document's `path` -> its Markdown text
-    questions: list[dict]  # questions.jsonl rows; evidence as {doc_id, start, end} spans, with `text` or without
+    questions: list[dict]  # questions.jsonl rows; evidence as {doc_id, start, end} spans
 
 
 # (the twin's root, the folder for this dataset's files relative to it, the corpus) -> the `datasets:` entry

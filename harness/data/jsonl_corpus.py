@@ -217,7 +217,8 @@ def paths(cfg: JsonlDataset) -> tuple[str, ...]:
 
 
 def write_simulated(root: Path, folder: str, corpus: SimulatedCorpus) -> dict[str, str]:
-    """documents.jsonl and questions.jsonl under root/folder, each document's body a Markdown file beside them."""
+    """documents.jsonl and questions.jsonl under root/folder, each document's body a Markdown file beside
+    them."""
     for path, text in corpus.texts.items():
         atomic_write_text(root / folder / path, text)
     atomic_write_jsonl(root / folder / "documents.jsonl", corpus.documents)

@@ -62,10 +62,12 @@ def _gold_section_chunks(question: Question, chunks: Sequence[Chunk], grams: Gra
     return out
 
 
-def _qasper_assembled(question: Question, ranked_chunks: Sequence[Chunk], budgets: Sequence[int], ks: Sequence[int],
-                      *, tokens: TokenCache, grams: GramCache, assembly: Any) -> list[tuple[str, float]]:
+def _qasper_assembled(question: Question, ranked_chunks: Sequence[Chunk], budgets: Sequence[int],
+                      ks: Sequence[int], *, tokens: TokenCache, grams: GramCache,
+                      assembly: Any) -> list[tuple[str, float]]:
     return qasper.score_qasper_assembled(question, ranked_chunks, budgets, ks, tokens=tokens, grams=grams,
-                                         unit=assembly.unit, overflow=assembly.overflow, novelty=assembly.novelty)
+                                         unit=assembly.unit, overflow=assembly.overflow,
+                                         novelty=assembly.novelty)
 
 
 METRIC_SETS: dict[str, MetricSet] = {
@@ -172,6 +174,6 @@ def score_question(
         if ms.score_assembled is None:
             assembling = ", ".join(n for n, s in METRIC_SETS.items() if s.score_assembled is not None)
             raise HarnessError(f"assembly options apply to the {assembling} metric set only, not {ms.name!r}")
-        return ms.score_assembled(question, ranked_chunks, budgets, ms.ks, tokens=cache.tokens, grams=cache.grams,
-                                  assembly=assembly)
+        return ms.score_assembled(question, ranked_chunks, budgets, ms.ks, tokens=cache.tokens,
+                                  grams=cache.grams, assembly=assembly)
     return ms.score(question, ranked_chunks, budgets, ms.ks, tokens=cache.tokens, grams=cache.grams)

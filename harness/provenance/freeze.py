@@ -206,7 +206,8 @@ def _retriever_model_identity(context: RetrieverContext, name: str, cfg: Any) ->
             raise HarnessError(f"a {cfg.type} retriever has no model of its own to identify")
         return identity
     except Exception as e:  # an unreadable identity is an error, never replaced by the frozen one
-        raise HarnessError(f"retriever `{name}`: cannot identify model {getattr(cfg, 'model', None)!r}: {e}") from None
+        model = getattr(cfg, "model", None)
+        raise HarnessError(f"retriever `{name}`: cannot identify model {model!r}: {e}") from None
 
 
 def tokenizer_file() -> Path:

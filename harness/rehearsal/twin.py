@@ -66,7 +66,7 @@ def _with_simulated_options(section: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def simulated_retriever(entry: Mapping[str, Any], *, real_encoders: bool) -> dict[str, Any]:
-    """A `retrievers:` entry as the twin runs it: a type with a stand-in (encoders, rerankers) swapped for it."""
+    """A `retrievers:` entry as the twin runs it: a type with a stand-in (encoders, rerankers) becomes it."""
     stand_in = retriever_spec(entry).stand_in
     if stand_in is not None and (not real_encoders or stand_in.always):
         return stand_in.entry(entry)

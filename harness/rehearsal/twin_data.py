@@ -414,8 +414,8 @@ def _write_through_adapter(twin: Twin, group: str, cfg, excluded: list[str]) -> 
     shaped by the metric set's gold, written by the adapter's own `write_simulated`."""
     write = ADAPTERS[cfg.adapter].write_simulated
     if write is None:
-        raise HarnessError(f"dataset adapter {cfg.adapter!r} has no writer of simulated files: give its ADAPTER a "
-                           "`write_simulated` (docs/extending.md, A dataset adapter)")
+        raise HarnessError(f"dataset adapter {cfg.adapter!r} has no writer of simulated files: give its "
+                           "ADAPTER a `write_simulated` (docs/extending.md, A dataset adapter)")
     if METRIC_SETS[cfg.metric_set].gold == EVIDENCE_STRINGS:
         documents, questions, clusters = _jsonl_papers(twin, group)
     else:
@@ -498,8 +498,9 @@ def _write_question_evidence(twin: Twin, group: str, cfg, excluded: list[str]) -
     return {"paths": {"document": document, "questions": qe}, "clusters": len(records)}
 
 
-# adapters whose raw files the twin simulates in full (their quirks: ineligible papers, checkouts, gold outside
-# Markdown); any other adapter writes the JSONL twin's corpus in its own format (Adapter.write_simulated)
+# adapters whose raw files the twin simulates in full (their quirks: ineligible papers, checkouts, gold
+# outside Markdown); any other adapter writes the JSONL twin's corpus in its own format
+# (Adapter.write_simulated)
 WRITERS: dict[str, Callable[[Twin, str, Any, list[str]], dict]] = {
     "qasper": _write_qasper,
     "freshstack": _write_freshstack,

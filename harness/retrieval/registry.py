@@ -94,8 +94,9 @@ class RetrieverContext:
 
 
 def embedding_retrievers(configs: Mapping[str, Any], name: str) -> list[str]:
-    """The retrievers whose chunk embeddings retriever `name` ranks with: itself if its type embeds, else those
-    of the members its spec names (fused `of:`, reranked `first_stage:`, a graph's `base:`), each once."""
+    """The retrievers whose chunk embeddings retriever `name` ranks with: itself if its type embeds, else
+    those of the members its spec names (fused `of:`, reranked `first_stage:`, a graph's `base:`), each
+    once."""
     spec = retriever_spec(configs[name])
     if spec.embeds:
         return [name]
