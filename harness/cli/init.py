@@ -21,6 +21,8 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.config.metric_sets import METRIC_SETS
+
     parser.description = DESCRIPTION
     parser.add_argument("dir", metavar="DIR", help="the new study's folder (must not exist, or be empty)")
     source = parser.add_argument_group("the data (one of)")
@@ -34,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "corpus.jsonl, optional qrels.tsv, and checkout/ (the docs repository at the corpus's commit)")
     parser.add_argument("--corpus-path-prefix", default="", metavar="P",
                         help="with --freshstack: the folder the corpus ids start with that the checkout lacks (e.g. docs/)")
-    parser.add_argument("--metric-set", choices=("qasper", "freshstack"), default="qasper",
+    parser.add_argument("--metric-set", choices=tuple(METRIC_SETS), default="qasper",
                         help="with --documents: qasper (evidence strings, default) or freshstack (gold spans)")
     paid = parser.add_argument_group("the paid arms E and CR (optional)")
     paid.add_argument("--llm", metavar="MODEL", help="the model E and CR call: an Ollama model name "
