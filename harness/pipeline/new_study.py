@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import harness
-from harness.config.answers import READER_BUDGETS
+from harness.config.metric_sets import METRIC_SETS
 from harness.config.arm_kinds import get_kind
 from harness.config.datasets import POOLED_SCOPE
 from harness.data.common import InputReader
@@ -125,7 +125,7 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
                              path=inputs.questions or inputs.qasper or inputs.freshstack)
         scope = None
         if hasattr(study.config.datasets[name], "retrieval_scope"):  # the adapters that can pool
-            scope = choose_scope(dataset, READER_BUDGETS[metric_set])
+            scope = choose_scope(dataset, METRIC_SETS[metric_set].reader_budget)
             if scope.scope == POOLED_SCOPE:
                 layout = replace(layout, entry={**layout.entry, "retrieval_scope": POOLED_SCOPE})
                 atomic_write_text(staging / "configs" / "study.yaml", study_yaml(layout))
