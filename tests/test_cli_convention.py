@@ -1,4 +1,4 @@
-"""One CLI convention (issue 30, part 3): every command that works for more than a second takes --no-progress
+"""One CLI convention: every command that works for more than a second takes --no-progress
 and --quiet, and `harness` with no command lists the stages in pipeline order."""
 
 from __future__ import annotations
@@ -13,14 +13,17 @@ from harness.rehearsal import stages as rehearsal_stages
 from data_support import CHECKOUT, freshstack_study
 
 # the stages plus the other commands that fetch, simulate or build for more than a second
-LONG_RUNNING = (*STAGES, "fetch", "rehearse")
-REQUIRED = {"rehearse": ["--out", "twin"]}
+LONG_RUNNING = (*STAGES, "fetch", "rehearse", "init", "compare", "power")
+REQUIRED = {"rehearse": ["--out", "twin"], "init": ["d", "--documents", "f", "--questions", "q"],
+            "compare": ["--dataset", "d", "--a", "A", "--b", "B", "--retriever", "r", "--metric", "m"],
+            "power": ["--dataset", "d", "--a", "A", "--b", "B", "--retriever", "r", "--metric", "m", "--margin", "1"]}
 
 
 @pytest.mark.parametrize("command", LONG_RUNNING)
 def test_every_long_running_command_takes_both_flags(command):
     assert command in COMMANDS
-    args = build_parser(command).parse_args([command, "--study", "s", *REQUIRED.get(command, []),
+    study = [] if command == "init" else ["--study", "s"]  # init makes the study it is given
+    args = build_parser(command).parse_args([command, *study, *REQUIRED.get(command, []),
                                              "--no-progress", "--quiet"])
     assert args.no_progress and args.quiet
 

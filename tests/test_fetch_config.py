@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import fields
 from pathlib import Path
 
@@ -125,3 +126,18 @@ def test_every_file_a_source_section_can_declare_has_a_format():
         keys = _source_keys(schema) + (_source_keys(FreshStackDomain) if adapter == "freshstack" else [])
         declared |= {f"{adapter}-{key}" for key in keys if key != "checkout"}
     assert declared == set(FORMATS)
+
+
+def test_a_missing_input_that_fetch_writes_names_make_data(tmp_path, capsys):
+    root = Path(__file__).resolve().parents[1]
+    for part in ("configs", "plan", "amendments", "prompts", "selection"):
+        shutil.copytree(root / part, tmp_path / part)
+    assert main(["select", "--study", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "file not found; dataset" in err and "run `make data`" in err
+    demo = root / "examples" / "demo"  # its datasets declare no `source:`: a missing file is only missing
+    shutil.copytree(demo, tmp_path / "demo", ignore=shutil.ignore_patterns("results"))
+    (tmp_path / "demo" / "data" / "docs" / "questions.jsonl").unlink()
+    assert main(["select", "--study", str(tmp_path / "demo")]) == 1
+    err = capsys.readouterr().err
+    assert "questions.jsonl: file not found" in err and "make data" not in err

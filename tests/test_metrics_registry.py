@@ -2,11 +2,11 @@
 
 import pytest
 
-from harness.config import datasets as dataset_schema
+from harness.config import metric_sets as declared
 from harness.errors import HarnessError
 from harness.metrics.budget import TokenCache
 from harness.metrics.registry import (
-    ANSWER_METRICS, METRIC_SETS, ScoringCache, budgets_from_config, get_metric_set, score_question,
+    METRIC_SETS, ScoringCache, budgets_from_config, get_metric_set, score_question,
 )
 from metrics_support import WordEncoding, chunks, question, word_cache
 
@@ -38,9 +38,14 @@ def test_every_metric_name_exactly_once_in_registered_order(name, expected, rank
     assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for _, v in got)
 
 
-def test_every_declared_metric_set_is_scored():
-    assert tuple(METRIC_SETS) == dataset_schema.METRIC_SETS
-    assert set(ANSWER_METRICS) == set(METRIC_SETS)
+def test_every_declared_metric_set_is_scored_as_declared():
+    assert tuple(METRIC_SETS) == tuple(declared.METRIC_SETS) == ("qasper", "freshstack")
+    for name, spec in declared.METRIC_SETS.items():
+        built = METRIC_SETS[name]
+        assert built.name == name
+        assert (built.score_assembled is not None) == spec.assembles, name
+        assert spec.primary_metric in built.metric_names(built.default_budgets), name
+        assert spec.gold in (declared.EVIDENCE_STRINGS, declared.GOLD_SECTIONS), name
 
 
 def test_budget_order_in_the_config_does_not_change_names():

@@ -232,3 +232,25 @@ def test_load_per_question_refuses_a_result_repeated_across_files(tmp_path):
     with pytest.raises(InputError, match=r"per_question: concatenated row 1: repeated result for "
                                          r"dataset 'd', .* \(first at concatenated row 0\)"):
         load_per_question(SimpleNamespace(root=tmp_path, results_root=None))
+
+
+def test_compare_and_power_read_a_study_by_its_folder_and_keep_the_result_under_quiet(tmp_path, capsys):
+    study = _make_study(tmp_path, _table())
+    capsys.readouterr()  # select's and freeze's lines
+    table_file = str(results_dir(study) / "per_question" / "papers.parquet")
+    contrast = ["--dataset", "papers", "--a", "E", "--b", "S+T", "--retriever", "hybrid", "--metric", "rec@512t",
+                "--resamples", "300", *DEVIATION]
+    assert main(["compare", "--results", table_file, *contrast]) == 0
+    by_file = json.loads(capsys.readouterr().out)
+    assert main(["compare", "--study", str(study.root), *contrast, "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_file  # the same table, and --quiet keeps the result
+    assert main(["compare", "--study", str(study.root), *contrast[:1], "nowhere", *contrast[2:]]) == 1
+    assert "no per-question table for dataset 'nowhere'" in capsys.readouterr().err
+    sizing = ["--study", str(study.root), "--dataset", "papers", "--a", "E", "--b", "S+T", "--retriever", "hybrid",
+              "--metric", "rec@512t", "--margin", "5", "--simulations", "50", "--sizes", "10", "20", *DEVIATION]
+    assert main(["power", *sizing]) == 0
+    loud = capsys.readouterr()
+    assert json.loads(loud.out)["pilot"] == table_file and "needs" in loud.err
+    assert main(["power", *sizing, "--quiet"]) == 0
+    quiet = capsys.readouterr()
+    assert json.loads(quiet.out) == json.loads(loud.out) and quiet.err == ""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from harness.data.model import Chunk, Question
-from harness.metrics import freshstack, qasper
+from harness.metrics.registry import get_metric_set
 from harness.metrics.ngrams import GramCache
 from harness.tokens import words
 
@@ -68,16 +68,7 @@ class ModeratorTable:
 
 def gold_chunk_ids(question: Question, chunks: Sequence[Chunk], metric_set: str, grams: GramCache) -> list[str]:
     """The chunks (of the question's scope, in corpus order) that cover an evidence unit on their own."""
-    if metric_set == "qasper":
-        gold = qasper.gold_strings(question, grams)
-        return [c.chunk_id for c in chunks if any(qasper.retrieved_flags(gold, [grams.get(c.text)]))]
-    gold = freshstack.gold_grams(question, grams)
-    out = []
-    for c in chunks:
-        cg = grams.get(c.text).grams
-        if freshstack.is_relevant(cg, cg & gold):
-            out.append(c.chunk_id)
-    return out
+    return get_metric_set(metric_set).gold_chunks(question, chunks, grams)
 
 
 def moderators(

@@ -16,7 +16,7 @@ import pandas as pd
 from harness.analyses.moderators import BRIDGED, BRIDGING_GROUPS, NOT_BRIDGED, moderators, terciles
 from harness.data.answer_types import ANSWER_TYPES, EXTRACTIVE, YES_NO
 from harness.errors import HarnessError
-from harness.metrics.registry import ANSWER_METRICS
+from harness.metrics.registry import is_answer_level
 from harness.plan import analyses as ap
 from harness.plan.model import Plan, derive_seed
 from harness.stats.contrast import MissingResultsError, ResultTable, as_results, paired_differences
@@ -86,8 +86,7 @@ def _describe(e: ap.AnalysisPlan) -> str:
 
 def _target(metric: str) -> str:
     """Answer-level outcomes come from the reader / judge stage, retrieval metrics from scoring."""
-    answer = {name for names in ANSWER_METRICS.values() for name in names}
-    return INPUT_TARGETS["answer-level results" if metric.split("@")[0] in answer else "retrieval results"]
+    return INPUT_TARGETS["answer-level results" if is_answer_level(metric) else "retrieval results"]
 
 
 def _pairs(results: ResultTable, e: ap.AnalysisPlan, retriever: str, metric: str | None = None):

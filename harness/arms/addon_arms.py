@@ -28,6 +28,7 @@ from harness.arms.merge import TAU_MERGE, TAU_ORPHAN, by_document, merge_by_keys
 from harness.arms.merge_controls import random_merges_over_seeds, rm_seeds, similarity_merges
 from harness.arms.variants import tag_variant
 from harness.config.arm_kinds import ArmKindSpec
+from harness.config.retrievers import retriever_spec
 from harness.data.model import Chunk
 from harness.errors import HarnessError
 
@@ -104,7 +105,7 @@ def similarity_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]
 
 def dense_retriever_for(study: Any, arm: str, embedder: str) -> str:
     """The dense retriever `embedder:` names: a retriever name, or the model of exactly one dense retriever."""
-    dense = {name: cfg for name, cfg in study.retrievers.items() if getattr(cfg, "type", None) == "dense"}
+    dense = {name: cfg for name, cfg in study.retrievers.items() if retriever_spec(cfg).embeds}
     if embedder in dense:
         return embedder
     by_model = [name for name, cfg in dense.items() if getattr(cfg, "model", None) == embedder]

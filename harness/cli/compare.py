@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from harness.cli.output import add_output_arguments
 from harness.errors import HarnessError
 from harness.plan.load import checked_margin
 from harness.plan.schema import MAX_FLIPS, MAX_MARGIN, MAX_RESAMPLES
@@ -21,9 +22,12 @@ DESCRIPTION = (
 
 def add_arguments(parser) -> None:
     parser.description = DESCRIPTION
-    parser.add_argument("--results", required=True, metavar="FILE",
-                        help="per-question results in long format (.parquet or .csv; columns dataset, arm, "
-                             "retriever, qid, cluster, stratum, metric, value)")
+    table = parser.add_mutually_exclusive_group(required=True)
+    table.add_argument("--study", metavar="DIR",
+                       help="a study: its per-question table of --dataset (results/per_question/)")
+    table.add_argument("--results", metavar="FILE",
+                       help="per-question results in long format (.parquet or .csv; columns dataset, arm, "
+                            "retriever, qid, cluster, stratum, metric, value)")
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--a", required=True, metavar="ARM", help="arm A (the difference is A - B)")
     parser.add_argument("--b", required=True, metavar="ARM", help="arm B")
@@ -41,8 +45,26 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-strata", action="store_true",
                         help="ignore the stratum column (default: resample each stratum separately)")
     parser.add_argument("--deviation", metavar="REASON",
-                        help="when FILE belongs to a study whose configured cells are not all scored yet: "
-                             "look anyway, appending the look and its reason to the study's DEVIATIONS.md")
+                        help="when the table belongs to a study whose configured cells are not all scored "
+                             "yet: look anyway, appending the look and its reason to the study's DEVIATIONS.md")
+    add_output_arguments(parser, result_on_stdout=True)
+
+
+def per_question_table(args, flag: str, given: str | None) -> tuple[Path, object]:
+    """The per-question table a `--study` names for `--dataset` (or the file `flag` gives), and the study
+    that owns it (None for a file outside any study)."""
+    from harness.study import Study
+
+    if given is not None:
+        return Path(given), owning_study(Path(given))
+    study = Study.at(Path(args.study))
+    from harness.grid.paths import per_question_path
+
+    path = per_question_path(study, args.dataset)
+    if not path.is_file():
+        raise HarnessError(f"{path}: no per-question table for dataset {args.dataset!r} in {study.root} "
+                           f"(run `harness score --study {args.study}` first, or give {flag} FILE)")
+    return path, study
 
 
 def owning_study(path: Path):
@@ -71,14 +93,14 @@ def run(args) -> int:
     from harness.grid.results import read_per_question
 
     check_numbers(args)
-    study = owning_study(Path(args.results))
+    path, study = per_question_table(args, "--results", args.results)
     if study is not None:  # no interim looks at a registered study's outcomes
         from harness.provenance.freeze import check_frozen
         from harness.provenance.interim import require_outcomes_allowed
 
         check_frozen(study, stage="compare", models=False)
         require_outcomes_allowed(study, command="compare", deviation_reason=args.deviation)
-    table = read_per_question(args.results)
+    table = read_per_question(path)
     try:
         result = compare(
             table, dataset=args.dataset, a=args.a, b=args.b, retriever=args.retriever, metric=args.metric,

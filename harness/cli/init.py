@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.cli.output import add_output_arguments
 from harness.errors import HarnessError
 
 HELP = "write a new study around your data: config, registered plan, README (then `make all STUDY=DIR`)"
@@ -20,6 +21,8 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.config.metric_sets import METRIC_SETS
+
     parser.description = DESCRIPTION
     parser.add_argument("dir", metavar="DIR", help="the new study's folder (must not exist, or be empty)")
     source = parser.add_argument_group("the data (one of)")
@@ -33,13 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "corpus.jsonl, optional qrels.tsv, and checkout/ (the docs repository at the corpus's commit)")
     parser.add_argument("--corpus-path-prefix", default="", metavar="P",
                         help="with --freshstack: the folder the corpus ids start with that the checkout lacks (e.g. docs/)")
-    parser.add_argument("--metric-set", choices=("qasper", "freshstack"), default="qasper",
+    parser.add_argument("--metric-set", choices=tuple(METRIC_SETS), default="qasper",
                         help="with --documents: qasper (evidence strings, default) or freshstack (gold spans)")
     paid = parser.add_argument_group("the paid arms E and CR (optional)")
     paid.add_argument("--llm", metavar="MODEL", help="the model E and CR call: an Ollama model name "
                       "(e.g. qwen2.5:7b), or with --llm-base-url an OpenAI-compatible model id")
     paid.add_argument("--llm-base-url", metavar="URL", help="an OpenAI-compatible server (e.g. http://host:8000/v1); "
                       "without it --llm names an Ollama model")
+    add_output_arguments(parser)
 
 
 def _inputs(args):
@@ -63,6 +67,7 @@ def _inputs(args):
 
 def run(args) -> int:
     from harness.data.load import loss_summary
+    from harness.metrics.evidence_quality import evidence_quality
     from harness.pipeline.new_study import create_study
     from harness.pipeline.new_study_files import Paid
 
@@ -83,6 +88,10 @@ def run(args) -> int:
     print(f"wrote {made.root}: dataset `{data.name}` ({data.metric_set} metrics) with {len(data.documents)} documents, "
           f"{len(data.questions)} questions in {made.clusters} clusters")
     print(loss_summary(data.name, data.counts))
+    for line in evidence_quality(data).lines():  # scorable, but unable to tell arms apart
+        print(f"note: {line}" if not line.startswith(" ") else line)
+    if made.scope is not None:
+        print(f"retrieval scope: {made.scope.scope} ({made.scope.reason})")
     for link in made.links:
         print(f"note: {link}")
     arms = "S, S+T, F512c, F256t" + (", E, CR" if paid else "")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
+from harness.cli.output import add_output_arguments, note
 from harness.errors import HarnessError
 
 HELP = 'size a study: clusters needed for a TOST with the target power, by cluster bootstrap of a pilot'
@@ -20,8 +20,10 @@ DESCRIPTION = (
 
 def add_arguments(parser) -> None:
     parser.description = DESCRIPTION
-    parser.add_argument("--pilot", required=True, metavar="FILE",
-                        help="pilot per-question results in long format (.parquet or .csv)")
+    pilot = parser.add_mutually_exclusive_group(required=True)
+    pilot.add_argument("--study", metavar="DIR", help="a pilot study: its per-question table of --dataset")
+    pilot.add_argument("--pilot", metavar="FILE",
+                       help="pilot per-question results in long format (.parquet or .csv)")
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--a", required=True, metavar="ARM", help="arm A (the difference is A - B)")
     parser.add_argument("--b", required=True, metavar="ARM", help="arm B")
@@ -37,23 +39,25 @@ def add_arguments(parser) -> None:
                         help="cluster counts to try (default: 10 up to 40 times the pilot, log-spaced)")
     parser.add_argument("--seed", type=int, default=0, help="seed, recorded in the output (default 0)")
     parser.add_argument("--deviation", metavar="REASON",
-                        help="when FILE belongs to a study whose cells are not all scored: look anyway (logged)")
+                        help="when the pilot belongs to a study whose cells are not all scored: look anyway "
+                             "(logged)")
+    add_output_arguments(parser, result_on_stdout=True)
 
 
 def run(args) -> int:
-    from harness.cli.compare import owning_study
+    from harness.cli.compare import per_question_table
     from harness.grid.results import read_per_question
     from harness.stats.contrast import paired_differences
     from harness.stats.power import tost_clusters_for_power
 
-    study = owning_study(Path(args.pilot))
+    path, study = per_question_table(args, "--pilot", args.pilot)
     if study is not None:
         from harness.provenance.freeze import check_frozen
         from harness.provenance.interim import require_outcomes_allowed
 
         check_frozen(study, stage="power", models=False)
         require_outcomes_allowed(study, command="power", deviation_reason=args.deviation)
-    pairs = paired_differences(read_per_question(args.pilot), dataset=args.dataset, a=args.a, b=args.b,
+    pairs = paired_differences(read_per_question(path), dataset=args.dataset, a=args.a, b=args.b,
                                retriever=args.retriever, metric=args.metric)
     try:
         result = tost_clusters_for_power(
@@ -61,11 +65,11 @@ def run(args) -> int:
             true_difference=args.true_difference, sizes=args.sizes, simulations=args.simulations, seed=args.seed)
     except ValueError as e:
         raise HarnessError(str(e)) from None
-    out = {"pilot": str(args.pilot), "dataset": args.dataset, "a": args.a, "b": args.b,
+    out = {"pilot": str(path), "dataset": args.dataset, "a": args.a, "b": args.b,
            "retriever": args.retriever, "metric": args.metric} | result.to_json()
     json.dump(out, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")
     verdict = (f"{result.n_clusters} clusters" if result.n_clusters is not None
                else f"more than {result.curve[-1].n_clusters} clusters (no size tried reached it)")
-    print(f"power {args.power:g} for TOST at ±{args.margin:g} needs {verdict}", file=sys.stderr)
+    note(args, f"power {args.power:g} for TOST at ±{args.margin:g} needs {verdict}")
     return 0

@@ -20,12 +20,11 @@ from typing import Any
 from harness.config.fields import (
     Anything, Either, Flag, Int, ListOf, MapOf, OneOf, Optional, Section, Text, Where, setting,
 )
-from harness.config.datasets import METRIC_SETS
+from harness.config.metric_sets import ByMetricSet, reader_budgets
 from harness.config.names import not_a_name
 
 READER_PROMPT = "reader.txt"
 JUDGE_PROMPT = "judge_nugget.txt"
-READER_BUDGETS = {"qasper": 512, "freshstack": 1024}  # the paper's answer-level budgets (section 4.4)
 JUDGE_NAME = "nugget-judge"  # the name plans give in a test's `acceptance.judge`
 CONTROL_SEED = 0  # seeds the negative control's derangement
 SAMPLE_SIZE = 100  # rows `harness judge-sample` exports
@@ -43,7 +42,8 @@ class Reader:
     model: str | None = setting(None, Optional(Text(non_empty=True)))
     prompt: str = setting(READER_PROMPT, Text(non_empty=True))
     model_options: dict[str, Any] = setting(check=MapOf(Anything()), factory=dict)
-    budgets: dict[str, int] = setting(check=MapOf(Int(1), keys=METRIC_SETS), factory=lambda: dict(READER_BUDGETS))
+    # metric set -> tokens of context
+    budgets: dict[str, int] = setting(check=ByMetricSet(Int(1)), factory=reader_budgets)
     cells: tuple[AnswerCell, ...] = setting((), ListOf(Section(AnswerCell)))
     # a seeded sample of each dataset's questions (the same in every cell), for compute-bound studies
     questions: int | str = setting("all", Either((OneOf(("all",)), Int(1))))

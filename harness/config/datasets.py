@@ -1,8 +1,8 @@
 """`datasets:` one entry per dataset, its schema chosen by `adapter:` (docs/design.md, Data model).
 
-This is the declared half of the dataset adapters: their names (DATASET_SCHEMAS), the metric sets and the
-retrieval scopes a dataset may name. Each adapter (harness.data.adapters) reads its typed entry, defaults
-filled, and trusts what is checked here.
+This is the declared half of the dataset adapters: their names (DATASET_SCHEMAS) and the retrieval scopes a
+dataset may name (its metric set is one of harness.config.metric_sets). Each adapter (harness.data.adapters)
+reads its typed entry, defaults filled, and trusts what is checked here.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from harness.config.fields import (
     Either, Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Variants, Where, setting,
 )
+from harness.config.metric_sets import EVIDENCE_STRINGS, MetricSetName
 from harness.config.names import NAME
 from harness.config.sources import FreshStackSources, JsonlSources, QasperSources, check_targets
 
-METRIC_SETS = ("qasper", "freshstack")  # scored by harness.metrics.registry
 # `retrieval_scope`: `document` keeps the scope each question records (Qasper: its own paper; JSONL: its
 # `scope` field), `pooled` searches every selected document of the dataset in one index
 # (harness.data.load.pooled). Unset means `document`, so a config without it is unchanged.
@@ -55,7 +55,7 @@ class QasperHub:
 @dataclass(frozen=True)
 class QasperDataset:
     adapter: str = setting(check=OneOf(("qasper",)))
-    metric_set: str = setting(check=OneOf(METRIC_SETS))
+    metric_set: str = setting(check=MetricSetName())
     files: str | tuple[str, ...] | None = setting(None, Optional(Either((_PATH, ListOf(_PATH, min_len=1)))))
     hub: QasperHub | None = setting(None, Optional(Section(QasperHub)))  # instead of `files`, when online
     selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
@@ -95,7 +95,7 @@ class FreshStackDomain:
 @dataclass(frozen=True)
 class FreshStackDataset:
     adapter: str = setting(check=OneOf(("freshstack",)))
-    metric_set: str = setting(check=OneOf(METRIC_SETS))
+    metric_set: str = setting(check=MetricSetName())
     domains: dict[str, FreshStackDomain] = setting(check=MapOf(Section(FreshStackDomain), non_empty=True, name=NAME))
     selection: QuestionSelection | None = setting(None, Optional(Section(QuestionSelection)))
 
@@ -103,7 +103,7 @@ class FreshStackDataset:
 @dataclass(frozen=True)
 class JsonlDataset:
     adapter: str = setting(check=OneOf(("jsonl",)))
-    metric_set: str = setting(check=OneOf(METRIC_SETS))
+    metric_set: str = setting(check=MetricSetName())
     documents: str | None = setting(None, Optional(_PATH))  # documents.jsonl
     questions: str | None = setting(None, Optional(_PATH))  # questions.jsonl
     selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
@@ -129,7 +129,7 @@ class QuestionEvidenceDataset:
     """One Markdown document plus a JSON list of {question, evidence: [exact strings], split} (the lab's format)."""
 
     adapter: str = setting(check=OneOf(("question_evidence",)))
-    metric_set: str = setting(check=OneOf(("qasper",)))  # evidence strings: the Qasper-like metrics
+    metric_set: str = setting(check=MetricSetName(EVIDENCE_STRINGS))  # the Qasper-like metrics
     document: str = setting(check=_PATH)  # the Markdown file
     questions: str = setting(check=_PATH)  # the JSON list
     split: SeededSplit | None = setting(None, Optional(Section(SeededSplit)))  # None: each record's `split`

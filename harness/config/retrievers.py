@@ -1,6 +1,7 @@
 """`retrievers:` one entry per retriever, its schema chosen by `type:` (and a reranker's `backend:`).
 
-RETRIEVER_TYPES and RERANK_BACKENDS name every type and rerank backend with its schema; the retrieval
+RETRIEVER_TYPES and RERANK_BACKENDS name every type and rerank backend with its spec (its schema and what it
+can do: load a model, embed, name member retrievers, be stood in for by the rehearsal); the retrieval
 registry (harness.retrieval.registry) attaches a builder to each name. Every default (BM25 parameters,
 RRF k, rerank depth, the dense model and its prefixes) is filled in here, so the retrieval registry builds
 from complete settings and the freeze records them as they are.
@@ -16,6 +17,7 @@ from harness.config.fields import (
     Check, Flag, Int, ListOf, Number, OneOf, Optional, Section, Text, Variants, Where, replace, setting,
 )
 from harness.config.models import TIMEOUT_S, Failover, ServerHost, pool_checked
+from harness.errors import HarnessError
 
 BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25  # rank_bm25's BM25Okapi defaults (docs/design.md, Retrievers)
 RRF_K = 60  # Cormack et al. 2009
@@ -55,14 +57,16 @@ def resolve_prefixes(model: str, cfg: Mapping[str, Any]) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
-class _Retriever:
+class RetrieverSchema:
+    """The settings every type has; a type's schema adds its own (docs/extending.md, A retriever type)."""
+
     type: str = setting(check=Text())
     datasets: tuple[str, ...] | None = setting(None, _NAMES)  # scored only on these datasets (None: all)
     arms: tuple[str, ...] | None = setting(None, _NAMES)  # scored only for these arms (None: all)
 
 
 @dataclass(frozen=True)
-class Bm25(_Retriever):
+class Bm25(RetrieverSchema):
     k1: float = setting(BM25_K1, Number(0))
     b: float = setting(BM25_B, Number(0, 1))
     epsilon: float = setting(BM25_EPSILON, Number(0))
@@ -72,7 +76,7 @@ class Bm25(_Retriever):
 
 
 @dataclass(frozen=True)
-class Graph(_Retriever):
+class Graph(RetrieverSchema):
     """Chunk-graph retriever (harness.retrieval.graph): personalised PageRank from a base retriever's seeds."""
 
     base: str = setting(lab.GRAPH_BASE, Text(non_empty=True))  # another `retrievers:` entry
@@ -90,7 +94,7 @@ class Graph(_Retriever):
 
 
 @dataclass(frozen=True)
-class Dense(_Retriever):
+class Dense(RetrieverSchema):
     backend: str = setting(DENSE_BACKENDS[0], OneOf(DENSE_BACKENDS))
     model: str | None = setting(None, Optional(Text(non_empty=True)))  # path, package, HF id or Ollama model
     query_prefix: str | None = setting(None, Optional(Text()))  # default: the model family's preset
@@ -151,13 +155,13 @@ def _late_checked(cfg: Dense, where: Where) -> Dense:
 
 
 @dataclass(frozen=True)
-class Rrf(_Retriever):
+class Rrf(RetrieverSchema):
     of: tuple[str, ...] = setting(check=ListOf(Text(non_empty=True), min_len=2, unique=True))
     k: float = setting(RRF_K, Number(0, above=True))
 
 
 @dataclass(frozen=True)
-class Rerank(_Retriever):
+class Rerank(RetrieverSchema):
     """`type: rerank`: its schema is its backend's (RERANK_BACKENDS)."""
 
     first_stage: str = setting(check=Text(non_empty=True))
@@ -236,22 +240,99 @@ class HttpRerank(Rerank):
         return pool_checked(self, "base_url", where)
 
 
-RETRIEVER_TYPES: dict[str, type] = {"bm25": Bm25, "dense": Dense, "rrf": Rrf, "graph": Graph, "rerank": Rerank}
-RERANK_BACKENDS: dict[str, type] = {
-    CROSS_ENCODER: CrossEncoderRerank, LLM_YES: LlmYesRerank, SIMULATED: SimulatedRerank, TRANSFORMERS: TransformersRerank,
-    HTTP_RERANK: HttpRerank,
+@dataclass(frozen=True)
+class StandIn:
+    """How the rehearsal twin rewrites an entry (harness.rehearsal.twin): the keys it keeps, then a simulated
+    backend and the model it stands in for (or `model`, when the entry names none)."""
+
+    kept: tuple[str, ...]
+    model: str
+    # even when the twin keeps real encoders: its model is a `models:` entry, which is simulated there
+    always: bool = False
+
+    def entry(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+        out = {k: entry[k] for k in self.kept if k in entry}
+        return out | {"backend": SIMULATED, "model": str(entry.get("model") or self.model)}
+
+
+@dataclass(frozen=True)
+class RetrieverSpec:
+    """What a retriever type (or a rerank backend) is: its schema, and what the stages ask of it instead of
+    its name (docs/extending.md, A retriever type)."""
+
+    schema: type
+    # it ranks with a model of its own, whose identity the freeze records (the built retriever's
+    # model_identity)
+    loads_model: bool = False
+    # it ranks with chunk vectors: they are encoded ahead of scoring on Ray and counted in the report's
+    # instruments
+    embeds: bool = False
+    members: tuple[str, ...] = ()  # its settings that name other `retrievers:` entries it ranks with
+    stand_in: StandIn | None = None  # None: the rehearsal twin runs the entry as configured
+    # the audit's --rescore can re-run its cells (an LLM's pair scores cannot be replayed)
+    rescorable: bool = True
+    # the schema is chosen by `backend:` among these (the first when none is given)
+    backends: Mapping[str, "RetrieverSpec"] | None = None
+
+    def member_names(self, cfg: Any) -> list[str]:
+        """The entries it names in `members` (of an entry typed or as written), in declaration order."""
+        named = []
+        for key in self.members:
+            value = _value(cfg, key)
+            named += [] if value is None else [value] if isinstance(value, str) else list(value)
+        return named
+
+
+_DENSE_STAND_IN = StandIn(("type", "datasets", "arms", "model", "query_prefix", "document_prefix",
+                           "batch_size", "pooling", "late_overlap"), "sentence-transformer")
+_RERANK_STAND_IN = StandIn(("type", "datasets", "arms", "first_stage", "depth"), "reranker")
+_FIRST_STAGE = ("first_stage",)
+
+RERANK_BACKENDS: dict[str, RetrieverSpec] = {
+    CROSS_ENCODER: RetrieverSpec(CrossEncoderRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
+    LLM_YES: RetrieverSpec(LlmYesRerank, True, members=_FIRST_STAGE,
+                           stand_in=replace(_RERANK_STAND_IN, always=True), rescorable=False),
+    SIMULATED: RetrieverSpec(SimulatedRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
+    TRANSFORMERS: RetrieverSpec(TransformersRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
+    HTTP_RERANK: RetrieverSpec(HttpRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
+}
+RETRIEVER_TYPES: dict[str, RetrieverSpec] = {
+    "bm25": RetrieverSpec(Bm25),
+    "dense": RetrieverSpec(Dense, True, embeds=True, stand_in=_DENSE_STAND_IN),
+    "rrf": RetrieverSpec(Rrf, members=("of",)),
+    "graph": RetrieverSpec(Graph, members=("base",)),
+    "rerank": RetrieverSpec(Rerank, members=_FIRST_STAGE, backends=RERANK_BACKENDS),
 }
 
 
+def retriever_spec(entry: Any) -> RetrieverSpec:
+    """The spec of a checked `retrievers:` entry, typed or as written (harness.config.fields.to_plain)."""
+    spec = _find_spec(entry)
+    if spec is None:
+        known = ", ".join(RETRIEVER_TYPES)
+        raise HarnessError(f"retriever type {_value(entry, 'type')!r} is not one of {known}")
+    return spec
+
+
+def _value(entry: Any, key: str) -> Any:
+    return entry.get(key) if isinstance(entry, Mapping) else getattr(entry, key, None)
+
+
+def _find_spec(entry: Any) -> RetrieverSpec | None:
+    """Its type's spec, or its backend's where the type has backends (an unknown or missing backend: the
+    default's, whose schema names the choices); None for an unknown type."""
+    kind = _value(entry, "type")
+    spec = RETRIEVER_TYPES.get(kind) if isinstance(kind, str) else None
+    if spec is None or spec.backends is None:
+        return spec
+    backend = _value(entry, "backend")
+    default = next(iter(spec.backends.values()))
+    return spec.backends.get(backend, default) if isinstance(backend, str) else default
+
+
 def _retriever_schema(raw: Mapping[str, Any]) -> type | None:
-    kind = raw.get("type")
-    if not isinstance(kind, str):
-        return None
-    schema = RETRIEVER_TYPES.get(kind)
-    if schema is Rerank:  # an unknown or missing backend gets the default's schema, which names the choices
-        backend = raw.get("backend")
-        return RERANK_BACKENDS.get(backend, CrossEncoderRerank) if isinstance(backend, str) else CrossEncoderRerank
-    return schema
+    spec = _find_spec(raw)
+    return None if spec is None else spec.schema
 
 
 RETRIEVER = Variants("type", _retriever_schema, tuple(RETRIEVER_TYPES))
@@ -261,4 +342,4 @@ RetrieverConfig = (Bm25 | Dense | Rrf | Graph | CrossEncoderRerank | LlmYesReran
 
 def retriever_settings(name: str, cfg: Any) -> RetrieverConfig:
     """A `retrievers:` entry as its typed section (anything else is checked here first)."""
-    return cfg if isinstance(cfg, _Retriever) else RETRIEVER(cfg, Where(None, ("retrievers", name)))
+    return cfg if isinstance(cfg, RetrieverSchema) else RETRIEVER(cfg, Where(None, ("retrievers", name)))

@@ -13,7 +13,8 @@ from typing import Any
 from harness.config.answers import Judge, Reader, check_answer_names
 from harness.config.arms import ARM, ArmConfig, check_repeats_sample
 from harness.config.chunking import Chunking
-from harness.config.datasets import DATASET, METRIC_SETS, DatasetConfig
+from harness.config.datasets import DATASET, DatasetConfig
+from harness.config.metric_sets import METRIC_SETS, ByMetricSet
 from harness.config.lab import Assembly, expand_sweeps
 from harness.config.fields import (
     Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Where, build, replace, setting,
@@ -45,7 +46,7 @@ class StudyConfig:
     arms: dict[str, ArmConfig] = setting(check=MapOf(ARM, non_empty=True, name=NAME))
     retrievers: dict[str, RetrieverConfig] = setting(check=MapOf(RETRIEVER, non_empty=True, name=NAME))
     budgets: dict[str, tuple[int, ...]] = setting(
-        check=MapOf(ListOf(Int(1), min_len=1, unique=True), keys=METRIC_SETS), factory=dict
+        check=ByMetricSet(ListOf(Int(1), min_len=1, unique=True)), factory=dict
     )  # metric_set -> token budgets
     llm: Llm = setting(check=Section(Llm), factory=Llm)
     run_depth: int = setting(RUN_DEPTH, Int(1))
@@ -60,9 +61,11 @@ class StudyConfig:
         self = replace(self, arms=expand_sweeps(self.arms, where.child("arms")))  # chunk-size sweeps -> arms
         if self.assembly is not None and not self.assembly.is_default:
             for name, ds in self.datasets.items():
-                if ds.metric_set != "qasper":
+                if not METRIC_SETS[ds.metric_set].assembles:
+                    assembling = ", ".join(n for n, spec in METRIC_SETS.items() if spec.assembles)
                     raise where.child("assembly").fail(
-                        f"applies to the qasper metric set only; dataset `{name}` has metric_set {ds.metric_set!r}")
+                        f"applies to the {assembling} metric set only; dataset `{name}` has metric_set "
+                        f"{ds.metric_set!r}")
         _check_names(self.arms, "datasets", self.datasets, where.child("arms"))
         _check_names(self.retrievers, "datasets", self.datasets, where.child("retrievers"))
         _check_names(self.retrievers, "arms", self.arms, where.child("retrievers"))

@@ -47,6 +47,21 @@ def no_strata(cfg: DatasetConfig) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class SimulatedCorpus:
+    """Simulated documents and questions (harness rehearse) as rows of the JSONL format
+    (docs/jsonl-format.md), for an adapter to write in its own format."""
+
+    documents: list[dict]  # documents.jsonl rows, each naming its body's file in `path`
+    texts: dict[str, str]  # each document's `path` -> its Markdown text
+    questions: list[dict]  # questions.jsonl rows; evidence as {doc_id, start, end} spans
+
+
+# (the twin's root, the folder for this dataset's files relative to it, the corpus) -> the `datasets:` entry
+# values naming the files written (relative to the root)
+SimulatedWriter = Callable[[Path, str, SimulatedCorpus], dict[str, str]]
+
+
+@dataclass(frozen=True)
 class Adapter:
     """What one `adapter:` does with its typed `datasets:` entry (harness.config.datasets), which the schema
     has already checked. harness.data.adapters names one per adapter."""
@@ -59,6 +74,9 @@ class Adapter:
     paths: Callable[[DatasetConfig], tuple[str, ...]]
     # the strata a plan test's subset may name
     strata: Callable[[DatasetConfig], tuple[str, ...]] = no_strata
+    # how `harness rehearse` writes simulated data in this format; None: the rehearsal has a writer of its own
+    # for the format (harness.rehearsal.twin_data.WRITERS: formats whose raw files it simulates in full)
+    write_simulated: SimulatedWriter | None = None
 
 
 def exclusion_paths(selection: ClusterSelection | QuestionSelection | None) -> tuple[str, ...]:

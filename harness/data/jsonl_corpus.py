@@ -17,11 +17,12 @@ from pathlib import Path
 from harness.config.datasets import JsonlDataset
 from harness.data.answer_types import ANSWER_TYPES, NO_TYPE
 from harness.data.common import (
-    Adapter, InputReader, LoadedDataset, check_id, exclusion_paths, normalise_newlines,
+    Adapter, InputReader, LoadedDataset, SimulatedCorpus, check_id, exclusion_paths, normalise_newlines,
 )
 from harness.data.model import Document, Evidence, Question
 from harness.data.sampling import select_clusters
 from harness.errors import HarnessError, InputError
+from harness.files import atomic_write_jsonl, atomic_write_text
 from harness.study import Study
 
 COUNT_KEYS = ("evidence_unlocated", "evidence_span_text_mismatch", "questions_dropped_no_located_evidence",
@@ -215,4 +216,14 @@ def paths(cfg: JsonlDataset) -> tuple[str, ...]:
     return tuple(p for p in (cfg.documents, cfg.questions) if p is not None) + exclusion_paths(cfg.selection)
 
 
-ADAPTER = Adapter(load=load, select=select_clusters, paths=paths)
+def write_simulated(root: Path, folder: str, corpus: SimulatedCorpus) -> dict[str, str]:
+    """documents.jsonl and questions.jsonl under root/folder, each document's body a Markdown file beside
+    them."""
+    for path, text in corpus.texts.items():
+        atomic_write_text(root / folder / path, text)
+    atomic_write_jsonl(root / folder / "documents.jsonl", corpus.documents)
+    atomic_write_jsonl(root / folder / "questions.jsonl", corpus.questions)
+    return {"documents": f"{folder}/documents.jsonl", "questions": f"{folder}/questions.jsonl"}
+
+
+ADAPTER = Adapter(load=load, select=select_clusters, paths=paths, write_simulated=write_simulated)

@@ -17,13 +17,17 @@ scope; gold, clusters and strata are unchanged, and `documents_pooled` counts th
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 from dataclasses import replace
 
 from harness.config.datasets import POOLED_SCOPE, DatasetConfig
+from harness.config.fields import to_plain
 from harness.data.adapters import ADAPTERS
 from harness.data.common import InputReader, LoadedDataset, id_problem
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError
 from harness.files import canonical_json, read_json
 from harness.study import Study
 
@@ -88,12 +92,34 @@ def _load_dataset(study: Study, name: str, selection: dict | None) -> LoadedData
                                f"{entry.get('adapter')!r} but is configured with {cfg.adapter!r}; "
                                "rerun `harness select`")
     reader = InputReader(study.root)
-    raw = ADAPTERS[cfg.adapter].load(study, name, cfg, entry, reader)
+    with fetch_hint(study, name, cfg):
+        raw = ADAPTERS[cfg.adapter].load(study, name, cfg, entry, reader)
     if reader.bom_stripped:  # only when nonzero: a study without one keeps its frozen counts
         raw = replace(raw, counts={**raw.counts, "texts_bom_stripped": len(reader.bom_stripped)})
     if getattr(cfg, "retrieval_scope", None) == POOLED_SCOPE:  # the adapters whose entry has the setting
         raw = pooled(raw)
     return finish(raw)
+
+
+@contextlib.contextmanager
+def fetch_hint(study: Study, name: str, cfg: DatasetConfig) -> Iterator[None]:
+    """A missing input of a dataset that declares its `source:` is one `harness fetch` writes: say so."""
+    try:
+        yield
+    except InputError as e:
+        if e.path is None or Path(e.path).exists() or not _declares_source(to_plain(cfg)):
+            raise
+        raise InputError(f"file not found; dataset `{name}` declares where it comes from (`source:`): "
+                         f"run `make data` (`harness fetch --study {study.root}`)", path=e.path) from None
+
+
+def _declares_source(entry: object) -> bool:
+    """Whether a dataset entry (or one of its domains) has a `source:` block."""
+    if isinstance(entry, dict):
+        return entry.get("source") is not None or any(_declares_source(v) for v in entry.values())
+    if isinstance(entry, list):
+        return any(_declares_source(v) for v in entry)
+    return False
 
 
 def pooled(raw: LoadedDataset) -> LoadedDataset:

@@ -17,7 +17,7 @@ distractor files drawn for them. The file holds no timestamps: the same inputs g
 from __future__ import annotations
 
 from harness.data.adapters import ADAPTERS
-from harness.data.load import load_dataset
+from harness.data.load import fetch_hint, load_dataset
 from harness.files import atomic_write_json
 from harness.study import Study
 
@@ -29,8 +29,9 @@ def draw_selection(study: Study) -> dict:
     written: the audit compares it with the released file)."""
     datasets = {}
     for name, cfg in sorted(study.config.datasets.items()):
-        datasets[name] = ADAPTERS[cfg.adapter].select(
-            study, name, cfg, lambda name=name: load_dataset(study, name, selection=None))
+        with fetch_hint(study, name, cfg):
+            datasets[name] = ADAPTERS[cfg.adapter].select(
+                study, name, cfg, lambda name=name: load_dataset(study, name, selection=None))
     return {"format": FORMAT_VERSION, "study": study.name, "datasets": datasets}
 
 

@@ -1,6 +1,7 @@
 """Metric sets by canonical name, and scoring one question's ranking under one of them.
 
-The set a dataset uses is its config's `metric_set`; its token budgets come from the config's `budgets:`
+The set a dataset uses is its config's `metric_set`, declared in harness.config.metric_sets (the same keys as
+METRIC_SETS here, which attaches how each set scores); its token budgets come from the config's `budgets:`
 section (budgets_from_config); the cut-offs k are fixed by the set (docs/design.md, Evidence metrics).
 """
 
@@ -26,7 +27,15 @@ class MetricSet:
     budget_metrics: tuple[str, ...]  # name prefixes per budget, e.g. ("rec", "complete", "partial")
     budget_interleaved: bool  # prec@512t, rec@512t, prec@1024t, ... rather than all rec first
     k_metrics: tuple[str, ...]
+    # the chunks (of a question's scope, in corpus order) that cover a unit of its gold on their own
+    gold_chunks: Callable[[Question, Sequence[Chunk], GramCache], list[str]]
     tail: tuple[str, ...] = ()
+    # answer-level outcomes, one per token budget (`answer_f1@512t`): computed by their own stages (reader,
+    # judge), not by score_question, but plans may register tests on them
+    answer_metrics: tuple[str, ...] = ()
+    # score_question with `assembly:` options (harness.config.lab.Assembly); None: the set declares no
+    # assembly (harness.config.metric_sets)
+    score_assembled: Callable[..., list[tuple[str, float]]] | None = None
 
     def metric_names(self, budgets: Sequence[int], suffix: str = "t") -> tuple[str, ...]:
         """The names score_question returns for these budgets, in the same order (suffix "w": word budgets)."""
@@ -38,6 +47,29 @@ class MetricSet:
         return tuple(by_budget + [f"{m}@{k}" for m in self.k_metrics for k in self.ks] + list(self.tail))
 
 
+def _evidence_string_chunks(question: Question, chunks: Sequence[Chunk], grams: GramCache) -> list[str]:
+    gold = qasper.gold_strings(question, grams)
+    return [c.chunk_id for c in chunks if any(qasper.retrieved_flags(gold, [grams.get(c.text)]))]
+
+
+def _gold_section_chunks(question: Question, chunks: Sequence[Chunk], grams: GramCache) -> list[str]:
+    gold = freshstack.gold_grams(question, grams)
+    out = []
+    for c in chunks:
+        cg = grams.get(c.text).grams
+        if freshstack.is_relevant(cg, cg & gold):
+            out.append(c.chunk_id)
+    return out
+
+
+def _qasper_assembled(question: Question, ranked_chunks: Sequence[Chunk], budgets: Sequence[int],
+                      ks: Sequence[int], *, tokens: TokenCache, grams: GramCache,
+                      assembly: Any) -> list[tuple[str, float]]:
+    return qasper.score_qasper_assembled(question, ranked_chunks, budgets, ks, tokens=tokens, grams=grams,
+                                         unit=assembly.unit, overflow=assembly.overflow,
+                                         novelty=assembly.novelty)
+
+
 METRIC_SETS: dict[str, MetricSet] = {
     "qasper": MetricSet(
         name="qasper",
@@ -47,6 +79,9 @@ METRIC_SETS: dict[str, MetricSet] = {
         budget_metrics=("rec", "complete", "partial"),
         budget_interleaved=False,
         k_metrics=("rec", "hit"),
+        gold_chunks=_evidence_string_chunks,
+        answer_metrics=("answer_f1",),
+        score_assembled=_qasper_assembled,
     ),
     "freshstack": MetricSet(
         name="freshstack",
@@ -56,28 +91,23 @@ METRIC_SETS: dict[str, MetricSet] = {
         budget_metrics=("prec", "rec"),
         budget_interleaved=True,
         k_metrics=("hit",),
+        gold_chunks=_gold_section_chunks,
         tail=(f"mrr@{freshstack.MRR_DEPTH}",),
+        answer_metrics=("nugget_recall",),
     ),
 }
 
 
-# answer-level outcomes per metric set (docs/design.md, Evidence metrics), one per token budget
-# (`answer_f1@512t`); they are computed by their own stages (reader, judge), not by score_question, but plans
-# may register tests on them
-ANSWER_METRICS: dict[str, tuple[str, ...]] = {"qasper": ("answer_f1",), "freshstack": ("nugget_recall",)}
-ANSWER_LEVEL = frozenset(m for names in ANSWER_METRICS.values() for m in names)  # measured by the answer stage
-
-
 def is_answer_level(metric: str) -> bool:
     """Measured by the answer stage (answer_f1@B, nugget_recall@B), so behind the reader's controls."""
-    return metric.partition("@")[0] in ANSWER_LEVEL
+    return metric.partition("@")[0] in {m for ms in METRIC_SETS.values() for m in ms.answer_metrics}
 
 
 def known_metric_names(metric_set: str, budgets: Sequence[int], suffix: str = "t") -> tuple[str, ...]:
     """Every metric name a dataset of this set can have results for: retrieval metrics, then answer-level."""
     ms = get_metric_set(metric_set)
     budgets = check_budgets(budgets, ms.name)
-    answers = tuple(f"{m}@{b}{suffix}" for m in ANSWER_METRICS.get(ms.name, ()) for b in budgets)
+    answers = tuple(f"{m}@{b}{suffix}" for m in ms.answer_metrics for b in budgets)
     return ms.metric_names(budgets, suffix) + answers
 
 
@@ -141,9 +171,9 @@ def score_question(
     budgets = check_budgets(budgets, ms.name)
     cache = cache if cache is not None else ScoringCache()
     if assembly is not None and not assembly.is_default:
-        if ms.name != "qasper":
-            raise HarnessError(f"assembly options apply to the qasper metric set only, not {ms.name!r}")
-        return qasper.score_qasper_assembled(question, ranked_chunks, budgets, ms.ks, tokens=cache.tokens,
-                                             grams=cache.grams, unit=assembly.unit, overflow=assembly.overflow,
-                                             novelty=assembly.novelty)
+        if ms.score_assembled is None:
+            assembling = ", ".join(n for n, s in METRIC_SETS.items() if s.score_assembled is not None)
+            raise HarnessError(f"assembly options apply to the {assembling} metric set only, not {ms.name!r}")
+        return ms.score_assembled(question, ranked_chunks, budgets, ms.ks, tokens=cache.tokens,
+                                  grams=cache.grams, assembly=assembly)
     return ms.score(question, ranked_chunks, budgets, ms.ks, tokens=cache.tokens, grams=cache.grams)

@@ -46,7 +46,7 @@ from harness.metrics.nuggets import (
     NEGATIVE_CONTROL_MAX, POSITIVE_CONTROL_MIN, negative_control, positive_control, score_verdicts,
     seeded_derangement,
 )
-from harness.metrics.registry import ANSWER_METRICS
+from harness.metrics.registry import get_metric_set
 from harness.grid.cells import Cell, answer_cells
 from harness.grid.paths import answers_dir, answers_path, generations_path, judges_dir, run_path
 from harness.grid.states import SCORED, cell_state, mark_answer_done
@@ -208,7 +208,7 @@ def answer_settings(study: Study, dataset: LoadedDataset,
     if budget is None:
         raise HarnessError(f"{study.config_path}: `reader.budgets.{dataset.metric_set}` is missing "
                            f"(dataset {dataset.name!r})")
-    metrics = ANSWER_METRICS.get(dataset.metric_set, ())
+    metrics = get_metric_set(dataset.metric_set).answer_metrics
     judged = NUGGET_RECALL in metrics and any(q.nuggets for q in dataset.questions)
     if judged and instruments.judge is None:
         raise HarnessError(f"{study.config_path}: dataset {dataset.name!r} has nuggets to judge but `judge.model` "

@@ -18,13 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import harness
+from harness.config.metric_sets import METRIC_SETS
 from harness.config.arm_kinds import get_kind
+from harness.config.datasets import POOLED_SCOPE
 from harness.data.common import InputReader
 from harness.data.load import LoadedDataset, load_dataset, loss_summary
 from harness.data.markdown_folder import DOCS_FOLDER, convert
 from harness.errors import HarnessError, InputError
 from harness.files import atomic_write_jsonl, atomic_write_text
 from harness.grid.arms import arm_prompt_files
+from harness.pipeline.scope_choice import ScopeChoice, choose_scope
 from harness.pipeline.new_study_files import PAID_ARMS, Layout, Paid, plan_md, plan_yaml, readme, study_yaml
 from harness.provenance.plan_check import check_plan_against_config
 from harness.provenance.timeline import RECORD_PATH, in_git, utc_iso, write_registration_record
@@ -56,6 +59,7 @@ class Created:
     clusters: int
     evidence: dict[str, int] | None  # Markdown conversion: located and unlocated evidence strings
     links: tuple[str, ...] = ()  # the symbolic links followed out of an input folder, in words
+    scope: ScopeChoice | None = None  # the retrieval scope chosen, for adapters that can pool
 
 
 @dataclass
@@ -119,6 +123,13 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
         if not dataset.questions:
             raise InputError(f"no question reaches the study: {loss_summary(name, dataset.counts)}",
                              path=inputs.questions or inputs.qasper or inputs.freshstack)
+        scope = None
+        if hasattr(study.config.datasets[name], "retrieval_scope"):  # the adapters that can pool
+            scope = choose_scope(dataset, METRIC_SETS[metric_set].reader_budget)
+            if scope.scope == POOLED_SCOPE:
+                layout = replace(layout, entry={**layout.entry, "retrieval_scope": POOLED_SCOPE})
+                atomic_write_text(staging / "configs" / "study.yaml", study_yaml(layout))
+                dataset = load_dataset(Study.at(staging), name, selection=None)
         layout = replace(layout, cluster=_cluster_unit(dataset, qasper=bool(inputs.qasper)))
         atomic_write_text(staging / "plan" / "plan.yaml", plan_yaml(layout))
         atomic_write_text(staging / "plan" / "PLAN.md", plan_md(layout))
@@ -139,7 +150,7 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
         raise
     how = _register(target, repository, moment)
     clusters = len({q.cluster for q in dataset.questions})
-    return Created(target, how, dataset, clusters, evidence, tuple(copies.links))
+    return Created(target, how, dataset, clusters, evidence, tuple(copies.links), scope)
 
 
 def _check_target(target: Path) -> None:

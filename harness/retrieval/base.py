@@ -229,5 +229,10 @@ class Retriever(ABC):
         """Counters accumulated so far (cache hits, truncated inputs, ...); empty when there are none."""
         return {}
 
+    def model_identity(self) -> str | None:
+        """The digest its own model's caches are keyed on (the freeze records it where the type's spec says it
+        loads a model); None: it has none."""
+        return None
+
     def flush(self) -> None:
         """Write what the retriever's caches hold in memory (harness.retrieval.cache); none here."""

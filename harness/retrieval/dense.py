@@ -437,6 +437,9 @@ class DenseRetriever(Retriever):
             out += [texts[i] for i in self._cache(prefix).differing(texts, self._encoder(prefix))]
         return out
 
+    def model_identity(self) -> str:
+        return str(self.embedder.digest)
+
     def cache_directories(self) -> list[Path]:
         return sorted({self._cache(p).directory for p in (self.document_prefix, self.query_prefix)})
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 from harness.config.models import model_settings
 from harness.config.retrievers import (
     Bm25, CrossEncoderRerank, Dense, Graph, HttpRerank, LlmYesRerank, Rerank, RetrieverConfig, Rrf, SimulatedRerank,
-    TransformersRerank, retriever_settings,
+    TransformersRerank, retriever_settings, retriever_spec,
 )
 from harness.errors import HarnessError
 from harness.grid.paths import embeddings_dir
@@ -94,13 +94,13 @@ class RetrieverContext:
 
 
 def embedding_retrievers(configs: Mapping[str, Any], name: str) -> list[str]:
-    """The dense retrievers whose chunk embeddings retriever `name` ranks with: itself if dense, else those it
-    fuses (`of:`), reranks (`first_stage:`) or builds its graph on (`base:`), in config order, each once."""
-    cfg = configs[name]
-    if isinstance(cfg, Dense):
+    """The retrievers whose chunk embeddings retriever `name` ranks with: itself if its type embeds, else
+    those of the members its spec names (fused `of:`, reranked `first_stage:`, a graph's `base:`), each
+    once."""
+    spec = retriever_spec(configs[name])
+    if spec.embeds:
         return [name]
-    named = [*getattr(cfg, "of", ()), getattr(cfg, "first_stage", None), getattr(cfg, "base", None)]
-    found = [d for member in named if member is not None for d in embedding_retrievers(configs, member)]
+    found = [d for member in spec.member_names(configs[name]) for d in embedding_retrievers(configs, member)]
     return list(dict.fromkeys(found))
 
 

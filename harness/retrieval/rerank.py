@@ -126,6 +126,9 @@ class RerankRetriever(Retriever):
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> RerankIndex:
         return RerankIndex(self, self.first_stage.index(scope_key, chunks), [c.indexed_text for c in chunks])
 
+    def model_identity(self) -> str:
+        return str(self.scorer.digest)
+
     def describe(self) -> dict[str, Any]:
         scorer = self.scorer.describe() if hasattr(self.scorer, "describe") else {"model": self.scorer.name}
         return {

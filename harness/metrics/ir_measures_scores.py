@@ -1,0 +1,87 @@
+"""Standard IR measures (nDCG@k, RR@k, AP, R@k, P@k) on chunk-level relevance, computed by ir_measures.
+
+Relevance (docs/design.md, Evidence metrics): a chunk is relevant to a question, grade 1, when it overlaps
+one of the question's located gold evidence spans in the same document by at least MIN_SHARE of the shorter
+of the two (in characters): a chunk inside a long evidence span, an evidence span inside a long chunk, and
+each half of an evidence span cut in two all count. Every located evidence span therefore has a relevant
+chunk wherever the chunks cover the source text.
+
+The harness's ranks are what is evaluated: each chunk is handed to ir_measures with the score -rank, so
+trec_eval's own tie-break (by chunk id) never reorders chunks the harness ranked apart. A question with no
+relevant chunk scores 0 on every measure, as trec_eval -c counts it, and is counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import ir_measures
+
+from harness.data.model import Chunk, Question
+from harness.errors import HarnessError
+
+MIN_SHARE = 0.5
+MEASURES = ("nDCG", "RR", "AP", "R", "P")  # the families a plan's `metrics:` may name
+NEEDS_CUTOFF = ("R", "P")  # a set-based measure needs its depth, e.g. R@10
+
+
+@dataclass(frozen=True)
+class IrScores:
+    values: dict[str, dict[str, float]]  # qid -> measure name -> value in [0, 1]
+    without_relevant: tuple[str, ...]  # qids with no relevant chunk (every measure 0), sorted
+
+
+def parse_measure(name: str):
+    """An ir_measures measure from a plan's metric name; anything outside MEASURES is an error naming it."""
+    family, _, cutoff = name.partition("@")
+    if family not in MEASURES:
+        raise HarnessError(f"IR measure {name!r}: the family must be one of {', '.join(MEASURES)} "
+                           "(e.g. nDCG@10, RR@10, AP, R@100, P@5)")
+    if cutoff and not (cutoff.isdigit() and int(cutoff) >= 1):
+        raise HarnessError(f"IR measure {name!r}: the cut-off after @ must be a positive integer")
+    if family in NEEDS_CUTOFF and not cutoff:
+        raise HarnessError(f"IR measure {name!r}: {family} needs a cut-off, e.g. {family}@10")
+    return ir_measures.parse_measure(name)
+
+
+def relevant(chunk: Chunk, gold: Iterable[tuple[int, int]]) -> bool:
+    for g_start, g_end in gold:
+        for c_start, c_end in chunk.spans:
+            shared = min(c_end, g_end) - max(c_start, g_start)
+            if shared > 0 and shared >= MIN_SHARE * min(c_end - c_start, g_end - g_start):
+                return True
+    return False
+
+
+def chunk_qrels(questions: Sequence[Question], chunks: Sequence[Chunk]) -> dict[str, dict[str, int]]:
+    """qid -> {chunk_id: 1} for every chunk of the question's scope relevant to its located evidence."""
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    qrels: dict[str, dict[str, int]] = {}
+    for q in questions:
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for e in q.evidence:
+            if e.located and e.end > e.start:
+                spans.setdefault(e.doc_id, []).append((e.start, e.end))
+        qrels[q.qid] = {c.chunk_id: 1 for doc, gold in sorted(spans.items()) for c in by_doc.get(doc, [])
+                        if relevant(c, gold)}
+    return qrels
+
+
+def ir_scores(names: Sequence[str], qrels: Mapping[str, Mapping[str, int]],
+              rankings: Mapping[str, Sequence[str]]) -> IrScores:
+    """Every measure of `names` for every question of `qrels`, from its ranked chunk ids (best first)."""
+    measures = {parse_measure(n): n for n in names}
+    judged = {q: dict(r) for q, r in qrels.items() if r}
+    run = {q: {c: float(-rank) for rank, c in enumerate(rankings.get(q, ()), 1)} for q in judged}
+    values = {q: {n: 0.0 for n in names} for q in sorted(qrels)}
+    for m in ir_measures.iter_calc(list(measures), judged, {q: r for q, r in run.items() if r}):
+        values[m.query_id][measures[m.measure]] = float(m.value)
+    return IrScores(values, tuple(sorted(q for q, r in qrels.items() if not r)))
+
+
+def qrels_lines(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """TREC qrels lines (`qid 0 chunk_id grade`), sorted, for results/qrels/ and any other evaluator."""
+    return [f"{q} 0 {c} {g}\n" for q in sorted(qrels) for c, g in sorted(qrels[q].items())]
