@@ -19,7 +19,7 @@ from harness.pipeline.rederive import rederive
 from harness.pipeline.rescore import DEFAULT_SEED, rescore
 from harness.plan.load import load_study_plan
 from harness.provenance.checks import FAIL, PASS, Check, exit_code
-from harness.provenance.freeze import check_frozen, check_registered_hashes
+from harness.provenance.drift import check_frozen, check_registered_hashes
 from harness.provenance.interim import describe_missing
 from harness.provenance.registration import verify_registration
 from harness.provenance.release import verify_release_hash, verify_results

@@ -315,7 +315,8 @@ def test_spread_keeps_the_registered_subset_and_refuses_unrepeated_tests():
 def test_editing_the_paraphrased_prompt_is_drift(tmp_path, monkeypatch):
     from provenance_support import FakeDigests, install_fake_digests, make_study as make_frozen_study, model_keys
     from harness.errors import DriftError
-    from harness.provenance.freeze import check_frozen, freeze
+    from harness.provenance.drift import check_frozen
+    from harness.provenance.freeze import freeze
     from harness.study import Study
 
     digests = FakeDigests()

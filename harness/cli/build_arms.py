@@ -10,7 +10,7 @@ from harness.arms.build import build_arms
 from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, progress, say
 from harness.errors import HarnessError
-from harness.provenance.freeze import check_frozen
+from harness.provenance.drift import check_frozen
 from harness.provenance.recorded import record_release, require_recorded
 from harness.retrieval.chunk_vectors import chunk_embedder
 from harness.study import Study

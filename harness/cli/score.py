@@ -8,7 +8,7 @@ from harness.config.executor import EXECUTORS
 from harness.pipeline.executors import choose_executor, is_local
 from harness.task_runners import ray_session
 from harness.pipeline.score import score_study
-from harness.provenance.freeze import check_frozen
+from harness.provenance.drift import check_frozen
 from harness.provenance.recorded import assembled_table, record_release, require_recorded
 from harness.study import Study
 

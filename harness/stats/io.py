@@ -11,7 +11,7 @@ from harness.files import atomic_write_bytes, atomic_write_json, atomic_write_te
 from harness.grid.paths import answers_dir, judges_dir, per_question_dir
 from harness.grid.results import check_per_question, read_per_question
 from harness.pipeline.reader_controls import READER_ACCEPTANCE_FILE
-from harness.provenance.freeze import assert_same_frozen_hash
+from harness.provenance.frozen_hashes import assert_same_frozen_hash
 from harness.stats import plots, tables
 from harness.stats.families import FamilyResult
 
