@@ -27,6 +27,6 @@ def seeded_samples(draws: Sequence[tuple[Iterable[T], int]], seed: int, *,
     rng = random.Random(seed)
     out = []
     for population, n in draws:
-        items: list[Any] = list(population) if presorted else sorted(population)  # type: ignore[type-var]
+        items: list[Any] = list(population) if presorted else sorted(population)
         out.append(rng.sample(items, n))
     return out

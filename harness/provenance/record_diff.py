@@ -55,7 +55,7 @@ def _short(value: Any) -> str:
     if value is ABSENT:
         return "(absent)"
     if looks_like_sha256(value):
-        return value[:12] + "…"  # a SHA-256: the prefix is enough to tell two apart
+        return f"{value[:12]}…"  # a SHA-256: the prefix is enough to tell two apart
     text = json.dumps(value, sort_keys=True, ensure_ascii=False)
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
@@ -78,7 +78,7 @@ def compare_records(old: dict[str, Any], new: dict[str, Any]) -> list[Difference
     return out
 
 
-def _has_containers(items: list) -> bool:
+def _has_containers(items: list[Any]) -> bool:
     return any(isinstance(x, (dict, list)) for x in items)
 
 
