@@ -114,7 +114,7 @@ def test_tests_on_the_same_questions_share_each_replicates_draw(tmp_path, table)
 
     def record(plan_, family, contrasts, judge_rates=None):
         rows = real(plan_, family, contrasts, judge_rates)
-        seen.append([row["verdict"] for row in rows])
+        seen.append([row.verdict for row in rows])
         return rows
 
     with pytest.MonkeyPatch.context() as mp:

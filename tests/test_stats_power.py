@@ -57,12 +57,12 @@ def test_every_verdict_row_carries_its_mdd_and_the_tables_show_it():
                        ["hybrid", "minilm", "bm25"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
     fam = run_plan(plan, table, only=["primary"])[0]
     for row in fam.rows:
-        assert row["mdd"] == pytest.approx(minimum_detectable_difference(row["se_cluster"], alpha=plan.alpha))
-        assert row["mdd"] > 0
+        assert row.mdd == pytest.approx(minimum_detectable_difference(row.contrast.se_cluster, alpha=plan.alpha))
+        assert row.mdd > 0
     md = to_markdown(fam)
-    assert "| MDD |" in md and f"{fam.rows[0]['mdd']:.2f}" in md
+    assert "| MDD |" in md and f"{fam.rows[0].mdd:.2f}" in md
     assert "minimum detectable difference" in md
-    assert f"{fam.rows[0]['mdd']:.2f}" in to_latex(fam)
+    assert f"{fam.rows[0].mdd:.2f}" in to_latex(fam)
 
 
 def test_power_grows_with_clusters_and_the_answer_is_the_first_size_reaching_target():

@@ -101,7 +101,7 @@ def test_a_rule_added_to_the_registry_alone_runs_and_renders(tmp_path, table, mo
     monkeypatch.setitem(RULES, added.name, added)
     plan = _load(tmp_path, _plan_doc("ci-inside", multiplicity="holm", margin=50))
     result = run_family(plan, plan.family("f"), table)
-    row = result.rows[0]
+    row = result.rows[0].to_json()
     assert row["rule"] == "ci-inside" and row["verdict"] == EQUIVALENT and row["ci_shown"] == "90"
     assert row["p_tost"] is not None and row["p_tost_holm"] == row["p_tost"]  # a family of one
     assert "CI-inside rows need" in caption(result) and "| t1 |" in to_markdown(result)

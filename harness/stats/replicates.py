@@ -25,7 +25,7 @@ from harness.plan.model import FamilyPlan, Plan, TestPlan, derive_seed
 from harness.stats.contrast import (
     MissingResultsError, PairedDifferences, ResultTable, as_results, contrast_of_pairs,
 )
-from harness.stats.families import decide_family
+from harness.stats.families import PlannedContrast, decide_family
 from harness.stats.rules import RULES
 from harness.stats.simulate import redraw_clusters
 from harness.stats.subsets import registered_pairs
@@ -243,7 +243,7 @@ def _replicate(plan: Plan, pools: dict[str, _Pool], picks: dict, r: int, seed: i
         for test in family.tests:
             pool = pools[test.id]
             if pool.values is None:
-                contrasts.append((test, None, pool.lacking))
+                contrasts.append(PlannedContrast(test, None, lacking=pool.lacking))
                 continue
             result = contrast_of_pairs(
                 _redrawn(pool, picks), dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
@@ -251,9 +251,9 @@ def _replicate(plan: Plan, pools: dict[str, _Pool], picks: dict, r: int, seed: i
                 resamples=resamples, max_flips=max_flips,
                 margin=test.margin if RULES[test.rule].computes_p_tost else None,
                 stratified=plan.datasets[test.dataset].stratified, retriever_b=test.retriever_b)
-            contrasts.append((test, result.to_json(), ()))
+            contrasts.append(PlannedContrast(test, result))
         for row in decide_family(plan, family, contrasts):
-            verdicts[row["test"]] = row["verdict"]
+            verdicts[row.test] = row.verdict
     return verdicts
 
 

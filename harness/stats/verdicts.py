@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.stats.contrast import ContrastResult
+
 EQUIVALENT = "equiv."
 DIFFERENT = "diff."
 INCONCLUSIVE = "incon."
@@ -34,15 +36,15 @@ def excludes_zero(ci: tuple[float, float]) -> bool:
     return lo > 0 or hi < 0
 
 
-def undecided(contrast: dict) -> Verdict | None:
-    """The verdict of a contrast (its JSON) that no rule may decide, with the reason, else None (the rule
-    decides): fewer than MIN_CLUSTERS clusters, or no variation (`no_variation` holds what did not vary)."""
-    n = int(contrast["n_clusters"])
+def undecided(contrast: ContrastResult) -> Verdict | None:
+    """The verdict of a contrast that no rule may decide, with the reason, else None (the rule decides):
+    fewer than MIN_CLUSTERS clusters, or no variation (`no_variation` holds what did not vary)."""
+    n = int(contrast.n_clusters)
     if n < MIN_CLUSTERS:
         return Verdict(TOO_FEW_CLUSTERS, reason=f"{n} cluster{'' if n == 1 else 's'}: no sampling distribution "
                        "to resample")
-    if contrast.get("no_variation"):
-        return Verdict(NO_VARIATION, reason=contrast["no_variation"])
+    if contrast.no_variation:
+        return Verdict(NO_VARIATION, reason=contrast.no_variation)
     return None
 
 
