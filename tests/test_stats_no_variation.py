@@ -14,10 +14,10 @@ from harness.stats.contrast import compare
 from harness.stats.families import check_family, run_family
 from harness.stats.holm import holm
 from harness.stats.replicates import replicate_verdicts
-from harness.stats.rules import RULES
+from harness.stats.rules import RULES, verdict_labels
 from harness.stats.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_csv, to_markdown
-from harness.stats.verdicts import LABELS, NO_VARIATION, TOO_FEW_CLUSTERS
+from harness.stats.verdicts import NO_VARIATION, TOO_FEW_CLUSTERS
 
 RESAMPLES = 400
 
@@ -137,7 +137,8 @@ def test_replicates_recognise_no_variation(tmp_path, table):
     assert shares["floor"].shares[NO_VARIATION] == 1.0
     assert shares["varies"].shares.get(NO_VARIATION, 0.0) == 0.0
     assert "no variation 100.0%" in summary.to_markdown()
-    assert NO_VARIATION in LABELS and all(label in LABELS for t in summary.tests for label in t.shares)
+    labels = verdict_labels()
+    assert NO_VARIATION in labels and all(label in labels for t in summary.tests for label in t.shares)
 
 
 def _opposite_strata(n_per_stratum: int = 10) -> pd.DataFrame:

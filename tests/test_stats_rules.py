@@ -14,10 +14,11 @@ from harness.stats.families import FamilyResult, Status, run_family
 from harness.plan.load import load_plan
 from harness.plan.rules import RULE_TERMS, RuleTerms
 from harness.stats.plots import forest_png
-from harness.stats.rules import RULES, Evidence, Rule
+from harness.stats.contrast import ContrastResult
+from harness.stats.rules import RULES, DecisionContext, Rule
 from harness.stats.simulate import SyntheticDataset, long_table
 from harness.stats.tables import caption, to_csv, to_latex, to_markdown
-from harness.stats.verdicts import EQUIVALENT, INCONCLUSIVE, Verdict
+from harness.stats.verdicts import EQUIVALENT, INCONCLUSIVE, Decision
 
 
 def _plan_doc(rule: str, multiplicity: str = "none", **test) -> dict:
@@ -58,6 +59,16 @@ def table():
                       ["hybrid"], {"docs": ["prec@1024t"]})
 
 
+def _contrast(ci95: tuple[float, float]) -> ContrastResult:
+    """A contrast whose intervals are `ci95` (the 90% one a third narrower), on 20 clusters."""
+    lo, hi = ci95
+    ci90 = (lo + (hi - lo) / 6, hi - (hi - lo) / 6)
+    return ContrastResult(dataset="docs", a="A", b="B", retriever="hybrid", metric="prec@1024t", n_questions=40,
+                          n_clusters=20, n_strata=1, estimate=(lo + hi) / 2, ci90_bca=ci90, ci95_bca=ci95,
+                          ci90_percentile=ci90, ci95_percentile=ci95, z0=0.0, acceleration=0.0, resamples=300,
+                          seed=1, p_signflip=0.5, signflip_exact=False, signflip_flips=2000, se_cluster=1.0)
+
+
 def test_the_plan_and_the_statistics_know_the_same_rules():
     assert list(RULE_TERMS) == list(RULES)
 
@@ -72,8 +83,8 @@ def test_every_registered_rule_has_every_field(name):
     for signflip in (False, True):
         assert isinstance(rule.caption(signflip), str) and rule.caption(signflip)
     for ci95, p in (((-1.0, 1.0), 0.01), ((2.0, 6.0), 0.5), ((-3.0, 9.0), 0.9)):
-        verdict = rule.decide(Evidence(p=p, ci95=ci95, margin=4.0, alpha=0.05, signflip_required=True))
-        assert isinstance(verdict, Verdict) and verdict.label in rule.verdicts
+        verdict = rule.decide(_contrast(ci95), DecisionContext(p=p, margin=4.0, alpha=0.05, signflip_required=True))
+        assert isinstance(verdict, Decision) and verdict.label in rule.verdicts
 
 
 def test_the_plan_accepts_exactly_the_registered_rule_names(tmp_path, monkeypatch):
@@ -92,8 +103,9 @@ def test_an_unknown_rule_in_a_released_file_is_named():
 def test_a_rule_added_to_the_registry_alone_runs_and_renders(tmp_path, table, monkeypatch):
     """Adding a rule touches the two registries only: plan, families, tables and plots look it up."""
 
-    def ci90_inside(e: Evidence) -> Verdict:
-        return Verdict(EQUIVALENT) if -e.margin < e.ci95[0] and e.ci95[1] < e.margin else Verdict(INCONCLUSIVE)
+    def ci90_inside(c: ContrastResult, ctx: DecisionContext) -> Decision:
+        inside = -ctx.margin < c.ci95_bca[0] and c.ci95_bca[1] < ctx.margin
+        return Decision(EQUIVALENT) if inside else Decision(INCONCLUSIVE)
 
     added = Rule(name="ci-inside", decisive_p="p_tost", ci_shown="90", verdicts=(EQUIVALENT, INCONCLUSIVE),
                  decide=ci90_inside, caption=lambda _signflip: "CI-inside rows need the 95% CI inside the margin")

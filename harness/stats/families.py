@@ -23,7 +23,7 @@ from harness.stats.holm import holm
 from harness.stats.power import POWER, minimum_detectable_difference
 from harness.metrics.registry import is_answer_level
 from harness.plan.model import Acceptance, FamilyPlan, Plan, ReaderAcceptance, TestPlan, derive_seed
-from harness.stats.rules import RULES, Evidence
+from harness.stats.rules import RULES, DecisionContext
 from harness.stats.subsets import select_questions
 from harness.stats.t_tost import disagrees
 from harness.stats.verdicts import MISSING, undecided
@@ -237,8 +237,8 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[PlannedContras
         p = decisive[i] if adjusted is None else adjusted[i]
         holm_p = {} if flips_adjusted is None else {
             "p_signflip_holm": float(flips_adjusted[i]), f"{rule.decisive_p}_holm": float(adjusted[i])}
-        verdict = rule.decide(Evidence(p=float(p), ci95=c.ci95_bca, margin=test.margin, alpha=plan.alpha,
-                                       signflip_required=family.signflip_required))
+        verdict = rule.decide(c, DecisionContext(p=float(p), margin=test.margin, alpha=plan.alpha,
+                                                 signflip_required=family.signflip_required))
         if verdict.label not in rule.verdicts:
             raise ValueError(f"rule {rule.name} gave verdict {verdict.label!r}, not one of its labels "
                              f"{', '.join(rule.verdicts)}")

@@ -26,17 +26,15 @@ from harness.stats.contrast import (
     MissingResultsError, PairedDifferences, ResultTable, as_results, contrast_of_pairs,
 )
 from harness.stats.families import PlannedContrast, decide_family
-from harness.stats.rules import RULES
+from harness.stats.rules import RULES, decided_labels
 from harness.stats.simulate import redraw_clusters
 from harness.stats.subsets import registered_pairs
-from harness.stats.verdicts import DECIDED, DIFFERENT, MISSING
+from harness.stats.verdicts import DIFFERENT, MISSING
 
 # bootstrap resamples and sign-flips per replicate contrast that `harness rehearse` uses unless told: on the
 # flagship's primary and H3 families (400 replicates) every verdict share at 1,000 agreed with the registered
 # 10,000 within 0.7 Monte Carlo SE, at a tenth of the cost (benchmarks/bench_replicates.py measures both)
 REPLICATE_RESAMPLES = 1000
-# the tables' columns; the rest of harness.stats.verdicts.LABELS (no variation, too few clusters) go under "other"
-LABELS = DECIDED
 
 
 @dataclass(frozen=True)
@@ -82,14 +80,16 @@ class ReplicateSummary:
 
     def to_markdown(self) -> str:
         mc_se = 0.5 / math.sqrt(self.replicates)
+        # a column per label the rules give; the others (no variation, too few clusters, missing): "other"
+        labels = decided_labels()
         lines = [f"{self.replicates:,} replicates (seed {self.seed}), {self.resamples:,} resamples and "
                  f"{self.max_flips:,} sign-flips per contrast; Monte Carlo SE of a share at most {mc_se:.3f}.",
                  "",
-                 "| family | test | rule | true effect | " + " | ".join(LABELS) + " | other | correct |",
-                 "|---|---|---|---:|" + "---:|" * len(LABELS) + "---|---:|"]
+                 "| family | test | rule | true effect | " + " | ".join(labels) + " | other | correct |",
+                 "|---|---|---|---:|" + "---:|" * len(labels) + "---|---:|"]
         for t in self.tests:
-            cells = [_share(t.shares[label]) if label in t.shares else "" for label in LABELS]
-            other = ", ".join(f"{label} {_share(s)}" for label, s in t.shares.items() if label not in LABELS)
+            cells = [_share(t.shares[label]) if label in t.shares else "" for label in labels]
+            other = ", ".join(f"{label} {_share(s)}" for label, s in t.shares.items() if label not in labels)
             correct = "n/a" if t.correct is None else f"{_share(t.correct)} ({t.truth})"
             lines.append(f"| {t.family} | {t.test} | {t.rule} | {t.effect:+g} | " + " | ".join(cells)
                          + f" | {other} | {correct} |")
