@@ -26,6 +26,7 @@ from harness.pipeline.reading import references
 from harness.plan.load import load_plan
 from harness.plan.model import ReaderAcceptance
 from harness.stats.families import reader_passed, run_family
+from harness.stats.rules import ruled
 from harness.stats.io import load_reader_rates
 from harness.study import Study
 
@@ -160,7 +161,7 @@ def test_stats_keeps_answer_rows_exploratory_until_the_reader_passed(rates, tier
 
     plan = load_plan(DEMO / "plan" / "plan.yaml", DEMO / "amendments")
     family = plan.family("answers")
-    result = run_family(plan, family, _answer_table(), reader_rates=rates)
+    result = run_family(plan, ruled(family), _answer_table(), reader_rates=rates)
     row = next(r.to_json() for r in result.rows if r.test == "A1-papers")
     assert (row["tier"], row["reader_acceptance"]["passed"]) == (tier, passed)
     assert row["reader_acceptance"]["positive_min"] == 0.3 and row["reader_acceptance"]["negative_max"] == 0.15
@@ -171,7 +172,7 @@ def test_stats_keeps_answer_rows_exploratory_until_the_reader_passed(rates, tier
         assert "(exploratory: reader not accepted) |" in md
         assert "A1-papers: reader on papers, positive control (own gold evidence)" in md
         assert "not accepted, so the row is exploratory." in md
-    retrieval = run_family(plan, plan.family("primary"), _answer_table(), reader_rates={})
+    retrieval = run_family(plan, ruled(plan.family("primary")), _answer_table(), reader_rates={})
     assert all("reader_acceptance" not in r.to_json() for r in retrieval.rows)  # retrieval rows rest on no reader
 
 

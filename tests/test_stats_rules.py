@@ -15,7 +15,7 @@ from harness.plan.load import load_plan
 from harness.plan.rules import RULE_TERMS, RuleTerms
 from harness.stats.plots import forest_png
 from harness.stats.contrast import ContrastResult
-from harness.stats.rules import RULES, DecisionContext, Rule
+from harness.stats.rules import RULES, DecisionContext, Rule, ruled
 from harness.stats.simulate import SyntheticDataset, long_table
 from harness.stats.tables import caption, to_csv, to_latex, to_markdown
 from harness.stats.verdicts import EQUIVALENT, INCONCLUSIVE, Decision
@@ -112,7 +112,7 @@ def test_a_rule_added_to_the_registry_alone_runs_and_renders(tmp_path, table, mo
     monkeypatch.setitem(RULE_TERMS, added.name, RuleTerms(name="ci-inside", title="CI-inside", needs_margin=True))
     monkeypatch.setitem(RULES, added.name, added)
     plan = _load(tmp_path, _plan_doc("ci-inside", multiplicity="holm", margin=50))
-    result = run_family(plan, plan.family("f"), table)
+    result = run_family(plan, ruled(plan.family("f")), table)
     row = result.rows[0].to_json()
     assert row["rule"] == "ci-inside" and row["verdict"] == EQUIVALENT and row["ci_shown"] == "90"
     assert row["p_tost"] is not None and row["p_tost_holm"] == row["p_tost"]  # a family of one
@@ -125,12 +125,12 @@ def test_a_rule_giving_an_undeclared_verdict_is_refused(tmp_path, table, monkeyp
     monkeypatch.setitem(RULES, "two-sided", dataclasses.replace(RULES["two-sided"], verdicts=()))
     plan = _load(tmp_path, _plan_doc("two-sided"))
     with pytest.raises(ValueError, match=r"rule two-sided gave verdict '(diff\.|n\.d\.)', not one of its labels"):
-        run_family(plan, plan.family("f"), table)
+        run_family(plan, ruled(plan.family("f")), table)
 
 
 def test_family_result_round_trips_through_its_json(tmp_path, table):
     plan = _load(tmp_path, _plan_doc("tost", multiplicity="holm", margin=4))
-    result = dataclasses.replace(run_family(plan, plan.family("f"), table), frozen_config_hash="abc")
+    result = dataclasses.replace(run_family(plan, ruled(plan.family("f")), table), frozen_config_hash="abc")
     data = json.loads(json.dumps(result.to_json()))
     assert list(data)[-5:] == ["harness_version", "status", "missing", "rows", "frozen_config_hash"]
     assert data["status"] == "ran" and "deviation" not in data

@@ -14,6 +14,7 @@ from harness.plan.load import load_plan
 from harness.report.sections_outcomes import verdict_table
 from harness.stats.contrast import ContrastResult, compare
 from harness.stats.families import FamilyResult, PlannedContrast, Status, decide_family, run_family
+from harness.stats.rules import ruled
 from harness.stats.simulate import SyntheticDataset, long_table
 from harness.stats.t_tost import t_tost
 from harness.stats.tables import to_csv, to_latex, to_markdown
@@ -146,14 +147,14 @@ def _plan(tmp_path):
 def test_rows_carry_the_column_and_it_never_decides(tmp_path):
     plan = _plan(tmp_path)
     table = pd.concat([_table(), _table().query("arm == 'B'").assign(arm="C")], ignore_index=True)
-    rows = run_family(plan, plan.family("f"), table).rows
+    rows = run_family(plan, ruled(plan.family("f")), table).rows
     for row in rows:
         c = row.contrast
         assert c.p_tost_t is not None and c.t_df == 24 and len(c.ci90_t) == 2
         assert row.t_tost_disagrees == ((c.p_tost < 0.05) != (c.p_tost_t < 0.05))
     # the verdict reads the bootstrap TOST alone: moving the t-TOST p changes no verdict
-    moved = [PlannedContrast(t, dataclasses.replace(row.contrast, p_tost_t=1.0 - row.contrast.p_tost_t))
-             for t, row in zip(plan.family("f").tests, rows)]
+    moved = [PlannedContrast(t.test, t.rule, dataclasses.replace(row.contrast, p_tost_t=1.0 - row.contrast.p_tost_t))
+             for t, row in zip(ruled(plan.family("f")).tests, rows)]
     assert [r.verdict for r in decide_family(plan, plan.family("f"), moved)] == [r.verdict for r in rows]
 
 
@@ -166,9 +167,10 @@ def test_tables_and_report_flag_a_disagreement(tmp_path):
             "ci90_percentile": [-2.0, 3.9], "ci95_percentile": [-2.5, 4.4], "z0": 0.0, "acceleration": 0.0,
             "resamples": 400, "seed": 1, "p_signflip": 0.4, "signflip_exact": False, "signflip_flips": 500,
             "se_cluster": 1.7, "margin": MARGIN, "no_variation": None}
-    contrasts = [PlannedContrast(plan.family("f").tests[0], ContrastResult.from_json(
+    first, second = ruled(plan.family("f")).tests
+    contrasts = [PlannedContrast(first.test, first.rule, ContrastResult.from_json(
                      base | {"b": "B", "p_tost": 0.03, "ci90_t": [-1.9, 4.1], "p_tost_t": 0.08, "t_df": 24}, "t1")),
-                 PlannedContrast(plan.family("f").tests[1], ContrastResult.from_json(
+                 PlannedContrast(second.test, second.rule, ContrastResult.from_json(
                      base | {"b": "C", "p_tost": 0.01, "ci90_t": [-1.0, 3.0], "p_tost_t": 0.02, "t_df": 24}, "t2"))]
     rows = decide_family(plan, plan.family("f"), contrasts)
     assert [r.t_tost_disagrees for r in rows] == [True, False]

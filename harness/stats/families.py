@@ -23,7 +23,7 @@ from harness.stats.holm import holm
 from harness.stats.power import POWER, minimum_detectable_difference
 from harness.metrics.registry import is_answer_level
 from harness.plan.model import Acceptance, FamilyPlan, Plan, ReaderAcceptance, TestPlan, derive_seed
-from harness.stats.rules import RULES, DecisionContext
+from harness.stats.rules import DecisionContext, Rule, RuledFamily, RuledTest, ruled
 from harness.stats.subsets import select_questions
 from harness.stats.t_tost import disagrees
 from harness.stats.verdicts import MISSING, undecided
@@ -111,20 +111,21 @@ def _settings(plan: Plan, family: FamilyPlan) -> dict:
     }
 
 
-def contrast_arguments(plan: Plan, family: FamilyPlan, test: TestPlan, table: ResultTable) -> dict:
+def contrast_arguments(plan: Plan, family: FamilyPlan, ruled_test: RuledTest, table: ResultTable) -> dict:
     """What `compare` is called with for one registered test (its seed derived from the family's)."""
+    test = ruled_test.test
     selection = select_questions(table, test)
     return dict(
         dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever, metric=test.metric,
         seed=derive_seed(family.seed, test.id), resamples=plan.resamples, max_flips=plan.max_flips,
-        margin=test.margin if RULES[test.rule].computes_p_tost else None,
+        margin=test.margin if ruled_test.rule.computes_p_tost else None,
         stratified=plan.datasets[test.dataset].stratified,
         subset_clusters=selection.clusters, strata=selection.strata, retriever_b=test.retriever_b,
     )
 
 
 def run_family(
-    plan: Plan, family: FamilyPlan, table: pd.DataFrame | ResultTable, *,
+    plan: Plan, ruled_family: RuledFamily, table: pd.DataFrame | ResultTable, *,
     judge_rates: Mapping[str, Mapping[str, float]] | None = None,
     contrast: Callable[[FamilyPlan, TestPlan, ResultTable], Any] | None = None,
     reader_rates: Mapping[str, Mapping[str, Any]] | None = None,
@@ -136,22 +137,24 @@ def run_family(
     misses a registered threshold, or has no recorded rates, is reported as exploratory; so is an answer-level
     test whose dataset's reader missed its controls (`reader_rates`, per dataset). `contrast`
     (family, test, table) -> compare's result replaces the in-process call (harness.stats.on_ray)."""
+    family = ruled_family.family
     settings = _settings(plan, family)
     table = as_results(table)
     contrasts, missing = [], []
-    for test in family.tests:
+    for ruled_test in ruled_family.tests:
+        test, rule = ruled_test.test, ruled_test.rule
         lacking = missing_for(table, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
                               metric=test.metric, retriever_b=test.retriever_b)
         if lacking:
             missing += lacking
-            contrasts.append(PlannedContrast(test, None, lacking=tuple(lacking)))
+            contrasts.append(PlannedContrast(test, rule, None, lacking=tuple(lacking)))
             continue
         selection = select_questions(table, test)
         if contrast is None:
-            result = compare(table, **contrast_arguments(plan, family, test, table))
+            result = compare(table, **contrast_arguments(plan, family, ruled_test, table))
         else:
             result = contrast(family, test, table)
-        contrasts.append(PlannedContrast(test, result, subset=selection.to_json(test)))
+        contrasts.append(PlannedContrast(test, rule, result, subset=selection.to_json(test)))
     missing = sorted(set(missing))
     if all(c.result is None for c in contrasts):
         return FamilyResult(**settings, status=Status.NOT_RUN, missing=tuple(missing), rows=())
@@ -166,7 +169,7 @@ def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
     """Every family (or those in `only`). With `threads` > 1 the contrasts' bootstraps and sign-flips run
     in that many threads first (NumPy's draws and sums release the GIL); each contrast has its own seed,
     so the output is the same for any thread count."""
-    families = plan.families if not only else [plan.family(f) for f in only]
+    families = planned_families(plan, only)
     results = as_results(table)
     if contrast is None and threads > 1:
         contrast = _contrasts_in_threads(plan, families, results, threads)
@@ -174,11 +177,19 @@ def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
             for fam in families]
 
 
-def _contrasts_in_threads(plan: Plan, families: list[FamilyPlan], results: ResultTable, threads: int):
-    jobs = {(fam.id, test.id): contrast_arguments(plan, fam, test, results)
-            for fam in families for test in fam.tests
+def planned_families(plan: Plan, only: list[str] | None = None) -> list[RuledFamily]:
+    """Every family of the plan (or those in `only`), its tests' rules resolved."""
+    return [ruled(f) for f in (plan.families if not only else [plan.family(f) for f in only])]
+
+
+def _contrasts_in_threads(plan: Plan, families: list[RuledFamily], results: ResultTable, threads: int):
+    jobs = {}
+    for fam in families:
+        for ruled_test in fam.tests:
+            test = ruled_test.test
             if not missing_for(results, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
-                               metric=test.metric, retriever_b=test.retriever_b)}
+                               metric=test.metric, retriever_b=test.retriever_b):
+                jobs[(fam.family.id, test.id)] = contrast_arguments(plan, fam.family, ruled_test, results)
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = {key: pool.submit(compare, results, **arguments) for key, arguments in jobs.items()}
         computed = {key: future.result() for key, future in futures.items()}  # first failure in plan order
@@ -191,6 +202,7 @@ class PlannedContrast:
     results (`lacking` says which)."""
 
     test: TestPlan
+    rule: Rule
     result: ContrastResult | None
     subset: dict[str, Any] | None = None  # the registered subset as drawn (Selection.to_json)
     lacking: tuple[str, ...] = ()
@@ -217,7 +229,7 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[PlannedContras
     the t-TOST (harness.stats.t_tost) disagrees about equivalence at alpha, both p's unadjusted."""
     judge_rates, reader_rates = judge_rates or {}, reader_rates or {}
     holm_family = family.multiplicity == "holm"
-    decisive = np.array([_holm_p(c.result, RULES[c.test.rule].decisive_p) for c in contrasts])
+    decisive = np.array([_holm_p(c.result, c.rule.decisive_p) for c in contrasts])
     adjusted = holm(decisive) if holm_family else None
     flips = np.array([_holm_p(c.result, "p_signflip") for c in contrasts])
     flips_adjusted = holm(flips) if holm_family else None
@@ -233,7 +245,7 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[PlannedContras
             rows.append(DecidedRow(**base, verdict=MISSING, missing=one.lacking,
                                    subset=None if test.subset is None else test.subset.to_json()))
             continue
-        rule = RULES[test.rule]
+        rule = one.rule
         p = decisive[i] if adjusted is None else adjusted[i]
         holm_p = {} if flips_adjusted is None else {
             "p_signflip_holm": float(flips_adjusted[i]), f"{rule.decisive_p}_holm": float(adjusted[i])}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from harness.errors import InputError
+from harness.plan.model import FamilyPlan, TestPlan
 from harness.stats.contrast import ContrastResult
 from harness.stats.verdicts import (
     DIFFERENT, EQUIVALENT, INCONCLUSIVE, MISSING, NO_DIFFERENCE, UNDECIDED, Decision, ci_margin_verdict,
@@ -122,3 +123,22 @@ def rule(name: str) -> Rule:
     if name not in RULES:
         raise InputError(f"unknown decision rule {name!r} (known: {', '.join(RULES)})")
     return RULES[name]
+
+
+@dataclass(frozen=True)
+class RuledTest:
+    """A registered test with its decision rule resolved (the plan names it; `ruled` looks it up once)."""
+
+    test: TestPlan
+    rule: Rule
+
+
+@dataclass(frozen=True)
+class RuledFamily:
+    family: FamilyPlan
+    tests: tuple[RuledTest, ...]  # in plan order
+
+
+def ruled(family: FamilyPlan) -> RuledFamily:
+    """The family with each test's rule object: the one place statistics look a plan's rule name up."""
+    return RuledFamily(family, tuple(RuledTest(test, rule(test.rule)) for test in family.tests))
