@@ -13,7 +13,7 @@ from harness.errors import InputError
 from harness.stats.contrast import compare, paired_differences
 from harness.stats.families import run_plan
 from harness.plan.load import load_plan
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_markdown
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"

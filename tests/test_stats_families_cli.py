@@ -10,9 +10,9 @@ import pytest
 
 from harness.cli.main import build_parser, main
 from harness.stats.families import FamilyResult, run_plan
-from harness.stats.holm import holm
+from harness.inference.holm import holm
 from harness.plan.load import load_plan
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_csv, to_latex, to_markdown
 from harness.study import Study
 from harness.provenance.freeze import frozen_hash

@@ -12,10 +12,10 @@ import yaml
 from harness.plan.load import load_plan
 from harness.stats.contrast import compare
 from harness.stats.families import check_family, run_family
-from harness.stats.holm import holm
+from harness.inference.holm import holm
 from harness.stats.replicates import replicate_verdicts
 from harness.stats.rules import RULES, verdict_labels, ruled
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_csv, to_markdown
 from harness.stats.verdicts import NO_VARIATION, TOO_FEW_CLUSTERS
 

@@ -8,9 +8,9 @@ import yaml
 from harness.errors import HarnessError, InputError
 from harness.stats.families import run_family, run_plan
 from harness.stats.rules import ruled
-from harness.stats.holm import holm
+from harness.inference.holm import holm
 from harness.plan.load import load_plan
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.verdicts import ci_margin_verdict
 
 RESAMPLES = 400

@@ -5,11 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.stats.bootstrap import cluster_bootstrap
+from harness.inference.bootstrap import cluster_bootstrap
 from harness.stats.families import run_plan
 from harness.plan.load import load_plan
-from harness.stats.power import cluster_standard_error, minimum_detectable_difference, tost_clusters_for_power
-from harness.stats.simulate import SyntheticDataset, clustered_sample, long_table
+from harness.inference.power import cluster_standard_error, minimum_detectable_difference, tost_clusters_for_power
+from harness.inference.simulate import SyntheticDataset, clustered_sample, long_table
 from harness.stats.tables import to_latex, to_markdown
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"

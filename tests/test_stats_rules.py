@@ -16,7 +16,7 @@ from harness.plan.rules import RULE_TERMS, RuleTerms
 from harness.stats.plots import forest_png
 from harness.stats.contrast import ContrastResult
 from harness.stats.rules import RULES, DecisionContext, Rule, ruled
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.tables import caption, to_csv, to_latex, to_markdown
 from harness.stats.verdicts import EQUIVALENT, INCONCLUSIVE, Decision
 

@@ -15,8 +15,8 @@ from harness.report.sections_outcomes import verdict_table
 from harness.stats.contrast import ContrastResult, compare
 from harness.stats.families import FamilyResult, PlannedContrast, Status, decide_family, run_family
 from harness.stats.rules import ruled
-from harness.stats.simulate import SyntheticDataset, long_table
-from harness.stats.t_tost import t_tost
+from harness.inference.simulate import SyntheticDataset, long_table
+from harness.inference.t_tost import t_tost
 from harness.stats.tables import to_csv, to_latex, to_markdown
 
 MARGIN = 4.0

@@ -44,7 +44,7 @@ def run(args) -> int:
     from harness.cli.compare import owning_study
     from harness.grid.results import read_per_question
     from harness.stats.contrast import paired_differences
-    from harness.stats.power import tost_clusters_for_power
+    from harness.inference.power import tost_clusters_for_power
 
     study = owning_study(Path(args.pilot))
     if study is not None:

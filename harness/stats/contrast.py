@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError, InputError
-from harness.stats.bootstrap import cluster_bootstrap
-from harness.stats.power import cluster_standard_error
-from harness.stats.signflip import cluster_sign_flip
-from harness.stats.t_tost import t_tost
-from harness.stats.tost import tost
+from harness.inference.bootstrap import cluster_bootstrap
+from harness.inference.power import cluster_standard_error
+from harness.inference.signflip import cluster_sign_flip
+from harness.inference.t_tost import t_tost
+from harness.inference.tost import tost
 
 POINTS = 100.0  # metric values are in [0, 1]; differences are reported in points
 # spreads at or below this many points are float noise (e.g. (0.3 - 0.1) vs (0.5 - 0.3)), not variation
@@ -66,10 +66,10 @@ class ContrastResult:
     p_signflip: float
     signflip_exact: bool
     signflip_flips: int
-    se_cluster: float  # cluster standard error of the estimate, in points (harness.stats.power)
+    se_cluster: float  # cluster standard error of the estimate, in points (harness.inference.power)
     margin: float | None = None
     p_tost: float | None = None
-    # the t-TOST sensitivity column (harness.stats.t_tost), beside p_tost; never a decision input
+    # the t-TOST sensitivity column (harness.inference.t_tost), beside p_tost; never a decision input
     ci90_t: tuple[float, float] | None = None
     p_tost_t: float | None = None
     t_df: int | None = None

@@ -71,7 +71,7 @@ class DecidedRow:
     contrast: ContrastResult | None = None
     p_tost_holm: float | None = None
     p_signflip_holm: float | None = None
-    t_tost_disagrees: bool | None = None  # harness.stats.t_tost.disagrees
+    t_tost_disagrees: bool | None = None  # harness.inference.t_tost.disagrees
     mdd: float | None = None  # minimum detectable difference, points (None in statistics older than it)
     ci_shown: str | None = None  # the BCa CI level the rule reads and tables show ("90" or "95")
     verdict_reason: str | None = None  # why no rule could decide the row (an UNDECIDED verdict)

@@ -19,13 +19,13 @@ from harness import __version__
 from harness.errors import InputError
 from harness.stats.contrast import ContrastResult, ResultTable, as_results, compare, missing_for
 from harness.stats.decided import JUDGE, READER, DecidedRow, InstrumentControls
-from harness.stats.holm import holm
-from harness.stats.power import POWER, minimum_detectable_difference
+from harness.inference.holm import holm
+from harness.inference.power import POWER, minimum_detectable_difference
 from harness.metrics.registry import is_answer_level
 from harness.plan.model import Acceptance, FamilyPlan, Plan, ReaderAcceptance, TestPlan, derive_seed
 from harness.stats.rules import DecisionContext, Rule, RuledFamily, RuledTest, ruled
 from harness.stats.subsets import select_questions
-from harness.stats.t_tost import disagrees
+from harness.inference.t_tost import disagrees
 from harness.stats.verdicts import MISSING, undecided
 
 
@@ -226,7 +226,7 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[PlannedContras
     p over the family's sign-flip p's: the verdict does not use it, but it is reported beside the TOST result.
     A row no rule may decide (too few clusters, no variation) keeps its statistics, takes that verdict with
     its reason, and enters both Holm steps as p = 1, as a missing test does. TOST rows also carry whether
-    the t-TOST (harness.stats.t_tost) disagrees about equivalence at alpha, both p's unadjusted."""
+    the t-TOST (harness.inference.t_tost) disagrees about equivalence at alpha, both p's unadjusted."""
     judge_rates, reader_rates = judge_rates or {}, reader_rates or {}
     holm_family = family.multiplicity == "holm"
     decisive = np.array([_holm_p(c.result, c.rule.decisive_p) for c in contrasts])

@@ -27,7 +27,7 @@ from harness.stats.contrast import (
 )
 from harness.stats.families import PlannedContrast, decide_family
 from harness.stats.rules import Rule, decided_labels, ruled
-from harness.stats.simulate import redraw_clusters
+from harness.inference.simulate import redraw_clusters
 from harness.stats.subsets import registered_pairs
 from harness.stats.verdicts import DIFFERENT, MISSING
 

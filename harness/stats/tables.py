@@ -63,6 +63,7 @@ def t_tost_notes(fam: FamilyResult) -> list[str]:
     """The sensitivity column's legend, on a family with TOST rows."""
     if not any(row.contrast is not None and row.contrast.p_tost_t is not None for row in fam.rows):
         return []
+    # the legend keeps the module name released tables always carried (now harness.inference.t_tost)
     note = ("p t-TOST: sensitivity only, never a decision input: the TOST p from a cluster-robust t interval "
             "(clusters - strata degrees of freedom; harness.stats.t_tost).")
     if any(row.t_tost_disagrees for row in fam.rows):
