@@ -2,8 +2,9 @@
 caption it. Nothing else in the harness compares a rule's name.
 
 What the plan must give for a rule (a margin, a multiplicity) is harness.plan.rules, keyed by the same names:
-adding a rule is one entry there and one `Rule` in `RULES` here (and a test); the families, the tables, the
-plots and the report look it up here.
+adding a rule is one entry there and one `Rule` in `RULES` here (docs/extending.md, A decision rule). A rule
+reads the whole typed contrast; a plan's rule names are resolved to these objects once (`ruled`), and the
+verdict labels the rules can give are read from here (`decided_labels`).
 """
 
 from __future__ import annotations
