@@ -48,8 +48,8 @@ TERMS = RuleTerms(name="ci90-inside", title="CI90-inside", needs_margin=True,
                   unadjusted_only="judges unadjusted 90% CIs")
 RULE = Rule(name="ci90-inside", decisive_p="p_signflip", ci_shown="90",
             verdicts=(EQUIVALENT, DIFFERENT, INCONCLUSIVE), decide=ci90_inside,
-            caption=lambda _signflip: "CI90-inside rows show the unadjusted 90% BCa CI; equiv. needs it inside "
-            "the margin")
+            caption=lambda _signflip: "CI90-inside rows show the unadjusted 90% BCa CI; equiv. needs it "
+            "inside the margin")
 
 
 def _register(monkeypatch, *, terms: bool = True, rule: bool = True) -> None:
@@ -60,19 +60,19 @@ def _register(monkeypatch, *, terms: bool = True, rule: bool = True) -> None:
 
 
 def _study(root: Path) -> Study:
-    """The handbook's data, two of its chunkers at L = 450 under BM25, and a plan of one test under the rule."""
+    """The handbook's data, two of its chunkers at L = 450 under BM25, a plan of one test under the rule."""
     study = root / "study"
     shutil.copytree(HANDBOOK / "data", study / "data")
     config = yaml.safe_load((HANDBOOK / "configs" / "study.yaml").read_text(encoding="utf-8"))
-    config["arms"] = {"provisions": {"kind": "provisions", "L": 450}, "sentence": {"kind": "sentence", "L": 450}}
+    config["arms"] = {arm: {"kind": arm, "L": 450} for arm in ("provisions", "sentence")}
     config["retrievers"] = {"bm25": config["retrievers"]["bm25"]}
     plan = yaml.safe_load((HANDBOOK / "plan" / "plan.yaml").read_text(encoding="utf-8"))
     plan["bootstrap"]["resamples"] = 1000
     plan |= {"arms": ["provisions", "sentence"], "retrievers": ["bm25"], "families": [{
         "id": "ext", "description": "Are provisions and sentence windows equivalent?", "tier": "secondary",
         "multiplicity": "none", "decision": {"rule": "ci90-inside", "signflip_required": False}, "seed": 1607,
-        "tests": [{"id": "ext-ps", "a": "provisions", "b": "sentence", "retriever": "bm25", "dataset": "handbook",
-                   "metric": "complete@120w", "margin": MARGIN}]}]}
+        "tests": [{"id": "ext-ps", "a": "provisions", "b": "sentence", "retriever": "bm25",
+                   "dataset": "handbook", "metric": "complete@120w", "margin": MARGIN}]}]}
     for folder, name, doc in (("configs", "study.yaml", config), ("plan", "plan.yaml", plan)):
         (study / folder).mkdir()
         (study / folder / name).write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
@@ -127,9 +127,11 @@ def test_without_either_entry_the_study_stops(tmp_path, monkeypatch, terms, rule
 
 def test_a_new_verdict_label_needs_no_third_place(tmp_path, monkeypatch):
     """A label only the new rule gives is a column of the known-effects table like the built-in ones."""
-    inside = dataclasses.replace(RULE, verdicts=("inside", DIFFERENT, INCONCLUSIVE),
-                                 decide=lambda c, ctx: Decision("inside") if ci90_inside(c, ctx).label == EQUIVALENT
-                                 else ci90_inside(c, ctx))
+    def renamed(c: ContrastResult, ctx: DecisionContext) -> Decision:
+        decision = ci90_inside(c, ctx)
+        return Decision("inside") if decision.label == EQUIVALENT else decision
+
+    inside = dataclasses.replace(RULE, verdicts=("inside", DIFFERENT, INCONCLUSIVE), decide=renamed)
     _register(monkeypatch)
     monkeypatch.setitem(RULES, RULE.name, inside)
     assert "inside" in decided_labels()
@@ -143,10 +145,10 @@ def test_a_new_verdict_label_needs_no_third_place(tmp_path, monkeypatch):
         "arms": ["A", "B"], "retrievers": ["r"],
         "families": [{"id": "f", "description": "d", "tier": "secondary", "multiplicity": "none",
                       "decision": {"rule": "ci90-inside", "signflip_required": False}, "seed": 7,
-                      "tests": [{"id": "t1", "a": "A", "b": "B", "retriever": "r", "dataset": "d", "metric": "m",
-                                 "margin": 50}]}]}))
-    table = long_table(np.random.default_rng(3), [SyntheticDataset("d", 30, 1.0)], {"A": 0.0, "B": 0.0}, ["r"],
-                       {"d": ["m"]})
+                      "tests": [{"id": "t1", "a": "A", "b": "B", "retriever": "r", "dataset": "d",
+                                 "metric": "m", "margin": 50}]}]}))
+    table = long_table(np.random.default_rng(3), [SyntheticDataset("d", 30, 1.0)], {"A": 0.0, "B": 0.0},
+                       ["r"], {"d": ["m"]})
     summary = replicate_verdicts(load_plan(path), table, effects={}, replicates=4, seed=1, resamples=100)
     header = summary.to_markdown().splitlines()[2]
     assert "| inside |" in header and summary.tests[0].shares["inside"] == 1.0

@@ -200,8 +200,10 @@ def _family(name: str, verdicts: dict[str, tuple[str, str | None]]):
     from harness.stats.families import FamilyResult, Status
 
     rows = tuple(DecidedRow(test=test, rule="two-sided", dataset="d", a="A", b="B", retriever="r", metric="m",
-                            margin=None, tier="confirmatory", source="plan", verdict=verdict, verdict_reason=reason)
+                            margin=None, tier="confirmatory", source="plan", verdict=verdict,
+                            verdict_reason=reason)
                  for test, (verdict, reason) in verdicts.items())
-    return FamilyResult(family=name, description="", tier="confirmatory", multiplicity="holm", rule="two-sided",
-                        signflip_required=False, alpha=0.05, seed=1, resamples=10, max_flips=10, source="plan",
-                        n_tests=len(rows), study="s", harness_version="0", status=Status.RAN, missing=(), rows=rows)
+    return FamilyResult(family=name, description="", tier="confirmatory", multiplicity="holm",
+                        rule="two-sided", signflip_required=False, alpha=0.05, seed=1, resamples=10,
+                        max_flips=10, source="plan", n_tests=len(rows), study="s", harness_version="0",
+                        status=Status.RAN, missing=(), rows=rows)

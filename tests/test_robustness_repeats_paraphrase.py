@@ -267,10 +267,10 @@ class _InOrder:
 def _decided(test: str, *, estimate: float, ci95: tuple[float, float]) -> DecidedRow:
     """A decided E-rep - S+T row of the released statistics, with the pooled estimate and 95% CI given."""
     contrast = ContrastResult(
-        dataset="papers", a="E-rep", b="S+T", retriever="hybrid", metric="rec@512t", n_questions=3, n_clusters=3,
-        n_strata=1, estimate=estimate, ci90_bca=ci95, ci95_bca=ci95, ci90_percentile=ci95, ci95_percentile=ci95,
-        z0=0.0, acceleration=0.0, resamples=1000, seed=1, p_signflip=0.5, signflip_exact=True, signflip_flips=8,
-        se_cluster=10.0)
+        dataset="papers", a="E-rep", b="S+T", retriever="hybrid", metric="rec@512t", n_questions=3,
+        n_clusters=3, n_strata=1, estimate=estimate, ci90_bca=ci95, ci95_bca=ci95, ci90_percentile=ci95,
+        ci95_percentile=ci95, z0=0.0, acceleration=0.0, resamples=1000, seed=1, p_signflip=0.5,
+        signflip_exact=True, signflip_flips=8, se_cluster=10.0)
     return DecidedRow(test=test, rule="two-sided", dataset="papers", a="E-rep", b="S+T", retriever="hybrid",
                       metric="rec@512t", margin=None, tier="exploratory", source="plan", verdict="n.d.",
                       contrast=contrast, ci_shown="95")

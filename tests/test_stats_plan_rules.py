@@ -184,7 +184,8 @@ def test_judged_rows_show_their_controls_even_when_one_failed(tmp_path, table):
 
     acceptance = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
     plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
-    result = run_family(plan, ruled(plan.family("nr")), table, judge_rates={"j": {"positive": 0.91, "negative": 0.068}})
+    rates = {"j": {"positive": 0.91, "negative": 0.068}}
+    result = run_family(plan, ruled(plan.family("nr")), table, judge_rates=rates)
     md = to_markdown(result)
     assert "(exploratory: judge not accepted) |" in md
     assert ("n1: judge j, positive control 91.0% (>= 85%), negative control 6.8% (<= 5%), no spot check on file "
@@ -226,24 +227,27 @@ def test_decided_rows_read_back_write_the_same_json_key_for_key_and_in_order(tmp
     from harness.stats.families import FamilyResult
 
     judged = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
-    tests = [_test("k1", rule="tost", margin=4, acceptance=judged), _test("k2", b="C", rule="ci95-within-margin",
-                                                                          margin=4),
+    tests = [_test("k1", rule="tost", margin=4, acceptance=judged),
+             _test("k2", b="C", rule="ci95-within-margin", margin=4),
              _test("k3", dataset="papers", metric="answer_f1@512t", rule="tost", margin=5)]
     plan = _load(tmp_path, [_family("ks", tests, rule="tost", multiplicity="none")])
     rates = {"j": {"positive": 0.9, "negative": 0.01, "spot_check": {"kappa": 0.7, "passed": True}}}
-    written = json.loads(json.dumps(run_family(plan, ruled(plan.family("ks")), table, judge_rates=rates).to_json()))
+    result = run_family(plan, ruled(plan.family("ks")), table, judge_rates=rates)
+    written = json.loads(json.dumps(result.to_json()))
     rows = FamilyResult.from_json(written, "ks.json").to_json()["rows"]
     assert rows == written["rows"] and [list(r) for r in rows] == [list(r) for r in written["rows"]]
-    contrast = ["n_questions", "n_clusters", "n_strata", "estimate", "ci90_bca", "ci95_bca", "ci90_percentile",
-                "ci95_percentile", "z0", "acceleration", "resamples", "seed", "p_signflip", "signflip_exact",
-                "signflip_flips", "se_cluster"]
+    contrast = ["n_questions", "n_clusters", "n_strata", "estimate", "ci90_bca", "ci95_bca",
+                "ci90_percentile", "ci95_percentile", "z0", "acceleration", "resamples", "seed", "p_signflip",
+                "signflip_exact", "signflip_flips", "se_cluster"]
     head = ["test", "rule", "dataset", "a", "b", "retriever", "metric", "margin", "tier", "source"]
-    tail = ["t_tost_disagrees", "p_tost_holm", "p_signflip_holm", "mdd", "ci_shown", "verdict", "verdict_reason",
-            "small_difference_within_margin"]
-    assert list(rows[0]) == head + contrast + ["p_tost", "ci90_t", "p_tost_t", "t_df", "no_variation", "subset"] \
-        + tail + ["acceptance"]
-    assert list(rows[1]) == head + contrast + ["no_variation", "subset", "p_tost", "ci90_t", "p_tost_t", "t_df"] \
-        + tail
+    tail = ["t_tost_disagrees", "p_tost_holm", "p_signflip_holm", "mdd", "ci_shown", "verdict",
+            "verdict_reason", "small_difference_within_margin"]
+    t_tost = ["p_tost", "ci90_t", "p_tost_t", "t_df"]
+    assert list(rows[0]) == head + contrast + t_tost + ["no_variation", "subset"] + tail + ["acceptance"]
+    assert list(rows[1]) == head + contrast + ["no_variation", "subset"] + t_tost + tail
     assert list(rows[2]) == head + ["verdict", "missing", "subset"]
-    assert list(rows[0]["acceptance"]) == ["judge", "positive_min", "negative_max", "positive", "negative", "kappa",
-                                           "passed"]
+    assert list(rows[0]["acceptance"]) == ["judge", "positive_min", "negative_max", "positive", "negative",
+                                           "kappa", "passed"]
+    typed = FamilyResult.from_json(written, "ks.json").rows
+    assert [type(r).__name__ for r in typed] == ["DecidedRow"] * 3
+    assert typed[0].acceptance is not None and typed[0].acceptance.passed and typed[2].contrast is None

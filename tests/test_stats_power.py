@@ -8,7 +8,9 @@ import pytest
 from harness.inference.bootstrap import cluster_bootstrap
 from harness.stats.families import run_plan
 from harness.plan.load import load_plan
-from harness.inference.power import cluster_standard_error, minimum_detectable_difference, tost_clusters_for_power
+from harness.inference.power import (
+    cluster_standard_error, minimum_detectable_difference, tost_clusters_for_power,
+)
 from harness.inference.simulate import SyntheticDataset, clustered_sample, long_table
 from harness.stats.tables import to_latex, to_markdown
 
@@ -57,7 +59,8 @@ def test_every_verdict_row_carries_its_mdd_and_the_tables_show_it():
                        ["hybrid", "minilm", "bm25"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
     fam = run_plan(plan, table, only=["primary"])[0]
     for row in fam.rows:
-        assert row.mdd == pytest.approx(minimum_detectable_difference(row.contrast.se_cluster, alpha=plan.alpha))
+        se = row.contrast.se_cluster
+        assert row.mdd == pytest.approx(minimum_detectable_difference(se, alpha=plan.alpha))
         assert row.mdd > 0
     md = to_markdown(fam)
     assert "| MDD |" in md and f"{fam.rows[0].mdd:.2f}" in md

@@ -63,10 +63,11 @@ def _contrast(ci95: tuple[float, float]) -> ContrastResult:
     """A contrast whose intervals are `ci95` (the 90% one a third narrower), on 20 clusters."""
     lo, hi = ci95
     ci90 = (lo + (hi - lo) / 6, hi - (hi - lo) / 6)
-    return ContrastResult(dataset="docs", a="A", b="B", retriever="hybrid", metric="prec@1024t", n_questions=40,
-                          n_clusters=20, n_strata=1, estimate=(lo + hi) / 2, ci90_bca=ci90, ci95_bca=ci95,
-                          ci90_percentile=ci90, ci95_percentile=ci95, z0=0.0, acceleration=0.0, resamples=300,
-                          seed=1, p_signflip=0.5, signflip_exact=False, signflip_flips=2000, se_cluster=1.0)
+    return ContrastResult(dataset="docs", a="A", b="B", retriever="hybrid", metric="prec@1024t",
+                          n_questions=40, n_clusters=20, n_strata=1, estimate=(lo + hi) / 2, ci90_bca=ci90,
+                          ci95_bca=ci95, ci90_percentile=ci90, ci95_percentile=ci95, z0=0.0, acceleration=0.0,
+                          resamples=300, seed=1, p_signflip=0.5, signflip_exact=False, signflip_flips=2000,
+                          se_cluster=1.0)
 
 
 def test_the_plan_and_the_statistics_know_the_same_rules():
@@ -83,7 +84,8 @@ def test_every_registered_rule_has_every_field(name):
     for signflip in (False, True):
         assert isinstance(rule.caption(signflip), str) and rule.caption(signflip)
     for ci95, p in (((-1.0, 1.0), 0.01), ((2.0, 6.0), 0.5), ((-3.0, 9.0), 0.9)):
-        verdict = rule.decide(_contrast(ci95), DecisionContext(p=p, margin=4.0, alpha=0.05, signflip_required=True))
+        context = DecisionContext(p=p, margin=4.0, alpha=0.05, signflip_required=True)
+        verdict = rule.decide(_contrast(ci95), context)
         assert isinstance(verdict, Decision) and verdict.label in rule.verdicts
 
 

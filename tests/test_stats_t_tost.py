@@ -153,7 +153,8 @@ def test_rows_carry_the_column_and_it_never_decides(tmp_path):
         assert c.p_tost_t is not None and c.t_df == 24 and len(c.ci90_t) == 2
         assert row.t_tost_disagrees == ((c.p_tost < 0.05) != (c.p_tost_t < 0.05))
     # the verdict reads the bootstrap TOST alone: moving the t-TOST p changes no verdict
-    moved = [PlannedContrast(t.test, t.rule, dataclasses.replace(row.contrast, p_tost_t=1.0 - row.contrast.p_tost_t))
+    moved = [PlannedContrast(t.test, t.rule,
+                             dataclasses.replace(row.contrast, p_tost_t=1.0 - row.contrast.p_tost_t))
              for t, row in zip(ruled(plan.family("f")).tests, rows)]
     assert [r.verdict for r in decide_family(plan, plan.family("f"), moved)] == [r.verdict for r in rows]
 
@@ -168,10 +169,10 @@ def test_tables_and_report_flag_a_disagreement(tmp_path):
             "resamples": 400, "seed": 1, "p_signflip": 0.4, "signflip_exact": False, "signflip_flips": 500,
             "se_cluster": 1.7, "margin": MARGIN, "no_variation": None}
     first, second = ruled(plan.family("f")).tests
-    contrasts = [PlannedContrast(first.test, first.rule, ContrastResult.from_json(
-                     base | {"b": "B", "p_tost": 0.03, "ci90_t": [-1.9, 4.1], "p_tost_t": 0.08, "t_df": 24}, "t1")),
-                 PlannedContrast(second.test, second.rule, ContrastResult.from_json(
-                     base | {"b": "C", "p_tost": 0.01, "ci90_t": [-1.0, 3.0], "p_tost_t": 0.02, "t_df": 24}, "t2"))]
+    one = {"b": "B", "p_tost": 0.03, "ci90_t": [-1.9, 4.1], "p_tost_t": 0.08, "t_df": 24}
+    two = {"b": "C", "p_tost": 0.01, "ci90_t": [-1.0, 3.0], "p_tost_t": 0.02, "t_df": 24}
+    contrasts = [PlannedContrast(first.test, first.rule, ContrastResult.from_json(base | one, "t1")),
+                 PlannedContrast(second.test, second.rule, ContrastResult.from_json(base | two, "t2"))]
     rows = decide_family(plan, plan.family("f"), contrasts)
     assert [r.t_tost_disagrees for r in rows] == [True, False]
     fam = FamilyResult(family="f", description="d", tier="confirmatory", multiplicity="holm", rule="tost",

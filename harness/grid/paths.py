@@ -125,7 +125,8 @@ def answers_dir(study: Any) -> Path:
 
 
 def reader_acceptance_path(study: Any) -> Path:
-    """The reader's control rates per dataset, written by `answer` before any arm (harness.pipeline.reader_controls)."""
+    """The reader's control rates per dataset, written by `answer` before any arm
+    (harness.pipeline.reader_controls)."""
     return answers_dir(study) / "reader_acceptance.json"
 
 
@@ -151,7 +152,7 @@ def judges_dir(study: Any) -> Path:
 
 
 def judge_acceptance_path(study: Any) -> Path:
-    """Each judge's measured acceptance-control rates, written by the answer stage (harness.pipeline.answer)."""
+    """Each judge's measured acceptance-control rates, written by `answer` (harness.pipeline.answer)."""
     return judges_dir(study) / "acceptance.json"
 
 

@@ -49,7 +49,9 @@ from harness.metrics.nuggets import (
 )
 from harness.metrics.registry import ANSWER_METRICS
 from harness.grid.cells import Cell, answer_cells
-from harness.grid.paths import answers_dir, answers_path, generations_path, judge_acceptance_path, judges_dir, run_path
+from harness.grid.paths import (
+    answers_dir, answers_path, generations_path, judge_acceptance_path, judges_dir, run_path,
+)
 from harness.grid.states import SCORED, cell_state, mark_answer_done
 from harness.pipeline.reader_controls import reader_controls, write_reader_acceptance
 from harness.pipeline.reading import (

@@ -177,7 +177,8 @@ def spending_guide(ctx: ReportContext) -> Section:
         sec.missing.append(Missing("a family that ran", "make stats"))
         return sec
     for dataset in dict.fromkeys(r.dataset for _, r, _ in rows):
-        ordered = sorted((x for x in rows if x[1].dataset == dataset), key=lambda x: (-x[2].estimate, x[1].test))
+        ordered = sorted((x for x in rows if x[1].dataset == dataset),
+                         key=lambda x: (-x[2].estimate, x[1].test))
         body = [[f"{r.a} instead of {r.b}" if not r.retriever_b else
                  f"{r.a} under {r.retriever} instead of {r.b} under {r.retriever_b}",
                  retriever_label(r), r.metric, f"{c.estimate:+.1f}", interval(r.shown_ci), f"{r.ci_shown}%",

@@ -93,7 +93,8 @@ def summary(ctx: ReportContext) -> Section:
     sec.tables.append(table("summary-tests", "Every registered confirmatory and pre-specified secondary test "
                             "(A - B in points; the CI its rule reads; details in Verdicts).", SUMMARY_HEADER, body,
                             notes=_notes(body), collapsed=False))  # the answer: never folded away
-    plotted = [r for (fam, test) in registered if (r := rows.get((fam.id, test.id))) and r.contrast is not None]
+    plotted = [r for (fam, test) in registered
+               if (r := rows.get((fam.id, test.id))) and r.contrast is not None]
     if plotted:
         combined = replace(found[0], family="summary", rows=tuple(plotted))
         sec.figures.append(Figure("forest-summary", "Every test above: A - B in points; shaded band ±margin on "

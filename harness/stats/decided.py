@@ -129,10 +129,12 @@ class DecidedRow:
         # a contrast holds the margin only where it computed p_tost against it (a TOST rule)
         contrast = ContrastResult.from_json(
             {**data, "margin": data.get("margin") if data.get("p_tost") is not None else None}, where)
-        checks = {field: InstrumentControls.from_json(instrument, data[field], f"{where}, {field}")
-                  for field, instrument in (("acceptance", JUDGE), ("reader_acceptance", READER))
-                  if data.get(field) is not None}
+        judge, reader = (None if data.get(field) is None else
+                         InstrumentControls.from_json(instrument, data[field], f"{where}, {field}")
+                         for field, instrument in (("acceptance", JUDGE), ("reader_acceptance", READER)))
         return cls(**ident, contrast=contrast, p_tost_holm=data.get("p_tost_holm"),
                    p_signflip_holm=data.get("p_signflip_holm"), t_tost_disagrees=data.get("t_tost_disagrees"),
-                   mdd=data.get("mdd"), ci_shown=data.get("ci_shown"), verdict_reason=data.get("verdict_reason"),
-                   small_difference_within_margin=bool(data.get("small_difference_within_margin")), **checks)
+                   mdd=data.get("mdd"), ci_shown=data.get("ci_shown"),
+                   verdict_reason=data.get("verdict_reason"),
+                   small_difference_within_margin=bool(data.get("small_difference_within_margin")),
+                   acceptance=judge, reader_acceptance=reader)

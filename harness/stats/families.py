@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import math
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -221,9 +221,10 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[PlannedContras
                   reader_rates: Mapping[str, Mapping[str, Any]] | None = None) -> list[DecidedRow]:
     """Holm over each row's decisive p (its rule's: p_tost for TOST rows, else the sign-flip p), then verdicts.
 
-    `contrasts` holds each registered test's contrast in family order. The one decision path: `harness stats` and the known-effects replicates
-    (harness.stats.replicates) both decide here. Rows deciding on p_tost also get the Holm-adjusted sign-flip
-    p over the family's sign-flip p's: the verdict does not use it, but it is reported beside the TOST result.
+    `contrasts` holds each registered test's contrast (and its rule) in family order. The one decision path:
+    `harness stats` and the known-effects replicates (harness.stats.replicates) both decide here. Rows
+    deciding on p_tost also get the Holm-adjusted sign-flip p over the family's sign-flip p's: the verdict
+    does not use it, but it is reported beside the TOST result.
     A row no rule may decide (too few clusters, no variation) keeps its statistics, takes that verdict with
     its reason, and enters both Holm steps as p = 1, as a missing test does. TOST rows also carry whether
     the t-TOST (harness.inference.t_tost) disagrees about equivalence at alpha, both p's unadjusted."""
@@ -237,31 +238,36 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[PlannedContras
     for i, one in enumerate(contrasts):
         test, c = one.test, one.result
         checks = instrument_checks(plan, test, judge_rates, reader_rates)
-        base = dict(test=test.id, rule=test.rule, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
-                    metric=test.metric, margin=test.margin, retriever_b=test.retriever_b,
-                    tier=family.tier if all(check.passed for check in checks.values()) else "exploratory",
-                    source=test.source)
+        missing = DecidedRow(
+            test=test.id, rule=test.rule, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
+            metric=test.metric, margin=test.margin, retriever_b=test.retriever_b,
+            tier=family.tier if all(check.passed for check in checks.values()) else "exploratory",
+            source=test.source, verdict=MISSING, missing=one.lacking,
+            subset=None if test.subset is None else test.subset.to_json())
         if c is None:
-            rows.append(DecidedRow(**base, verdict=MISSING, missing=one.lacking,
-                                   subset=None if test.subset is None else test.subset.to_json()))
+            rows.append(missing)
             continue
         rule = one.rule
         p = decisive[i] if adjusted is None else adjusted[i]
-        holm_p = {} if flips_adjusted is None else {
-            "p_signflip_holm": float(flips_adjusted[i]), f"{rule.decisive_p}_holm": float(adjusted[i])}
         verdict = rule.decide(c, DecisionContext(p=float(p), margin=test.margin, alpha=plan.alpha,
                                                  signflip_required=family.signflip_required))
         if verdict.label not in rule.verdicts:
             raise ValueError(f"rule {rule.name} gave verdict {verdict.label!r}, not one of its labels "
                              f"{', '.join(rule.verdicts)}")
         verdict = undecided(c) or verdict
-        rows.append(DecidedRow(
-            **base, verdict=verdict.label, subset=one.subset, contrast=c,
-            t_tost_disagrees=disagrees(c.p_tost, c.p_tost_t, plan.alpha), **holm_p,
+        # a Holm family adjusts the sign-flip p and the decisive p (one and the same for a sign-flip rule)
+        flip_holm = None if flips_adjusted is None else float(flips_adjusted[i])
+        decisive_holm = None if adjusted is None else float(adjusted[i])
+        rows.append(replace(
+            missing, verdict=verdict.label, missing=(), subset=one.subset, contrast=c,
+            t_tost_disagrees=disagrees(c.p_tost, c.p_tost_t, plan.alpha),
+            p_tost_holm=decisive_holm if rule.decisive_p == "p_tost" else None,
+            p_signflip_holm=decisive_holm if rule.decisive_p == "p_signflip" else flip_holm,
             # how large a difference this row could have seen (80% power at the family's alpha)
             mdd=minimum_detectable_difference(c.se_cluster, alpha=plan.alpha, power=POWER),
             ci_shown=rule.ci_shown, verdict_reason=verdict.reason,
-            small_difference_within_margin=verdict.small_difference_within_margin, **checks))
+            small_difference_within_margin=verdict.small_difference_within_margin,
+            acceptance=checks.get("acceptance"), reader_acceptance=checks.get("reader_acceptance")))
     return rows
 
 

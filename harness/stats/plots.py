@@ -90,6 +90,7 @@ def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | 
     if margin_band and any_tost:
         ax.set_xlabel(f"A - B (points); {shown.replace('blue ticks', 'blue band and ticks')}\n"
                       "marker: diamond equiv., square diff., circle incon./n.d."
-                      + (", cross no verdict" if any(r.verdict in UNDECIDED for r, _ in rows) else ""), fontsize=8)
+                      + (", cross no verdict" if any(r.verdict in UNDECIDED for r, _ in rows) else ""),
+                      fontsize=8)
     fig.tight_layout()
     return fig

@@ -124,8 +124,8 @@ def replicate_verdicts(
     verdicts = _run(plan, pools, draws, replicates, seed, resamples, max_flips, workers, progress)
     return ReplicateSummary(
         study=plan.study, seed=seed, replicates=replicates, resamples=resamples, max_flips=max_flips,
-        tests=tuple(_test_shares(fam, pools[test.id], effects.get(test.id, 0.0), [v[test.id] for v in verdicts])
-                    for fam in plan.families for test in fam.tests),
+        tests=tuple(_test_shares(fam, pools[t.id], effects.get(t.id, 0.0), [v[t.id] for v in verdicts])
+                    for fam in plan.families for t in fam.tests),
         families=tuple(_family_error(plan, fam, effects, pools, verdicts) for fam in plan.families),
     )
 

@@ -91,8 +91,8 @@ def _two_sided_caption(signflip: bool) -> str:
 
 
 def _ci95_within_margin_caption(_signflip: bool) -> str:
-    return ("margin rows show the unadjusted 95% BCa CI; equiv. needs it inside the margin, else diff. needs it "
-            "to exclude 0")
+    return ("margin rows show the unadjusted 95% BCa CI; equiv. needs it inside the margin, else diff. needs "
+            "it to exclude 0")
 
 
 RULES: dict[str, Rule] = {r.name: r for r in (

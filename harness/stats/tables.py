@@ -56,7 +56,8 @@ def _cells(row: DecidedRow) -> list[str]:
 def t_tost_cell(row: DecidedRow) -> str:
     """The t-TOST p of a TOST row, marked where it disagrees with the bootstrap TOST; "-" elsewhere (and in
     statistics written before the column existed)."""
-    return _p(None if row.contrast is None else row.contrast.p_tost_t) + (T_TOST_MARK if row.t_tost_disagrees else "")
+    p = None if row.contrast is None else row.contrast.p_tost_t
+    return _p(p) + (T_TOST_MARK if row.t_tost_disagrees else "")
 
 
 def t_tost_notes(fam: FamilyResult) -> list[str]:
@@ -113,8 +114,9 @@ def acceptance_notes(fam: FamilyResult) -> list[str]:
         reader = row.reader_acceptance
         if reader:
             notes.append(f"{row.test}: reader on {reader.name}, positive control (own gold evidence) "
-                         f"{_rate(reader.positive)} (>= {_bound(reader.positive_min)}), negative control (another "
-                         f"cluster's evidence) {_rate(reader.negative)} (<= {_bound(reader.negative_max)}): "
+                         f"{_rate(reader.positive)} (>= {_bound(reader.positive_min)}), negative control "
+                         f"(another cluster's evidence) {_rate(reader.negative)} "
+                         f"(<= {_bound(reader.negative_max)}): "
                          + ("accepted" if reader.passed else "not accepted, so the row is exploratory") + ".")
     return notes
 

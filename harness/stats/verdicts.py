@@ -42,8 +42,8 @@ def undecided(contrast: ContrastResult) -> Decision | None:
     fewer than MIN_CLUSTERS clusters, or no variation (`no_variation` holds what did not vary)."""
     n = int(contrast.n_clusters)
     if n < MIN_CLUSTERS:
-        return Decision(TOO_FEW_CLUSTERS, reason=f"{n} cluster{'' if n == 1 else 's'}: no sampling distribution "
-                       "to resample")
+        return Decision(TOO_FEW_CLUSTERS, reason=f"{n} cluster{'' if n == 1 else 's'}: no sampling "
+                        "distribution to resample")
     if contrast.no_variation:
         return Decision(NO_VARIATION, reason=contrast.no_variation)
     return None
