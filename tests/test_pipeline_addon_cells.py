@@ -13,7 +13,7 @@ from harness.data.model import Chunk
 from harness.files import read_json
 from harness.metrics.registry import budgets_from_config, score_question
 from harness.pipeline.addon_cells import chunk_variants, expand, mean_over_variants
-from harness.grid.cells import chunk_sets
+from harness.grid.cells import arm_spec, chunk_sets
 from harness.provenance.freeze import frozen_hash
 from harness.retrieval.expansion import ChunkSet
 from harness.retrieval.registry import RetrieverContext
@@ -46,7 +46,7 @@ def test_expansion_arms_have_cells_but_no_chunk_set(scored):
 def test_expanded_lists_are_cut_by_the_budget_as_any_other(scored):
     """Each row equals the metric of the expanded ranking under the usual budget cut, recomputed here."""
     dataset = load_dataset(scored, "papers", selection=read_selection(scored))
-    chunks = read_chunk_set(scored, dataset, "F512c", frozen_hash=frozen_hash(scored))
+    chunks = read_chunk_set(scored, dataset, arm_spec(scored, "F512c"), frozen_hash=frozen_hash(scored))
     retriever = RetrieverContext.for_study(scored).get("bm25")
     budgets = budgets_from_config(scored.config.budgets, dataset.metric_set)
     df = pd.read_parquet(per_question_path(scored, "papers")).set_index(["arm", "qid", "metric"])["value"]

@@ -230,7 +230,8 @@ def test_score_averages_repeats_per_question_and_keeps_each_repeat(tmp_path):
                  evidence=(Evidence(doc.doc_id, doc.text[start:end], start, end),))
     study = SimpleNamespace(root=tmp_path, results_root=None, config=SimpleNamespace(assembly=None))
     arm = SimpleNamespace(kind="E", repeats=2)
-    cell = Cell(DatasetSpec("papers", None), ArmSpec("E-rep", arm, get_kind("E"), "E-rep"), RetrieverSpec("bm25", None))
+    cell = Cell(DatasetSpec("papers", None), ArmSpec("E-rep", arm, get_kind("E")),
+                RetrieverSpec("bm25", None))
     context = SimpleNamespace(get=lambda name: _InOrder(), add_documents=lambda documents: None, memo=None)
     dataset = SimpleNamespace(name="papers", metric_set="qasper", documents=[])
     rows, variant_rows, counts = score_cell(study, dataset, cell, [Scope(doc.doc_id, r0 + r1, [q])],

@@ -33,6 +33,7 @@ from harness.config.retrievers import retriever_spec
 from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.retrieval.registry import RetrieverContext
+from harness.study import Study
 
 
 def variant_name(seed: int) -> str:
@@ -102,7 +103,7 @@ def similarity_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]
     return result.chunks, record
 
 
-def dense_retriever_for(study: Any, arm: str, embedder: str) -> str:
+def dense_retriever_for(study: Study, arm: str, embedder: str) -> str:
     """The dense retriever `embedder:` names: a retriever name, or the model of exactly one dense retriever."""
     dense = {name: cfg for name, cfg in study.retrievers.items() if retriever_spec(cfg).embeds}
     if embedder in dense:
@@ -116,7 +117,7 @@ def dense_retriever_for(study: Any, arm: str, embedder: str) -> str:
     )
 
 
-def chunk_embeddings(study: Any, retriever_name: str, chunks: Sequence[Chunk]) -> np.ndarray:
+def chunk_embeddings(study: Study, retriever_name: str, chunks: Sequence[Chunk]) -> np.ndarray:
     """One unit row per chunk: the chunk's indexed text embedded as the retriever embeds documents (cached)."""
     retriever = RetrieverContext.for_study(study).get(retriever_name)
     matrix = retriever.index(f"SM embeddings {len(chunks)}", list(chunks)).matrix

@@ -357,7 +357,7 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
     (a metric set with nuggets but none given: the answers are still written)."""
     if cell_state(study, cell, frozen_hash) != SCORED:
         raise HarnessError(f"answer: cell {cell} is not scored under the current freeze; run `harness score` first")
-    chunks = {c.chunk_id: c for c in read_chunk_set(study, dataset, cell.arm.name, frozen_hash=frozen_hash)}
+    chunks = {c.chunk_id: c for c in read_chunk_set(study, dataset, cell.arm, frozen_hash=frozen_hash)}
     ranked = ranked_ids(study, cell)
     counts = Counter(questions=0, answered=0, reader_failed=0, reader_truncated=0, judge_truncated=0,
                      dropped_no_gold=0, dropped_no_nuggets=0, verdicts_unparseable=0, verdicts_partial=0)

@@ -20,11 +20,13 @@ from typing import Any, Callable, Hashable, Iterator, Mapping, Sequence
 
 from harness.config.executor import EXECUTORS, LOCAL, Executor
 from harness.errors import HarnessError
+from harness.study import Study
 
 RAY_HINT = "pip install -e '.[ray]' (the pinned Ray release)"
 
 
-def choose_executor(study: Any, kind: str | None, ray_address: str | None, workers: int | None = None) -> Executor:
+def choose_executor(study: Study, kind: str | None, ray_address: str | None,
+                    workers: int | None = None) -> Executor:
     """The command line's --executor / --ray-address / --workers over the config's `executor:`, over local."""
     configured = study.config.executor or Executor()
     chosen = kind or configured.kind

@@ -137,9 +137,10 @@ class _Rescoring:
 
     def dataset_cells(self, dataset: LoadedDataset, cells: Sequence[Cell],
                       selection) -> Iterable[tuple[Cell, CellCheck]]:
-        failed = build_in_scratch(self.scratch, dataset, list(dict.fromkeys(c.arm.ranks for c in cells)), self.frozen)
-        chunk_problems = {source: failed.get(source) or self._chunk_difference(dataset.name, source)
-                          for source in dict.fromkeys(c.arm.ranks for c in cells)}
+        sources = list(dict.fromkeys(c.arm.ranks for c in cells))
+        failed = build_in_scratch(self.scratch, dataset, [s.name for s in sources], self.frozen)
+        chunk_problems = {source: failed.get(source.name) or self._chunk_difference(dataset.name, source.name)
+                          for source in sources}
         cache, budgets = ScoringCache(), budgets_from_config(self.study.config.budgets, dataset.metric_set)
         for arm_cells in _by_arm(cells):
             source = arm_cells[0].arm.ranks
