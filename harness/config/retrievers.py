@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from harness.config import lab
 from harness.config.fields import (
-    Check, Flag, Int, ListOf, Number, OneOf, Optional, Section, Text, Variants, Where, replace, setting,
+    ValueCheck, Flag, Int, ListOf, Number, OneOf, Optional, Nested, Text, Variants, Where, replace, setting,
 )
 from harness.config.models import TIMEOUT_S, Failover, ServerHost, pool_checked
 from harness.errors import HarnessError
@@ -168,7 +168,7 @@ class Rerank(RetrieverSchema):
     depth: int = setting(RERANK_DEPTH, _POSITIVE)
 
 
-class _RerankBackend(Check):
+class _RerankBackend(ValueCheck):
     """One of RERANK_BACKENDS, read when checking: the table (below) holds the schemas that use this check."""
 
     @property
@@ -224,8 +224,9 @@ class HttpRerank(Rerank):
     backend: str = setting(check=OneOf((HTTP_RERANK,)))
     model: str = setting(check=Text(non_empty=True))  # the id the server reports; checked before the first call
     base_url: str | None = setting(None, Optional(Text(non_empty=True)))  # one server
-    hosts: tuple[ServerHost, ...] | None = setting(None, Optional(ListOf(Section(ServerHost), min_len=1)))  # a pool
-    failover: Failover | None = setting(None, Optional(Section(Failover)))
+    hosts: tuple[ServerHost, ...] | None = setting(  # a pool
+        None, Optional(ListOf(Nested(ServerHost), min_len=1)))
+    failover: Failover | None = setting(None, Optional(Nested(Failover)))
     api: str = setting(RERANK_APIS[0], OneOf(RERANK_APIS))
     # true: query and documents are sent wrapped in the Qwen3-Reranker prompt (what vLLM's example does);
     # false: sent as they are, for a server that applies the template itself

@@ -35,7 +35,7 @@ from harness.grid.results import ResultRow
 from harness.files import read_json, remove_stale_temporaries, sha256_text
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking, search_batch
-from harness.retrieval.expansion import ChunkSet as ExpansionChunkSet
+from harness.retrieval.expansion import ChunkPositions
 from harness.retrieval.registry import RetrieverContext, embedding_retrievers
 from harness.retrieval.runfile import ranking_block, write_run_blocks
 from harness.study import Study
@@ -140,7 +140,7 @@ class _CellScoring:
         # the open scope's, per variant (open_scope)
         self.indexes: dict[str, Any] = {}
         self.ids_of: dict[str, list[str]] = {}
-        self.chunk_sets: dict[str, ExpansionChunkSet] = {}
+        self.chunk_sets: dict[str, ChunkPositions] = {}
         self.by_id: dict[str, Chunk] = {}
 
     def open_scope(self, scope: Scope, variants: list[tuple[str, list[Chunk]]]) -> None:
@@ -152,7 +152,7 @@ class _CellScoring:
             return
         self.indexes = {v: self.retriever.index(scope.key + v, chunks) for v, chunks in variants}
         self.ids_of = {v: [c.chunk_id for c in chunks] for v, chunks in variants}
-        self.chunk_sets = {v: ExpansionChunkSet(chunks) for v, chunks in variants} if self.mode else {}
+        self.chunk_sets = {v: ChunkPositions(chunks) for v, chunks in variants} if self.mode else {}
         self.by_id = {c.chunk_id: c for c in scope.chunks} if self.mode else {}
         self.averaged += [v[1:] for v, _ in variants if v and v[1:] not in self.averaged]
 
