@@ -271,7 +271,7 @@ def _record_check(path: Path, root: Path, ours: Any, source: str, *, released: A
 def model_chunk_set_checks(study: Study, frozen: str) -> list[Check]:
     """Every built chunk set of an arm that calls a model, rebuilt from the generation cache (replay) and
     compared with the released one; the sets it is built from are rebuilt first, in the scratch folder."""
-    todo = [cs for cs in chunk_sets(study) if arm_kind(study, cs.arm.name).needs_model
+    todo = [cs for cs in chunk_sets(study) if cs.arm.kind.needs_model
             and chunks_path(study, *cs.names).is_file()]
     if not todo:
         return []

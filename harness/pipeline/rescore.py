@@ -42,7 +42,7 @@ from harness.arms.build import read_chunk_set
 from harness.config.retrievers import retriever_spec
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.errors import HarnessError
-from harness.grid.cells import Cell, answer_cells, configured_cells
+from harness.grid.cells import Cell, RetrieverSpec, answer_cells, configured_cells
 from harness.grid.paths import (
     answer_part_path, answers_path, cell_part_path, chunks_path, embeddings_dir, judges_dir, per_question_dir, run_path,
     variants_part_path,
@@ -69,15 +69,15 @@ class CellCheck:
     detail: str
 
 
-def _llm_reranked(study: Study, retriever: str) -> bool:
-    return not retriever_spec(study.retrievers[retriever]).rescorable
+def _llm_reranked(retriever: RetrieverSpec) -> bool:
+    return not retriever_spec(retriever.config).rescorable
 
 
 def draw_cells(study: Study, k: int | str, seed: int) -> tuple[list[Cell], int]:
     """K cells by the seed (grid order, then Random(seed).sample), or every eligible cell in grid order (`all`),
     and how many were not eligible."""
     cells = configured_cells(study)
-    eligible = [c for c in cells if not _llm_reranked(study, c.retriever.name)]
+    eligible = [c for c in cells if not _llm_reranked(c.retriever)]
     if k == ALL:
         return eligible, len(cells) - len(eligible)
     if k < 1:
