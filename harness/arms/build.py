@@ -145,9 +145,9 @@ def build_dataset_arms(
 
     built = []
     for arm in sources_first(study, dataset.name, arms):
-        kind = buildable_arm_kind(study, arm)
+        kind, spec = buildable_arm_kind(study, arm), arm_spec(study, arm)
         path, mpath = chunks_path(study, dataset.name, arm), chunk_manifest_path(study, dataset.name, arm)
-        h = inputs_hash(study, dataset, arm_spec(study, arm))
+        h = inputs_hash(study, dataset, spec)
         # an explicit fresh or replay run re-derives the LLM arms: regenerate, or check the cache answers all
         if path.is_file() and mpath.is_file() and not (kind.needs_model and (fresh or replay)):
             old = read_json(mpath)
@@ -156,7 +156,7 @@ def build_dataset_arms(
                 log(f"{dataset.name}/{arm}: up to date ({old['chunk_set']['chunks']} chunks)")
                 continue
         built_set = build_chunks(kind, BuildInputs(
-            dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=study.arms[arm],
+            dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=spec.config,
             progress=progress, dataset=dataset.name, fresh=fresh, replay=replay, questions=dataset.questions,
             source=source_arm(study, arm, dataset.name) if kind.derived else None, read_arm=read_arm,
             arm_inputs_hash=arm_inputs_hash,
@@ -169,7 +169,7 @@ def build_dataset_arms(
             "dataset": dataset.name,
             "arm": arm,
             "kind": kind.name,
-            "arm_config": to_plain(study.arms[arm]),
+            "arm_config": to_plain(spec.config),
             "inputs_hash": h,
             "frozen_config_hash": frozen_hash,
             "chunk_set": chunk_set_manifest(dataset, chunks),
