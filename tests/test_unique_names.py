@@ -11,9 +11,6 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# still defined twice while the statistics' records are renamed on their own branch; an entry that no longer
-# applies fails the test, so the list only shrinks
-NOT_YET_RENAMED = ("Evidence", "Verdict")
 
 
 def class_definitions(package: Path) -> dict[str, list[str]]:
@@ -32,11 +29,9 @@ def defined_twice(package: Path) -> list[str]:
 
 
 def test_each_class_name_is_defined_once():
-    twice = [line for line in defined_twice(ROOT / "harness") if line.split(":")[0] not in NOT_YET_RENAMED]
+    twice = defined_twice(ROOT / "harness")
     assert not twice, ("class names defined more than once (rename the one whose name says less):\n"
                        + "\n".join(twice))
-    settled = [name for name in NOT_YET_RENAMED if len(class_definitions(ROOT / "harness")[name]) < 2]
-    assert not settled, f"defined once now, so drop from NOT_YET_RENAMED: {', '.join(settled)}"
 
 
 def test_a_name_defined_in_two_modules_is_named_with_both(tmp_path):

@@ -152,7 +152,7 @@ def judges_dir(study: Study) -> Path:
     return results_dir(study) / "judges"
 
 
-def judge_acceptance_path(study: Any) -> Path:
+def judge_acceptance_path(study: Study) -> Path:
     """Each judge's measured acceptance-control rates, written by `answer` (harness.pipeline.answer)."""
     return judges_dir(study) / "acceptance.json"
 
