@@ -21,6 +21,7 @@ PACKAGE = ROOT / "harness"
 # lowest first; a layer may import its own modules and those of the layers before it
 LAYERS = (
     ("harness", "errors", "files", "memory", "seeded_draw", "study_lock", "timing", "tokens"),
+    ("inference",),
     ("config",),
     ("task_runners",),
     ("plan",),
@@ -49,8 +50,6 @@ LAZY_ALLOWED = ("cli", "__main__")
 KEPT_APART = (
     ("harness.arms", "harness.retrieval",
      "arm builders do not rank: what an arm needs from ranking is handed in (BuildInputs.embed_chunks)"),
-    ("harness.stats.on_ray", "harness.pipeline",
-     "the statistics run their tasks on harness.task_runners, below every stage"),
 )
 
 
@@ -134,6 +133,15 @@ def test_no_function_level_harness_import_outside_the_cli():
     assert not lazy, "function-level imports of harness modules:\n" + "\n".join(lazy)
 
 
+def test_the_statistics_import_no_pipeline_module():
+    """Statistics sit above the pipeline in the order, but read what it wrote through the grid's paths, never
+    its modules, and run their Ray tasks on harness.task_runners, below every stage."""
+    found = [f"{path.relative_to(ROOT)}:{line}: imports {target}"
+             for path in sorted((PACKAGE / "stats").rglob("*.py"))
+             for target, line, _ in harness_imports(path) if layer_of(target) == layer_of("harness.pipeline")]
+    assert not found, "statistics importing the pipeline:\n" + "\n".join(found)
+
+
 def test_no_harness_module_is_imported_by_a_string():
     found = []
     for path in package_files():
@@ -176,8 +184,6 @@ def test_the_check_sees_an_upward_import(tmp_path, source, upward):
     ("arms/addon_arms.py", "from harness.retrieval.registry import RetrieverContext\n", True),
     ("arms/build.py", "def f():\n    import harness.retrieval.dense\n", True),
     ("arms/build.py", "from harness.grid.paths import chunks_path\n", False),
-    ("stats/on_ray.py", "from harness.pipeline.executors import choose_executor\n", True),
-    ("stats/on_ray.py", "from harness.task_runners import ray_session, run_on_ray\n", False),
 ])
 def test_the_check_sees_an_import_of_modules_kept_apart(tmp_path, where, source, found):
     probe = tmp_path / "harness" / where

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Sequence
 
-
 from harness.arms.addon_descriptives import (
     key_reuse_rate, long_merged_share, mapping_outcomes, merges_per_document, shortfall_summary,
 )
@@ -31,6 +30,7 @@ from harness.config.arm_kinds import ArmKindSpec
 from harness.config.retrievers import retriever_spec
 from harness.data.model import Chunk
 from harness.errors import HarnessError
+from harness.study import Study
 
 
 def variant_name(seed: int) -> str:
@@ -103,7 +103,7 @@ def similarity_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]
     return result.chunks, record
 
 
-def dense_retriever_for(study: Any, arm: str, embedder: str) -> str:
+def dense_retriever_for(study: Study, arm: str, embedder: str) -> str:
     """The dense retriever `embedder:` names: a retriever name, or the model of exactly one dense retriever."""
     dense = {name: cfg for name, cfg in study.retrievers.items() if retriever_spec(cfg).embeds}
     if embedder in dense:

@@ -5,13 +5,12 @@ machine side by side) or `ray` (each task a Ray task), chosen from the command l
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.config.executor import EXECUTORS, LOCAL, Executor
 from harness.errors import HarnessError
+from harness.study import Study
 
 
-def choose_executor(study: Any, kind: str | None, ray_address: str | None,
+def choose_executor(study: Study, kind: str | None, ray_address: str | None,
                     workers: int | None = None) -> Executor:
     """The command line's --executor / --ray-address / --workers over the config's `executor:`, over local."""
     configured = study.config.executor or Executor()

@@ -40,7 +40,7 @@ from harness.arms.build import read_chunk_set
 from harness.config.retrievers import retriever_spec
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.errors import HarnessError
-from harness.grid.cells import Cell, answer_cells, configured_cells
+from harness.grid.cells import Cell, RetrieverSpec, answer_cells, configured_cells
 from harness.grid.paths import (
     answer_part_path, answers_path, cell_part_path, chunks_path, embeddings_dir, judges_dir, per_question_dir, run_path,
     variants_part_path,
@@ -69,15 +69,15 @@ def _checked(item: str, passed: bool, detail: str) -> Check:
     return Check.judged(SUBJECT, item, passed, detail)
 
 
-def _llm_reranked(study: Study, retriever: str) -> bool:
-    return not retriever_spec(study.retrievers[retriever]).rescorable
+def _llm_reranked(retriever: RetrieverSpec) -> bool:
+    return not retriever_spec(retriever.config).rescorable
 
 
 def draw_cells(study: Study, k: int | str, seed: int) -> tuple[list[Cell], int]:
     """K cells by the seed (grid order, then Random(seed).sample), or every eligible cell in grid order (`all`),
     and how many were not eligible."""
     cells = configured_cells(study)
-    eligible = [c for c in cells if not _llm_reranked(study, c.retriever.name)]
+    eligible = [c for c in cells if not _llm_reranked(c.retriever)]
     if k == ALL:
         return eligible, len(cells) - len(eligible)
     if k < 1:
@@ -137,9 +137,10 @@ class _Rescoring:
 
     def dataset_cells(self, dataset: LoadedDataset, cells: Sequence[Cell],
                       selection) -> Iterable[tuple[Cell, Check]]:
-        failed = build_in_scratch(self.scratch, dataset, list(dict.fromkeys(c.arm.ranks for c in cells)), self.frozen)
-        chunk_problems = {source: failed.get(source) or self._chunk_difference(dataset.name, source)
-                          for source in dict.fromkeys(c.arm.ranks for c in cells)}
+        sources = list(dict.fromkeys(c.arm.ranks for c in cells))
+        failed = build_in_scratch(self.scratch, dataset, [s.name for s in sources], self.frozen)
+        chunk_problems = {source: failed.get(source.name) or self._chunk_difference(dataset.name, source.name)
+                          for source in sources}
         cache, budgets = ScoringCache(), budgets_from_config(self.study.config.budgets, dataset.metric_set)
         for arm_cells in _by_arm(cells):
             source = arm_cells[0].arm.ranks

@@ -22,7 +22,7 @@ from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.memory import release_freed_memory
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
-from harness.grid.cells import Cell, cell_of, configured_cells
+from harness.grid.cells import Cell, arm_spec, cell_of, configured_cells
 from harness.grid.paths import chunk_manifest_path, per_question_dir, results_dir, run_path, runs_dir
 from harness.grid.states import SCORED, cell_counts, cell_state, mark_cell_done
 from harness.pipeline.executors import is_local, local_workers
@@ -35,7 +35,7 @@ from harness.grid.results import ResultRow
 from harness.files import read_json, remove_stale_temporaries, sha256_text
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking, search_batch
-from harness.retrieval.expansion import ChunkSet as ExpansionChunkSet
+from harness.retrieval.expansion import ChunkPositions
 from harness.retrieval.registry import RetrieverContext, embedding_retrievers
 from harness.retrieval.runfile import ranking_block, write_run_blocks
 from harness.study import Study
@@ -141,7 +141,7 @@ class _CellScoring:
         # the open scope's, per variant (open_scope)
         self.indexes: dict[str, Any] = {}
         self.ids_of: dict[str, list[str]] = {}
-        self.chunk_sets: dict[str, ExpansionChunkSet] = {}
+        self.chunk_sets: dict[str, ChunkPositions] = {}
         self.by_id: dict[str, Chunk] = {}
 
     def open_scope(self, scope: Scope, variants: list[tuple[str, list[Chunk]]]) -> None:
@@ -153,7 +153,7 @@ class _CellScoring:
             return
         self.indexes = {v: self.retriever.index(scope.key + v, chunks) for v, chunks in variants}
         self.ids_of = {v: [c.chunk_id for c in chunks] for v, chunks in variants}
-        self.chunk_sets = {v: ExpansionChunkSet(chunks) for v, chunks in variants} if self.mode else {}
+        self.chunk_sets = {v: ChunkPositions(chunks) for v, chunks in variants} if self.mode else {}
         self.by_id = {c.chunk_id: c for c in scope.chunks} if self.mode else {}
         self.averaged += [v[1:] for v, _ in variants if v and v[1:] not in self.averaged]
 
@@ -415,7 +415,10 @@ def _arm_tasks(study: Study, dataset_name: str, cells: Sequence[Cell], frozen_ha
     """One task per arm, the heaviest first (chunks ranked times cells), so that the last arm to finish is a
     light one (an arm of five seeds' chunk sets can take several times another's time)."""
     root = str(study.root)
-    groups = sorted(_by_arm(cells), key=lambda group: -_chunks_ranked(study, dataset_name, group[0].arm.ranks) * len(group))
+    def weight(group: list[Cell]) -> int:
+        return -_chunks_ranked(study, dataset_name, group[0].arm.ranks.name) * len(group)
+
+    groups = sorted(_by_arm(cells), key=weight)
     return {group[0].arm.name: (root, dataset_name, group[0].arm.name, [c.retriever.name for c in group], frozen_hash)
             for group in groups}
 
@@ -456,7 +459,8 @@ def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: s
     context = RetrieverContext.for_study(study, progress=False)
     context.add_documents(dataset.documents)
     dense = context.get(retriever)
-    for scope in scopes(dataset, read_chunk_set(study, dataset, source, frozen_hash=frozen_hash)):
+    chunks = read_chunk_set(study, dataset, arm_spec(study, source), frozen_hash=frozen_hash)
+    for scope in scopes(dataset, chunks):
         if not scope.chunks:
             continue  # the scoring cell searches nothing here either
         for variant, chunks in chunk_variants(scope.chunks):
@@ -468,7 +472,8 @@ def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: s
 
 def chunk_sets_to_encode(study: Study, cells: Sequence[Cell]) -> list[tuple[str, str]]:
     """(source arm, dense retriever) for every chunk set a cell ranks with embeddings, in grid order, once each."""
-    pairs = [(c.arm.ranks, d) for c in cells for d in embedding_retrievers(study.retrievers, c.retriever.name)]
+    pairs = [(c.arm.ranks.name, d) for c in cells
+             for d in embedding_retrievers(study.retrievers, c.retriever.name)]
     return list(dict.fromkeys(pairs))
 
 

@@ -3,17 +3,18 @@ never import a retriever (docs/working-on-the-harness.md), so SM's chunk vectors
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from harness.data.model import Chunk
 from harness.retrieval.registry import RetrieverContext
+from harness.study import Study
 
 ChunkEmbedder = Callable[[str, Sequence[Chunk]], np.ndarray]
 
 
-def chunk_embedder(study: Any) -> ChunkEmbedder:
+def chunk_embedder(study: Study) -> ChunkEmbedder:
     """(dense retriever name, chunks) -> one unit row per chunk: the chunk's indexed text embedded as the
     retriever embeds documents (cached in the study's vector cache)."""
 
