@@ -56,6 +56,9 @@ class ArmKindSpec:
     expansion: str | None = None  # KX, AX or SX: expanded at retrieval time, no chunk set of its own
     requires: tuple[str, ...] = ()  # derived kinds: the config keys an arm of this kind must set
     planned: bool = False  # named by the plan, no builder yet
+    # "short name: what it is", for the glossary; the report's sentences spell an arm out by the short name
+    # (harness.report.glossary). None: the glossary says what the fields above say
+    description: str | None = None
 
     @property
     def implemented(self) -> bool:
@@ -86,9 +89,10 @@ def _lab(name: str, settings: type, **kw) -> ArmKindSpec:
     return ArmKindSpec(name, name, settings=settings, **kw)
 
 
-def _llm(name: str, annotation: str, prompts: Mapping[str, str], calls_per_chunk: int) -> ArmKindSpec:
+def _llm(name: str, annotation: str, prompts: Mapping[str, str], calls_per_chunk: int,
+         description: str | None = None) -> ArmKindSpec:
     return ArmKindSpec(name, HEADER_LED, calls_per_chunk=calls_per_chunk, prompts=prompts, needs_model=True,
-                       annotation=annotation)
+                       annotation=annotation, description=description)
 
 
 def _derived(name: str, **kw) -> ArmKindSpec:
@@ -96,34 +100,56 @@ def _derived(name: str, **kw) -> ArmKindSpec:
 
 
 ARM_KINDS: dict[str, ArmKindSpec] = {k.name: k for k in (
-    ArmKindSpec("S", HEADER_LED),
-    ArmKindSpec("S+T", HEADER_LED),
-    ArmKindSpec("F512c", "F512c"),
-    ArmKindSpec("F256t", "F256t"),
-    ArmKindSpec("P", "P"),
-    ArmKindSpec("FL", "FL", needs_s_chunks=True),
+    ArmKindSpec("S", HEADER_LED, description="header-led sections: chunks cut at the document's headings "
+                "(docs/chunking.md), each indexed as its own text"),
+    ArmKindSpec("S+T", HEADER_LED, description="sections with their path: the S chunks, each indexed with "
+                "its section path (the headings above it) before its text"),
+    ArmKindSpec("F512c", "F512c", description="512-character windows: fixed windows, no overlap"),
+    ArmKindSpec("F256t", "F256t", description="256-token windows: cl100k tokens, stride 224"),
+    ArmKindSpec("P", "P", description="packed paragraphs: blank-line paragraphs packed into chunks of at "
+                "most 1,500 characters"),
+    ArmKindSpec("FL", "FL", needs_s_chunks=True,
+                description="S-length windows: token windows as long as the median S chunk"),
     # the chunking lab (docs/chunking-lab.md): `L` may be a list (a chunk-size sweep,
     # harness.config.lab.expand_sweeps)
-    _lab("fixed", WindowArm),
-    _lab("sentence", WindowArm),
-    _lab("provisions", ProvisionsArm),
-    _lab("qes-dp", QesDpArm, trains_on_questions=True),
-    _lab("qes-greedy", QesGreedyArm, trains_on_questions=True),
-    _llm("E", ENRICH, {"enrich": "enrich.txt"}, 1),
-    _llm("E-K", ENRICH_WITHOUT_KEYS, {"enrich": "enrich.txt"}, 1),
-    _llm("CR", CONTEXTUAL, {"contextual": "contextual.txt"}, 1),
-    _llm("PF", PER_FIELD, PF_PROMPTS, len(PF_PROMPTS)),
+    _lab("fixed", WindowArm, description="character windows: chunking lab, windows of L characters"),
+    _lab("sentence", WindowArm,
+         description="sentence windows: chunking lab, whole sentences packed up to L characters"),
+    _lab("provisions", ProvisionsArm, description="provisions: chunking lab, numbered provisions, optionally "
+         "with the definitions they cite"),
+    _lab("qes-dp", QesDpArm, trains_on_questions=True, description="learnt boundaries (DP): chunking lab, "
+         "boundaries fitted to the training questions' evidence by dynamic programming"),
+    _lab("qes-greedy", QesGreedyArm, trains_on_questions=True, description="learnt boundaries (greedy): "
+         "chunking lab, boundaries fitted to the training questions' evidence greedily"),
+    _llm("E", ENRICH, {"enrich": "enrich.txt"}, 1, description="LLM-enriched sections: the S chunks, each "
+         "indexed with an LLM-written title, summary, keywords and questions before its text (one call per "
+         "chunk)"),
+    _llm("E-K", ENRICH_WITHOUT_KEYS, {"enrich": "enrich.txt"}, 1, description="enriched without the key "
+         "list: as E, without the document's rolling key list in the prompt"),
+    _llm("CR", CONTEXTUAL, {"contextual": "contextual.txt"}, 1, description="contextual retrieval: the S "
+         "chunks, each indexed with an LLM-written context situating it in its whole document (one call per "
+         "chunk)"),
+    _llm("PF", PER_FIELD, PF_PROMPTS, len(PF_PROMPTS), description="per-field enrichment: as E, each field "
+         "asked for in a call of its own (four calls per chunk)"),
     # add-on arms of amendments 2-4, built from the `of:` arm's chunks and indexed as E is
-    _derived("M"),
-    _derived("RM", requires=("seeds",)),
-    _derived("SM", requires=("embedder",)),
+    _derived("M", description="key-merged E chunks: adjacent E chunks sharing a subtopic key merged (packed "
+             "under 3,000 characters)"),
+    _derived("RM", requires=("seeds",), description="randomly merged E chunks: as many merges as M, of "
+             "random adjacent pairs (M's control; one chunk set per seed)"),
+    _derived("SM", requires=("embedder",), description="similarity-merged E chunks: as many merges as M, of "
+             "the most similar adjacent pairs by embedding (M's control)"),
     _derived("M-TP", calls_per_document=1, needs_model=True, requires=("model",),
-             prompts={"consolidate": "consolidate_keys.txt"}),
-    _derived("E+KX", expansion="KX"),
-    _derived("E+AX", expansion="AX"),
-    _derived("E+SX", expansion="SX"),
+             prompts={"consolidate": "consolidate_keys.txt"},
+             description="M with consolidated keys: M after one LLM call per document consolidates its keys"),
+    _derived("E+KX", expansion="KX", description="E with key expansion: after each retrieved chunk, the "
+             "chunks sharing its key are inserted at retrieval time"),
+    _derived("E+AX", expansion="AX", description="E with adjacent expansion: after each retrieved chunk, its "
+             "neighbours are inserted at retrieval time"),
+    _derived("E+SX", expansion="SX", description="E with section expansion: after each retrieved chunk, the "
+             "chunks of its section are inserted at retrieval time"),
     # E's built chunks re-rendered with some of its fields, or with one it does not index: no LLM call
-    *(_derived(name, of_kind="E") for name in RERENDERINGS),
+    *(_derived(name, of_kind="E", description=f"E indexed with {', '.join(fields)}: E's built chunks "
+               "re-rendered, no LLM call") for name, fields in RERENDERINGS.items()),
 )}
 
 

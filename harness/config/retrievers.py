@@ -274,6 +274,7 @@ class RetrieverTypeSpec:
     rescorable: bool = True
     # the schema is chosen by `backend:` among these (the first when none is given)
     backends: Mapping[str, "RetrieverTypeSpec"] | None = None
+    description: str | None = None  # a phrase for the glossary (harness.report.glossary)
 
     def member_names(self, cfg: Any) -> list[str]:
         """The entries it names in `members` (of an entry typed or as written), in declaration order."""
@@ -300,11 +301,15 @@ RERANK_BACKENDS: dict[str, RetrieverTypeSpec] = {
     HTTP_RERANK: RetrieverTypeSpec(HttpRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
 }
 RETRIEVER_TYPES: dict[str, RetrieverTypeSpec] = {
-    "bm25": RetrieverTypeSpec(Bm25),
-    "dense": RetrieverTypeSpec(Dense, True, embeds=True, stand_in=_DENSE_STAND_IN),
-    "rrf": RetrieverTypeSpec(Rrf, members=("of",)),
-    "graph": RetrieverTypeSpec(Graph, members=("base",)),
-    "rerank": RetrieverTypeSpec(Rerank, members=_FIRST_STAGE, backends=RERANK_BACKENDS),
+    "bm25": RetrieverTypeSpec(Bm25, description="Okapi BM25 over the chunks' words: lexical matching"),
+    "dense": RetrieverTypeSpec(Dense, True, embeds=True, stand_in=_DENSE_STAND_IN,
+                               description="an embedding model; chunks ranked by cosine similarity to the query"),
+    "rrf": RetrieverTypeSpec(Rrf, members=("of",), description="reciprocal rank fusion of other retrievers' "
+                             "rankings (hybrid: lexical and dense)"),
+    "graph": RetrieverTypeSpec(Graph, members=("base",), description="personalised PageRank over a chunk graph "
+                               "from a base retriever's top chunks"),
+    "rerank": RetrieverTypeSpec(Rerank, members=_FIRST_STAGE, backends=RERANK_BACKENDS,
+                                description="a reranker rescoring the head of a first-stage ranking"),
 }
 
 

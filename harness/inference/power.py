@@ -46,6 +46,22 @@ def minimum_detectable_difference(se: float, *, alpha: float, power: float = POW
     return float((ndtri(1 - alpha / 2) + ndtri(power)) * se)
 
 
+def clusters_to_show(se: float, n_clusters: int, distance: float, *, alpha: float, power: float = POWER,
+                     sides: int = 2) -> int | None:
+    """The clusters at which a true gap of `distance` points (the estimate's distance from 0 for a difference,
+    from the margin for equivalence) would be shown with probability `power`, the cluster SE shrinking as
+    1 / sqrt(clusters) from `se` at `n_clusters`: the smallest n with (z_{1-alpha/sides} + z_power) x SE(n) <=
+    distance. None when no number would (a gap of 0 or less)."""
+    if se < 0 or not math.isfinite(se):
+        raise ValueError(f"`se` must be a finite number >= 0; got {se!r}")
+    if n_clusters < 1 or sides not in (1, 2):
+        raise ValueError(f"`n_clusters` must be >= 1 and `sides` 1 or 2; got {n_clusters!r}, {sides!r}")
+    if not distance > 0:
+        return None
+    z = float(ndtri(1 - alpha / sides) + ndtri(power))
+    return max(1, math.ceil(n_clusters * (z * se / distance) ** 2 - 1e-9))
+
+
 @dataclass(frozen=True)
 class PowerPoint:
     n_clusters: int

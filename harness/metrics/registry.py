@@ -36,6 +36,9 @@ class MetricSet:
     # score_question with `assembly:` options (harness.config.lab.Assembly); None: the set declares no
     # assembly (harness.config.metric_sets)
     score_assembled: Callable[..., list[tuple[str, float]]] | None = None
+    # what each metric measures, for the glossary (harness.report.glossary), keyed by `metric_form`: {B} is the
+    # budget with its unit ("512 tokens"), {k} the cut-off; a metric without one is named by the set alone
+    descriptions: Mapping[str, str] = field(default_factory=dict)
 
     def metric_names(self, budgets: Sequence[int], suffix: str = "t") -> tuple[str, ...]:
         """The names score_question returns for these budgets, in the same order (suffix "w": word budgets)."""
@@ -82,6 +85,17 @@ METRIC_SETS: dict[str, MetricSet] = {
         gold_chunks=_evidence_string_chunks,
         answer_metrics=("answer_f1",),
         score_assembled=_qasper_assembled,
+        descriptions={
+            "rec@B": "the share of a question's gold evidence strings found in the first {B} of retrieved source "
+                     "text",
+            "complete@B": "1 when every gold evidence string of the question is found in the first {B} retrieved, "
+                          "else 0 (a mean over questions: the share answered in full)",
+            "partial@B": "1 when at least one gold evidence string is found in the first {B} retrieved, else 0",
+            "rec@k": "the share of a question's gold evidence strings found in the top {k} chunks",
+            "hit@k": "1 when some gold evidence string is found in the top {k} chunks, else 0",
+            "answer_f1@B": "word-overlap F1 of the fixed reader's answer, given the first {B} retrieved, against "
+                           "the gold answers",
+        },
     ),
     "freshstack": MetricSet(
         name="freshstack",
@@ -94,8 +108,25 @@ METRIC_SETS: dict[str, MetricSet] = {
         gold_chunks=_gold_section_chunks,
         tail=(f"mrr@{freshstack.MRR_DEPTH}",),
         answer_metrics=("nugget_recall",),
+        descriptions={
+            "prec@B": "the share of the word 5-grams in the first {B} retrieved that belong to the gold sections",
+            "rec@B": "the share of the gold sections' word 5-grams found in the first {B} retrieved",
+            "hit@k": "1 when a relevant chunk (half its 5-grams gold) is in the top {k}, else 0",
+            "mrr@k": "1 / the rank of the first relevant chunk within the top {k} (0 when none)",
+            "nugget_recall@B": "the share of the question's answer nuggets a judge finds in the fixed reader's "
+                               "answer, given the first {B} retrieved",
+        },
     ),
 }
+
+
+def metric_form(metric: str) -> str:
+    """A metric name with its budget or cut-off generalised, the key of `MetricSet.descriptions`:
+    rec@512t and rec@120w -> rec@B, hit@5 and mrr@10 -> hit@k and mrr@k; any other name as it is."""
+    stem, at, size = metric.partition("@")
+    if at and size[:-1].isdigit() and size[-1:] in ("t", "w"):
+        return f"{stem}@B"
+    return f"{stem}@k" if at and size.isdigit() else metric
 
 
 def is_answer_level(metric: str) -> bool:

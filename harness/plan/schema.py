@@ -16,6 +16,14 @@ from harness.plan.checks import ABSENT, Choice, Items, Name, NameMap, Names, Par
 from harness.plan.rules import RULE_TERMS
 
 TIERS = ("confirmatory", "secondary", "exploratory")
+# what a family's tier lets a reader conclude (the glossary, harness.report.glossary)
+TIER_MEANINGS = {
+    "confirmatory": "the study's registered questions: a verdict here is a finding",
+    "secondary": "pre-specified secondary: registered before outcomes and decided by a rule, but supporting the "
+                 "confirmatory tests rather than answering the study's question",
+    "exploratory": "not a registered conclusion: a test outside the plan, or one whose instrument failed its "
+                   "acceptance controls; it suggests what to test next",
+}
 MULTIPLICITY = ("holm", "none")
 BOOTSTRAP_METHODS = ("bca-cluster",)
 PERMUTATION_METHODS = ("cluster-sign-flip",)
