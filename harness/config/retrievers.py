@@ -304,8 +304,8 @@ RETRIEVER_TYPES: dict[str, RetrieverTypeSpec] = {
     "bm25": RetrieverTypeSpec(Bm25, description="Okapi BM25 over the chunks' words: lexical matching"),
     "dense": RetrieverTypeSpec(Dense, True, embeds=True, stand_in=_DENSE_STAND_IN,
                                description="an embedding model; chunks ranked by cosine similarity to the query"),
-    "rrf": RetrieverTypeSpec(Rrf, members=("of",), description="reciprocal rank fusion of other retrievers' "
-                             "rankings (hybrid: lexical and dense)"),
+    "rrf": RetrieverTypeSpec(Rrf, members=("of",), description="reciprocal rank fusion: other retrievers' "
+                             "rankings combined (e.g. a hybrid of lexical and dense)"),
     "graph": RetrieverTypeSpec(Graph, members=("base",), description="personalised PageRank over a chunk graph "
                                "from a base retriever's top chunks"),
     "rerank": RetrieverTypeSpec(Rerank, members=_FIRST_STAGE, backends=RERANK_BACKENDS,

@@ -19,8 +19,8 @@ TIERS = ("confirmatory", "secondary", "exploratory")
 # what a family's tier lets a reader conclude (the glossary, harness.report.glossary)
 TIER_MEANINGS = {
     "confirmatory": "the study's registered questions: a verdict here is a finding",
-    "secondary": "pre-specified secondary: registered before outcomes and decided by a rule, but supporting the "
-                 "confirmatory tests rather than answering the study's question",
+    "secondary": "registered before outcomes and decided by a rule, supporting the confirmatory tests rather "
+                 "than answering the study's question",
     "exploratory": "not a registered conclusion: a test outside the plan, or one whose instrument failed its "
                    "acceptance controls; it suggests what to test next",
 }

@@ -13,8 +13,8 @@ from pathlib import Path
 from harness import __version__
 from harness.files import atomic_write_text
 from harness.report import (
-    sections_addons, sections_exploratory, sections_inputs, sections_instruments, sections_lab, sections_outcomes,
-    sections_robustness, sections_summary,
+    glossary, sections_addons, sections_exploratory, sections_inputs, sections_instruments, sections_lab,
+    sections_outcomes, sections_robustness, sections_summary,
 )
 from harness.report.context import ReportContext
 from harness.report.html import render_page
@@ -32,6 +32,7 @@ SECTION_BUILDERS = (
     sections_robustness.repeat_generations,
     sections_exploratory.exploratory,
     sections_outcomes.budget_sweeps, sections_lab.lab_results, sections_outcomes.spending_guide,
+    glossary.glossary,  # last: what every code of the summary links to
 )
 
 
@@ -70,10 +71,12 @@ def render_markdown(title: str, subtitle: str, sections: list[Section]) -> str:
         lines += [f"> {m.sentence()}" for m in sec.missing] + ([""] if sec.missing else [])
         for p in sec.paragraphs:
             lines += [p, ""]
+        lines += [f"- {b}" for b in sec.bullets] + ([""] if sec.bullets else [])
         for p in sec.preformatted:
             lines += ["```", p, "```", ""]
         for t in sec.tables:
             lines += [to_markdown(t)]
+        lines += glossary.markdown_section(sec.definitions) + ([""] if sec.definitions else [])
         for f in sec.figures:
             lines += [f"![{f.caption}](figures/{f.name}.svg)", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # headless and deterministic; never a GUI backend
 import matplotlib.pyplot as plt  # noqa: E402
 
 from harness.report.means import ArmMean  # noqa: E402
-from harness.stats.plots import svg_text  # noqa: E402
+from harness.stats.plots import REPORT_TEXT_PT, svg_text  # noqa: E402
 
 _BUDGETED = re.compile(r"^(?P<name>[a-z_]+)@(?P<budget>\d+)[tw]$")  # t: token budgets, w: word budgets
 # complete and partial recall first and side by side, as the issue asks; other budgeted metrics follow
@@ -57,10 +57,10 @@ def budget_sweep_svg(means: list[ArmMean], *, dataset: str, retriever: str, arm_
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted({budgeted(m.metric)[1] for m in cells if budgeted(m.metric)[0] == name}))
         ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel(f"{'word' if cells[0].metric.endswith('w') else 'token'} budget", fontsize=8)
-        ax.set_ylabel("mean (points), 95% CI band", fontsize=8)
-    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+        ax.set_title(name, fontsize=REPORT_TEXT_PT + 1)
+        ax.set_xlabel(f"{'word' if cells[0].metric.endswith('w') else 'token'} budget", fontsize=REPORT_TEXT_PT)
+        ax.set_ylabel("mean (points), 95% CI band", fontsize=REPORT_TEXT_PT)
+    axes[0][-1].legend(fontsize=REPORT_TEXT_PT, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     fig.suptitle(f"{dataset}, {retriever}", fontsize=10)
     fig.tight_layout()
     return svg_text(fig)

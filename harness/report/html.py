@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import base64
 import html
+import re
+from typing import Callable
 
-from harness.report.model import Section
+from harness.report.model import Definition, Section
 from harness.report.tables import to_html
 
 _STYLE = """
@@ -26,10 +28,14 @@ details>summary{cursor:pointer;color:#2255aa;font-size:.9em}
 body>h1{margin:.4em 0 .2em}body>p:first-of-type{margin:0;font-size:.85em;color:#444}
 #summary{display:grid;grid-template-columns:auto minmax(0,1fr);gap:0 1.2em;align-items:start}
 #summary>h2{grid-column:1/-1;margin:.5em 0 .2em}#summary>p{grid-column:1/-1;margin:.2em 0;font-size:.9em}
-#summary figure{margin:.2em 0}#summary table{font-size:.72em;line-height:1.25}
+#summary figure{margin:.2em 0}#summary table{font-size:.8em;line-height:1.25}
 #summary td,#summary th{padding:.05em .4em;white-space:nowrap}
 #summary figure.table{width:min-content}#summary figcaption{font-size:.8em}
-#summary img{max-height:calc(100vh - 16em);width:auto}
+#summary>ul{grid-column:1/-1;margin:.2em 0 .4em;padding-left:1.2em;font-size:.9em}
+#summary li{margin:.15em 0}a.term{color:inherit;text-decoration:underline dotted #888}
+dl.glossary{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;font-size:.9em}
+dl.glossary dt{font-weight:600;font-family:ui-monospace,Menlo,Consolas,monospace}dl.glossary dd{margin:0}
+dt:target{background:#fff4b0}
 """
 LEAD_SECTION = "summary"
 
@@ -40,6 +46,7 @@ def svg_data_uri(svg: str) -> str:
 
 def render_page(title: str, subtitle: str, sections: list[Section]) -> str:
     esc = html.escape
+    linked = term_linker([d for s in sections for d in s.definitions])
     toc = "".join(f'<li><a href="#{s.id}">{esc(s.title)}</a></li>' for s in sections)
     # the summary opens the page, before the table of contents, so the first screen answers the question
     lead = sections[:1] if sections and sections[0].id == LEAD_SECTION else []
@@ -47,8 +54,8 @@ def render_page(title: str, subtitle: str, sections: list[Section]) -> str:
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>",
              f"<h1>{esc(title)}</h1><p>{esc(subtitle)}</p>"]
-    for s in lead:
-        parts += _section(s)
+    for s in lead:  # the first screen: every code in it links to its glossary entry
+        parts += _section(s, linked)
     parts.append(f"<nav><ol>{toc}</ol></nav>")
     for s in sections[len(lead):]:
         parts += _section(s)
@@ -56,15 +63,20 @@ def render_page(title: str, subtitle: str, sections: list[Section]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _section(s: Section) -> list[str]:
+def _section(s: Section, text: Callable[[str], str] | None = None) -> list[str]:
+    """`text` renders the section's prose, captions and cells; by default escaped, with `x` as code."""
     esc = html.escape
+    text = text or _inline_code
     parts = [f'<section id="{s.id}"><h2>{esc(s.title)}</h2>']
     parts += [f'<p class="missing">{esc(m.sentence())}</p>' for m in s.missing]
-    parts += [f"<p>{_inline_code(p)}</p>" for p in s.paragraphs]
+    parts += [f"<p>{text(p)}</p>" for p in s.paragraphs]
+    if s.bullets:
+        parts.append('<ul class="findings">' + "".join(f"<li>{text(b)}</li>" for b in s.bullets) + "</ul>")
     parts += [f"<pre>{esc(p)}</pre>" for p in s.preformatted]
-    parts += [to_html(t) for t in s.tables]
+    parts += [to_html(t, text) for t in s.tables]
+    parts += _definitions(s.definitions)
     for f in s.figures:
-        parts.append(f'<figure class="figure" id="figure-{esc(f.name)}"><figcaption>{esc(f.caption)} '
+        parts.append(f'<figure class="figure" id="figure-{esc(f.name)}"><figcaption>{text(f.caption)} '
                      f'<span class="file">(figures/{esc(f.name)}.svg)</span></figcaption>'
                      f'<img alt="{esc(f.name)}" src="{svg_data_uri(f.svg)}"></figure>')
     parts.append("</section>")
@@ -75,3 +87,61 @@ def _inline_code(text: str) -> str:
     """`x` as <code>x</code>; everything else escaped."""
     pieces = html.escape(text).split("`")
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(pieces))
+
+
+def _definitions(definitions: list[Definition]) -> list[str]:
+    """The glossary: one <dl> per group; each term's id is what the first screen links to."""
+    esc = html.escape
+    parts, group = [], None
+    for d in definitions:
+        if d.group != group:
+            parts += (["</dl>"] if group is not None else []) + [f"<h3>{esc(d.group)}</h3>", '<dl class="glossary">']
+            group = d.group
+        kind = ' class="code"' if d.code else ""
+        parts.append(f'<dt id="{esc(d.anchor)}"{kind}>{esc(d.term)}</dt><dd>{_inline_code(d.text)}</dd>')
+    return parts + (["</dl>"] if group is not None else [])
+
+
+def term_linker(definitions: list[Definition]) -> Callable[[str], str]:
+    """A renderer of text that links every code the glossary defines (in backticks or standing alone,
+    never inside a longer name: `S` is not found in `S+T` or `H3-S`) and the first use of each glossary word
+    (a plural too) in the text, escaping the rest. The first definition of a term wins."""
+    esc = html.escape
+    terms: dict[str, Definition] = {}
+    for d in definitions:
+        terms.setdefault(d.term, d)
+    if not terms:
+        return _inline_code
+
+    def alternation(code: bool) -> str:
+        names = sorted((t for t, d in terms.items() if d.code == code), key=lambda t: (-len(t), t))
+        return "|".join(map(re.escape, names)) or r"(?!x)x"
+
+    pattern = re.compile(rf"(?<![\w@+.-])(?:(?P<code>{alternation(True)})|(?P<word>(?:{alternation(False)})s?))"
+                         r"(?![\w@+-])")
+
+    def link(d: Definition, shown: str) -> str:
+        return f'<a class="term" href="#{esc(d.anchor)}">{shown}</a>'
+
+    def render(text: str) -> str:
+        out, words_seen = [], set()
+        for i, piece in enumerate(text.split("`")):
+            if i % 2:  # a code in backticks
+                d = terms.get(piece)
+                out.append(link(d, f"<code>{esc(piece)}</code>") if d else f"<code>{esc(piece)}</code>")
+                continue
+            at = 0
+            for m in pattern.finditer(piece):
+                out.append(esc(piece[at:m.start()]))
+                found = m.group(0)
+                key = found if found in terms else found[:-1]  # a glossary word in the plural
+                if m.group("word") is not None and key in words_seen:
+                    out.append(esc(found))
+                else:
+                    words_seen.add(key)
+                    out.append(link(terms[key], esc(found)))
+                at = m.end()
+            out.append(esc(piece[at:]))
+        return "".join(out)
+
+    return render

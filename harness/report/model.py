@@ -6,6 +6,7 @@ instead of tables, so no table is ever left silently empty.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -38,15 +39,38 @@ class Missing:
         return f"Missing: {self.what}; run `{self.target}`."
 
 
+@dataclass(frozen=True)
+class Definition:
+    """One glossary entry. A code (an arm, a metric, a verdict, ...) is linked to its entry wherever it
+    appears on the report's first screen; a word (cluster, margin, ...) at its first appearance in a block."""
+
+    group: str  # e.g. "Arms", "Metrics"
+    term: str
+    text: str
+    code: bool = True
+
+    @property
+    def anchor(self) -> str:
+        return "glossary-" + slug(self.group) + "-" + slug(self.term)
+
+
+def slug(text: str) -> str:
+    """An HTML id fragment: letters, digits and -_. kept; + and @ spelled out (S+T and S-T stay apart)."""
+    spelled = text.replace("+", "-plus-").replace("@", "-at-")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", spelled).strip("-")
+
+
 @dataclass
 class Section:
     id: str  # HTML anchor
     title: str
     paragraphs: list[str] = field(default_factory=list)
+    bullets: list[str] = field(default_factory=list)  # after the paragraphs, e.g. one sentence per test
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     missing: list[Missing] = field(default_factory=list)
     preformatted: list[str] = field(default_factory=list)
+    definitions: list[Definition] = field(default_factory=list)  # the glossary, in its groups' order
 
 
 def table(name: str, caption: str, header, rows, notes=(), *, collapsed: bool | None = None) -> Table:

@@ -29,7 +29,10 @@ def _merge_row(dataset: str, arm: str, addon: dict, record: dict) -> list:
             "–" if short is None else f"{short['merges_short']} in {short['documents_short']} of {short['documents']} docs"]
 
 
-def addon_arms(ctx: ReportContext) -> Section:
+def addon_arms(ctx: ReportContext) -> Section | None:
+    """None (no section) for a study without add-on arms."""
+    if not any(arm_kind(ctx.study, arm).of_required for arm in ctx.study.arms):
+        return None
     sec = Section("addon-arms", "Add-on arms: merging, consolidation and expansion")
     merges, reuse, outcomes, unbuilt = [], [], [], []
     for cs in chunk_sets(ctx.study):

@@ -16,7 +16,7 @@ from harness.files import read_json  # noqa: E402
 from harness.report.context import ReportContext  # noqa: E402
 from harness.report.model import Figure, Missing, Section, interval, points, table  # noqa: E402
 from harness.report.sections_outcomes import withheld  # noqa: E402
-from harness.stats.plots import svg_text  # noqa: E402
+from harness.stats.plots import REPORT_TEXT_PT, svg_text  # noqa: E402
 from harness.grid.paths import stats_dir  # noqa: E402
 
 _SHARES = ("win", "tie", "loss")
@@ -82,8 +82,8 @@ def _groups_svg(record: dict) -> str:
             ax.plot([r["estimate"]], [y], "o", color="#c33" if " minus " in r["group"] else "#236")
         ax.axvline(0, color="#999", linewidth=0.8)
         ax.set_yticks(ys)
-        ax.set_yticklabels([r["group"] for r in mine], fontsize=7)
-        ax.set_title(retriever, fontsize=9)
-        ax.set_xlabel("points", fontsize=8)
+        ax.set_yticklabels([r["group"] for r in mine], fontsize=REPORT_TEXT_PT)
+        ax.set_title(retriever, fontsize=REPORT_TEXT_PT + 1)
+        ax.set_xlabel("points", fontsize=REPORT_TEXT_PT)
     fig.tight_layout()
     return svg_text(fig)

@@ -21,6 +21,7 @@ from harness.metrics.assembly import size_in_unit
 from harness.metrics.budget import TokenCache
 from harness.report.context import ReportContext
 from harness.report.figures import plt, svg_text
+from harness.stats.plots import REPORT_TEXT_PT
 from harness.report.model import Figure, Missing, Section, points, table
 from harness.report.sections_outcomes import withheld
 
@@ -107,11 +108,11 @@ def _l_sweep(ctx: ReportContext, dataset: str, rows) -> Figure | None:
             pts = means[kind, base, retriever].sort_index()
             ax.plot(pts.index, 100 * pts.values, marker="o", markersize=3, color=colours(bases.index(base) % 10),
                     linestyle=("-", "--", ":", "-.")[retrievers.index(retriever) % 4], label=f"{base} / {retriever}")
-        ax.set_title(f"{kind}@{budget}", fontsize=9)
-        ax.set_xlabel("chunk length L (characters)", fontsize=8)
-        ax.set_ylabel("points", fontsize=8)
-        ax.tick_params(labelsize=7)
-    axes[0][1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        ax.set_title(f"{kind}@{budget}", fontsize=REPORT_TEXT_PT + 1)
+        ax.set_xlabel("chunk length L (characters)", fontsize=REPORT_TEXT_PT)
+        ax.set_ylabel("points", fontsize=REPORT_TEXT_PT)
+        ax.tick_params(labelsize=REPORT_TEXT_PT)
+    axes[0][1].legend(fontsize=REPORT_TEXT_PT, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     svg = svg_text(fig)  # closes the figure
     return Figure(f"lab-l-sweep-{dataset}", f"`{dataset}`: complete and partial recall at budget {budget} against "

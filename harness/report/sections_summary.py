@@ -1,9 +1,11 @@
 """The report's first section: the answer to the study's question on one screen.
 
-Every registered confirmatory and pre-specified secondary test with its estimate, the CI its rule reads, its
-verdict and tier; one forest plot of them all; and the headline counts: questions, clusters, dropped
-questions, instruments passed. Instruments are counted from INSTRUMENT_CHECKS, functions of the report
-context each returning its checks, so a new instrument adds one function there.
+A headline answering each confirmatory family's question in words; one sentence per registered confirmatory
+and pre-specified secondary test (harness.report.findings); the counts: questions, clusters, dropped
+questions, instruments passed; the tests as a table (estimate, the CI its rule reads, verdict, tier) and one
+forest plot of them all. Every code in it links to the Glossary section. Instruments are counted from
+INSTRUMENT_CHECKS, functions of the report context each returning its checks, so a new instrument adds one
+function there.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from dataclasses import dataclass, replace
 
 from harness.errors import HarnessError
 from harness.report.context import ReportContext
+from harness.report.findings import conclusion, finding
+from harness.report.glossary import sentence_names
 from harness.report.model import Figure, Missing, Section, interval, points, table
 from harness.report.sections_inputs import QUESTION_DROP
 from harness.report.sections_outcomes import TIER_NAMES, families, withheld
@@ -20,6 +24,7 @@ from harness.stats.families import judge_passed, reader_passed
 from harness.stats.io import load_judge_rates, load_reader_rates
 from harness.stats.plots import forest_svg
 from harness.stats.tables import SMALL_MARK, contrast_label
+from harness.stats.verdicts import NO_DIFFERENCE
 
 SUMMARY_TIERS = ("confirmatory", "secondary")  # registered before outcomes with a decision rule
 SUMMARY_HEADER = ("test", "A - B", "dataset", "estimate", "CI", "verdict", "tier")
@@ -72,14 +77,20 @@ INSTRUMENT_CHECKS = (reader_acceptance, judge_acceptance)
 
 def summary(ctx: ReportContext) -> Section:
     sec = Section("summary", "Summary")
-    sec.paragraphs.append(_headline(ctx))
     if ctx.plan is None:
+        sec.paragraphs.append(_counts(ctx))
         sec.missing.append(Missing("plan/plan.yaml (write the plan first)", "make freeze"))
         return sec
     registered = [(fam, test) for fam in ctx.plan.families if fam.tier in SUMMARY_TIERS for test in fam.tests]
     allowed = not withheld(ctx, sec)
     found, _ = families(ctx) if allowed else ([], [])  # the Verdicts section names what is missing
     rows = {(f.family, r.test): r for f in found if f.ran for r in f.rows}
+    decided_by = {(f.family, r.test): f for f in found if f.ran for r in f.rows}
+    names = sentence_names(ctx)
+    sec.paragraphs.append(_answer(ctx, rows, decided_by, names, allowed))
+    sec.paragraphs.append(_counts(ctx))
+    sec.bullets += [finding(rows[key], decided_by[key], names) for fam, test in registered
+                    if (key := (fam.id, test.id)) in rows]
     body = []
     for fam, test in registered:
         r = rows.get((fam.id, test.id))
@@ -108,7 +119,30 @@ def _notes(body: list[list[str]]) -> list[str]:
         if any(row[SUMMARY_HEADER.index("verdict")].endswith(SMALL_MARK) for row in body) else []
 
 
-def _headline(ctx: ReportContext) -> str:
+def _answer(ctx: ReportContext, rows: dict, decided_by: dict, names, allowed: bool) -> str:
+    """The study's question (each confirmatory family's description, else the secondary ones') and what the
+    registered tests found, in one paragraph."""
+    tiers = [fam.tier for fam in ctx.plan.families]
+    lead = "confirmatory" if "confirmatory" in tiers else SUMMARY_TIERS[-1]
+    said = []
+    for fam in ctx.plan.families:
+        if fam.tier != lead:
+            continue
+        if not allowed:
+            said.append(f"{fam.description.rstrip()} Not yet answered: outcomes are withheld until every cell is "
+                        "scored.")
+            continue
+        keys = [key for t in fam.tests if (key := (fam.id, t.id)) in rows]
+        found = [conclusion(rows[key], decided_by[key], names) for key in keys]
+        answer = "; ".join(found) if found else "not yet answered: its statistics are missing (Verdicts)"
+        said.append(f"{fam.description.rstrip()} {answer[:1].upper()}{answer[1:]}.")
+        if any(rows[key].verdict == NO_DIFFERENCE for key in keys):
+            said.append("A test with no detectable difference does not show the arms equivalent: only a "
+                        "registered margin could.")
+    return " ".join(said) or "The plan registers no confirmatory or secondary family."
+
+
+def _counts(ctx: ReportContext) -> str:
     parts = []
     for name, ds in ctx.datasets.items():
         dropped = sum(v for k, v in ds.counts.items() if k.startswith(QUESTION_DROP))

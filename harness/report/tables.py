@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+from typing import Callable
 
 from harness.report.model import Table
 
@@ -48,13 +49,14 @@ def to_markdown(t: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_html(t: Table) -> str:
+def to_html(t: Table, text: Callable[[str], str] = html.escape) -> str:
+    """`text` renders each caption, cell and note (escaped; the summary's also links its codes)."""
     esc = html.escape
-    head = "".join(f"<th>{esc(h)}</th>" for h in t.header)
-    body = "\n".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in t.rows)
-    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in t.notes)
+    head = "".join(f"<th>{text(h)}</th>" for h in t.header)
+    body = "\n".join("<tr>" + "".join(f"<td>{text(c)}</td>" for c in row) + "</tr>" for row in t.rows)
+    notes = "".join(f'<p class="note">{text(n)}</p>' for n in t.notes)
     grid = f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
     if t.collapsed:  # closed until clicked; <details> needs no script
         grid = f"<details><summary>show the table ({len(t.rows)} rows)</summary>{grid}</details>"
-    return (f'<figure class="table" id="table-{esc(t.name)}"><figcaption>{esc(t.caption)} '
+    return (f'<figure class="table" id="table-{esc(t.name)}"><figcaption>{text(t.caption)} '
             f'<span class="file">(tables/{esc(t.name)}.csv, .tex)</span></figcaption>{grid}{notes}</figure>')

@@ -17,6 +17,10 @@ from harness.stats.verdicts import (  # noqa: E402
     DIFFERENT, EQUIVALENT, INCONCLUSIVE, NO_DIFFERENCE, NO_VARIATION, TOO_FEW_CLUSTERS, UNDECIDED,
 )
 
+# the smallest text of a report figure, in points: 12 px at full size, so at least 11 px down to 92% (the
+# report's figures keep to it; the PNGs under results/stats keep their own sizes)
+REPORT_TEXT_PT = 9.0
+
 _VERDICT_MARKERS = {EQUIVALENT: "D", DIFFERENT: "s", INCONCLUSIVE: "o", NO_DIFFERENCE: "o", NO_VARIATION: "x",
                     TOO_FEW_CLUSTERS: "x"}
 _VERDICT_COLOURS = {EQUIVALENT: "#1b7837", DIFFERENT: "#b2182b", INCONCLUSIVE: "#7f7f7f", NO_DIFFERENCE: "#4d4d4d",
@@ -36,7 +40,7 @@ def forest_svg(fam: FamilyResult, *, title: str | None = None, compact: bool = F
     """The forest plot as a standalone SVG document (text as paths, no fonts or links), with the margin
     drawn as a shaded band; the same JSON gives the same text. `compact`: short row labels (the test id)
     and tighter rows, for many tests on one screen (the report's summary)."""
-    fig = forest_figure(fam, margin_band=True, title=title, compact=compact)
+    fig = forest_figure(fam, margin_band=True, title=title, compact=compact, text_pt=REPORT_TEXT_PT)
     return svg_text(fig)
 
 
@@ -52,9 +56,12 @@ def svg_text(fig) -> str:
                      and "DTD/svg11.dtd" not in line) + "\n"
 
 
-def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | None = None, compact: bool = False):
+def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | None = None, compact: bool = False,
+                  text_pt: float | None = None):
     """The family's forest plot as a matplotlib figure (the caller closes it). Rows whose rule shows the 90%
-    CI (TOST) get it drawn thick over the 95% one."""
+    CI (TOST) get it drawn thick over the 95% one. `text_pt`: no text smaller (None: the PNG's sizes)."""
+    small = 8 if text_pt is None else max(8, text_pt)
+    sized = {} if text_pt is None else {"fontsize": max(10, text_pt)}  # None: matplotlib's default (10)
     if not fam.ran:
         raise ValueError(f"family {fam.family!r} was not run; there is nothing to plot")
     # missing tests (no contrast) are listed in the tables
@@ -77,20 +84,23 @@ def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | 
         ax.plot([c.estimate], [y], marker=_VERDICT_MARKERS.get(row.verdict, "o") if margin_band else "o",
                 color=colour, markersize=6 if margin_band else 5)
         label = row.verdict + (SMALL_MARK if row.small_difference_within_margin else "")
-        ax.annotate(label, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", color=colour)
+        ax.annotate(label, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", color=colour,
+                    **sized)
     ax.axvline(0.0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([r.test if compact else
                         f"{r.test}: {contrast_label(r)} ({r.dataset}, {retriever_label(r)}, {r.metric})"
-                        for r, _ in reversed(rows)], fontsize=8)
+                        for r, _ in reversed(rows)], fontsize=small)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     shown = "thick: 90% BCa CI (TOST rows), thin: 95%, blue ticks: ±margin" if any_tost else "95% BCa CI"
-    ax.set_xlabel(f"A - B (points); {shown}")
+    ax.set_xlabel(f"A - B (points); {shown}", **sized)
+    if text_pt is not None:
+        ax.tick_params(axis="x", labelsize=sized["fontsize"])
     ax.set_title(title or f"{fam.family} ({fam.tier}, {fam.multiplicity})", fontsize=10)
     if margin_band and any_tost:
         ax.set_xlabel(f"A - B (points); {shown.replace('blue ticks', 'blue band and ticks')}\n"
                       "marker: diamond equiv., square diff., circle incon./n.d."
                       + (", cross no verdict" if any(r.verdict in UNDECIDED for r, _ in rows) else ""),
-                      fontsize=8)
+                      fontsize=small)
     fig.tight_layout()
     return fig
