@@ -38,6 +38,7 @@ COMMANDS = {
     "report": "report",
     "qasper-eval": "qasper_eval",  # stand-alone scorer, outside the pipeline
     "lab": "lab",  # chunking lab on one document, no study directory
+    "glossary": "glossary",  # the registries' glossary (docs/glossary.md)
     "status": "status",
     "run-all": "run_all",  # every stage above in order (make all)
 }

@@ -201,14 +201,14 @@ def _reading(row: DecidedRow, fam: FamilyResult) -> str:
 def _failed_requirement(row: DecidedRow, fam: FamilyResult) -> str:
     c = row.contrast
     assert c is not None
+    floor = [f"with {c.n_clusters} clusters no sign-flip p can fall below {_p(2.0 ** (1 - c.n_clusters))}"] \
+        if c.signflip_exact else []
     if row.p_signflip_holm is not None:
-        p = f"its sign-flip p after Holm is {_p(row.p_signflip_holm)} (unadjusted {_p(c.p_signflip)})"
+        p = f"its sign-flip p after Holm is {_p(row.p_signflip_holm)} ({'; '.join([f'unadjusted {_p(c.p_signflip)}'] + floor)})"
     else:
-        p = f"its sign-flip p is {_p(c.p_signflip)}"
-    smallest = f" (with {c.n_clusters} clusters no sign-flip p can fall below {_p(2.0 ** (1 - c.n_clusters))})" \
-        if c.signflip_exact else ""
+        p = f"its sign-flip p is {_p(c.p_signflip)}" + (f" ({floor[0]})" if floor else "")
     return (f"The 95% CI excludes 0, but the rule also requires the sign-flip p below alpha {fam.alpha:g}, and "
-            f"{p}{smallest}.")
+            f"{p}.")
 
 
 def _needed(n: ClustersNeeded) -> str:
