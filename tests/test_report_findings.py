@@ -11,7 +11,7 @@ import pytest
 from scipy.special import ndtri
 
 from harness.inference.power import clusters_to_show, minimum_detectable_difference
-from harness.report.findings import Names, clusters_needed, conclusion, finding, signflip_floor
+from harness.report.findings import Wording, clusters_needed, conclusion, finding, signflip_floor
 from harness.stats.contrast import ContrastResult
 from harness.stats.decided import READER, DecidedRow, InstrumentControls
 from harness.stats.families import FamilyResult, Status
@@ -19,7 +19,7 @@ from harness.stats.verdicts import (
     DIFFERENT, EQUIVALENT, INCONCLUSIVE, MISSING, NO_DIFFERENCE, NO_VARIATION, TOO_FEW_CLUSTERS,
 )
 
-NAMES = Names(arms={"S": "header-led sections", "F512c": "512-character windows"},
+NAMES = Wording(arms={"S": "header-led sections", "F512c": "512-character windows"},
               metrics={("corpus", "rec@512t"): "evidence found in 512 tokens"})
 
 
@@ -170,7 +170,7 @@ def test_a_gap_out_of_reach_is_said_so():
     assert "No realistic number of clusters would decide it" in sentence(r)
     zero = row(NO_DIFFERENCE, contrast(0.0, (-4.0, 4.0), se=2.0))
     assert clusters_needed(zero, family(zero)).total is None
-    assert "No number of clusters would show a difference" in sentence(zero)
+    assert "No number of clusters would show a difference while the estimate is 0." in sentence(zero)
 
 
 def test_few_clusters_cannot_pass_the_sign_flip_however_small_the_se():

@@ -22,6 +22,7 @@ from harness.report.chunksets import chunk_set_stats
 from harness.plan.load import load_study_plan
 from harness.study import Study
 
+from browser_support import browser_or_skip, first_screen, wait_for_every_element
 from pipeline_support import make_llm_free_study  # noqa: E402
 from harness.grid.paths import results_dir
 
@@ -29,9 +30,6 @@ pytestmark = pytest.mark.slow  # builds, scores and reports a study copy (and op
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 LLM_FREE = ["S", "S+T", "F512c", "F256t", "P", "FL"]
-BROWSER, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,1600")
 
 
 def _llm_free_bm25_study(root: Path) -> Study:
@@ -170,11 +168,16 @@ def test_outcomes_are_withheld_until_every_cell_is_scored(reports):
 SUMMARY_TIERS = ("confirmatory", "secondary")
 
 
+def _unlinked(html: str) -> str:
+    """The page with its glossary links taken out (the summary links every code)."""
+    return re.sub(r'<a class="term" href="#[^"]+">|</a>', "", html)
+
+
 def test_the_summary_opens_the_page_with_every_registered_test(reports):
     study, before = reports
     page = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
     assert page.index('<section id="summary">') < page.index("<nav>") < page.index('<section id="identity">')
-    summary = _section(page, "summary")
+    summary = _unlinked(_section(page, "summary"))
     tiers = {fam.tier for fam in load_study_plan(study).families}
     assert {"confirmatory", "secondary"} <= tiers and "exploratory" in tiers  # the check below can tell them apart
     for fam in load_study_plan(study).families:
@@ -189,7 +192,7 @@ def test_the_summary_opens_the_page_with_every_registered_test(reports):
     md = (results_dir(study) / "report" / "report.md").read_text(encoding="utf-8")
     assert md.index("## Summary") < md.index("## Study identity")
     # before scoring: the registered tests are named, no number is shown
-    early = _section(before, "summary")
+    early = _unlinked(_section(before, "summary"))
     assert "withheld, no interim looks" in early and "<img" not in early
     assert all(f"<td>{t.id}</td>" in early for fam in load_study_plan(study).families
                if fam.tier in SUMMARY_TIERS for t in fam.tests)
@@ -211,37 +214,13 @@ def test_long_tables_are_collapsed(reports):
 
 # --- headless Chromium ---
 
-def _browser_or_skip():
-    if not (BROWSER.is_file() and DRIVER.is_file()):
-        pytest.skip("no system Chromium: `apt-get install -y chromium chromium-driver` (see docs/pipeline.md)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[test]'")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(BROWSER)
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(str(DRIVER)), options=options)
-
-
-def _wait_for_every_element(driver, selector: str, expected: int, seconds: float = 60) -> None:
-    """Until the page is loaded and holds `expected` elements matching `selector`: on a loaded machine
-    chromedriver has returned from get() with the document still being parsed."""
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    WebDriverWait(driver, seconds).until(lambda d: d.execute_script(
-        "return document.readyState === 'complete' && document.querySelectorAll(arguments[0]).length", selector)
-        >= expected)
-
-
 def test_page_renders_in_headless_chromium(reports):
     study, _ = reports
     page = (results_dir(study) / "report" / "index.html").read_text(encoding="utf-8")
-    driver = _browser_or_skip()
+    driver = browser_or_skip()
     try:
         driver.get((results_dir(study) / "report" / "index.html").as_uri())
-        _wait_for_every_element(driver, "img", page.count("<img "))
+        wait_for_every_element(driver, "img", page.count("<img "))
         images = driver.execute_script(
             "return Array.from(document.querySelectorAll('img, svg')).map(e => {"
             " const r = e.getBoundingClientRect();"
@@ -252,8 +231,9 @@ def test_page_renders_in_headless_chromium(reports):
     finally:
         driver.quit()
     assert logs == []
-    # the lab and repeat-generation sections are left out: this study has no train/held-out split and no repeats
-    assert sections == page.count('<section id="') == len(SECTION_BUILDERS) - 2
+    # the lab, repeat-generation and add-on arms sections are left out: this study has no train/held-out split,
+    # no repeats and no add-on arm
+    assert sections == page.count('<section id="') == len(SECTION_BUILDERS) - 3
     figures = sorted(p.stem for p in (results_dir(study) / "report" / "figures").glob("*.svg"))
     assert sorted(i[0] for i in images) == figures
     for name, complete, natural, width, height in images:
@@ -261,28 +241,26 @@ def test_page_renders_in_headless_chromium(reports):
 
 
 def test_the_summary_is_visible_without_scrolling(reports):
-    """At 1280x800 the summary table and the combined forest plot lie wholly inside the first screen."""
+    """At 1280x800 every registered test's sentence lies wholly inside the first screen
+    (tests/test_report_browser.py reads the first screen of a study `harness init` made)."""
     study, _ = reports
-    driver = _browser_or_skip()
+    driver = browser_or_skip()
     try:
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                               {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
-        driver.get((results_dir(study) / "report" / "index.html").as_uri())
+        first_screen(driver, results_dir(study) / "report" / "index.html")
         viewport = driver.execute_script("return [window.innerWidth, window.innerHeight, window.scrollY]")
         boxes = driver.execute_script(
-            "return ['#table-summary-tests table', '#figure-forest-summary img'].map(s => {"
-            " const r = document.querySelector(s).getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })")
-        loaded = driver.execute_script("return document.querySelector('#figure-forest-summary img').naturalWidth")
+            "return Array.from(document.querySelectorAll('#summary ul.findings li')).map(e => {"
+            " const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })")
     finally:
         driver.quit()
     assert viewport == [1280, 800, 0]
-    assert loaded > 0
+    assert len(boxes) == sum(len(f.tests) for f in load_study_plan(study).families if f.tier in SUMMARY_TIERS)
     for left, top, right, bottom in boxes:
         assert 0 <= left < right <= 1280 and 0 <= top < bottom <= 800, boxes
 
 
 def test_a_broken_figure_is_caught_by_the_browser_check(tmp_path):
-    driver = _browser_or_skip()
+    driver = browser_or_skip()
     page = tmp_path / "broken.html"
     page.write_text('<!DOCTYPE html><html><body><img alt="x" src="data:image/svg+xml;base64,bm90IGFuIHN2Zw==">'
                     "</body></html>", encoding="utf-8")

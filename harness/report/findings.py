@@ -1,6 +1,6 @@
 """Each registered test in words, from its decided row: what was compared, on what data, under which retriever
 and metric, the estimate and CI, what the registered rule lets a reader conclude, and, for a test left
-undecided, how many clusters would likely decide it (docs/pipeline.md, "The report").
+undecided, how many clusters would likely decide it (docs/pipeline.md, "The study report").
 
 Codes (arms, datasets, retrievers, metrics, test ids) are written in backticks: the report links each one to
 its glossary entry.
@@ -28,7 +28,7 @@ EXPLORATORY = "exploratory"
 
 
 @dataclass(frozen=True)
-class Names:
+class Wording:
     """How a sentence spells a study's names out (harness.report.glossary builds it from the registries)."""
 
     arms: Mapping[str, str]  # arm -> its short name, e.g. "header-led sections"
@@ -109,7 +109,7 @@ def signflip_floor(fam: FamilyResult) -> int:
     return math.floor(math.log2(2 * holm_divisor(fam) / fam.alpha)) + 1
 
 
-def conclusion(row: DecidedRow, fam: FamilyResult, names: Names) -> str:
+def conclusion(row: DecidedRow, fam: FamilyResult, wording: Wording) -> str:
     """What the row lets a reader conclude, in a clause (the headline joins them)."""
     a, b, on = f"`{row.a}`", f"`{row.b}`", f" on `{row.dataset}`"
     v = row.verdict
@@ -128,12 +128,12 @@ def conclusion(row: DecidedRow, fam: FamilyResult, names: Names) -> str:
     return said + (" (exploratory: an instrument failed)" if demoted(row, fam) else "")
 
 
-def finding(row: DecidedRow, fam: FamilyResult, names: Names) -> str:
+def finding(row: DecidedRow, fam: FamilyResult, wording: Wording) -> str:
     """The row's sentence: the comparison, the estimate, the conclusion and, when undecided, what would
     decide it."""
     c = row.contrast
-    compared = (f"`{row.test}`: {names.arm(row.a)} against {names.arm(row.b)} on `{row.dataset}` under "
-                f"{_retrievers(row)}, by {names.metric(row.dataset, row.metric)}")
+    compared = (f"`{row.test}`: {wording.arm(row.a)} against {wording.arm(row.b)} on `{row.dataset}` under "
+                f"{_retrievers(row)}, by {wording.metric(row.dataset, row.metric)}")
     if c is None:
         return f"{compared}: no per-question results ({'; '.join(row.missing) or 'none'}), so nothing is decided."
     level = row.ci_shown or "95"
@@ -216,7 +216,7 @@ def _needed(n: ClustersNeeded) -> str:
         + (" one-sided" if n.sides == 1 else "") + f" and {POWER:.0%} power"
     target = "a difference" if n.shows == DIFFERENT else "equivalence"
     if n.total is None:
-        return f"No number of clusters would show {target}: the estimate sits exactly where it cannot."
+        return f"No number of clusters would show {target} while the estimate is {'0' if n.shows == DIFFERENT else 'at the margin'}."
     if not n.realistic:
         return (f"No realistic number of clusters would decide it: showing {target} at {at} would take about "
                 f"{n.total} clusters, {n.total / n.now:.0f} times the {n.now} here, if the true difference is the "

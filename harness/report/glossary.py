@@ -14,7 +14,7 @@ from harness.config.retrievers import RETRIEVER_TYPES, RetrieverTypeSpec, retrie
 from harness.metrics.registry import METRIC_SETS, MetricSet, metric_form
 from harness.plan.schema import TIER_MEANINGS, TIERS
 from harness.report.context import ReportContext
-from harness.report.findings import Names
+from harness.report.findings import Wording
 from harness.report.model import Definition, Section
 from harness.report.sections_outcomes import TIER_NAMES
 from harness.stats.decided import INSTRUMENT_MEANINGS
@@ -171,7 +171,7 @@ def markdown_section(definitions: list[Definition]) -> list[str]:
 # --- a study's glossary ---
 
 
-def sentence_names(ctx: ReportContext) -> Names:
+def sentence_wording(ctx: ReportContext) -> Wording:
     """How the summary's sentences spell the study's arms and metrics out."""
     arms = {}
     for name, cfg in ctx.study.arms.items():
@@ -182,7 +182,7 @@ def sentence_names(ctx: ReportContext) -> Names:
     metrics = {}
     for dataset, test_metric in _plan_metrics(ctx):
         metrics[dataset, test_metric] = metric_text(ctx.study.config.datasets[dataset].metric_set, test_metric)
-    return Names(arms, metrics)
+    return Wording(arms, metrics)
 
 
 def _plan_metrics(ctx: ReportContext) -> list[tuple[str, str]]:

@@ -63,20 +63,21 @@ def render_page(title: str, subtitle: str, sections: list[Section]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _section(s: Section, text: Callable[[str], str] | None = None) -> list[str]:
-    """`text` renders the section's prose, captions and cells; by default escaped, with `x` as code."""
+def _section(s: Section, linked: Callable[[str], str] | None = None) -> list[str]:
+    """`linked` renders the section's prose, captions and cells with their codes linked (the first screen);
+    without it prose shows `x` as code and captions and cells are escaped as written."""
     esc = html.escape
-    text = text or _inline_code
+    text, plain = (linked, linked) if linked else (_inline_code, esc)
     parts = [f'<section id="{s.id}"><h2>{esc(s.title)}</h2>']
     parts += [f'<p class="missing">{esc(m.sentence())}</p>' for m in s.missing]
     parts += [f"<p>{text(p)}</p>" for p in s.paragraphs]
     if s.bullets:
         parts.append('<ul class="findings">' + "".join(f"<li>{text(b)}</li>" for b in s.bullets) + "</ul>")
     parts += [f"<pre>{esc(p)}</pre>" for p in s.preformatted]
-    parts += [to_html(t, text) for t in s.tables]
+    parts += [to_html(t, plain) for t in s.tables]
     parts += _definitions(s.definitions)
     for f in s.figures:
-        parts.append(f'<figure class="figure" id="figure-{esc(f.name)}"><figcaption>{text(f.caption)} '
+        parts.append(f'<figure class="figure" id="figure-{esc(f.name)}"><figcaption>{plain(f.caption)} '
                      f'<span class="file">(figures/{esc(f.name)}.svg)</span></figcaption>'
                      f'<img alt="{esc(f.name)}" src="{svg_data_uri(f.svg)}"></figure>')
     parts.append("</section>")
