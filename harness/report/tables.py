@@ -48,7 +48,9 @@ def to_markdown(t: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_html(t: Table) -> str:
+def to_html(t: Table, *, files: bool = True) -> str:
+    """The table as the report page shows it; `files` False leaves out the note naming its files under
+    tables/ (a table shown in a notebook has none)."""
     esc = html.escape
     head = "".join(f"<th>{esc(h)}</th>" for h in t.header)
     body = "\n".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in t.rows)
@@ -56,5 +58,6 @@ def to_html(t: Table) -> str:
     grid = f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
     if t.collapsed:  # closed until clicked; <details> needs no script
         grid = f"<details><summary>show the table ({len(t.rows)} rows)</summary>{grid}</details>"
-    return (f'<figure class="table" id="table-{esc(t.name)}"><figcaption>{esc(t.caption)} '
-            f'<span class="file">(tables/{esc(t.name)}.csv, .tex)</span></figcaption>{grid}{notes}</figure>')
+    where = f' <span class="file">(tables/{esc(t.name)}.csv, .tex)</span>' if files else ""
+    return (f'<figure class="table" id="table-{esc(t.name)}"><figcaption>{esc(t.caption)}'
+            f'{where}</figcaption>{grid}{notes}</figure>')

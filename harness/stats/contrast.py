@@ -80,7 +80,7 @@ class ContrastResult:
         out = asdict(self)
         if self.retriever_b is None:
             del out["retriever_b"]
-        for key in _INTERVALS:
+        for key in INTERVALS:
             out[key] = None if out[key] is None else list(out[key])
         if self.margin is None:
             del out["margin"], out["p_tost"], out["ci90_t"], out["p_tost_t"], out["t_df"]
@@ -95,13 +95,13 @@ class ContrastResult:
         if absent:
             raise InputError(f"{where}: not a contrast; missing {', '.join(absent)}")
         values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        for key in _INTERVALS:
+        for key in INTERVALS:
             if values.get(key) is not None:
                 values[key] = tuple(values[key])
         return cls(**values)
 
 
-_INTERVALS = ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t")
+INTERVALS = ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t")
 
 
 class ResultTable:

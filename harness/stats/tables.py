@@ -6,6 +6,7 @@ import csv
 import io
 from typing import Protocol
 
+from harness.stats.contrast import INTERVALS
 from harness.stats.decided import DecidedRow
 from harness.stats.families import FamilyResult
 from harness.stats.rules import rule
@@ -144,13 +145,22 @@ def to_csv(fam: FamilyResult) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for row in fam.rows:
-        flat = row.to_json()  # the CSV is the JSON row flattened, intervals split
-        for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t"):
-            if flat.get(key) is not None:
-                flat[f"{key}_lo"], flat[f"{key}_hi"] = flat[key]
+        flat = flat_record(row.to_json())
         writer.writerow(["" if flat.get(c) is None else repr(flat[c]) if isinstance(flat[c], float) else flat[c]
                          for c in CSV_COLUMNS])
     return out.getvalue()
+
+
+def flat_record(record: dict) -> dict:
+    """A row's or contrast's JSON with each interval, in its place, as <key>_lo and <key>_hi (None when it has
+    none): what the CSV columns and the Python API's frames hold."""
+    flat = {}
+    for key, value in record.items():
+        if key in INTERVALS:
+            flat[f"{key}_lo"], flat[f"{key}_hi"] = (None, None) if value is None else value
+        else:
+            flat[key] = value
+    return flat
 
 
 def to_latex(fam: FamilyResult) -> str:
