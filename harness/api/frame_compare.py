@@ -23,6 +23,7 @@ from harness.stats.verdicts import undecided
 
 REQUIRED = ("arm", "qid", "metric", "value")  # plus the `cluster=` column unless cluster=None
 WHERE = "harness.compare"
+NOT_GIVEN = "-"  # the dataset or retriever of a table without that column (the table's ids must not be empty)
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,12 @@ class FrameComparison:
 
 
 def _one(frame: pd.DataFrame, column: str, given: str | None) -> str:
-    """The dataset or retriever the contrast is on: `given`, else the column's only value ("" without the
-    column: the whole table is one)."""
+    """The dataset or retriever the contrast is on: `given`, else the column's only value (NOT_GIVEN without
+    the column: the whole table is one)."""
     if column not in frame.columns:
         if given is not None:
             raise HarnessError(f"{WHERE}: {column}={given!r}, but the table has no {column!r} column")
-        return ""
+        return NOT_GIVEN
     if given is not None:
         return given
     values = sorted(map(str, frame[column].dropna().unique()))

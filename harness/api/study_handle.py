@@ -90,14 +90,15 @@ class StudyHandle:
         return report_dir(self._open()) / "index.html"
 
     def _outcomes(self, method: str, deviation: str | None) -> Study:
-        """The study, once its inputs match the freeze and its outcomes may be looked at (no interim looks)."""
+        """The study, once its inputs match the freeze and its outcomes may be seen (no interim looks)."""
         study = self._open()
         check_frozen(study, stage=method, models=False)
         require_outcomes_allowed(study, command=f"harness.Study.{method}", deviation_reason=deviation)
         return study
 
     def run(self, command: str, **options: Any) -> int:
-        """Any command that takes --study, e.g. run("judge-sample", n=20): its exit code, or a HarnessError."""
+        """Any command that takes --study, e.g. run("judge-sample", out="sample.csv"): its exit code, or a
+        HarnessError."""
         return run_command(command, self.root, options, where=f"harness.Study.run({command!r})")
 
     select = _stage("select")

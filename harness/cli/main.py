@@ -87,11 +87,12 @@ def add_command(sub, name: str) -> argparse.ArgumentParser:
     mod.add_arguments(p)
     if name in WRITING:
         p.add_argument("--wait", action="store_true",
-                       help="when another harness process is writing the study, wait for it instead of exiting")
+                       help="when another harness process is writing the study, wait for it instead of "
+                            "exiting")
     if name in RECORDING:
         p.add_argument("--adopt-unrecorded", metavar="REASON",
-                       help="keep released files the write journal does not hold (a lost journal, a hand edit) "
-                            "and record them; REASON (required) and the files go to DEVIATIONS.md")
+                       help="keep released files the write journal does not hold (a lost journal, a hand "
+                            "edit) and record them; REASON (required) and the files go to DEVIATIONS.md")
     p.set_defaults(_run=mod.run, command=name)
     return p
 
