@@ -33,18 +33,20 @@ def words(action: argparse.Action, value: Any, where: str) -> list[str]:
     """The command-line words that give `action` the value, for argparse to convert and check."""
     if value is None:
         return []
-    flag = max(action.option_strings, key=len) if action.option_strings else None
+    many = isinstance(value, (list, tuple))
+    if many and action.nargs not in ("+", "*") and not isinstance(action, argparse._AppendAction):
+        raise HarnessError(f"{where}: {action.dest}= takes one value; got {value!r}")
+    given = [str(v) for v in value] if many else [str(value)]
+    if not action.option_strings:  # a positional argument
+        return given
+    flag = max(action.option_strings, key=len)
     if action.nargs == 0:  # a switch (store_true): the flag, or nothing
         if not isinstance(value, bool):
             raise HarnessError(f"{where}: {action.dest}= is a switch (True or False); got {value!r}")
         return [flag] if value == action.const else []
-    many = isinstance(value, (list, tuple))
-    if many and isinstance(action, argparse._AppendAction):  # a repeatable option: the flag once per value
-        return [w for v in value for w in (flag, str(v))]
-    if many and action.nargs not in ("+", "*"):
-        raise HarnessError(f"{where}: {action.dest}= takes one value; got {value!r}")
-    given = [str(v) for v in value] if many else [str(value)]
-    return given if flag is None else [flag, *given]
+    if isinstance(action, argparse._AppendAction):  # a repeatable option: the flag once per value
+        return [w for v in given for w in (flag, v)]
+    return [flag, *given]
 
 
 def run_command(command: str, study: Path, options: Mapping[str, Any], *, where: str) -> int:

@@ -121,15 +121,15 @@ def compare(frame: pd.DataFrame, *, a: str, b: str, metric: str, cluster: str | 
     max_flips = defaults.get_default("max_flips") if max_flips is None else max_flips
     check_numbers(resamples, max_flips, margin, keywords=True)
     decides = None if rule is None else registered_rule(rule)
-    if decides is not None and RULE_TERMS[rule].needs_margin and margin is None:
+    if rule is not None and RULE_TERMS[rule].needs_margin and margin is None:
         raise HarnessError(f"{WHERE}: rule {rule!r} needs margin= (an equivalence margin in points)")
     if not isinstance(frame, pd.DataFrame):
         raise HarnessError(f"{WHERE}: expected a pandas DataFrame; got {type(frame).__name__}")
-    on = {"dataset": _one(frame, "dataset", dataset), "retriever": _one(frame, "retriever", retriever)}
-    table = long_table(frame, **on, cluster=cluster, strata=strata)
+    dataset, retriever = _one(frame, "dataset", dataset), _one(frame, "retriever", retriever)
+    table = long_table(frame, dataset=dataset, retriever=retriever, cluster=cluster, strata=strata)
     try:
-        result = contrast(table, **on, a=a, b=b, metric=metric, seed=seed, resamples=resamples,
-                          max_flips=max_flips, margin=margin,
+        result = contrast(table, dataset=dataset, retriever=retriever, a=a, b=b, metric=metric, seed=seed,
+                          resamples=resamples, max_flips=max_flips, margin=margin,
                           stratified=strata is not None and strata in frame.columns)
     except ValueError as e:  # a bad seed or margin, as `harness compare` reports it
         raise HarnessError(f"{WHERE}: {e}") from None

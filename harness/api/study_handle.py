@@ -60,7 +60,7 @@ class StudyHandle:
     """A study folder (exposed as `harness.Study`); the path must hold configs/study.yaml."""
 
     def __init__(self, path: str | os.PathLike[str]):
-        self.root = Study.at(path).root
+        self.root = Study.at(Path(path)).root
 
     def __repr__(self) -> str:
         return f"harness.Study({str(self.root)!r})"

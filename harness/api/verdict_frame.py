@@ -25,7 +25,7 @@ class VerdictFrame(pd.DataFrame):
     a sort) is a plain DataFrame."""
 
     @property
-    def _constructor(self):
+    def _constructor(self) -> type[pd.DataFrame]:
         return pd.DataFrame
 
     def _repr_html_(self) -> str:

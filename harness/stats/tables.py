@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Protocol
+from typing import Any, Mapping, Protocol
 
 from harness.stats.contrast import INTERVALS
 from harness.stats.decided import DecidedRow
@@ -151,10 +151,10 @@ def to_csv(fam: FamilyResult) -> str:
     return out.getvalue()
 
 
-def flat_record(record: dict) -> dict:
+def flat_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """A row's or contrast's JSON with each interval, in its place, as <key>_lo and <key>_hi (None when it has
     none): what the CSV columns and the Python API's frames hold."""
-    flat = {}
+    flat: dict[str, Any] = {}
     for key, value in record.items():
         if key in INTERVALS:
             flat[f"{key}_lo"], flat[f"{key}_hi"] = (None, None) if value is None else value
