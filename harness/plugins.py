@@ -1,8 +1,8 @@
 """Code from outside the harness that decides a result: a function named `module:function`, found in the
 study's own plugins/ folder or in an installed package, and the optional libraries the chunker adapters wrap
-(docs/plugins.md).
+(docs/plugins.md). The kinds and types that run such code declare it (harness.config.plugin_code).
 
-What the freeze records of such code is said here once (`PluginCode.identity`): a study plugin by its path
+What the freeze records of such code is said here once (`code_identity`): a study plugin by its path
 under plugins/ (every file of that folder is an input file the freeze hashes, so editing one is drift named
 by its file), an installed module by its distribution, version and the SHA-256 of the module's source file,
 an adapter by the library's distribution and version. An arm's class and parameters are in its config.
@@ -15,26 +15,15 @@ import importlib
 import importlib.metadata as metadata
 import importlib.util
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Mapping
 
+from harness.config.plugin_code import EXTRA, PLUGINS_FOLDER, PluginCode, split_callable
 from harness.errors import HarnessError
 from harness.files import sha256_file
 
-PLUGINS_FOLDER = "plugins"  # a study's own plugin modules, beside configs/
-EXTRA = "plugins"  # the optional extra that installs the adapters' libraries
 _MODULE_PREFIX = "harness_study_plugin_"  # study plugins are loaded under a private name (no clash with packages)
-
-
-def split_callable(text: str) -> tuple[str, str]:
-    """`module.sub:function` as (module, function); refused naming the text when it has another shape."""
-    module, sep, name = text.partition(":")
-    parts = module.split(".") if module else []
-    if not sep or not name.isidentifier() or not parts or not all(p.isidentifier() for p in parts):
-        raise HarnessError(f"`{text}` is not `module:function` (a dotted module name, a colon, a function name)")
-    return module, name
 
 
 def study_module_file(root: Path | None, module: str) -> Path | None:
@@ -144,24 +133,14 @@ def callable_identity(text: str, root: Path | None) -> dict[str, Any]:
             "sha256": sha256_file(spec.origin)}
 
 
-@dataclass(frozen=True)
-class PluginCode:
-    """Declared on an arm kind or a retriever type whose entries run code from outside the harness: what the
-    freeze records of an entry (harness.provenance.inputs)."""
-
-    callable_key: str | None = None  # the setting naming `module:function` (kind python, type python)
-    package: str | None = None  # the distribution an adapter wraps (kind langchain: langchain-text-splitters)
-    # the setting mapping names to files another tool wrote (type run-file: arm -> run file), each recorded by
-    # its SHA-256, or null while it is not written yet (it may be written after build-arms, then frozen again)
-    files_key: str | None = None
-
-    def identity(self, entry: Any, root: Path | None) -> dict[str, Any]:
-        if self.callable_key is not None:
-            return callable_identity(str(_value(entry, self.callable_key)), root)
-        if self.files_key is not None:
-            paths = sorted(set((_value(entry, self.files_key) or {}).values()))
-            return {"files": {p: _file_digest(p, root) for p in paths}}
-        return {"package": self.package, "version": self.package and _version(self.package)}
+def code_identity(code: PluginCode, entry: Any, root: Path | None) -> dict[str, Any]:
+    """What the freeze records of an arm or retriever entry whose kind or type declares `code`."""
+    if code.callable_key is not None:
+        return callable_identity(str(_value(entry, code.callable_key)), root)
+    if code.files_key is not None:
+        paths = sorted(set((_value(entry, code.files_key) or {}).values()))
+        return {"files": {p: _file_digest(p, root) for p in paths}}
+    return {"package": code.package, "version": code.package and _version(code.package)}
 
 
 def _value(entry: Any, key: str) -> Any:

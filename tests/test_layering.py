@@ -22,6 +22,7 @@ PACKAGE = ROOT / "harness"
 LAYERS = (
     ("harness", "errors", "files", "memory", "study_lock", "timing", "tokens"),
     ("config",),
+    ("plugins",),
     ("plan",),
     ("study",),
     ("data",),

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from harness.config.lab import ProvisionsArm, QesDpArm, QesGreedyArm, WindowArm
 from harness.config.plugin_arms import ChonkieArm, LangchainArm, LlamaindexArm, PythonArm
 from harness.errors import HarnessError, InputError
-from harness.plugins import PluginCode
+from harness.config.plugin_code import PluginCode
 
 HEADER_LED = "header-led"
 # how an LLM kind annotates header-led chunks (harness.arms.llm_arms dispatches on it)

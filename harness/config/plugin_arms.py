@@ -10,7 +10,7 @@ from typing import Any
 from harness.config.arm_settings import DATASETS, contextual_headers_setting
 from harness.config.fields import Anything, Check, MapOf, Text, Where, setting
 from harness.errors import HarnessError
-from harness.plugins import split_callable
+from harness.config.plugin_code import split_callable
 
 
 class CallableName(Check):

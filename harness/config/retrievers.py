@@ -19,7 +19,7 @@ from harness.config.fields import (
 from harness.config.models import TIMEOUT_S, Failover, ServerHost, pool_checked
 from harness.config.plugin_arms import CallableName, params_setting
 from harness.errors import HarnessError
-from harness.plugins import PluginCode
+from harness.config.plugin_code import PluginCode
 
 BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25  # rank_bm25's BM25Okapi defaults (docs/design.md, Retrievers)
 RRF_K = 60  # Cormack et al. 2009

@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.arm_kinds import get_kind
+from harness.config.plugin_code import PLUGINS_FOLDER, PluginCode
 from harness.config.retrievers import retriever_spec
 from harness.data.adapters import ADAPTERS
 from harness.data.common import LoadedDataset, display_path
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.files import canonical_json, sha256_file, sha256_text
-from harness.plugins import PLUGINS_FOLDER, PluginCode
+from harness.plugins import code_identity
 from harness.sources.lock import sources_record
 from harness.study import Study
 
@@ -126,7 +127,7 @@ def plugin_record(study: Study) -> dict[str, Any] | None:
 
 def _identity(study: Study, code: PluginCode, cfg: Any, key: str) -> dict[str, Any]:
     try:
-        return code.identity(cfg, study.root)
+        return code_identity(code, cfg, study.root)
     except HarnessError as e:
         raise HarnessError(f"{study.config_path}: `{key}`: {e}") from None
 

@@ -23,9 +23,9 @@ from typing import Any, Mapping
 import yaml
 
 from harness.config.arms import documents_of
+from harness.config.plugin_code import PLUGINS_FOLDER
 from harness.config.retrievers import retriever_spec
 from harness.errors import HarnessError
-from harness.plugins import PLUGINS_FOLDER
 from harness.files import atomic_write_json, atomic_write_text, canonical_json, read_json, sha256_file
 from harness.rehearsal.twin_data import write_twin_datasets
 from harness.plan.load import load_study_plan
