@@ -23,7 +23,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from goals import add_quick, goal  # noqa: E402
-from harness.stats.bootstrap import cluster_bootstrap, cluster_totals  # noqa: E402
+from harness.inference.bootstrap import cluster_bootstrap, cluster_totals  # noqa: E402
 
 GAP_GOAL = 0.05  # endpoint gap / SciPy's interval width: Monte Carlo agreement (two streams differ by a few %)
 

@@ -36,7 +36,7 @@ AGREEMENT_EFFECTS = {"H2-qasper": 3.0, "H2-freshstack": 2.5, "H3-F512c-qasper": 
 
 def flagship_table(plan, rng):
     """Every arm, retriever and registered metric of the plan at the paper's sizes, no arm effect."""
-    from harness.stats.simulate import SyntheticDataset, long_table
+    from harness.inference.simulate import SyntheticDataset, long_table
 
     datasets = [SyntheticDataset("qasper", 300, 951 / 300, n_questions=951),
                 SyntheticDataset("qasper-pooled", 300, 951 / 300, n_questions=951),

@@ -28,11 +28,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from goals import add_quick, goal  # noqa: E402
-from harness.stats.bootstrap import cluster_bootstrap  # noqa: E402
-from harness.stats.holm import holm  # noqa: E402
-from harness.stats.signflip import cluster_sign_flip  # noqa: E402
-from harness.stats.simulate import clustered_sample  # noqa: E402
-from harness.stats.tost import tost  # noqa: E402
+from harness.inference.bootstrap import cluster_bootstrap  # noqa: E402
+from harness.inference.holm import holm  # noqa: E402
+from harness.inference.signflip import cluster_sign_flip  # noqa: E402
+from harness.inference.simulate import clustered_sample  # noqa: E402
+from harness.inference.tost import tost  # noqa: E402
 from harness.stats.verdicts import two_sided_verdict  # noqa: E402
 
 # Flagship-sized studies: Qasper-like 300 papers of ~3.3 questions; FreshStack-like 235 singleton questions

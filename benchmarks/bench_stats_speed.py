@@ -35,7 +35,7 @@ def main() -> int:
 
     from harness.stats.families import run_plan
     from harness.plan.load import load_plan
-    from harness.stats.simulate import SyntheticDataset, long_table
+    from harness.inference.simulate import SyntheticDataset, long_table
 
     plan = load_plan(ROOT / "plan" / "plan.yaml", ROOT / "amendments")
     if args.quick:

@@ -17,7 +17,7 @@ import pytest
 from harness.analyses.inputs import StudyInputs
 from harness.analyses.run import INPUT_TARGETS, Blocked, run_analyses
 from harness.plan.load import load_plan
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from pipeline_support import make_llm_free_study
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"

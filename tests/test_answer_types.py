@@ -18,7 +18,7 @@ from harness.data.load import load_dataset
 from harness.data.model import Question
 from harness.errors import InputError
 from harness.plan.load import load_plan
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.study import Study
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"

@@ -13,7 +13,7 @@ from harness.errors import InputError
 from harness.stats.contrast import compare, paired_differences
 from harness.stats.families import run_plan
 from harness.plan.load import load_plan
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_markdown
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
@@ -57,7 +57,7 @@ def test_a_plan_test_may_name_retriever_b_and_the_tables_say_so(tmp_path):
     plan = load_plan(path)
     fam = run_plan(plan, _table(), only=["exploratory"])[0]
     row = fam.rows[0]
-    assert row["retriever_b"] == "bm25" and 3 < row["estimate"] < 8
+    assert row.retriever_b == "bm25" and row.contrast is not None and 3 < row.contrast.estimate < 8
     assert "S (hybrid) - S (bm25)" in to_markdown(fam) and "hybrid vs bm25" in to_markdown(fam)
 
 

@@ -15,9 +15,9 @@ from harness.analyses.run import run_analyses
 from harness.data.model import Chunk, Evidence, Question
 from harness.errors import InputError
 from harness.stats.contrast import sample_clusters
-from harness.stats.groups import group_contrast, group_mean, win_tie_loss
+from harness.inference.groups import group_contrast, group_mean, win_tie_loss
 from harness.plan.load import load_plan
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 

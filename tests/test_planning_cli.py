@@ -15,7 +15,7 @@ from harness.arms.keydict import KeyDictionary
 from harness.cli.main import main
 from harness.data.load import load_dataset, read_selection
 from harness.llm.prompts import PromptTemplate
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.study import Study
 from harness.tokens import cl100k
 

@@ -26,6 +26,7 @@ from harness.pipeline.reading import references
 from harness.plan.load import load_plan
 from harness.plan.model import ReaderAcceptance
 from harness.stats.families import reader_passed, run_family
+from harness.stats.rules import ruled
 from harness.stats.io import load_reader_rates
 from harness.study import Study
 
@@ -160,8 +161,8 @@ def test_stats_keeps_answer_rows_exploratory_until_the_reader_passed(rates, tier
 
     plan = load_plan(DEMO / "plan" / "plan.yaml", DEMO / "amendments")
     family = plan.family("answers")
-    result = run_family(plan, family, _answer_table(), reader_rates=rates)
-    row = next(r for r in result.rows if r["test"] == "A1-papers")
+    result = run_family(plan, ruled(family), _answer_table(), reader_rates=rates)
+    row = next(r.to_json() for r in result.rows if r.test == "A1-papers")
     assert (row["tier"], row["reader_acceptance"]["passed"]) == (tier, passed)
     assert row["reader_acceptance"]["positive_min"] == 0.3 and row["reader_acceptance"]["negative_max"] == 0.15
     md = to_markdown(result)
@@ -171,16 +172,23 @@ def test_stats_keeps_answer_rows_exploratory_until_the_reader_passed(rates, tier
         assert "(exploratory: reader not accepted) |" in md
         assert "A1-papers: reader on papers, positive control (own gold evidence)" in md
         assert "not accepted, so the row is exploratory." in md
-    retrieval = run_family(plan, plan.family("primary"), _answer_table(), reader_rates={})
-    assert all("reader_acceptance" not in r for r in retrieval.rows)  # retrieval rows rest on no reader
+    retrieval = run_family(plan, ruled(plan.family("primary")), _answer_table(), reader_rates={})
+    assert all(r.reader_acceptance is None for r in retrieval.rows)  # retrieval rows rest on no reader
 
 
 def test_a_row_resting_on_a_failed_judge_and_reader_names_both():
+    from harness.stats.decided import JUDGE, READER, DecidedRow, InstrumentControls
     from harness.stats.tables import exploratory_mark
 
-    row = {"acceptance": {"passed": False}, "reader_acceptance": {"passed": False}}
-    assert exploratory_mark(row) == " (exploratory: judge and reader not accepted)"
-    assert exploratory_mark({"acceptance": {"passed": True}, "reader_acceptance": {"passed": True}}) == ""
+    def row(passed: bool) -> DecidedRow:
+        return DecidedRow(
+            test="t", rule="tost", dataset="papers", a="A", b="B", retriever="r", metric="m", margin=5.0,
+            tier="exploratory", source="plan", verdict="equiv.",
+            acceptance=InstrumentControls(JUDGE, "nugget-judge", 0.85, 0.2, 0.9, 0.1, passed),
+            reader_acceptance=InstrumentControls(READER, "papers", 0.3, 0.15, 0.0, 0.0, passed))
+
+    assert exploratory_mark(row(False)) == " (exploratory: judge and reader not accepted)"
+    assert exploratory_mark(row(True)) == ""
 
 
 def test_the_report_shows_the_instruments_first_after_the_study_identity(tmp_path):

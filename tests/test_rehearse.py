@@ -183,9 +183,8 @@ def test_an_undecided_test_on_the_twin_is_named_with_its_reason():
     rehearsal names it: it did not exercise that test's decision."""
     from harness.rehearsal.summary import headline, outcome_table, outcomes
 
-    families = [{"family": "f", "rows": [
-        {"test": "decided", "verdict": "n.d."},
-        {"test": "flat", "verdict": "no variation", "verdict_reason": "every paired difference is +0.00 points"}]}]
+    families = [_family("f", {"decided": ("n.d.", None),
+                              "flat": ("no variation", "every paired difference is +0.00 points")})]
     results = outcomes(families, {"f": ["decided", "flat"]})
     assert [(o.verdict, o.reason) for o in results] == [
         ("n.d.", ""), ("no variation", "every paired difference is +0.00 points")]
@@ -193,3 +192,18 @@ def test_an_undecided_test_on_the_twin_is_named_with_its_reason():
     line = headline(results)
     assert line.startswith("every registered test ran on the twin (2 tests in 1 families); 1 ran but no rule "
                            "could decide them on the twin (flat)")
+
+
+def _family(name: str, verdicts: dict[str, tuple[str, str | None]]):
+    """A family that ran, whose rows carry only what the rehearsal's summary reads: verdict and reason."""
+    from harness.stats.decided import DecidedRow
+    from harness.stats.families import FamilyResult, Status
+
+    rows = tuple(DecidedRow(test=test, rule="two-sided", dataset="d", a="A", b="B", retriever="r", metric="m",
+                            margin=None, tier="confirmatory", source="plan", verdict=verdict,
+                            verdict_reason=reason)
+                 for test, (verdict, reason) in verdicts.items())
+    return FamilyResult(family=name, description="", tier="confirmatory", multiplicity="holm",
+                        rule="two-sided", signflip_required=False, alpha=0.05, seed=1, resamples=10,
+                        max_flips=10, source="plan", n_tests=len(rows), study="s", harness_version="0",
+                        status=Status.RAN, missing=(), rows=rows)

@@ -10,9 +10,9 @@ from scipy.special import ndtri
 from harness.errors import InputError
 from harness.plan.load import load_plan
 from harness.stats import replicates
-from harness.stats.power import cluster_standard_error, tost_clusters_for_power
+from harness.inference.power import cluster_standard_error, tost_clusters_for_power
 from harness.stats.replicates import replicate_verdicts
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.subsets import registered_pairs
 from harness.stats.verdicts import DIFFERENT, EQUIVALENT, INCONCLUSIVE, MISSING, NO_DIFFERENCE
 
@@ -114,7 +114,7 @@ def test_tests_on_the_same_questions_share_each_replicates_draw(tmp_path, table)
 
     def record(plan_, family, contrasts, judge_rates=None):
         rows = real(plan_, family, contrasts, judge_rates)
-        seen.append([row["verdict"] for row in rows])
+        seen.append([row.verdict for row in rows])
         return rows
 
     with pytest.MonkeyPatch.context() as mp:

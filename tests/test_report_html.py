@@ -392,15 +392,16 @@ def test_a_missing_test_in_a_family_that_ran_is_a_row_of_dashes():
     """A family runs when some of its tests have results; the others are `missing` rows with no statistics,
     which the verdict table shows as such (it read every row's question count before)."""
     from harness.report.sections_outcomes import _verdict_rows
+    from harness.stats.decided import DecidedRow
     from harness.stats.families import FamilyResult
 
     missing = {"test": "T-missing", "rule": "tost", "dataset": "papers", "a": "E", "b": "S", "retriever": "bm25",
-               "metric": "rec@512t", "margin": 5.0, "tier": "confirmatory", "verdict": "missing",
-               "missing": ["papers/E/bm25"], "subset": None}
+               "metric": "rec@512t", "margin": 5.0, "tier": "confirmatory", "source": "plan",
+               "verdict": "missing", "missing": ["papers/E/bm25"], "subset": None}
     fam = FamilyResult(family="f", description="", tier="confirmatory", multiplicity="holm", rule="tost",
                        signflip_required=False, alpha=0.05, seed=1, resamples=10, max_flips=10, source="plan",
                        n_tests=1, study="s", harness_version="0", status="ran", missing=("papers/E/bm25",),
-                       rows=(missing,))
+                       rows=(DecidedRow.from_json(missing, "row"),))
     row, = _verdict_rows(fam)
     assert row[:5] == ["T-missing", "E - S", "papers", "bm25", "rec@512t"]
     assert row[-5:] == ["–", "±5", "–", "confirmatory", "missing"] and len(row) == 17

@@ -7,7 +7,7 @@ import pandas as pd
 
 from harness.plan.model import derive_seed
 from harness.report.means import MEANS_SEED, arm_means
-from harness.stats.bootstrap import cluster_bootstrap
+from harness.inference.bootstrap import cluster_bootstrap
 
 
 def _table(seed: int) -> pd.DataFrame:

@@ -24,6 +24,8 @@ from harness.llm.cache import GenerationCache, cache_key
 from harness.llm.ledger import SpendLedger
 from harness.llm.session import LlmSession
 from harness.plan.model import TestPlan as RegisteredTest
+from harness.stats.contrast import ContrastResult
+from harness.stats.decided import DecidedRow
 from harness.stats.spread import repeat_spread
 
 OLLAMA = {"backend": "ollama", "name": "fake", "host": "http://127.0.0.1:1", "seed": 0, "num_ctx": 4096,
@@ -262,6 +264,18 @@ class _InOrder:
 # --- the between-run spread on a hand-computed example ---
 
 
+def _decided(test: str, *, estimate: float, ci95: tuple[float, float]) -> DecidedRow:
+    """A decided E-rep - S+T row of the released statistics, with the pooled estimate and 95% CI given."""
+    contrast = ContrastResult(
+        dataset="papers", a="E-rep", b="S+T", retriever="hybrid", metric="rec@512t", n_questions=3,
+        n_clusters=3, n_strata=1, estimate=estimate, ci90_bca=ci95, ci95_bca=ci95, ci90_percentile=ci95,
+        ci95_percentile=ci95, z0=0.0, acceleration=0.0, resamples=1000, seed=1, p_signflip=0.5,
+        signflip_exact=True, signflip_flips=8, se_cluster=10.0)
+    return DecidedRow(test=test, rule="two-sided", dataset="papers", a="E-rep", b="S+T", retriever="hybrid",
+                      metric="rec@512t", margin=None, tier="exploratory", source="plan", verdict="n.d.",
+                      contrast=contrast, ci_shown="95")
+
+
 def _rows(arm: str, values: dict[str, float], metric: str = "rec@512t") -> list[dict]:
     return [{"dataset": "papers", "arm": arm, "retriever": "hybrid", "qid": q, "cluster": q[0], "stratum": "",
              "metric": metric, "value": v} for q, v in values.items()]
@@ -389,7 +403,7 @@ def test_report_section_names_what_is_missing_then_shows_the_spread(tmp_path):
         family="robustness", description="", tier="exploratory", multiplicity="none", rule="tost",
         signflip_required=False, alpha=0.05, seed=1, resamples=1000, max_flips=1000, source="plan", n_tests=1,
         study="s", harness_version="0", status=Status.RAN, missing=(),
-        rows=({"test": "R-rep", "a": "E-rep", "b": "S+T", "estimate": 25 / 3, "ci95_bca": [-10.0, 30.0]},))
+        rows=(_decided("R-rep", estimate=25 / 3, ci95=(-10.0, 30.0)),))
     write_json(tmp_path / "results" / "stats" / "robustness.json", family.to_json())
     (tmp_path / "results" / "chunks" / "papers").mkdir(parents=True)
     (tmp_path / "results" / "chunks" / "papers" / "E-rep.jsonl").write_text("", encoding="utf-8")

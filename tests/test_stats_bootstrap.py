@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.stats.bootstrap import cluster_bootstrap
-from harness.stats.simulate import clustered_sample
+from harness.inference.bootstrap import cluster_bootstrap
+from harness.inference.simulate import clustered_sample
 
 
 def _mc_tol(reps):

@@ -4,7 +4,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.stats.contrast import MissingResultsError, compare, paired_differences, sample_clusters
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 
 
 @pytest.fixture(scope="module")

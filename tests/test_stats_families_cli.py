@@ -10,9 +10,9 @@ import pytest
 
 from harness.cli.main import build_parser, main
 from harness.stats.families import FamilyResult, run_plan
-from harness.stats.holm import holm
+from harness.inference.holm import holm
 from harness.plan.load import load_plan
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_csv, to_latex, to_markdown
 from harness.study import Study
 from harness.provenance.freeze import frozen_hash
@@ -100,8 +100,8 @@ def test_tables_are_generated_from_the_json(results):
     md = to_markdown(fam)
     assert md.count("\n| H") == 2 and "Holm over 2" in md
     rows = list(csv.DictReader(io.StringIO(to_csv(fam))))
-    assert [float(r["estimate"]) for r in rows] == [row["estimate"] for row in fam.rows]
-    assert [float(r["ci90_bca_hi"]) for r in rows] == [row["ci90_bca"][1] for row in fam.rows]
+    assert [float(r["estimate"]) for r in rows] == [row.contrast.estimate for row in fam.rows]
+    assert [float(r["ci90_bca_hi"]) for r in rows] == [row.contrast.ci90_bca[1] for row in fam.rows]
     tex = to_latex(fam)
     assert "S+T" in tex and "rec@512t" in tex and "\\toprule" in tex and " 90\\% " in tex
     assert "_" not in tex.replace("\\_", "")  # every underscore escaped (key\_secondary style ids)

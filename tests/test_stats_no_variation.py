@@ -12,12 +12,12 @@ import yaml
 from harness.plan.load import load_plan
 from harness.stats.contrast import compare
 from harness.stats.families import check_family, run_family
-from harness.stats.holm import holm
+from harness.inference.holm import holm
 from harness.stats.replicates import replicate_verdicts
-from harness.stats.rules import RULES
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.stats.rules import RULES, verdict_labels, ruled
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_csv, to_markdown
-from harness.stats.verdicts import LABELS, NO_VARIATION, TOO_FEW_CLUSTERS
+from harness.stats.verdicts import NO_VARIATION, TOO_FEW_CLUSTERS
 
 RESAMPLES = 400
 
@@ -61,7 +61,7 @@ def test_identical_differences_get_no_variation_under_every_rule(tmp_path, table
     """Z - B is +3.00 on every question: the bootstrap CI collapses to [3, 3], which the TOST and the
     margin rule would read as equiv. and the two-sided rule as diff."""
     plan = _plan(tmp_path, [_test("zero-var", "Z", "B", rule), _test("varies", "A", "B", rule)], rule)
-    rows = {r["test"]: r for r in run_family(plan, plan.family("f"), table).rows}
+    rows = {r.test: r.to_json() for r in run_family(plan, ruled(plan.family("f")), table).rows}
     row = rows["zero-var"]
     assert row["ci95_bca"] == [row["estimate"], row["estimate"]] and row["estimate"] == pytest.approx(3.0)
     assert row["verdict"] == NO_VARIATION and not row["small_difference_within_margin"]
@@ -74,7 +74,7 @@ def test_identical_differences_get_no_variation_under_every_rule(tmp_path, table
 def test_an_arm_at_the_floor_gets_no_variation(tmp_path, table, rule):
     """Y scores 0 on every question: Y - B varies with B, yet the instrument measured nothing on Y."""
     plan = _plan(tmp_path, [_test("floor", "Y", "B", rule)], rule)
-    row = run_family(plan, plan.family("f"), table).rows[0]
+    row = run_family(plan, ruled(plan.family("f")), table).rows[0].to_json()
     assert row["ci95_bca"][0] < row["ci95_bca"][1] < 0  # a real interval, far from 0: a rule would call it
     assert row["verdict"] == NO_VARIATION
     assert row["verdict_reason"] == f"arm Y is 0.00 points on all {row['n_questions']} questions (floor)"
@@ -85,7 +85,7 @@ def test_both_arms_at_the_floor_name_both(tmp_path, table):
     floor = table[table.arm == "Y"]
     both = pd.concat([table[table.arm != "C"], floor.assign(arm="C")], ignore_index=True)
     plan = _plan(tmp_path, [_test("A1", "Y", "C", "tost")], "tost")
-    row = run_family(plan, plan.family("f"), both).rows[0]
+    row = run_family(plan, ruled(plan.family("f")), both).rows[0].to_json()
     assert (row["estimate"], row["verdict"]) == (0.0, NO_VARIATION)
     n = row["n_questions"]
     assert row["verdict_reason"] == (f"arm Y is 0.00 points on all {n} questions (floor); "
@@ -97,8 +97,8 @@ def test_holm_counts_a_row_without_variation_as_not_rejected(tmp_path, table):
     are adjusted as if it could never be rejected, in both the TOST and the sign-flip Holm."""
     tests = [_test("varies", "A", "B", "tost"), _test("zero-var", "Z", "B", "tost"), _test("close", "C", "B", "tost")]
     plan = _plan(tmp_path, tests, "tost", multiplicity="holm")
-    result = run_family(plan, plan.family("f"), table)
-    rows = result.rows
+    result = run_family(plan, ruled(plan.family("f")), table)
+    rows = [r.to_json() for r in result.rows]
     assert rows[1]["p_tost"] == 0.0 and rows[1]["verdict"] == NO_VARIATION
     assert [r["p_tost_holm"] for r in rows] == pytest.approx(list(holm([rows[0]["p_tost"], 1.0, rows[2]["p_tost"]])))
     assert rows[1]["p_tost_holm"] == 1.0 and rows[1]["p_signflip_holm"] == 1.0
@@ -120,7 +120,7 @@ def test_holm_counts_a_row_without_variation_as_not_rejected(tmp_path, table):
 def test_a_row_on_too_few_clusters_also_counts_as_p_1_in_holm(tmp_path, table):
     one = dict(_test("one", "A", "B", "tost"), subset={"n_clusters": 1, "seed": 3})
     plan = _plan(tmp_path, [one, _test("all", "A", "B", "tost")], "tost", multiplicity="holm")
-    rows = run_family(plan, plan.family("f"), table).rows
+    rows = [r.to_json() for r in run_family(plan, ruled(plan.family("f")), table).rows]
     assert rows[0]["verdict"] == TOO_FEW_CLUSTERS and rows[0]["verdict_reason"].startswith("1 cluster:")
     assert rows[0]["p_tost_holm"] == 1.0
     assert rows[1]["p_tost_holm"] == pytest.approx(holm([1.0, rows[1]["p_tost"]])[1])
@@ -137,7 +137,8 @@ def test_replicates_recognise_no_variation(tmp_path, table):
     assert shares["floor"].shares[NO_VARIATION] == 1.0
     assert shares["varies"].shares.get(NO_VARIATION, 0.0) == 0.0
     assert "no variation 100.0%" in summary.to_markdown()
-    assert NO_VARIATION in LABELS and all(label in LABELS for t in summary.tests for label in t.shares)
+    labels = verdict_labels()
+    assert NO_VARIATION in labels and all(label in labels for t in summary.tests for label in t.shares)
 
 
 def _opposite_strata(n_per_stratum: int = 10) -> pd.DataFrame:

@@ -7,9 +7,10 @@ import yaml
 
 from harness.errors import HarnessError, InputError
 from harness.stats.families import run_family, run_plan
-from harness.stats.holm import holm
+from harness.stats.rules import ruled
+from harness.inference.holm import holm
 from harness.plan.load import load_plan
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.verdicts import ci_margin_verdict
 
 RESAMPLES = 400
@@ -98,7 +99,7 @@ def table():
 
 def test_stratum_subset_restricts_the_contrast_to_that_domain(tmp_path, table):
     plan = _load(tmp_path, [_family("dom", [_test("all"), _test("lar", subset={"strata": ["laravel"]})])])
-    rows = run_family(plan, plan.family("dom"), table).rows
+    rows = [r.to_json() for r in run_family(plan, ruled(plan.family("dom")), table).rows]
     lar = table[(table.dataset == "docs") & (table.stratum == "laravel")]
     a = lar[lar.arm == "A"].set_index("qid")["value"]
     b = lar[lar.arm == "B"].set_index("qid")["value"]
@@ -111,7 +112,7 @@ def test_stratum_subset_restricts_the_contrast_to_that_domain(tmp_path, table):
 def test_ci95_within_margin_rows_use_the_rule(tmp_path, table):
     plan = _load(tmp_path, [_family("ret", [_test("r1", margin=4), _test("r2", b="C", margin=0.5)],
                                     rule="ci95-within-margin")])
-    rows = run_family(plan, plan.family("ret"), table).rows
+    rows = [r.to_json() for r in run_family(plan, ruled(plan.family("ret")), table).rows]
     for row in rows:
         assert row["ci_shown"] == "95" and row["p_tost"] is None and row["p_tost_holm"] is None
         expected = ci_margin_verdict(ci95=tuple(row["ci95_bca"]), margin=row["margin"]).label
@@ -129,21 +130,21 @@ def test_shortfall_uses_completed_clusters_and_names_the_dropped(tmp_path, table
     sampled = sorted(random.Random(3).sample(clusters, 10))
     unfinished = sampled[:3]  # the quota ran out before these papers
     short = table.drop(table[(table.arm == "A") & table.cluster.isin(unfinished)].index)
-    row = run_family(plan, plan.family("sc"), short).rows[0]
+    row = run_family(plan, ruled(plan.family("sc")), short).rows[0].to_json()
     assert row["subset"]["dropped_clusters"] == unfinished
     assert row["subset"]["n_clusters_used"] == 7 and row["n_clusters"] == 7
     strict = _load(tmp_path, [_family("sc", [_test("s1", dataset="papers", metric="rec@512t",
                                                    subset={"n_clusters": 10, "seed": 3})])])
     with pytest.raises(HarnessError, match="arms A and B do not have the same questions"):
-        run_family(strict, strict.family("sc"), short)
+        run_family(strict, ruled(strict.family("sc")), short)
 
 
 def test_missing_metric_is_a_missing_row_and_holm_keeps_the_family_size(tmp_path, table):
     tests = [_test("k1", rule="tost", margin=4), _test("k2", b="C", rule="tost", margin=4),
              _test("k3", dataset="papers", metric="answer_f1@512t", rule="tost", margin=5)]
     plan = _load(tmp_path, [_family("ks", tests, rule="tost", multiplicity="holm")])
-    result = run_family(plan, plan.family("ks"), table)
-    rows = result.rows
+    result = run_family(plan, ruled(plan.family("ks")), table)
+    rows = [r.to_json() for r in result.rows]
     assert result.status == "ran" and rows[2]["verdict"] == "missing"
     assert rows[2]["missing"] == ["arm A on papers under hybrid (answer_f1@512t)",
                                   "arm B on papers under hybrid (answer_f1@512t)"]
@@ -160,7 +161,7 @@ def test_missing_metric_is_a_missing_row_and_holm_keeps_the_family_size(tmp_path
 
 def test_family_without_any_results_is_not_run(tmp_path, table):
     plan = _load(tmp_path, [_family("ks", [_test("k3", dataset="papers", metric="answer_f1@512t")])])
-    result = run_family(plan, plan.family("ks"), table)
+    result = run_family(plan, ruled(plan.family("ks")), table)
     assert result.status == "not run" and result.rows == ()
 
 
@@ -174,7 +175,7 @@ def test_family_without_any_results_is_not_run(tmp_path, table):
 def test_judged_outcome_is_exploratory_until_its_judge_passes(tmp_path, table, rates, tier, passed):
     acceptance = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
     plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
-    row = run_family(plan, plan.family("nr"), table, judge_rates=rates).rows[0]
+    row = run_family(plan, ruled(plan.family("nr")), table, judge_rates=rates).rows[0].to_json()
     assert (row["tier"], row["acceptance"]["passed"]) == (tier, passed)
 
 
@@ -183,7 +184,8 @@ def test_judged_rows_show_their_controls_even_when_one_failed(tmp_path, table):
 
     acceptance = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
     plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
-    result = run_family(plan, plan.family("nr"), table, judge_rates={"j": {"positive": 0.91, "negative": 0.068}})
+    rates = {"j": {"positive": 0.91, "negative": 0.068}}
+    result = run_family(plan, ruled(plan.family("nr")), table, judge_rates=rates)
     md = to_markdown(result)
     assert "(exploratory: judge not accepted) |" in md
     assert ("n1: judge j, positive control 91.0% (>= 85%), negative control 6.8% (<= 5%), no spot check on file "
@@ -201,7 +203,7 @@ def test_a_test_on_one_cluster_is_reported_but_never_decided(tmp_path, table, ru
     plan = _load(tmp_path, [_family("f", tests, rule=rule)])
     shifted = table.copy()
     shifted.loc[shifted.arm == "A", "value"] += 0.2  # a clear difference, so a collapsed CI excludes 0
-    rows = {r["test"]: r for r in run_family(plan, plan.family("f"), shifted).rows}
+    rows = {r.test: r.to_json() for r in run_family(plan, ruled(plan.family("f")), shifted).rows}
     assert rows["one"]["n_clusters"] == 1 and rows["one"]["ci95_bca"][0] == rows["one"]["ci95_bca"][1] != 0
     assert rows["one"]["verdict"] == "too few clusters"
     assert rows["all"]["n_clusters"] > 1 and rows["all"]["verdict"] in ("diff.", "incon.")
@@ -215,3 +217,37 @@ def test_threads_give_the_same_families(tmp_path, table):
     serial = [r.to_json() for r in run_plan(plan, table)]
     threaded = [r.to_json() for r in run_plan(plan, table, threads=3)]
     assert threaded == serial and all(f["status"] == "ran" for f in serial)
+
+
+def test_decided_rows_read_back_write_the_same_json_key_for_key_and_in_order(tmp_path, table):
+    """A family with a judged TOST row, a ci95-within-margin row (a margin but no p_tost) and a missing row:
+    its JSON read back as typed rows writes the same rows, keys in the order `harness stats` writes them."""
+    import json
+
+    from harness.stats.families import FamilyResult
+
+    judged = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
+    tests = [_test("k1", rule="tost", margin=4, acceptance=judged),
+             _test("k2", b="C", rule="ci95-within-margin", margin=4),
+             _test("k3", dataset="papers", metric="answer_f1@512t", rule="tost", margin=5)]
+    plan = _load(tmp_path, [_family("ks", tests, rule="tost", multiplicity="none")])
+    rates = {"j": {"positive": 0.9, "negative": 0.01, "spot_check": {"kappa": 0.7, "passed": True}}}
+    result = run_family(plan, ruled(plan.family("ks")), table, judge_rates=rates)
+    written = json.loads(json.dumps(result.to_json()))
+    rows = FamilyResult.from_json(written, "ks.json").to_json()["rows"]
+    assert rows == written["rows"] and [list(r) for r in rows] == [list(r) for r in written["rows"]]
+    contrast = ["n_questions", "n_clusters", "n_strata", "estimate", "ci90_bca", "ci95_bca",
+                "ci90_percentile", "ci95_percentile", "z0", "acceleration", "resamples", "seed", "p_signflip",
+                "signflip_exact", "signflip_flips", "se_cluster"]
+    head = ["test", "rule", "dataset", "a", "b", "retriever", "metric", "margin", "tier", "source"]
+    tail = ["t_tost_disagrees", "p_tost_holm", "p_signflip_holm", "mdd", "ci_shown", "verdict",
+            "verdict_reason", "small_difference_within_margin"]
+    t_tost = ["p_tost", "ci90_t", "p_tost_t", "t_df"]
+    assert list(rows[0]) == head + contrast + t_tost + ["no_variation", "subset"] + tail + ["acceptance"]
+    assert list(rows[1]) == head + contrast + ["no_variation", "subset"] + t_tost + tail
+    assert list(rows[2]) == head + ["verdict", "missing", "subset"]
+    assert list(rows[0]["acceptance"]) == ["judge", "positive_min", "negative_max", "positive", "negative",
+                                           "kappa", "passed"]
+    typed = FamilyResult.from_json(written, "ks.json").rows
+    assert [type(r).__name__ for r in typed] == ["DecidedRow"] * 3
+    assert typed[0].acceptance is not None and typed[0].acceptance.passed and typed[2].contrast is None

@@ -5,11 +5,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.stats.bootstrap import cluster_bootstrap
+from harness.inference.bootstrap import cluster_bootstrap
 from harness.stats.families import run_plan
 from harness.plan.load import load_plan
-from harness.stats.power import cluster_standard_error, minimum_detectable_difference, tost_clusters_for_power
-from harness.stats.simulate import SyntheticDataset, clustered_sample, long_table
+from harness.inference.power import (
+    cluster_standard_error, minimum_detectable_difference, tost_clusters_for_power,
+)
+from harness.inference.simulate import SyntheticDataset, clustered_sample, long_table
 from harness.stats.tables import to_latex, to_markdown
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
@@ -57,12 +59,13 @@ def test_every_verdict_row_carries_its_mdd_and_the_tables_show_it():
                        ["hybrid", "minilm", "bm25"], {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
     fam = run_plan(plan, table, only=["primary"])[0]
     for row in fam.rows:
-        assert row["mdd"] == pytest.approx(minimum_detectable_difference(row["se_cluster"], alpha=plan.alpha))
-        assert row["mdd"] > 0
+        se = row.contrast.se_cluster
+        assert row.mdd == pytest.approx(minimum_detectable_difference(se, alpha=plan.alpha))
+        assert row.mdd > 0
     md = to_markdown(fam)
-    assert "| MDD |" in md and f"{fam.rows[0]['mdd']:.2f}" in md
+    assert "| MDD |" in md and f"{fam.rows[0].mdd:.2f}" in md
     assert "minimum detectable difference" in md
-    assert f"{fam.rows[0]['mdd']:.2f}" in to_latex(fam)
+    assert f"{fam.rows[0].mdd:.2f}" in to_latex(fam)
 
 
 def test_power_grows_with_clusters_and_the_answer_is_the_first_size_reaching_target():

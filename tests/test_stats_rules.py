@@ -14,10 +14,11 @@ from harness.stats.families import FamilyResult, Status, run_family
 from harness.plan.load import load_plan
 from harness.plan.rules import RULE_TERMS, RuleTerms
 from harness.stats.plots import forest_png
-from harness.stats.rules import RULES, Evidence, Rule
-from harness.stats.simulate import SyntheticDataset, long_table
+from harness.stats.contrast import ContrastResult
+from harness.stats.rules import RULES, DecisionContext, Rule, ruled
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.tables import caption, to_csv, to_latex, to_markdown
-from harness.stats.verdicts import EQUIVALENT, INCONCLUSIVE, Verdict
+from harness.stats.verdicts import EQUIVALENT, INCONCLUSIVE, Decision
 
 
 def _plan_doc(rule: str, multiplicity: str = "none", **test) -> dict:
@@ -58,6 +59,17 @@ def table():
                       ["hybrid"], {"docs": ["prec@1024t"]})
 
 
+def _contrast(ci95: tuple[float, float]) -> ContrastResult:
+    """A contrast whose intervals are `ci95` (the 90% one a third narrower), on 20 clusters."""
+    lo, hi = ci95
+    ci90 = (lo + (hi - lo) / 6, hi - (hi - lo) / 6)
+    return ContrastResult(dataset="docs", a="A", b="B", retriever="hybrid", metric="prec@1024t",
+                          n_questions=40, n_clusters=20, n_strata=1, estimate=(lo + hi) / 2, ci90_bca=ci90,
+                          ci95_bca=ci95, ci90_percentile=ci90, ci95_percentile=ci95, z0=0.0, acceleration=0.0,
+                          resamples=300, seed=1, p_signflip=0.5, signflip_exact=False, signflip_flips=2000,
+                          se_cluster=1.0)
+
+
 def test_the_plan_and_the_statistics_know_the_same_rules():
     assert list(RULE_TERMS) == list(RULES)
 
@@ -72,8 +84,9 @@ def test_every_registered_rule_has_every_field(name):
     for signflip in (False, True):
         assert isinstance(rule.caption(signflip), str) and rule.caption(signflip)
     for ci95, p in (((-1.0, 1.0), 0.01), ((2.0, 6.0), 0.5), ((-3.0, 9.0), 0.9)):
-        verdict = rule.decide(Evidence(p=p, ci95=ci95, margin=4.0, alpha=0.05, signflip_required=True))
-        assert isinstance(verdict, Verdict) and verdict.label in rule.verdicts
+        context = DecisionContext(p=p, margin=4.0, alpha=0.05, signflip_required=True)
+        verdict = rule.decide(_contrast(ci95), context)
+        assert isinstance(verdict, Decision) and verdict.label in rule.verdicts
 
 
 def test_the_plan_accepts_exactly_the_registered_rule_names(tmp_path, monkeypatch):
@@ -92,16 +105,17 @@ def test_an_unknown_rule_in_a_released_file_is_named():
 def test_a_rule_added_to_the_registry_alone_runs_and_renders(tmp_path, table, monkeypatch):
     """Adding a rule touches the two registries only: plan, families, tables and plots look it up."""
 
-    def ci90_inside(e: Evidence) -> Verdict:
-        return Verdict(EQUIVALENT) if -e.margin < e.ci95[0] and e.ci95[1] < e.margin else Verdict(INCONCLUSIVE)
+    def ci90_inside(c: ContrastResult, ctx: DecisionContext) -> Decision:
+        inside = -ctx.margin < c.ci95_bca[0] and c.ci95_bca[1] < ctx.margin
+        return Decision(EQUIVALENT) if inside else Decision(INCONCLUSIVE)
 
     added = Rule(name="ci-inside", decisive_p="p_tost", ci_shown="90", verdicts=(EQUIVALENT, INCONCLUSIVE),
                  decide=ci90_inside, caption=lambda _signflip: "CI-inside rows need the 95% CI inside the margin")
     monkeypatch.setitem(RULE_TERMS, added.name, RuleTerms(name="ci-inside", title="CI-inside", needs_margin=True))
     monkeypatch.setitem(RULES, added.name, added)
     plan = _load(tmp_path, _plan_doc("ci-inside", multiplicity="holm", margin=50))
-    result = run_family(plan, plan.family("f"), table)
-    row = result.rows[0]
+    result = run_family(plan, ruled(plan.family("f")), table)
+    row = result.rows[0].to_json()
     assert row["rule"] == "ci-inside" and row["verdict"] == EQUIVALENT and row["ci_shown"] == "90"
     assert row["p_tost"] is not None and row["p_tost_holm"] == row["p_tost"]  # a family of one
     assert "CI-inside rows need" in caption(result) and "| t1 |" in to_markdown(result)
@@ -113,12 +127,12 @@ def test_a_rule_giving_an_undeclared_verdict_is_refused(tmp_path, table, monkeyp
     monkeypatch.setitem(RULES, "two-sided", dataclasses.replace(RULES["two-sided"], verdicts=()))
     plan = _load(tmp_path, _plan_doc("two-sided"))
     with pytest.raises(ValueError, match=r"rule two-sided gave verdict '(diff\.|n\.d\.)', not one of its labels"):
-        run_family(plan, plan.family("f"), table)
+        run_family(plan, ruled(plan.family("f")), table)
 
 
 def test_family_result_round_trips_through_its_json(tmp_path, table):
     plan = _load(tmp_path, _plan_doc("tost", multiplicity="holm", margin=4))
-    result = dataclasses.replace(run_family(plan, plan.family("f"), table), frozen_config_hash="abc")
+    result = dataclasses.replace(run_family(plan, ruled(plan.family("f")), table), frozen_config_hash="abc")
     data = json.loads(json.dumps(result.to_json()))
     assert list(data)[-5:] == ["harness_version", "status", "missing", "rows", "frozen_config_hash"]
     assert data["status"] == "ran" and "deviation" not in data

@@ -2,6 +2,8 @@
 bootstrap TOST row, checked against statsmodels and against closed forms; never a decision input, and the
 tables flag rows where the two disagree about equivalence."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,10 +12,11 @@ from scipy import stats
 
 from harness.plan.load import load_plan
 from harness.report.sections_outcomes import verdict_table
-from harness.stats.contrast import compare
-from harness.stats.families import FamilyResult, Status, decide_family, run_family
-from harness.stats.simulate import SyntheticDataset, long_table
-from harness.stats.t_tost import t_tost
+from harness.stats.contrast import ContrastResult, compare
+from harness.stats.families import FamilyResult, PlannedContrast, Status, decide_family, run_family
+from harness.stats.rules import ruled
+from harness.inference.simulate import SyntheticDataset, long_table
+from harness.inference.t_tost import t_tost
 from harness.stats.tables import to_csv, to_latex, to_markdown
 
 MARGIN = 4.0
@@ -144,15 +147,16 @@ def _plan(tmp_path):
 def test_rows_carry_the_column_and_it_never_decides(tmp_path):
     plan = _plan(tmp_path)
     table = pd.concat([_table(), _table().query("arm == 'B'").assign(arm="C")], ignore_index=True)
-    rows = run_family(plan, plan.family("f"), table).rows
+    rows = run_family(plan, ruled(plan.family("f")), table).rows
     for row in rows:
-        assert row["p_tost_t"] is not None and row["t_df"] == 24 and len(row["ci90_t"]) == 2
-        assert row["t_tost_disagrees"] == ((row["p_tost"] < 0.05) != (row["p_tost_t"] < 0.05))
+        c = row.contrast
+        assert c.p_tost_t is not None and c.t_df == 24 and len(c.ci90_t) == 2
+        assert row.t_tost_disagrees == ((c.p_tost < 0.05) != (c.p_tost_t < 0.05))
     # the verdict reads the bootstrap TOST alone: moving the t-TOST p changes no verdict
-    contrasts = [(t, {k: v for k, v in row.items() if k not in ("test", "rule", "tier", "source")}, ())
-                 for t, row in zip(plan.family("f").tests, rows)]
-    moved = [(t, c | {"p_tost_t": 1.0 - c["p_tost_t"]}, ()) for t, c, _ in contrasts]
-    assert [r["verdict"] for r in decide_family(plan, plan.family("f"), moved)] == [r["verdict"] for r in rows]
+    moved = [PlannedContrast(t.test, t.rule,
+                             dataclasses.replace(row.contrast, p_tost_t=1.0 - row.contrast.p_tost_t))
+             for t, row in zip(ruled(plan.family("f")).tests, rows)]
+    assert [r.verdict for r in decide_family(plan, plan.family("f"), moved)] == [r.verdict for r in rows]
 
 
 def test_tables_and_report_flag_a_disagreement(tmp_path):
@@ -164,12 +168,13 @@ def test_tables_and_report_flag_a_disagreement(tmp_path):
             "ci90_percentile": [-2.0, 3.9], "ci95_percentile": [-2.5, 4.4], "z0": 0.0, "acceleration": 0.0,
             "resamples": 400, "seed": 1, "p_signflip": 0.4, "signflip_exact": False, "signflip_flips": 500,
             "se_cluster": 1.7, "margin": MARGIN, "no_variation": None}
-    contrasts = [(plan.family("f").tests[0], base | {"b": "B", "p_tost": 0.03, "ci90_t": [-1.9, 4.1],
-                                                      "p_tost_t": 0.08, "t_df": 24}, ()),
-                 (plan.family("f").tests[1], base | {"b": "C", "p_tost": 0.01, "ci90_t": [-1.0, 3.0],
-                                                      "p_tost_t": 0.02, "t_df": 24}, ())]
+    first, second = ruled(plan.family("f")).tests
+    one = {"b": "B", "p_tost": 0.03, "ci90_t": [-1.9, 4.1], "p_tost_t": 0.08, "t_df": 24}
+    two = {"b": "C", "p_tost": 0.01, "ci90_t": [-1.0, 3.0], "p_tost_t": 0.02, "t_df": 24}
+    contrasts = [PlannedContrast(first.test, first.rule, ContrastResult.from_json(base | one, "t1")),
+                 PlannedContrast(second.test, second.rule, ContrastResult.from_json(base | two, "t2"))]
     rows = decide_family(plan, plan.family("f"), contrasts)
-    assert [r["t_tost_disagrees"] for r in rows] == [True, False]
+    assert [r.t_tost_disagrees for r in rows] == [True, False]
     fam = FamilyResult(family="f", description="d", tier="confirmatory", multiplicity="holm", rule="tost",
                        signflip_required=False, alpha=0.05, seed=7, resamples=400, max_flips=500, source="plan",
                        n_tests=2, study="t", harness_version="x", status=Status.RAN, missing=(), rows=tuple(rows))

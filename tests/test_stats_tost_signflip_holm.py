@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from harness.stats.bootstrap import cluster_bootstrap
-from harness.stats.holm import holm
-from harness.stats.signflip import cluster_sign_flip
-from harness.stats.simulate import clustered_sample
-from harness.stats.tost import tost
+from harness.inference.bootstrap import cluster_bootstrap
+from harness.inference.holm import holm
+from harness.inference.signflip import cluster_sign_flip
+from harness.inference.simulate import clustered_sample
+from harness.inference.tost import tost
 from harness.stats.verdicts import tost_verdict, two_sided_verdict
 
 

@@ -20,7 +20,7 @@ from harness.metrics.registry import is_answer_level
 from harness.plan import analyses as ap
 from harness.plan.model import Plan, derive_seed
 from harness.stats.contrast import MissingResultsError, ResultTable, as_results, paired_differences
-from harness.stats.groups import group_contrast, group_mean, win_tie_loss
+from harness.inference.groups import group_contrast, group_mean, win_tie_loss
 from harness.stats.subsets import registered_pairs
 
 RAN, BLOCKED = "ran", "blocked"  # a record's status

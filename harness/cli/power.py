@@ -48,7 +48,7 @@ def run(args) -> int:
     from harness.cli.compare import per_question_table
     from harness.grid.results import read_per_question
     from harness.stats.contrast import paired_differences
-    from harness.stats.power import tost_clusters_for_power
+    from harness.inference.power import tost_clusters_for_power
 
     path, study = per_question_table(args, "--pilot", args.pilot)
     if study is not None:

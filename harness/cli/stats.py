@@ -69,7 +69,7 @@ def run(args) -> int:
     write_outputs(stats_dir(study), results)
     for fam in results:
         if fam.ran:
-            verdicts = ", ".join(f"{r['test']} {r['verdict']}{exploratory_mark(r)}" for r in fam.rows)
+            verdicts = ", ".join(f"{r.test} {r.verdict}{exploratory_mark(r)}" for r in fam.rows)
             print(f"{fam.family}: {verdicts}")
         else:
             say(args, f"{fam.family}: not run (missing {'; '.join(fam.missing)})", problem=True)

@@ -124,6 +124,12 @@ def answers_dir(study: Any) -> Path:
     return results_dir(study) / "answers"
 
 
+def reader_acceptance_path(study: Any) -> Path:
+    """The reader's control rates per dataset, written by `answer` before any arm
+    (harness.pipeline.reader_controls)."""
+    return answers_dir(study) / "reader_acceptance.json"
+
+
 def answers_path(study: Any, cell: Any) -> Path:
     """What the reader answered and saw, per question, for one cell (harness.pipeline.answer)."""
     dataset, arm, retriever = cell.names
@@ -143,6 +149,11 @@ def answer_marker_path(study: Any, cell: Any) -> Path:
 
 def judges_dir(study: Any) -> Path:
     return results_dir(study) / "judges"
+
+
+def judge_acceptance_path(study: Any) -> Path:
+    """Each judge's measured acceptance-control rates, written by `answer` (harness.pipeline.answer)."""
+    return judges_dir(study) / "acceptance.json"
 
 
 # --- the other stages ---

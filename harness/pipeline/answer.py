@@ -49,7 +49,9 @@ from harness.metrics.nuggets import (
 )
 from harness.metrics.registry import get_metric_set
 from harness.grid.cells import Cell, answer_cells
-from harness.grid.paths import answers_dir, answers_path, generations_path, judges_dir, run_path
+from harness.grid.paths import (
+    answers_dir, answers_path, generations_path, judge_acceptance_path, judges_dir, run_path,
+)
 from harness.grid.states import SCORED, cell_state, mark_answer_done
 from harness.pipeline.reader_controls import reader_controls, write_reader_acceptance
 from harness.pipeline.reading import (
@@ -63,7 +65,7 @@ from harness.retrieval.runfile import read_run
 from harness.study import Study
 
 SPOT_CHECK_FILE = "spot_check.json"  # written by `harness judge-agreement --study`
-JUDGE_CONTROLS_FILE, JUDGE_ACCEPTANCE_FILE = "controls.jsonl", "acceptance.json"  # under results/judges/
+JUDGE_CONTROLS_FILE = "controls.jsonl"  # under results/judges/
 
 
 
@@ -342,7 +344,7 @@ def judge_acceptance_entry(study: Study, controls: dict) -> dict:
 
 def _write_acceptance(study: Study, judge_name: str, controls: dict) -> dict:
     entry = judge_acceptance_entry(study, controls)
-    path = judges_dir(study) / JUDGE_ACCEPTANCE_FILE
+    path = judge_acceptance_path(study)
     record = read_json(path) if path.is_file() else {}
     record[judge_name] = entry
     atomic_write_json(path, record)

@@ -15,7 +15,7 @@ from harness.files import atomic_write_json, atomic_write_text, read_json
 from harness.metrics.judge_agreement import HUMAN_COLUMN, JUDGE_COLUMN, KappaResult, read_spot_check
 from harness.pipeline.answer import SPOT_CHECK_FILE
 from harness.study import Study
-from harness.grid.paths import judges_dir
+from harness.grid.paths import judge_acceptance_path, judges_dir
 
 SAMPLE_COLUMNS = ("dataset", "arm", "retriever", "qid", "nugget", "nugget_text", "answer", JUDGE_COLUMN, HUMAN_COLUMN)
 
@@ -58,7 +58,7 @@ def record_agreement(study: Study, result: KappaResult, source: Path) -> Path:
     record = {"file": str(source), "rows": result.rows, "kappa": result.kappa, "threshold": result.threshold,
               "passed": result.passed, "reason": result.reason}
     atomic_write_json(judges_dir(study) / SPOT_CHECK_FILE, record)
-    path = judges_dir(study) / "acceptance.json"
+    path = judge_acceptance_path(study)
     if path.is_file():
         acceptance = read_json(path)
         name = study.config.judge.name

@@ -23,14 +23,13 @@ from typing import Any, Sequence
 from harness.data.load import LoadedDataset
 from harness.data.model import Chunk, Question
 from harness.files import atomic_write_json
-from harness.grid.paths import answers_dir
+from harness.grid.paths import reader_acceptance_path
 from harness.llm.prompts import PromptTemplate
 from harness.llm.session import LlmSession
 from harness.metrics.budget import TokenCache
 from harness.metrics.nuggets import seeded_derangement
 from harness.pipeline.reading import answer_metric, ask_reader, reader_context, references, score_answer
 
-READER_ACCEPTANCE_FILE = "reader_acceptance.json"
 POSITIVE, NEGATIVE = "positive", "negative"
 
 
@@ -96,7 +95,7 @@ def write_reader_acceptance(study: Any, reader: dict[str, Any], datasets: dict[s
                             frozen_hash: str | None) -> dict[str, Any]:
     """results/answers/reader_acceptance.json (atomic, key-sorted: same controls, same bytes)."""
     record = reader_acceptance_record(reader, datasets, frozen_hash=frozen_hash)
-    atomic_write_json(answers_dir(study) / READER_ACCEPTANCE_FILE, record)
+    atomic_write_json(reader_acceptance_path(study), record)
     return record
 
 

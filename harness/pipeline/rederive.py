@@ -37,14 +37,16 @@ from harness.errors import HarnessError
 from harness.files import jsonl_lines, read_json
 from harness.grid.arms import arm_kind, source_arm
 from harness.grid.cells import chunk_sets, configured_cells
-from harness.grid.paths import answers_dir, chunks_path, judges_dir, per_question_path, results_dir
+from harness.grid.paths import (
+    chunks_path, judge_acceptance_path, judges_dir, per_question_path, reader_acceptance_path, results_dir,
+)
 from harness.grid.results import _csv_blocks, read_per_question
 from harness.grid.states import unscored_cells
 from harness.llm.base import ReplayMiss
 from harness.pipeline.answer import (
-    JUDGE_ACCEPTANCE_FILE, JUDGE_CONTROLS_FILE, judge_acceptance_entry, open_instruments, run_controls,
+    JUDGE_CONTROLS_FILE, judge_acceptance_entry, open_instruments, run_controls,
 )
-from harness.pipeline.reader_controls import READER_ACCEPTANCE_FILE, reader_acceptance_record
+from harness.pipeline.reader_controls import reader_acceptance_record
 from harness.pipeline.table import assembled_frame
 from harness.provenance.checks import FAIL, PASS, Check
 from harness.study import Study
@@ -223,8 +225,8 @@ def table_checks(study: Study, frozen: str) -> list[Check]:
 
 def acceptance_checks(study: Study, frozen: str) -> list[Check]:
     """The reader's and the judge's control answers replayed from the cache, rescored, compared with the records."""
-    reader_path = answers_dir(study) / READER_ACCEPTANCE_FILE
-    judge_path, controls_path = judges_dir(study) / JUDGE_ACCEPTANCE_FILE, judges_dir(study) / JUDGE_CONTROLS_FILE
+    reader_path = reader_acceptance_path(study)
+    judge_path, controls_path = judge_acceptance_path(study), judges_dir(study) / JUDGE_CONTROLS_FILE
     if not study.config.reader.cells or not (reader_path.is_file() or judge_path.is_file()):
         return []  # nothing answered: no instrument record to check (the grid and plan checks see what is missing)
     root = results_dir(study).parent

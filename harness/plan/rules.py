@@ -2,10 +2,13 @@
 
 How a rule reads a contrast (its verdicts, labels and captions) is harness.stats.rules, keyed by the same
 names (tests/test_stats_rules.py checks both tables agree). Adding a rule is one `RuleTerms` here and one
-`Rule` there; e.g. a rule "ci90-inside" that needs a margin:
+`Rule` there (docs/extending.md, A decision rule); e.g. a rule "ci90-inside" judging the unadjusted 90% CI
+against a margin:
 
-    RuleTerms(name="ci90-inside", title="CI90-inside", needs_margin=True)        # harness/plan/rules.py
-    Rule(name="ci90-inside", decisive_p="p_tost", ci_shown="90", ...)           # harness/stats/rules.py
+    RuleTerms(name="ci90-inside", title="CI90-inside", needs_margin=True,
+              unadjusted_only="judges unadjusted 90% CIs")                     # harness/plan/rules.py
+    Rule(name="ci90-inside", decisive_p="p_signflip", ci_shown="90",
+         verdicts=(EQUIVALENT, DIFFERENT, INCONCLUSIVE), decide=..., ...)      # harness/stats/rules.py
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from harness.files import read_json
 from harness.grid.paths import generations_dir, per_question_dir, results_dir, stats_dir
 from harness.pipeline.stages import STAGES, configured_stages, stage_arguments
 from harness.rehearsal.tree_memory import TreePeak
-from harness.stats.verdicts import MISSING
+from harness.stats.families import FamilyResult
 from harness.study import Study
 from harness.timing import EITHER, ENCODER, MODEL, SPLIT_ENV
 
@@ -124,8 +124,7 @@ def counts(study: Study) -> dict[str, int]:
         cells |= set(zip(*(table.column(c).to_pylist() for c in ("dataset", "arm", "retriever"))))
     out |= {"cells": len(cells), "rows": rows}
     out["LLM calls"] = sum(_records(p) for p in sorted(generations_dir(study).glob("*.jsonl")))
-    out["contrasts"] = sum(1 for fam in family_results(study) for row in fam.get("rows", [])
-                           if row.get("verdict") != MISSING)
+    out["contrasts"] = sum(1 for fam in family_results(study) for row in fam.rows if row.contrast is not None)
     return out
 
 
@@ -135,10 +134,11 @@ def _records(path: Path) -> int:
         return sum(1 for line in lines if line.strip())
 
 
-def family_results(study: Study) -> list[dict[str, Any]]:
+def family_results(study: Study) -> list[FamilyResult]:
     """The released statistics of every family (results/stats/<family>.json), in file-name order."""
-    released = (read_json(p) for p in sorted(stats_dir(study).glob("*.json")))
-    return [r for r in released if isinstance(r, dict) and "family" in r and "rows" in r]
+    released = ((p, read_json(p)) for p in sorted(stats_dir(study).glob("*.json")))
+    return [FamilyResult.from_json(r, str(p)) for p, r in released
+            if isinstance(r, dict) and "family" in r and "rows" in r]
 
 
 def as_json(runs: list[StageRun]) -> list[dict[str, Any]]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from harness.rehearsal.stages import StageRun
+from harness.stats.families import FamilyResult
 from harness.stats.verdicts import MISSING, UNDECIDED
 from harness.timing import EITHER
 
@@ -20,28 +20,27 @@ class TestOutcome:
     reason: str  # why it is blocked, or why no rule could decide it (an UNDECIDED verdict); else ""
 
 
-def outcomes(families: list[dict[str, Any]], registered: dict[str, list[str]]) -> list[TestOutcome]:
+def outcomes(families: list[FamilyResult], registered: dict[str, list[str]]) -> list[TestOutcome]:
     """Every registered test (family -> test ids, in plan order): its verdict on the twin, or why it has none.
     A family with no statistics file, or one not run, blocks all of its tests."""
-    by_family = {f["family"]: f for f in families}
+    by_family = {f.family: f for f in families}
     out = []
     for family, tests in registered.items():
         released = by_family.get(family)
-        rows = {r["test"]: r for r in (released or {}).get("rows", [])}
+        rows = {r.test: r for r in (released.rows if released else ())}
         for test in tests:
             row = rows.get(test)
             if released is None:
                 out.append(TestOutcome(family, test, None, "the stats stage wrote no statistics for its family"))
             elif row is None:
-                missing = "; ".join(released.get("missing", [])) or "no rows"
+                missing = "; ".join(released.missing) or "no rows"
                 out.append(TestOutcome(family, test, None, f"family not run: no per-question results for {missing}"))
-            elif row.get("verdict") == MISSING:
+            elif row.verdict == MISSING:
                 out.append(TestOutcome(family, test, None,
-                                       "no per-question results for " + "; ".join(row.get("missing") or ["?"])))
+                                       "no per-question results for " + "; ".join(row.missing or ["?"])))
             else:
-                verdict = str(row["verdict"])
-                out.append(TestOutcome(family, test, verdict, str(row.get("verdict_reason") or "")
-                                       if verdict in UNDECIDED else ""))
+                out.append(TestOutcome(family, test, row.verdict, str(row.verdict_reason or "")
+                                       if row.verdict in UNDECIDED else ""))
     return out
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.stats.bootstrap import cluster_bootstrap
+from harness.inference.bootstrap import cluster_bootstrap
 from harness.plan.model import derive_seed
 
 MEANS_SEED = 20_270

@@ -23,10 +23,9 @@ import numpy as np
 from harness.config.retrievers import retriever_spec
 from harness.files import read_json
 from harness.grid.cells import answer_cells
-from harness.grid.paths import answers_dir, answers_path, embeddings_dir, judges_dir
+from harness.grid.paths import answers_path, embeddings_dir, judge_acceptance_path, reader_acceptance_path
 from harness.metrics.judge_agreement import KAPPA_MIN
 from harness.metrics.registry import is_answer_level
-from harness.pipeline.reader_controls import READER_ACCEPTANCE_FILE
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, table
 from harness.report.sections_inputs import arms_of, arm_manifest
@@ -78,7 +77,7 @@ def _current(ctx: ReportContext, sec: Section, path: Path, what: str, target: st
 def _reader_rows(ctx: ReportContext, sec: Section) -> list[list]:
     if not ctx.study.config.reader.cells:
         return []  # no answer stage configured
-    record = _current(ctx, sec, answers_dir(ctx.study) / READER_ACCEPTANCE_FILE, "the reader's controls",
+    record = _current(ctx, sec, reader_acceptance_path(ctx.study), "the reader's controls",
                       "make answer")
     if record is None:
         return []
@@ -104,7 +103,7 @@ def _judge_rows(ctx: ReportContext, sec: Section) -> list[list]:
     judged = [t for f in ctx.plan.families for t in f.tests if t.acceptance is not None] if ctx.plan else []
     if not judged:
         return []
-    record = _current(ctx, sec, judges_dir(ctx.study) / "acceptance.json", "the judge's controls", "make answer")
+    record = _current(ctx, sec, judge_acceptance_path(ctx.study), "the judge's controls", "make answer")
     if record is None:
         return []
     rows = []

@@ -81,18 +81,19 @@ def per_arm_means(ctx: ReportContext) -> Section:
 def _verdict_rows(fam: FamilyResult) -> list[list]:
     rows = []
     for r in fam.rows:
-        head = [r["test"], contrast_label(r), r["dataset"], retriever_label(r), r["metric"]]
-        margin = "–" if r["margin"] is None else f"±{r['margin']:g}"
-        tier = TIER_NAMES.get(r["tier"], r["tier"])
-        if r["verdict"] == MISSING:  # a registered test without per-question results: no statistics to show
+        head = [r.test, contrast_label(r), r.dataset, retriever_label(r), r.metric]
+        margin = "–" if r.margin is None else f"±{r.margin:g}"
+        tier = TIER_NAMES.get(r.tier, r.tier)
+        c = r.contrast
+        if c is None:  # a registered test without per-question results: no statistics to show
             rows.append(head + ["–"] * 8 + [margin, "–", tier, MISSING])
             continue
         rows.append(head + [
-            f"{r['n_questions']} ({r['n_clusters']})", points(r["estimate"], 2), interval(r["ci90_bca"], 2),
-            interval(r["ci95_bca"], 2), _with_holm(r.get("p_tost"), r.get("p_tost_holm")), interval(r.get("ci90_t"), 2),
-            p_value(r.get("p_tost_t")) + (T_TOST_MARK if r.get("t_tost_disagrees") else ""),
-            _with_holm(r.get("p_signflip"), r.get("p_signflip_holm")), margin, points(r.get("mdd"), 2), tier,
-            r["verdict"] + ("†" if r["small_difference_within_margin"] else "") + exploratory_mark(r)])
+            f"{c.n_questions} ({c.n_clusters})", points(c.estimate, 2), interval(c.ci90_bca, 2),
+            interval(c.ci95_bca, 2), _with_holm(c.p_tost, r.p_tost_holm), interval(c.ci90_t, 2),
+            p_value(c.p_tost_t) + (T_TOST_MARK if r.t_tost_disagrees else ""),
+            _with_holm(c.p_signflip, r.p_signflip_holm), margin, points(r.mdd, 2), tier,
+            r.verdict + ("†" if r.small_difference_within_margin else "") + exploratory_mark(r)])
     return rows
 
 
@@ -119,7 +120,7 @@ def verdicts(ctx: ReportContext) -> Section:
 def verdict_table(fam: FamilyResult):
     """A family that ran, as the Verdicts section shows it, notes included."""
     notes = ["† equivalent within the margin, but the 95% CI excludes 0: a small difference."] \
-        if any(r["small_difference_within_margin"] for r in fam.rows) else []
+        if any(r.small_difference_within_margin for r in fam.rows) else []
     notes += t_tost_notes(fam) + undecided_notes(fam) + acceptance_notes(fam)
     return table(f"verdicts-{fam.family}", caption(fam),
                  ["test", "A - B", "dataset", "retriever", "metric", "n (clusters)", "estimate", "90% CI", "95% CI",
@@ -170,17 +171,18 @@ def spending_guide(ctx: ReportContext) -> Section:
         return sec
     found, missing = families(ctx)
     sec.missing += missing
-    rows = [r | {"family": f.family} for f in found if f.ran for r in f.rows]
+    # every decided row (a missing one has no estimate to rank), with its family
+    rows = [(f.family, r, r.contrast) for f in found if f.ran for r in f.rows if r.contrast is not None]
     if not rows:
         sec.missing.append(Missing("a family that ran", "make stats"))
         return sec
-    for dataset in dict.fromkeys(r["dataset"] for r in rows):
-        ordered = sorted((r for r in rows if r["dataset"] == dataset), key=lambda r: (-r["estimate"], r["test"]))
-        body = [[f"{r['a']} instead of {r['b']}" if not r.get("retriever_b") else
-                 f"{r['a']} under {r['retriever']} instead of {r['b']} under {r['retriever_b']}",
-                 retriever_label(r), r["metric"], f"{r['estimate']:+.1f}",
-                 interval(r["ci90_bca"] if r["ci_shown"] == "90" else r["ci95_bca"]), f"{r['ci_shown']}%",
-                 r["verdict"], f"{TIER_MARKS.get(r['tier'], '?')} ({r['family']}/{r['test']})"] for r in ordered]
+    for dataset in dict.fromkeys(r.dataset for _, r, _ in rows):
+        ordered = sorted((x for x in rows if x[1].dataset == dataset),
+                         key=lambda x: (-x[2].estimate, x[1].test))
+        body = [[f"{r.a} instead of {r.b}" if not r.retriever_b else
+                 f"{r.a} under {r.retriever} instead of {r.b} under {r.retriever_b}",
+                 retriever_label(r), r.metric, f"{c.estimate:+.1f}", interval(r.shown_ci), f"{r.ci_shown}%",
+                 r.verdict, f"{TIER_MARKS.get(r.tier, '?')} ({family}/{r.test})"] for family, r, c in ordered]
         sec.tables.append(table(f"spending-{dataset}", f"Where to spend on `{dataset}`, in order: every registered "
                                 "choice, ordered by what it returned (A - B in points). Tiers: c confirmatory; "
                                 "s pre-specified secondary; x exploratory.",

@@ -54,7 +54,7 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
                               + ", ".join(repeated) + "), so there is no spread to report.")
         return sec
     released, missing = families(ctx)
-    pooled = {row["test"]: row for fam in released for row in fam.rows}
+    pooled = {row.test: row.contrast for fam in released for row in fam.rows}
     sec.missing += [m for m in missing if any(f"family {fid}" in m.what for fid, _ in tests)]
     if ctx.per_question is None:
         sec.missing.append(Missing("per-question results", "make score"))
@@ -66,8 +66,8 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
     combined = as_results(pd.concat([ctx.per_question, variants], ignore_index=True))  # read by every test
     rows = []
     for family_id, test in tests:
-        row = pooled.get(test.id)
-        if row is None or row.get("estimate") is None:
+        contrast = pooled.get(test.id)  # None: no statistics, or a missing row
+        if contrast is None:
             sec.missing.append(Missing(f"pooled result of test {test.id} (family {family_id})", "make stats"))
             continue
         try:
@@ -75,10 +75,10 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
         except HarnessError as e:
             sec.missing.append(Missing(f"per-repeat contrast of test {test.id} ({e})", "make score"))
             continue
-        rows.append([test.id, test.dataset, contrast_label(row), test.metric, spread.n_questions,
+        rows.append([test.id, test.dataset, contrast_label(test), test.metric, spread.n_questions,
                      "; ".join(f"{v} {e:+.1f}" for v, e in zip(spread.repeats, spread.estimates)),
                      points(spread.sd, 2), f"[{spread.low:+.1f}, {spread.high:+.1f}]",
-                     f"{row['estimate']:+.1f}", interval(row["ci95_bca"])])
+                     f"{contrast.estimate:+.1f}", interval(contrast.ci95_bca)])
     if rows:
         sec.tables.append(table(
             "repeat-spread", "Between-run spread of each registered contrast on a repeated arm (points, A - B): "

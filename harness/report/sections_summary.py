@@ -19,7 +19,7 @@ from harness.metrics.registry import is_answer_level
 from harness.stats.families import judge_passed, reader_passed
 from harness.stats.io import load_judge_rates, load_reader_rates
 from harness.stats.plots import forest_svg
-from harness.stats.tables import MISSING, SMALL_MARK, contrast_label
+from harness.stats.tables import SMALL_MARK, contrast_label
 
 SUMMARY_TIERS = ("confirmatory", "secondary")  # registered before outcomes with a decision rule
 SUMMARY_HEADER = ("test", "A - B", "dataset", "estimate", "CI", "verdict", "tier")
@@ -79,23 +79,22 @@ def summary(ctx: ReportContext) -> Section:
     registered = [(fam, test) for fam in ctx.plan.families if fam.tier in SUMMARY_TIERS for test in fam.tests]
     allowed = not withheld(ctx, sec)
     found, _ = families(ctx) if allowed else ([], [])  # the Verdicts section names what is missing
-    rows = {(f.family, r["test"]): r for f in found if f.ran for r in f.rows}
+    rows = {(f.family, r.test): r for f in found if f.ran for r in f.rows}
     body = []
     for fam, test in registered:
         r = rows.get((fam.id, test.id))
-        head = [test.id, contrast_label(r or {"a": test.a, "b": test.b, "retriever": test.retriever,
-                                               "retriever_b": test.retriever_b}), test.dataset]
-        if r is None or r["verdict"] == MISSING:
+        head = [test.id, contrast_label(r or test), test.dataset]
+        if r is None or r.contrast is None:
             body.append(head + ["–", "–", "withheld" if not allowed else "not run", TIER_NAMES[fam.tier]])
             continue
-        shown = r["ci90_bca"] if r["ci_shown"] == "90" else r["ci95_bca"]
-        body.append(head + [points(r["estimate"], 2), f"{interval(shown, 2)} {r['ci_shown']}%",
-                            r["verdict"] + (SMALL_MARK if r["small_difference_within_margin"] else ""),
-                            TIER_NAMES.get(r["tier"], r["tier"])])
+        body.append(head + [points(r.contrast.estimate, 2), f"{interval(r.shown_ci, 2)} {r.ci_shown}%",
+                            r.verdict + (SMALL_MARK if r.small_difference_within_margin else ""),
+                            TIER_NAMES.get(r.tier, r.tier)])
     sec.tables.append(table("summary-tests", "Every registered confirmatory and pre-specified secondary test "
                             "(A - B in points; the CI its rule reads; details in Verdicts).", SUMMARY_HEADER, body,
                             notes=_notes(body), collapsed=False))  # the answer: never folded away
-    plotted = [r for (fam, test) in registered if (r := rows.get((fam.id, test.id))) and r["verdict"] != MISSING]
+    plotted = [r for (fam, test) in registered
+               if (r := rows.get((fam.id, test.id))) and r.contrast is not None]
     if plotted:
         combined = replace(found[0], family="summary", rows=tuple(plotted))
         sec.figures.append(Figure("forest-summary", "Every test above: A - B in points; shaded band ±margin on "

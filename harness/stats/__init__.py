@@ -1,25 +1,11 @@
-"""Statistics: BCa cluster bootstrap, TOST, cluster sign-flip, Holm, verdicts (docs/design.md, Paired
-differences, and the sections after it).
+"""Statistics of a registered plan: paired contrasts from the per-question table, then Holm and verdicts by
+the plan's rules (docs/design.md, Paired differences, and the sections after it).
 
-Statistical functions return results only; Holm and verdicts are applied later, by `families`, from the
-plan (`plan.yaml` plus amendments).
+The estimators themselves (bootstrap, sign-flip, TOST, Holm) are harness.inference, below the pipeline;
+this package reads the results and the plan, so it sits above them. Statistical functions return results
+only; Holm and verdicts are applied later, by `families`, from the plan (`plan.yaml` plus amendments).
 """
 
-from harness.stats.bootstrap import BootstrapResult, cluster_bootstrap
 from harness.stats.contrast import ContrastResult, compare, paired_differences
-from harness.stats.holm import holm
-from harness.stats.signflip import SignFlipResult, cluster_sign_flip
-from harness.stats.tost import TostResult, tost
 
-__all__ = [
-    "BootstrapResult",
-    "ContrastResult",
-    "SignFlipResult",
-    "TostResult",
-    "cluster_bootstrap",
-    "cluster_sign_flip",
-    "compare",
-    "holm",
-    "paired_differences",
-    "tost",
-]
+__all__ = ["ContrastResult", "compare", "paired_differences"]

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from harness.errors import HarnessError
-from harness.stats.bootstrap import cluster_bootstrap
-from harness.stats.power import cluster_standard_error
-from harness.stats.signflip import cluster_sign_flip
-from harness.stats.t_tost import t_tost
-from harness.stats.tost import tost
+from harness.errors import HarnessError, InputError
+from harness.inference.bootstrap import cluster_bootstrap
+from harness.inference.power import cluster_standard_error
+from harness.inference.signflip import cluster_sign_flip
+from harness.inference.t_tost import t_tost
+from harness.inference.tost import tost
 
 POINTS = 100.0  # metric values are in [0, 1]; differences are reported in points
 # spreads at or below this many points are float noise (e.g. (0.3 - 0.1) vs (0.5 - 0.3)), not variation
@@ -65,10 +66,10 @@ class ContrastResult:
     p_signflip: float
     signflip_exact: bool
     signflip_flips: int
-    se_cluster: float  # cluster standard error of the estimate, in points (harness.stats.power)
+    se_cluster: float  # cluster standard error of the estimate, in points (harness.inference.power)
     margin: float | None = None
     p_tost: float | None = None
-    # the t-TOST sensitivity column (harness.stats.t_tost), beside p_tost; never a decision input
+    # the t-TOST sensitivity column (harness.inference.t_tost), beside p_tost; never a decision input
     ci90_t: tuple[float, float] | None = None
     p_tost_t: float | None = None
     t_df: int | None = None
@@ -79,11 +80,28 @@ class ContrastResult:
         out = asdict(self)
         if self.retriever_b is None:
             del out["retriever_b"]
-        for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t"):
+        for key in _INTERVALS:
             out[key] = None if out[key] is None else list(out[key])
         if self.margin is None:
             del out["margin"], out["p_tost"], out["ci90_t"], out["p_tost_t"], out["t_df"]
         return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str) -> ContrastResult:
+        """The contrast inside a written record (a family's row carries every field); `where` names the record
+        in errors. Fields the record lacks take their defaults (statistics written before they existed)."""
+        required = [f.name for f in fields(cls) if f.default is MISSING]
+        absent = [k for k in required if k not in data]
+        if absent:
+            raise InputError(f"{where}: not a contrast; missing {', '.join(absent)}")
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        for key in _INTERVALS:
+            if values.get(key) is not None:
+                values[key] = tuple(values[key])
+        return cls(**values)
+
+
+_INTERVALS = ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t")
 
 
 class ResultTable:

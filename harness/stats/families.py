@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import math
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -17,14 +17,15 @@ import pandas as pd
 
 from harness import __version__
 from harness.errors import InputError
-from harness.stats.contrast import ResultTable, as_results, compare, missing_for
-from harness.stats.holm import holm
-from harness.stats.power import POWER, minimum_detectable_difference
+from harness.stats.contrast import ContrastResult, ResultTable, as_results, compare, missing_for
+from harness.stats.decided import JUDGE, READER, DecidedRow, InstrumentControls
+from harness.inference.holm import holm
+from harness.inference.power import POWER, minimum_detectable_difference
 from harness.metrics.registry import is_answer_level
 from harness.plan.model import Acceptance, FamilyPlan, Plan, ReaderAcceptance, TestPlan, derive_seed
-from harness.stats.rules import RULES, Evidence
+from harness.stats.rules import DecisionContext, Rule, RuledFamily, RuledTest, ruled
 from harness.stats.subsets import select_questions
-from harness.stats.t_tost import disagrees
+from harness.inference.t_tost import disagrees
 from harness.stats.verdicts import MISSING, undecided
 
 
@@ -53,7 +54,7 @@ class FamilyResult:
     harness_version: str
     status: Status
     missing: tuple[str, ...]
-    rows: tuple[dict, ...]
+    rows: tuple[DecidedRow, ...]
     # stamped by `harness stats`: the frozen config the results were scored under, and a logged deviation
     frozen_config_hash: str | None = None
     deviation: str | None = None
@@ -64,7 +65,8 @@ class FamilyResult:
 
     def to_json(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out |= {"status": self.status.value, "missing": list(self.missing), "rows": list(self.rows)}
+        out |= {"status": self.status.value, "missing": list(self.missing),
+                "rows": [row.to_json() for row in self.rows]}
         return {k: v for k, v in out.items() if v is not None or k not in _STAMPS}
 
     @classmethod
@@ -79,8 +81,11 @@ class FamilyResult:
         except ValueError:
             raise InputError(f"{where}: status {data['status']!r} is not one of "
                              f"{', '.join(s.value for s in Status)}") from None
+        if not isinstance(data["rows"], list):
+            raise InputError(f"{where}: `rows` must be a list; got {type(data['rows']).__name__}")
+        rows = tuple(DecidedRow.from_json(row, f"{where}, row {i + 1}") for i, row in enumerate(data["rows"]))
         return cls(**{k: data[k] for k in required if k not in ("status", "missing", "rows")},
-                   status=status, missing=tuple(data["missing"]), rows=tuple(data["rows"]),
+                   status=status, missing=tuple(data["missing"]), rows=rows,
                    **{k: data.get(k) for k in _STAMPS})
 
 
@@ -106,20 +111,21 @@ def _settings(plan: Plan, family: FamilyPlan) -> dict:
     }
 
 
-def contrast_arguments(plan: Plan, family: FamilyPlan, test: TestPlan, table: ResultTable) -> dict:
+def contrast_arguments(plan: Plan, family: FamilyPlan, ruled_test: RuledTest, table: ResultTable) -> dict:
     """What `compare` is called with for one registered test (its seed derived from the family's)."""
+    test = ruled_test.test
     selection = select_questions(table, test)
     return dict(
         dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever, metric=test.metric,
         seed=derive_seed(family.seed, test.id), resamples=plan.resamples, max_flips=plan.max_flips,
-        margin=test.margin if RULES[test.rule].computes_p_tost else None,
+        margin=test.margin if ruled_test.rule.computes_p_tost else None,
         stratified=plan.datasets[test.dataset].stratified,
         subset_clusters=selection.clusters, strata=selection.strata, retriever_b=test.retriever_b,
     )
 
 
 def run_family(
-    plan: Plan, family: FamilyPlan, table: pd.DataFrame | ResultTable, *,
+    plan: Plan, ruled_family: RuledFamily, table: pd.DataFrame | ResultTable, *,
     judge_rates: Mapping[str, Mapping[str, float]] | None = None,
     contrast: Callable[[FamilyPlan, TestPlan, ResultTable], Any] | None = None,
     reader_rates: Mapping[str, Mapping[str, Any]] | None = None,
@@ -131,24 +137,26 @@ def run_family(
     misses a registered threshold, or has no recorded rates, is reported as exploratory; so is an answer-level
     test whose dataset's reader missed its controls (`reader_rates`, per dataset). `contrast`
     (family, test, table) -> compare's result replaces the in-process call (harness.stats.on_ray)."""
+    family = ruled_family.family
     settings = _settings(plan, family)
     table = as_results(table)
     contrasts, missing = [], []
-    for test in family.tests:
+    for ruled_test in ruled_family.tests:
+        test, rule = ruled_test.test, ruled_test.rule
         lacking = missing_for(table, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
                               metric=test.metric, retriever_b=test.retriever_b)
         if lacking:
             missing += lacking
-            contrasts.append((test, None, lacking))
+            contrasts.append(PlannedContrast(test, rule, None, lacking=tuple(lacking)))
             continue
         selection = select_questions(table, test)
         if contrast is None:
-            result = compare(table, **contrast_arguments(plan, family, test, table))
+            result = compare(table, **contrast_arguments(plan, family, ruled_test, table))
         else:
             result = contrast(family, test, table)
-        contrasts.append((test, result.to_json() | {"subset": selection.to_json(test)}, ()))
+        contrasts.append(PlannedContrast(test, rule, result, subset=selection.to_json(test)))
     missing = sorted(set(missing))
-    if all(c is None for _, c, _ in contrasts):
+    if all(c.result is None for c in contrasts):
         return FamilyResult(**settings, status=Status.NOT_RUN, missing=tuple(missing), rows=())
     rows = decide_family(plan, family, contrasts, judge_rates, reader_rates=reader_rates)
     return FamilyResult(**settings, status=Status.RAN, missing=tuple(missing), rows=tuple(rows))
@@ -161,7 +169,7 @@ def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
     """Every family (or those in `only`). With `threads` > 1 the contrasts' bootstraps and sign-flips run
     in that many threads first (NumPy's draws and sums release the GIL); each contrast has its own seed,
     so the output is the same for any thread count."""
-    families = plan.families if not only else [plan.family(f) for f in only]
+    families = planned_families(plan, only)
     results = as_results(table)
     if contrast is None and threads > 1:
         contrast = _contrasts_in_threads(plan, families, results, threads)
@@ -169,105 +177,124 @@ def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
             for fam in families]
 
 
-def _contrasts_in_threads(plan: Plan, families: list[FamilyPlan], results: ResultTable, threads: int):
-    jobs = {(fam.id, test.id): contrast_arguments(plan, fam, test, results)
-            for fam in families for test in fam.tests
+def planned_families(plan: Plan, only: list[str] | None = None) -> list[RuledFamily]:
+    """Every family of the plan (or those in `only`), its tests' rules resolved."""
+    return [ruled(f) for f in (plan.families if not only else [plan.family(f) for f in only])]
+
+
+def _contrasts_in_threads(plan: Plan, families: list[RuledFamily], results: ResultTable, threads: int):
+    jobs = {}
+    for fam in families:
+        for ruled_test in fam.tests:
+            test = ruled_test.test
             if not missing_for(results, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
-                               metric=test.metric, retriever_b=test.retriever_b)}
+                               metric=test.metric, retriever_b=test.retriever_b):
+                jobs[(fam.family.id, test.id)] = contrast_arguments(plan, fam.family, ruled_test, results)
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = {key: pool.submit(compare, results, **arguments) for key, arguments in jobs.items()}
         computed = {key: future.result() for key, future in futures.items()}  # first failure in plan order
     return lambda family, test, _table: computed[(family.id, test.id)]
 
 
-def _holm_p(contrast: dict | None, key: str) -> float:
+@dataclass(frozen=True)
+class PlannedContrast:
+    """One registered test's contrast as its family decides it; `result` None: the test has no per-question
+    results (`lacking` says which)."""
+
+    test: TestPlan
+    rule: Rule
+    result: ContrastResult | None
+    subset: dict[str, Any] | None = None  # the registered subset as drawn (Selection.to_json)
+    lacking: tuple[str, ...] = ()
+
+
+def _holm_p(contrast: ContrastResult | None, key: str) -> float:
     """The p Holm acts on for one row: `key` of its contrast; a test that is missing or that no rule may
     decide (harness.stats.verdicts.undecided) counts as 1, never rejected."""
     if contrast is None or undecided(contrast) is not None:
         return 1.0
-    return contrast[key]
+    return float(getattr(contrast, key))
 
 
-def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[tuple],
+def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[PlannedContrast],
                   judge_rates: Mapping[str, Mapping[str, float]] | None = None, *,
-                  reader_rates: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict]:
+                  reader_rates: Mapping[str, Mapping[str, Any]] | None = None) -> list[DecidedRow]:
     """Holm over each row's decisive p (its rule's: p_tost for TOST rows, else the sign-flip p), then verdicts.
 
-    `contrasts` holds, per registered test in family order, (test, its contrast's JSON or None when it has no
-    rows, what it lacks). The one decision path: `harness stats` and the known-effects replicates
-    (harness.stats.replicates) both decide here. Rows deciding on p_tost also get the Holm-adjusted sign-flip
-    p over the family's sign-flip p's: the verdict does not use it, but it is reported beside the TOST result.
+    `contrasts` holds each registered test's contrast (and its rule) in family order. The one decision path:
+    `harness stats` and the known-effects replicates (harness.stats.replicates) both decide here. Rows
+    deciding on p_tost also get the Holm-adjusted sign-flip p over the family's sign-flip p's: the verdict
+    does not use it, but it is reported beside the TOST result.
     A row no rule may decide (too few clusters, no variation) keeps its statistics, takes that verdict with
     its reason, and enters both Holm steps as p = 1, as a missing test does. TOST rows also carry whether
-    the t-TOST (harness.stats.t_tost) disagrees about equivalence at alpha, both p's unadjusted."""
+    the t-TOST (harness.inference.t_tost) disagrees about equivalence at alpha, both p's unadjusted."""
     judge_rates, reader_rates = judge_rates or {}, reader_rates or {}
     holm_family = family.multiplicity == "holm"
-    decisive = np.array([_holm_p(c, RULES[t.rule].decisive_p) for t, c, _ in contrasts])
+    decisive = np.array([_holm_p(c.result, c.rule.decisive_p) for c in contrasts])
     adjusted = holm(decisive) if holm_family else None
-    flips = np.array([_holm_p(c, "p_signflip") for _, c, _ in contrasts])
+    flips = np.array([_holm_p(c.result, "p_signflip") for c in contrasts])
     flips_adjusted = holm(flips) if holm_family else None
     rows = []
-    for i, (test, c, lacking) in enumerate(contrasts):
+    for i, one in enumerate(contrasts):
+        test, c = one.test, one.result
         checks = instrument_checks(plan, test, judge_rates, reader_rates)
-        base = {"test": test.id, "rule": test.rule, "dataset": test.dataset, "a": test.a, "b": test.b,
-                "retriever": test.retriever, "metric": test.metric, "margin": test.margin,
-                **({"retriever_b": test.retriever_b} if test.retriever_b else {}),
-                "tier": family.tier if all(chk["passed"] for chk in checks.values()) else "exploratory",
-                "source": test.source}
+        missing = DecidedRow(
+            test=test.id, rule=test.rule, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
+            metric=test.metric, margin=test.margin, retriever_b=test.retriever_b,
+            tier=family.tier if all(check.passed for check in checks.values()) else "exploratory",
+            source=test.source, verdict=MISSING, missing=one.lacking,
+            subset=None if test.subset is None else test.subset.to_json())
         if c is None:
-            rows.append(base | {"verdict": MISSING, "missing": list(lacking),
-                                "subset": None if test.subset is None else test.subset.to_json()})
+            rows.append(missing)
             continue
-        row = {**base, **c, "margin": test.margin, "p_tost": c.get("p_tost"),
-               **{k: c.get(k) for k in ("ci90_t", "p_tost_t", "t_df")},
-               "t_tost_disagrees": disagrees(c.get("p_tost"), c.get("p_tost_t"), plan.alpha),
-               "p_tost_holm": None, "p_signflip_holm": None,
-               # how large a difference this row could have seen (80% power at the family's alpha)
-               "mdd": minimum_detectable_difference(c["se_cluster"], alpha=plan.alpha, power=POWER)}
-        rule = RULES[test.rule]
+        rule = one.rule
         p = decisive[i] if adjusted is None else adjusted[i]
-        if flips_adjusted is not None:
-            row["p_signflip_holm"] = float(flips_adjusted[i])
-            row[f"{rule.decisive_p}_holm"] = float(adjusted[i])
-        verdict = rule.decide(Evidence(p=float(p), ci95=tuple(c["ci95_bca"]), margin=test.margin, alpha=plan.alpha,
-                                       signflip_required=family.signflip_required))
+        verdict = rule.decide(c, DecisionContext(p=float(p), margin=test.margin, alpha=plan.alpha,
+                                                 signflip_required=family.signflip_required))
         if verdict.label not in rule.verdicts:
             raise ValueError(f"rule {rule.name} gave verdict {verdict.label!r}, not one of its labels "
                              f"{', '.join(rule.verdicts)}")
-        row["ci_shown"] = rule.ci_shown
         verdict = undecided(c) or verdict
-        row["verdict"] = verdict.label
-        row["verdict_reason"] = verdict.reason
-        row["small_difference_within_margin"] = verdict.small_difference_within_margin
-        rows.append(row | checks)
+        # a Holm family adjusts the sign-flip p and the decisive p (one and the same for a sign-flip rule)
+        flip_holm = None if flips_adjusted is None else float(flips_adjusted[i])
+        decisive_holm = None if adjusted is None else float(adjusted[i])
+        rows.append(replace(
+            missing, verdict=verdict.label, missing=(), subset=one.subset, contrast=c,
+            t_tost_disagrees=disagrees(c.p_tost, c.p_tost_t, plan.alpha),
+            p_tost_holm=decisive_holm if rule.decisive_p == "p_tost" else None,
+            p_signflip_holm=decisive_holm if rule.decisive_p == "p_signflip" else flip_holm,
+            # how large a difference this row could have seen (80% power at the family's alpha)
+            mdd=minimum_detectable_difference(c.se_cluster, alpha=plan.alpha, power=POWER),
+            ci_shown=rule.ci_shown, verdict_reason=verdict.reason,
+            small_difference_within_margin=verdict.small_difference_within_margin,
+            acceptance=checks.get("acceptance"), reader_acceptance=checks.get("reader_acceptance")))
     return rows
 
 
 def instrument_checks(plan: Plan, test: TestPlan, judge_rates: Mapping[str, Mapping[str, Any]],
-                      reader_rates: Mapping[str, Mapping[str, Any]]) -> dict[str, dict]:
+                      reader_rates: Mapping[str, Mapping[str, Any]]) -> dict[str, InstrumentControls]:
     """Every instrument a test's outcome rests on, under the row field it is reported in: the judge
     (`acceptance`, for a test naming one) and the reader (`reader_acceptance`, for an answer-level metric),
     each with the plan's thresholds, the measured rates and whether it passed. A row keeps its family's tier
     only when every one passed."""
-    checks: dict[str, dict] = {}
+    checks: dict[str, InstrumentControls] = {}
     if test.acceptance is not None:
         rates = judge_rates.get(test.acceptance.judge)
-        checks["acceptance"] = {"judge": test.acceptance.judge, "positive_min": test.acceptance.positive_min,
-                                "negative_max": test.acceptance.negative_max,
-                                "positive": None if rates is None else rates.get("positive"),
-                                "negative": None if rates is None else rates.get("negative"),
-                                "kappa": None if rates is None else (rates.get("spot_check") or {}).get("kappa"),
-                                "passed": judge_passed(test.acceptance, rates)}
+        checks["acceptance"] = InstrumentControls(
+            JUDGE, test.acceptance.judge, test.acceptance.positive_min, test.acceptance.negative_max,
+            positive=None if rates is None else rates.get("positive"),
+            negative=None if rates is None else rates.get("negative"),
+            passed=judge_passed(test.acceptance, rates),
+            kappa=None if rates is None else (rates.get("spot_check") or {}).get("kappa"))
     if is_answer_level(test.metric):
         registered = plan.datasets[test.dataset].reader_acceptance
         rates = reader_rates.get(test.dataset)
-        checks["reader_acceptance"] = {
-            "dataset": test.dataset,
-            "positive_min": None if registered is None else registered.positive_min,
-            "negative_max": None if registered is None else registered.negative_max,
-            "positive": None if rates is None else rates.get("positive"),
-            "negative": None if rates is None else rates.get("negative"),
-            "passed": reader_passed(registered, rates)}
+        checks["reader_acceptance"] = InstrumentControls(
+            READER, test.dataset, None if registered is None else registered.positive_min,
+            None if registered is None else registered.negative_max,
+            positive=None if rates is None else rates.get("positive"),
+            negative=None if rates is None else rates.get("negative"),
+            passed=reader_passed(registered, rates))
     return checks
 
 

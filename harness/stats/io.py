@@ -8,9 +8,8 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.files import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
-from harness.grid.paths import answers_dir, judges_dir, per_question_dir
+from harness.grid.paths import judge_acceptance_path, per_question_dir, reader_acceptance_path
 from harness.grid.results import check_per_question, read_per_question
-from harness.pipeline.reader_controls import READER_ACCEPTANCE_FILE
 from harness.provenance.freeze import assert_same_frozen_hash
 from harness.stats import plots, tables
 from harness.stats.families import FamilyResult
@@ -74,7 +73,7 @@ def load_judge_rates(study) -> dict[str, dict[str, float]]:
     """Measured acceptance-control rates per judge, from results/judges/acceptance.json
     ({judge: {"positive": rate on the accepted answer, "negative": rate on another question's answer}}),
     written by the judging stage. No file: no judge has passed, so judged outcomes stay exploratory."""
-    path = judges_dir(study) / "acceptance.json"
+    path = judge_acceptance_path(study)
     if not path.is_file():
         return {}
     record = read_json(path)
@@ -87,7 +86,7 @@ def load_reader_rates(study) -> dict[str, dict]:
     """The reader's control rates per dataset, from results/answers/reader_acceptance.json ({"datasets":
     {name: {"positive": mean score from its own gold evidence, "negative": from another cluster's, ...}}}),
     written by `answer` before any arm. No file: the reader has passed nothing, so answer rows stay exploratory."""
-    path = answers_dir(study) / READER_ACCEPTANCE_FILE
+    path = reader_acceptance_path(study)
     if not path.is_file():
         return {}
     record = read_json(path)

@@ -11,7 +11,7 @@ from harness.config.executor import Executor
 from harness.pipeline.executors import ray_session, run_on_ray
 from harness.plan.model import Plan
 from harness.stats.contrast import ResultTable, as_results, compare, missing_for
-from harness.stats.families import FamilyResult, contrast_arguments, run_plan
+from harness.stats.families import FamilyResult, contrast_arguments, planned_families, run_plan
 
 
 def compare_task(table: ResultTable, arguments: dict[str, Any]) -> Any:
@@ -23,11 +23,11 @@ def run_plan_on_ray(
     judge_rates: Any = None, log: Callable[[str], None] = print, reader_rates: Any = None,
 ) -> list[FamilyResult]:
     results = as_results(table)
-    families = plan.families if not only else [plan.family(f) for f in only]
+    families = planned_families(plan, only)
     with ray_session(executor) as ray:
         shared = ray.put(results)
-        calls = {(family.id, test.id): (shared, contrast_arguments(plan, family, test, results))
-                 for family in families for test in family.tests
+        calls = {(family.family.id, t.test.id): (shared, contrast_arguments(plan, family.family, t, results))
+                 for family in families for t in family.tests for test in (t.test,)
                  # a test without results: run_family reports it as missing
                  if not missing_for(results, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
                                     metric=test.metric, retriever_b=test.retriever_b)}

@@ -12,7 +12,7 @@ matplotlib.use("Agg")  # headless and deterministic; never a GUI backend
 import matplotlib.pyplot as plt  # noqa: E402
 
 from harness.stats.families import FamilyResult  # noqa: E402
-from harness.stats.tables import MISSING, SMALL_MARK, contrast_label, retriever_label  # noqa: E402
+from harness.stats.tables import SMALL_MARK, contrast_label, retriever_label  # noqa: E402
 from harness.stats.verdicts import (  # noqa: E402
     DIFFERENT, EQUIVALENT, INCONCLUSIVE, NO_DIFFERENCE, NO_VARIATION, TOO_FEW_CLUSTERS, UNDECIDED,
 )
@@ -57,31 +57,32 @@ def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | 
     CI (TOST) get it drawn thick over the 95% one."""
     if not fam.ran:
         raise ValueError(f"family {fam.family!r} was not run; there is nothing to plot")
-    rows = [r for r in fam.rows if r["verdict"] != MISSING]  # missing tests are listed in the tables
-    any_tost = any(r["ci_shown"] == "90" for r in rows)
+    # missing tests (no contrast) are listed in the tables
+    rows = [(r, r.contrast) for r in fam.rows if r.contrast is not None]
+    any_tost = any(r.ci_shown == "90" for r, _ in rows)
     size = (6.4, 1.3 + 0.18 * len(rows)) if compact else (8.0, 1.2 + 0.45 * len(rows))
     fig, ax = plt.subplots(figsize=size, dpi=120)
-    for y, row in enumerate(reversed(rows)):
-        colour = _VERDICT_COLOURS.get(row["verdict"], "black")
-        lo95, hi95 = row["ci95_bca"]
+    for y, (row, c) in enumerate(reversed(rows)):
+        colour = _VERDICT_COLOURS.get(row.verdict, "black")
+        lo95, hi95 = c.ci95_bca
         ax.plot([lo95, hi95], [y, y], color=colour, linewidth=1.0)
-        if row["ci_shown"] == "90":
-            lo90, hi90 = row["ci90_bca"]
+        if row.ci_shown == "90":
+            lo90, hi90 = c.ci90_bca
             ax.plot([lo90, hi90], [y, y], color=colour, linewidth=3.5, solid_capstyle="butt")
-        if row["margin"] is not None:
-            m = row["margin"]
+        if row.margin is not None:
+            m = row.margin
             if margin_band:
                 ax.fill_between([-m, m], y - 0.4, y + 0.4, color="#2166ac", alpha=0.12, linewidth=0)
             ax.plot([-m, m], [y, y], linestyle="none", marker="|", markersize=14, color="#2166ac")
-        ax.plot([row["estimate"]], [y], marker=_VERDICT_MARKERS.get(row["verdict"], "o") if margin_band else "o",
+        ax.plot([c.estimate], [y], marker=_VERDICT_MARKERS.get(row.verdict, "o") if margin_band else "o",
                 color=colour, markersize=6 if margin_band else 5)
-        label = row["verdict"] + (SMALL_MARK if row["small_difference_within_margin"] else "")
+        label = row.verdict + (SMALL_MARK if row.small_difference_within_margin else "")
         ax.annotate(label, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", color=colour)
     ax.axvline(0.0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([r["test"] if compact else
-                        f"{r['test']}: {contrast_label(r)} ({r['dataset']}, {retriever_label(r)}, {r['metric']})"
-                        for r in reversed(rows)], fontsize=8)
+    ax.set_yticklabels([r.test if compact else
+                        f"{r.test}: {contrast_label(r)} ({r.dataset}, {retriever_label(r)}, {r.metric})"
+                        for r, _ in reversed(rows)], fontsize=8)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     shown = "thick: 90% BCa CI (TOST rows), thin: 95%, blue ticks: ±margin" if any_tost else "95% BCa CI"
     ax.set_xlabel(f"A - B (points); {shown}")
@@ -89,6 +90,7 @@ def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | 
     if margin_band and any_tost:
         ax.set_xlabel(f"A - B (points); {shown.replace('blue ticks', 'blue band and ticks')}\n"
                       "marker: diamond equiv., square diff., circle incon./n.d."
-                      + (", cross no verdict" if any(r["verdict"] in UNDECIDED for r in rows) else ""), fontsize=8)
+                      + (", cross no verdict" if any(r.verdict in UNDECIDED for r, _ in rows) else ""),
+                      fontsize=8)
     fig.tight_layout()
     return fig

@@ -25,18 +25,16 @@ from harness.plan.model import FamilyPlan, Plan, TestPlan, derive_seed
 from harness.stats.contrast import (
     MissingResultsError, PairedDifferences, ResultTable, as_results, contrast_of_pairs,
 )
-from harness.stats.families import decide_family
-from harness.stats.rules import RULES
-from harness.stats.simulate import redraw_clusters
+from harness.stats.families import PlannedContrast, decide_family
+from harness.stats.rules import Rule, decided_labels, ruled
+from harness.inference.simulate import redraw_clusters
 from harness.stats.subsets import registered_pairs
-from harness.stats.verdicts import DECIDED, DIFFERENT, MISSING
+from harness.stats.verdicts import DIFFERENT, MISSING
 
 # bootstrap resamples and sign-flips per replicate contrast that `harness rehearse` uses unless told: on the
 # flagship's primary and H3 families (400 replicates) every verdict share at 1,000 agreed with the registered
 # 10,000 within 0.7 Monte Carlo SE, at a tenth of the cost (benchmarks/bench_replicates.py measures both)
 REPLICATE_RESAMPLES = 1000
-# the tables' columns; the rest of harness.stats.verdicts.LABELS (no variation, too few clusters) go under "other"
-LABELS = DECIDED
 
 
 @dataclass(frozen=True)
@@ -82,14 +80,16 @@ class ReplicateSummary:
 
     def to_markdown(self) -> str:
         mc_se = 0.5 / math.sqrt(self.replicates)
+        # a column per label the rules give; the others (no variation, too few clusters, missing): "other"
+        labels = decided_labels()
         lines = [f"{self.replicates:,} replicates (seed {self.seed}), {self.resamples:,} resamples and "
                  f"{self.max_flips:,} sign-flips per contrast; Monte Carlo SE of a share at most {mc_se:.3f}.",
                  "",
-                 "| family | test | rule | true effect | " + " | ".join(LABELS) + " | other | correct |",
-                 "|---|---|---|---:|" + "---:|" * len(LABELS) + "---|---:|"]
+                 "| family | test | rule | true effect | " + " | ".join(labels) + " | other | correct |",
+                 "|---|---|---|---:|" + "---:|" * len(labels) + "---|---:|"]
         for t in self.tests:
-            cells = [_share(t.shares[label]) if label in t.shares else "" for label in LABELS]
-            other = ", ".join(f"{label} {_share(s)}" for label, s in t.shares.items() if label not in LABELS)
+            cells = [_share(t.shares[label]) if label in t.shares else "" for label in labels]
+            other = ", ".join(f"{label} {_share(s)}" for label, s in t.shares.items() if label not in labels)
             correct = "n/a" if t.correct is None else f"{_share(t.correct)} ({t.truth})"
             lines.append(f"| {t.family} | {t.test} | {t.rule} | {t.effect:+g} | " + " | ".join(cells)
                          + f" | {other} | {correct} |")
@@ -118,14 +118,14 @@ def replicate_verdicts(
     max_flips = plan.max_flips if resamples is None else resamples
     resamples = plan.resamples if resamples is None else resamples
     results = as_results(table)
-    pools = {test.id: _pool(plan, fam, test, results, effects.get(test.id, 0.0))
-             for fam in plan.families for test in fam.tests}
+    pools = {t.test.id: _pool(plan, fam, t.test, t.rule, results, effects.get(t.test.id, 0.0))
+             for fam in plan.families for t in ruled(fam).tests}
     draws = _draws(pools.values(), replicates, seed)
     verdicts = _run(plan, pools, draws, replicates, seed, resamples, max_flips, workers, progress)
     return ReplicateSummary(
         study=plan.study, seed=seed, replicates=replicates, resamples=resamples, max_flips=max_flips,
-        tests=tuple(_test_shares(fam, test, effects.get(test.id, 0.0), [v[test.id] for v in verdicts])
-                    for fam in plan.families for test in fam.tests),
+        tests=tuple(_test_shares(fam, pools[t.id], effects.get(t.id, 0.0), [v[t.id] for v in verdicts])
+                    for fam in plan.families for t in fam.tests),
         families=tuple(_family_error(plan, fam, effects, pools, verdicts) for fam in plan.families),
     )
 
@@ -186,6 +186,7 @@ class _Pool:
 
     family: FamilyPlan
     test: TestPlan
+    rule: Rule
     values: np.ndarray | None
     strata: np.ndarray | None
     groups: tuple[_Group, ...]
@@ -195,11 +196,12 @@ class _Pool:
     arms: dict[str, np.ndarray] | None = None
 
 
-def _pool(plan: Plan, family: FamilyPlan, test: TestPlan, results: ResultTable, effect: float) -> _Pool:
+def _pool(plan: Plan, family: FamilyPlan, test: TestPlan, rule: Rule, results: ResultTable,
+          effect: float) -> _Pool:
     try:
         pairs = registered_pairs(results, test)
     except MissingResultsError as e:
-        return _Pool(family, test, None, None, (), tuple(e.missing))
+        return _Pool(family, test, rule, None, None, (), tuple(e.missing))
     stratified = plan.datasets[test.dataset].stratified
     by_stratum = pairs.strata if stratified else np.zeros(len(pairs.diffs), dtype=int)
     order = np.lexsort((pairs.clusters, by_stratum))  # stable: a cluster's questions stay in qid order
@@ -215,7 +217,7 @@ def _pool(plan: Plan, family: FamilyPlan, test: TestPlan, results: ResultTable, 
         key = (test.dataset, str(stratum) if stratified else None, tuple(clusters[first[mine]].tolist()))
         groups.append(_Group(key=key, starts=first[mine], sizes=sizes[mine]))
     arms = None if pairs.arms is None else {label: v[order] for label, v in pairs.arms.items()}
-    return _Pool(family, test, values, strata, tuple(groups), (), arms)
+    return _Pool(family, test, rule, values, strata, tuple(groups), (), arms)
 
 
 def _draws(pools, replicates: int, seed: int) -> dict[tuple, np.ndarray]:
@@ -243,17 +245,17 @@ def _replicate(plan: Plan, pools: dict[str, _Pool], picks: dict, r: int, seed: i
         for test in family.tests:
             pool = pools[test.id]
             if pool.values is None:
-                contrasts.append((test, None, pool.lacking))
+                contrasts.append(PlannedContrast(test, pool.rule, None, lacking=pool.lacking))
                 continue
             result = contrast_of_pairs(
                 _redrawn(pool, picks), dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
                 metric=test.metric, seed=_contrast_seed(seed, r, derive_seed(family.seed, test.id)),
                 resamples=resamples, max_flips=max_flips,
-                margin=test.margin if RULES[test.rule].computes_p_tost else None,
+                margin=test.margin if pool.rule.computes_p_tost else None,
                 stratified=plan.datasets[test.dataset].stratified, retriever_b=test.retriever_b)
-            contrasts.append((test, result.to_json(), ()))
+            contrasts.append(PlannedContrast(test, pool.rule, result))
         for row in decide_family(plan, family, contrasts):
-            verdicts[row["test"]] = row["verdict"]
+            verdicts[row.test] = row.verdict
     return verdicts
 
 
@@ -282,8 +284,8 @@ def _contrast_seed(seed: int, r: int, test_seed: int) -> int:
     return int(np.random.SeedSequence([seed, r, test_seed]).generate_state(1, dtype=np.uint32)[0])
 
 
-def _test_shares(family: FamilyPlan, test: TestPlan, effect: float, verdicts: list[str]) -> VerdictShares:
-    rule = RULES[test.rule]
+def _test_shares(family: FamilyPlan, pool: _Pool, effect: float, verdicts: list[str]) -> VerdictShares:
+    test, rule = pool.test, pool.rule
     counts = dict.fromkeys(rule.verdicts, 0)
     for label in verdicts:
         counts[label] = counts.get(label, 0) + 1

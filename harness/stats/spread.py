@@ -4,7 +4,7 @@ The registered test reads the arm's per-question values averaged over its repeat
 with its CI from the family's statistics). Here the same contrast is taken once per repeat, on the rows
 score keeps per variant (`<arm>@r0`, `<arm>@r1`, ...; harness.pipeline.parts.variants_part_path), over
 exactly the questions the registered test uses. Each repeat's estimate is the registered estimator (the
-question-weighted mean paired difference in points, harness.stats.bootstrap); no interval is computed
+question-weighted mean paired difference in points, harness.inference.bootstrap); no interval is computed
 per repeat: the spread across runs is the point. Because the pooling is a per-question mean, the mean of
 the repeat estimates equals the pooled estimate.
 """

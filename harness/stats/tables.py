@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Protocol
 
+from harness.stats.decided import DecidedRow
 from harness.stats.families import FamilyResult
 from harness.stats.rules import rule
 from harness.stats.verdicts import MISSING
@@ -24,7 +26,7 @@ T_TOST_MARK = "‡"  # the bootstrap TOST and the t-TOST disagree about equivale
 
 
 def caption(fam: FamilyResult) -> str:
-    kinds = sorted({r["rule"] for r in fam.rows}) if fam.rows else [fam.rule]
+    kinds = sorted({r.rule for r in fam.rows}) if fam.rows else [fam.rule]
     adjust = (f"Holm over {fam.n_tests} (p Holm)" if fam.multiplicity == "holm"
               else "unadjusted, no multiplicity correction")
     return (f"Family {fam.family} ({fam.tier}, {fam.source}): {fam.description} "
@@ -38,31 +40,34 @@ _HEADER = ("test", "A - B", "dataset", "retriever", "metric", "questions (cluste
            "verdict")
 
 
-def _cells(row: dict) -> list[str]:
-    head = [row["test"], contrast_label(row), row["dataset"], retriever_label(row), row["metric"]]
-    margin = "-" if row["margin"] is None else f"±{_num(row['margin'])}"
-    if row["verdict"] == MISSING:
+def _cells(row: DecidedRow) -> list[str]:
+    head = [row.test, contrast_label(row), row.dataset, retriever_label(row), row.metric]
+    margin = "-" if row.margin is None else f"±{_num(row.margin)}"
+    c = row.contrast
+    if c is None:
         return head + ["-", "-", "-", "-", margin, "-", "-", "-", "-", "-", "-", MISSING]
     # the Holm-adjusted sign-flip p is shown for TOST rows too: it does not decide them, but readers
     # compare it with the TOST result (e.g. a diff. by the CI rule that does not survive Holm)
-    return head + [f"{row['n_questions']} ({row['n_clusters']})", _num(row["estimate"]), _ci(_shown(row)),
-                   f"{row['ci_shown']}%", margin, _mdd(row), _p(row["p_tost"]), _p(row["p_tost_holm"]),
-                   t_tost_cell(row), _p(row["p_signflip"]), _p(row["p_signflip_holm"]), _verdict(row)]
+    return head + [f"{c.n_questions} ({c.n_clusters})", _num(c.estimate), _ci(row.shown_ci),
+                   f"{row.ci_shown}%", margin, _mdd(row), _p(c.p_tost), _p(row.p_tost_holm),
+                   t_tost_cell(row), _p(c.p_signflip), _p(row.p_signflip_holm), _verdict(row)]
 
 
-def t_tost_cell(row: dict) -> str:
+def t_tost_cell(row: DecidedRow) -> str:
     """The t-TOST p of a TOST row, marked where it disagrees with the bootstrap TOST; "-" elsewhere (and in
     statistics written before the column existed)."""
-    return _p(row.get("p_tost_t")) + (T_TOST_MARK if row.get("t_tost_disagrees") else "")
+    p = None if row.contrast is None else row.contrast.p_tost_t
+    return _p(p) + (T_TOST_MARK if row.t_tost_disagrees else "")
 
 
 def t_tost_notes(fam: FamilyResult) -> list[str]:
     """The sensitivity column's legend, on a family with TOST rows."""
-    if not any(row.get("p_tost_t") is not None for row in fam.rows):
+    if not any(row.contrast is not None and row.contrast.p_tost_t is not None for row in fam.rows):
         return []
+    # the legend keeps the module name released tables always carried (now harness.inference.t_tost)
     note = ("p t-TOST: sensitivity only, never a decision input: the TOST p from a cluster-robust t interval "
             "(clusters - strata degrees of freedom; harness.stats.t_tost).")
-    if any(row.get("t_tost_disagrees") for row in fam.rows):
+    if any(row.t_tost_disagrees for row in fam.rows):
         note += (f" {T_TOST_MARK} the bootstrap TOST and the t-TOST disagree about equivalence at alpha "
                  f"{fam.alpha} (both p's unadjusted).")
     return [note]
@@ -70,21 +75,17 @@ def t_tost_notes(fam: FamilyResult) -> list[str]:
 
 def undecided_notes(fam: FamilyResult) -> list[str]:
     """One line per row no rule may decide (too few clusters, no variation): why, and how Holm counted it."""
-    return [f"{row['test']}: {row['verdict']}: {row['verdict_reason']}; reported with its estimate but not "
+    return [f"{row.test}: {row.verdict}: {row.verdict_reason}; reported with its estimate but not "
             "decided" + (", and counted in Holm as p = 1." if fam.multiplicity == "holm" else ".")
-            for row in fam.rows if row.get("verdict_reason")]
+            for row in fam.rows if row.verdict_reason]
 
 
-# the row fields `harness stats` reports an instrument's controls in (harness.stats.families.instrument_checks)
-INSTRUMENTS = (("acceptance", "judge"), ("reader_acceptance", "reader"))
-
-
-def not_accepted(row: dict) -> list[str]:
+def not_accepted(row: DecidedRow) -> list[str]:
     """The instruments (judge, reader) whose controls a row's outcome failed: its tier is then exploratory."""
-    return [name for key, name in INSTRUMENTS if row.get(key) and not row[key].get("passed")]
+    return [check.instrument for check in row.instrument_checks if not check.passed]
 
 
-def exploratory_mark(row: dict) -> str:
+def exploratory_mark(row: DecidedRow) -> str:
     failed = not_accepted(row)
     return f" (exploratory: {' and '.join(failed)} not accepted)" if failed else ""
 
@@ -103,19 +104,20 @@ def acceptance_notes(fam: FamilyResult) -> list[str]:
     exploratory)."""
     notes = []
     for row in fam.rows:
-        acc = row.get("acceptance")
-        if acc:
-            kappa = "no spot check on file" if acc.get("kappa") is None else f"kappa {acc['kappa']:.2f}"
-            notes.append(f"{row['test']}: judge {acc['judge']}, positive control {_rate(acc['positive'])} (>= "
-                         f"{_bound(acc['positive_min'])}), negative control {_rate(acc['negative'])} (<= "
-                         f"{_bound(acc['negative_max'])}), {kappa} (>= 0.6): "
-                         + ("accepted" if acc["passed"] else "not accepted, so the row is exploratory") + ".")
-        acc = row.get("reader_acceptance")
-        if acc:
-            notes.append(f"{row['test']}: reader on {acc['dataset']}, positive control (own gold evidence) "
-                         f"{_rate(acc['positive'])} (>= {_bound(acc['positive_min'])}), negative control (another "
-                         f"cluster's evidence) {_rate(acc['negative'])} (<= {_bound(acc['negative_max'])}): "
-                         + ("accepted" if acc["passed"] else "not accepted, so the row is exploratory") + ".")
+        judge = row.acceptance
+        if judge:
+            kappa = "no spot check on file" if judge.kappa is None else f"kappa {judge.kappa:.2f}"
+            notes.append(f"{row.test}: judge {judge.name}, positive control {_rate(judge.positive)} (>= "
+                         f"{_bound(judge.positive_min)}), negative control {_rate(judge.negative)} (<= "
+                         f"{_bound(judge.negative_max)}), {kappa} (>= 0.6): "
+                         + ("accepted" if judge.passed else "not accepted, so the row is exploratory") + ".")
+        reader = row.reader_acceptance
+        if reader:
+            notes.append(f"{row.test}: reader on {reader.name}, positive control (own gold evidence) "
+                         f"{_rate(reader.positive)} (>= {_bound(reader.positive_min)}), negative control "
+                         f"(another cluster's evidence) {_rate(reader.negative)} "
+                         f"(<= {_bound(reader.negative_max)}): "
+                         + ("accepted" if reader.passed else "not accepted, so the row is exploratory") + ".")
     return notes
 
 
@@ -126,7 +128,7 @@ def to_markdown(fam: FamilyResult) -> str:
         return "\n".join(lines) + "\n"
     lines += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in fam.rows]
-    if any(r.get("small_difference_within_margin") for r in fam.rows):
+    if any(r.small_difference_within_margin for r in fam.rows):
         lines += ["", f"{SMALL_MARK} equivalent within the margin, but the 95% CI excludes 0: a small difference."]
     notes = t_tost_notes(fam) + undecided_notes(fam) + acceptance_notes(fam)
     if notes:
@@ -142,10 +144,10 @@ def to_csv(fam: FamilyResult) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for row in fam.rows:
-        flat = dict(row)
+        flat = row.to_json()  # the CSV is the JSON row flattened, intervals split
         for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t"):
-            if row.get(key) is not None:
-                flat[f"{key}_lo"], flat[f"{key}_hi"] = row[key]
+            if flat.get(key) is not None:
+                flat[f"{key}_lo"], flat[f"{key}_hi"] = flat[key]
         writer.writerow(["" if flat.get(c) is None else repr(flat[c]) if isinstance(flat[c], float) else flat[c]
                          for c in CSV_COLUMNS])
     return out.getvalue()
@@ -173,7 +175,7 @@ def summary_markdown(families: list[FamilyResult]) -> str:
         if fam.ran:
             counts: dict[str, int] = {}
             for row in fam.rows:
-                counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+                counts[row.verdict] = counts.get(row.verdict, 0) + 1
             detail = ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
         else:
             detail = "missing: " + "; ".join(fam.missing)
@@ -182,28 +184,37 @@ def summary_markdown(families: list[FamilyResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _shown(row: dict) -> list[float]:
-    return row["ci90_bca"] if row["ci_shown"] == "90" else row["ci95_bca"]
+class Contrasted(Protocol):
+    """What names a contrast: a decided row, or a registered test not yet decided."""
+
+    @property
+    def a(self) -> str: ...
+    @property
+    def b(self) -> str: ...
+    @property
+    def retriever(self) -> str: ...
+    @property
+    def retriever_b(self) -> str | None: ...
 
 
-def contrast_label(row: dict) -> str:
+def contrast_label(row: Contrasted) -> str:
     """"A - B", or "A (r1) - B (r2)" for a cross-retriever contrast."""
-    if row.get("retriever_b"):
-        return f"{row['a']} ({row['retriever']}) - {row['b']} ({row['retriever_b']})"
-    return f"{row['a']} - {row['b']}"
+    if row.retriever_b:
+        return f"{row.a} ({row.retriever}) - {row.b} ({row.retriever_b})"
+    return f"{row.a} - {row.b}"
 
 
-def retriever_label(row: dict) -> str:
-    return f"{row['retriever']} vs {row['retriever_b']}" if row.get("retriever_b") else row["retriever"]
+def retriever_label(row: Contrasted) -> str:
+    return f"{row.retriever} vs {row.retriever_b}" if row.retriever_b else row.retriever
 
 
-def _mdd(row: dict) -> str:
+def _mdd(row: DecidedRow) -> str:
     # statistics written before the MDD existed have no such field: shown as unknown, not as 0
-    return "-" if row.get("mdd") is None else _num(row["mdd"])
+    return "-" if row.mdd is None else _num(row.mdd)
 
 
-def _verdict(row: dict) -> str:
-    verdict = row["verdict"] + (SMALL_MARK if row["small_difference_within_margin"] else "")
+def _verdict(row: DecidedRow) -> str:
+    verdict = row.verdict + (SMALL_MARK if row.small_difference_within_margin else "")
     # a row whose judge or reader was not accepted carries no confirmatory verdict
     return verdict + exploratory_mark(row)
 

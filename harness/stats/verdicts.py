@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.stats.contrast import ContrastResult
+
 EQUIVALENT = "equiv."
 DIFFERENT = "diff."
 INCONCLUSIVE = "incon."
@@ -16,13 +18,14 @@ TOO_FEW_CLUSTERS = "too few clusters"
 # every paired difference identical, or an arm constant over its questions (floor or ceiling): the instrument
 # did not vary, so any rule would read the collapsed interval as a finding (e.g. equiv. at 0.00)
 NO_VARIATION = "no variation"
-DECIDED = (EQUIVALENT, DIFFERENT, INCONCLUSIVE, NO_DIFFERENCE)  # what the rules of harness.stats.rules give
 UNDECIDED = (TOO_FEW_CLUSTERS, NO_VARIATION)  # rows reported with their estimate, never decided
-LABELS = DECIDED + UNDECIDED + (MISSING,)  # every verdict label a row can carry
+# the labels the rules give are theirs (harness.stats.rules.decided_labels), so a new rule brings its own
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Decision:
+    """A verdict label as a rule (or the undecided check) gives it, with what the row reports beside it."""
+
     label: str
     # an equiv. row whose 95% CI excludes 0: a real but small difference inside the margin
     small_difference_within_margin: bool = False
@@ -34,46 +37,46 @@ def excludes_zero(ci: tuple[float, float]) -> bool:
     return lo > 0 or hi < 0
 
 
-def undecided(contrast: dict) -> Verdict | None:
-    """The verdict of a contrast (its JSON) that no rule may decide, with the reason, else None (the rule
-    decides): fewer than MIN_CLUSTERS clusters, or no variation (`no_variation` holds what did not vary)."""
-    n = int(contrast["n_clusters"])
+def undecided(contrast: ContrastResult) -> Decision | None:
+    """The verdict of a contrast that no rule may decide, with the reason, else None (the rule decides):
+    fewer than MIN_CLUSTERS clusters, or no variation (`no_variation` holds what did not vary)."""
+    n = int(contrast.n_clusters)
     if n < MIN_CLUSTERS:
-        return Verdict(TOO_FEW_CLUSTERS, reason=f"{n} cluster{'' if n == 1 else 's'}: no sampling distribution "
-                       "to resample")
-    if contrast.get("no_variation"):
-        return Verdict(NO_VARIATION, reason=contrast["no_variation"])
+        return Decision(TOO_FEW_CLUSTERS, reason=f"{n} cluster{'' if n == 1 else 's'}: no sampling "
+                        "distribution to resample")
+    if contrast.no_variation:
+        return Decision(NO_VARIATION, reason=contrast.no_variation)
     return None
 
 
-def tost_verdict(*, p_tost: float, ci95: tuple[float, float], alpha: float) -> Verdict:
+def tost_verdict(*, p_tost: float, ci95: tuple[float, float], alpha: float) -> Decision:
     """`p_tost` is the Holm-adjusted p_tost in a Holm family, else the unadjusted one."""
     if p_tost < alpha:
-        return Verdict(EQUIVALENT, small_difference_within_margin=excludes_zero(ci95))
+        return Decision(EQUIVALENT, small_difference_within_margin=excludes_zero(ci95))
     if excludes_zero(ci95):
-        return Verdict(DIFFERENT)
-    return Verdict(INCONCLUSIVE)
+        return Decision(DIFFERENT)
+    return Decision(INCONCLUSIVE)
 
 
 def two_sided_verdict(
     *, ci95: tuple[float, float], alpha: float, p_signflip: float | None = None, signflip_required: bool = False
-) -> Verdict:
+) -> Decision:
     """diff. if the 95% CI excludes 0 (and, when required, the sign-flip p is below alpha), else n.d."""
     if signflip_required and p_signflip is None:
         raise ValueError("`p_signflip` is required when `signflip_required` is true")
     if excludes_zero(ci95) and (not signflip_required or p_signflip < alpha):
-        return Verdict(DIFFERENT)
-    return Verdict(NO_DIFFERENCE)
+        return Decision(DIFFERENT)
+    return Decision(NO_DIFFERENCE)
 
 
-def ci_margin_verdict(*, ci95: tuple[float, float], margin: float) -> Verdict:
+def ci_margin_verdict(*, ci95: tuple[float, float], margin: float) -> Decision:
     """Rule ci95-within-margin (secondary retrievers): equiv. when the unadjusted 95% CI lies strictly
     inside (-margin, +margin), else diff. when it excludes 0, else incon. No p-value is involved."""
     if margin <= 0:
         raise ValueError(f"`margin` must be positive; got {margin}")
     lo, hi = ci95
     if -margin < lo and hi < margin:
-        return Verdict(EQUIVALENT, small_difference_within_margin=excludes_zero(ci95))
+        return Decision(EQUIVALENT, small_difference_within_margin=excludes_zero(ci95))
     if excludes_zero(ci95):
-        return Verdict(DIFFERENT)
-    return Verdict(INCONCLUSIVE)
+        return Decision(DIFFERENT)
+    return Decision(INCONCLUSIVE)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.stats.bootstrap import cluster_bootstrap
+from harness.inference.bootstrap import cluster_bootstrap
 
 RESAMPLES = 10_000
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from harness.stats.bootstrap import cluster_totals
-from harness.stats.simulate import redraw_clusters
+from harness.inference.bootstrap import cluster_totals
+from harness.inference.simulate import redraw_clusters
 
 POWER = 0.80  # the power the planning numbers are quoted at
 

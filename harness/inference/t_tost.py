@@ -8,7 +8,7 @@ sum_c S_c / N (S_c: cluster c's sum of paired differences, n_c its questions, N 
 bootstrap weights questions. Its variance is the cluster-robust one of that ratio: with
 u_c = (S_c - n_c * estimate) / N, each stratum h with C_h clusters contributes
 C_h / (C_h - 1) * sum_{c in h} (u_c - mean_h u)^2 (a stratum of one cluster contributes 0), and the
-variance is the sum over strata (harness.stats.power.cluster_standard_error). Unstratified, this is
+variance is the sum over strata (harness.inference.power.cluster_standard_error). Unstratified, this is
 exactly statsmodels' intercept-only OLS of the question differences with cluster-robust (CR1) covariance,
 G / (G - 1) * sum_c (S_c - n_c * estimate)^2 / N^2 (its (N - 1) / (N - K) factor is 1 with K = 1).
 Degrees of freedom: clusters - strata (G - 1 unstratified). With SE > 0 and df >= 1:

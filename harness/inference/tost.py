@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from harness.stats.bootstrap import BootstrapResult
+from harness.inference.bootstrap import BootstrapResult
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.stats.bootstrap import cluster_totals
+from harness.inference.bootstrap import cluster_totals
 
 _BATCH_CELLS = 4_000_000
 _REL_TOL = 1e-12  # statistics equal up to rounding count as "at least as extreme"
