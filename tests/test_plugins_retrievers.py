@@ -160,3 +160,14 @@ def test_run_files_and_functions_fuse_and_rerank(tmp_path):
     assert order(fused[1])[0] == 1
     reranked = ctx.get("reranked").index("scope", chunks).search("harbour boats")
     assert sorted(order(reranked)[:2]) == [0, 2]  # the run's first two, rescored
+
+
+def test_the_rehearsal_twin_ranks_a_run_file_retriever_with_its_stand_in(tmp_path):
+    from harness.rehearsal.twin import simulated_retriever
+
+    entry = {"type": "run-file", "runs": {"S": "runs/S.trec"}}
+    for real_encoders in (False, True):  # the twin's questions are in no run, whatever encoders it keeps
+        twin = simulated_retriever(entry, real_encoders=real_encoders)
+        assert twin == {**entry, "backend": "simulated", "model": "run file"}
+    ctx = context(tmp_path, {"ext": twin})  # no run file, no ranked arm: BM25 ranks
+    assert order(ctx.get("ext").index("scope", CHUNKS).search("glacier ice"))[0] == 1

@@ -256,6 +256,10 @@ class RunFile(RetrieverSchema):
     """`type: run-file` (harness.retrieval.outside): the rankings another toolkit wrote, a TREC run per arm."""
 
     runs: dict[str, str] = setting(check=MapOf(Text(non_empty=True), non_empty=True))  # arm -> file in the study
+    # the rehearsal twin's stand-in (its questions and chunks are in no run): BM25 ranks instead, `model` names
+    # what it stands in for
+    backend: str | None = setting(None, Optional(OneOf((SIMULATED,))))
+    model: str | None = setting(None, Optional(Text(non_empty=True)))
 
     def completed(self, where: Where) -> "RunFile":
         if self.arms is None:  # it ranks the arms it has runs for
@@ -331,7 +335,8 @@ RETRIEVER_TYPES: dict[str, RetrieverSpec] = {
     "rerank": RetrieverSpec(Rerank, members=_FIRST_STAGE, backends=RERANK_BACKENDS),
     # from outside the harness (docs/plugins.md)
     "python": RetrieverSpec(PythonRetriever, plugin=PluginCode(callable_key="callable")),
-    "run-file": RetrieverSpec(RunFile, plugin=PluginCode(files_key="runs")),
+    "run-file": RetrieverSpec(RunFile, plugin=PluginCode(files_key="runs"),
+                              stand_in=StandIn(("type", "datasets", "arms", "runs"), "run file", always=True)),
 }
 
 

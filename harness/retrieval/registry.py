@@ -209,6 +209,8 @@ def _python(name: str, cfg: PythonRetriever, context: RetrieverContext) -> Retri
 
 
 def _run_file(name: str, cfg: RunFile, context: RetrieverContext) -> Retriever:
+    if cfg.backend == "simulated":  # the rehearsal twin's questions are in no run (its stand-in)
+        return BM25Retriever(name)
     root = context.root or Path(".")
     return RunFileRetriever(name, {arm: root / path for arm, path in cfg.runs.items()}, lambda: context.ranking)
 
