@@ -154,7 +154,8 @@ def _library(module: str):
 
 
 LONG = Document("d/long.md", "docs", "# Guide\n\n" + "\n\n".join(
-    f"## Part {i}\n\nPart {i} explains   how the keeper files record {i}, line by line.\nIt ends here." for i in range(8)))
+    f"## Part {i}\n\nPart {i} explains   how the keeper files record {i}, line by line.\nIt ends here."
+    for i in range(8)))
 
 
 @pytest.mark.parametrize("raw, module", [

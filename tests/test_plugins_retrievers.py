@@ -76,7 +76,8 @@ def test_a_python_retriever_scores_or_ranks_a_scope(tmp_path):
 def test_a_python_retriever_answer_of_another_shape_is_refused(tmp_path, function, message):
     _plugin(tmp_path, PLUGIN)
     ctx = context(tmp_path, {"r": {"type": "python", "callable": f"rank:{function}"}})
-    with pytest.raises(HarnessError, match=r"retriever `r` \(type python\): on scope s, rank:" + function + " " + message):
+    expected = r"retriever `r` \(type python\): on scope s, rank:" + function + " " + message
+    with pytest.raises(HarnessError, match=expected):
         ctx.get("r").index("s", CHUNKS).search("q")
 
 

@@ -20,12 +20,14 @@ def _instance(module: Any, module_name: str, name: str, params: Mapping[str, Any
     try:
         return cls(**params)
     except Exception as e:  # the library refuses the parameters: say which arm, not a traceback
-        raise HarnessError(f"{what}: {module_name}.{name}(**{dict(params)!r}) failed: {type(e).__name__}: {e}") from None
+        call = f"{module_name}.{name}(**{dict(params)!r})"
+        raise HarnessError(f"{what}: {call} failed: {type(e).__name__}: {e}") from None
 
 
 def _span_or_text(text: str, start: Any, end: Any, content: str) -> Any:
     """The library's own offsets when they hold its chunk text exactly, else the text (located afterwards)."""
-    if isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text) and text[start:end] == content:
+    offsets = isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)
+    if offsets and text[start:end] == content:
         return (start, end)
     return content
 

@@ -120,7 +120,8 @@ def plugin_record(study: Study) -> dict[str, Any] | None:
     arms = {arm: _identity(study, kind.plugin, cfg, f"arms.{arm}") for arm, cfg in sorted(study.arms.items())
             if (kind := get_kind(cfg.kind)).plugin is not None}
     retrievers = {name: _identity(study, spec.plugin, cfg, f"retrievers.{name}")
-                  for name, cfg in sorted(study.retrievers.items()) if (spec := retriever_spec(cfg)).plugin is not None}
+                  for name, cfg in sorted(study.retrievers.items())
+                  if (spec := retriever_spec(cfg)).plugin is not None}
     record = {key: value for key, value in (("arms", arms), ("retrievers", retrievers)) if value}
     return record or None
 
