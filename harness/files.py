@@ -55,6 +55,11 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def looks_like_sha256(value: Any) -> bool:
+    """A SHA-256 hex digest (64 lowercase hex characters)."""
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON (sorted keys, no extra whitespace) used for hashing."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -12,7 +12,7 @@ import pytest
 from arms_support import e_chunk, sized
 from llm_study import make_study
 
-from harness.arms import addon_arms, llm_session
+from harness.arms import llm_session
 from harness.arms.merge import merged_fragment_ids
 from harness.arms.builder import BuildInputs
 from harness.arms.registry import build_chunks
@@ -30,28 +30,32 @@ def _source():
     return a + b
 
 
-def _build(kind: str, source, *, study=None, **cfg):
+def _build(kind: str, source, *, study=None, embed_chunks=None, **cfg):
     arm_cfg = DerivedArm(kind=kind, of="E", **cfg)
     return build_chunks(get_kind(kind), BuildInputs((), None, dict, study=study, arm=kind, arm_config=arm_cfg,
-                                                    source="E", read_arm=lambda of: list(source)))
+                                                    source="E", read_arm=lambda of: list(source),
+                                                    embed_chunks=embed_chunks))
+
+
+def _fake_embed(retriever, chunks):
+    """SM's embeddings without a model: a hand-made vector per chunk text's first letter."""
+    assert retriever == "dense"
+    return np.array([[1.0, (ord(c.text[0]) % 3) / 2, 0.1] for c in chunks])
 
 
 @pytest.fixture
-def fake_embeddings(monkeypatch):
-    """SM's embeddings without a model: a hand-made vector per chunk text's first letter."""
-    def embed(study, retriever, chunks):
-        assert retriever == "dense"
-        return np.array([[1.0, (ord(c.text[0]) % 3) / 2, 0.1] for c in chunks])
-
-    monkeypatch.setattr(addon_arms, "chunk_embeddings", embed)
-    return SimpleNamespace(retrievers={"dense": SimpleNamespace(type="dense", model="mini")}, config_path="study.yaml")
+def fake_embeddings():
+    """A study with one dense retriever, `dense`, of the model `mini`."""
+    dense = SimpleNamespace(type="dense", model="mini")
+    return SimpleNamespace(retrievers={"dense": dense}, config_path="study.yaml")
 
 
 def test_m_rm_and_sm_make_the_same_merges_per_document_or_record_the_shortfall(fake_embeddings):
     source = _source()
     m = _build("M", source).manifest["addon"]
     rm = _build("RM", source, seeds=3).manifest["addon"]
-    sm = _build("SM", source, study=fake_embeddings, embedder="mini").manifest["addon"]
+    sm = _build("SM", source, study=fake_embeddings, embedder="mini",
+                embed_chunks=_fake_embed).manifest["addon"]
     assert m["merges_by_document"] == {"d/a.md": 4, "d/b.md": 1}
     assert sm["embedder"] == "dense"  # named by its model, resolved to the retriever
     for control in [sm, *rm["per_seed"].values()]:
@@ -60,6 +64,13 @@ def test_m_rm_and_sm_make_the_same_merges_per_document_or_record_the_shortfall(f
         assert control["shortfall"] == {"documents": 2, "documents_short": 1, "merges_short": 1,
                                         "by_document": {"d/b.md": 1}}
     assert m["source_key_reuse_rate"] == round(5 / 10, 6)  # 10 keyed chunks, 5 distinct keys per document
+
+
+def test_sm_without_an_embedder_handed_in_is_a_clear_error(fake_embeddings):
+    """Builders do not rank: SM's vectors come from the stage that builds the arms, and a build that gave none
+    names what is missing."""
+    with pytest.raises(HarnessError, match=r"arm `SM`: the build gave no way to embed chunks with `dense`"):
+        _build("SM", _source(), study=fake_embeddings, embedder="mini")
 
 
 def test_rm_is_deterministic_per_seed_and_seeds_differ():

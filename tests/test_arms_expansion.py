@@ -6,7 +6,7 @@ from arms_support import e_chunk
 from harness.arms.addon_descriptives import inserted_per_expansion
 from harness.errors import InputError
 from harness.metrics.budget import TokenCache, fill_budget
-from harness.retrieval.expansion import ChunkSet, expand_ranking
+from harness.retrieval.expansion import ChunkPositions, expand_ranking
 from metrics_support import WordEncoding
 
 # position: (text, key, related keys, section)
@@ -23,7 +23,7 @@ LAYOUT = [
 DOC = [e_chunk(i, text, key, related=rel, section=sec) for i, (text, key, rel, sec) in enumerate(LAYOUT)]
 # another document reusing a key: never inserted after DOC's chunks
 OTHER = [e_chunk(0, "z0", "install", doc_id="d/other.md", section="A"), e_chunk(1, "z1", "x", doc_id="d/other.md")]
-CHUNK_SET = ChunkSet(DOC + OTHER)
+CHUNK_SET = ChunkPositions(DOC + OTHER)
 
 
 def ids(*positions):
@@ -76,7 +76,7 @@ def test_ax_falls_short_when_the_neighbours_run_out():
 def test_sx_inserts_the_same_section_in_document_order():
     assert positions(expand_ranking(ids(3), CHUNK_SET, "SX")) == [3, 2, 4]
     assert positions(expand_ranking(ids(6, 0), CHUNK_SET, "SX")) == [6, 0, 1]
-    no_section = ChunkSet([e_chunk(0, "x", section=""), e_chunk(1, "y", section="")])
+    no_section = ChunkPositions([e_chunk(0, "x", section=""), e_chunk(1, "y", section="")])
     assert len(expand_ranking([no_section.documents["d/doc.md"][0].chunk_id], no_section, "SX").chunk_ids) == 1
 
 
@@ -117,4 +117,4 @@ def test_bad_inputs_are_refused():
     with pytest.raises(InputError, match="names a chunk twice"):
         expand_ranking(ids(0, 0), CHUNK_SET, "KX")
     with pytest.raises(InputError, match="occurs twice"):
-        ChunkSet(DOC + DOC[:1])
+        ChunkPositions(DOC + DOC[:1])

@@ -15,10 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.audit import AuditSettings, audit_study
 from harness.cli.main import main
 from harness.files import read_json
 from harness.grid.cells import configured_cells
 from harness.grid.paths import answers_dir, embeddings_dir, generations_path, judges_dir, per_question_path
+from harness.provenance.checks import Check
 from harness.provenance.freeze import frozen_hash
 from harness.provenance.release import record_results
 from harness.study import Study
@@ -82,6 +84,19 @@ def test_the_release_passes_every_re_derivation_and_a_rescore_of_every_cell(rele
     assert any(line.startswith("PASS  (rescore)/papers/E/bm25: ") and "answer rows replayed identical" in line
                for line in rescored)
     assert any(line.startswith("PASS  (rescore)/(vectors dense): ") for line in lines)
+
+
+def test_the_audit_is_a_library_call_whose_checks_are_one_type_the_cli_prints(released, capsys):
+    """harness.audit returns every finding as a provenance Check (anchors, re-derivations, family rows alike);
+    the command prints their lines and the summary, and exits with the result's code."""
+    result = audit_study(released, AuditSettings(registered_hash=frozen_hash(released)))
+    assert all(type(c) is Check for c in result.checks)
+    subjects = {c.subject for c in result.checks}
+    assert {"(registration)", "(re-derived)", "(frozen)", "(grid)"} <= subjects
+    assert any(c.item == "(family)" for c in result.checks) and result.exit_code == 0 and result.all_passed
+    code, lines = audit(released, capsys)
+    assert code == 0 and lines == [c.line() for c in result.checks] + [result.summary()]
+    assert lines[-1] == f"audit: {len(result.checks)} PASS, 0 FAIL"
 
 
 def test_a_question_removed_from_the_selection_fails_naming_it(copy, capsys):

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from harness.cli.main import main
+from harness.grid.cells import configured_cells
 from harness.pipeline.rescore import DEFAULT_SEED, draw_cells
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
@@ -42,6 +44,13 @@ def audit(study, capsys) -> tuple[int, list[str]]:
 
 def first_cell(study):
     return draw_cells(study, 5, DEFAULT_SEED)[0][0]
+
+
+def test_cells_under_an_llm_reranker_are_never_drawn():
+    demo = Study.at(Path(__file__).resolve().parents[1] / "examples" / "demo")
+    llm_yes = {c for c in configured_cells(demo) if getattr(c.retriever.config, "backend", None) == "llm-yes"}
+    cells, skipped = draw_cells(demo, "all", DEFAULT_SEED)
+    assert llm_yes and skipped == len(llm_yes) and not llm_yes & set(cells)
 
 
 @pytest.mark.slow

@@ -66,7 +66,7 @@ def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
 
     def score(arm_cfg):
         study = SimpleNamespace(root=tmp_path, results_root=None)
-        cell = Cell(DatasetSpec("papers", None), ArmSpec("A", arm_cfg, get_kind(arm_cfg.kind), "A"),
+        cell = Cell(DatasetSpec("papers", None), ArmSpec("A", arm_cfg, get_kind(arm_cfg.kind)),
                     RetrieverSpec("bm25", None))
         return score_cell(study, dataset, cell, [outside], context, ScoringCache(), (512,), run_depth=10)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.config import datasets
 from harness.config.datasets import ClusterSelection
-from harness.config.fields import OneOf, Optional, Section, Text, setting
+from harness.config.fields import OneOf, Optional, Nested, Text, setting
 from harness.config.metric_sets import MetricSetName
 from harness.data import adapters
 from harness.data.common import Adapter, LoadedDataset, SimulatedCorpus, exclusion_paths
@@ -29,7 +29,7 @@ class BundleDataset:
     adapter: str = setting(check=OneOf((ADAPTER,)))
     metric_set: str = setting(check=MetricSetName())
     bundle: str = setting(check=Text(non_empty=True))  # {"documents": [...], "questions": [...]}
-    selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
+    selection: ClusterSelection | None = setting(None, Optional(Nested(ClusterSelection)))
 
 
 def load(study, name, cfg, selection, reader) -> LoadedDataset:

@@ -11,7 +11,7 @@ import yaml
 
 from harness.config import retrievers
 from harness.config.fields import OneOf, Text, setting
-from harness.config.retrievers import RetrieverSchema, RetrieverSpec, StandIn
+from harness.config.retrievers import RetrieverSchema, RetrieverTypeSpec, StandIn
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.grid.cells import configured_cells
@@ -59,7 +59,7 @@ def build_neural(name: str, cfg: Neural, context: registry.RetrieverContext) -> 
 
 
 STAND_IN = StandIn(kept=("type", "datasets", "arms", "model"), model="encoder")
-SPEC = RetrieverSpec(Neural, loads_model=True, embeds=True, stand_in=STAND_IN)
+SPEC = RetrieverTypeSpec(Neural, loads_model=True, embeds=True, stand_in=STAND_IN)
 
 
 def test_a_new_retriever_type_with_a_model_runs_on_its_stand_in_to_the_report(tmp_path, monkeypatch):

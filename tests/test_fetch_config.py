@@ -15,7 +15,7 @@ from harness.config.datasets import DATASET_SCHEMAS, FreshStackDomain
 from harness.data.adapters import ADAPTERS
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, read_json
-from harness.provenance.freeze import compare_records
+from harness.provenance.record_diff import compare_records
 from harness.provenance.inputs import input_record
 from harness.sources import fetch as fetching
 from harness.sources.formats import FORMATS

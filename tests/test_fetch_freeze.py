@@ -10,7 +10,8 @@ from provenance_support import FakeDigests, edit_yaml, install_fake_digests, mak
 
 from harness.errors import DriftError
 from harness.files import atomic_write_json, read_json
-from harness.provenance.freeze import check_frozen, freeze
+from harness.provenance.drift import check_frozen
+from harness.provenance.freeze import freeze
 from harness.sources import fetch as fetching
 from harness.sources.lock import lock_path
 from harness.study import Study

@@ -322,8 +322,9 @@ def test_outcome_stages_check_the_freeze_without_asking_a_model_server(tmp_path,
     """stats, compare, report, power and audit read outcomes, never a model: an auditor without the study's
     model servers still gets the freeze check (an edited plan is refused), while build-arms asks for every
     digest."""
-    import harness.provenance.freeze as freeze_mod
+    import harness.provenance.frozen_record as frozen_record
     from harness.llm import registry as llm_registry
+    from harness.provenance.drift import check_frozen
     from harness.errors import DriftError
 
     demo = Path(__file__).resolve().parents[1] / "examples" / "demo"
@@ -337,27 +338,27 @@ def test_outcome_stages_check_the_freeze_without_asking_a_model_server(tmp_path,
         raise ConnectionError("server unreachable")
 
     monkeypatch.setattr(llm_registry, "resolve_digest", unreachable)
-    monkeypatch.setattr(freeze_mod, "_retriever_model_identity", unreachable)
-    assert freeze_mod.check_frozen(study, stage="stats", models=False) == frozen_hash(study)
+    monkeypatch.setattr(frozen_record, "_retriever_model_identity", unreachable)
+    assert check_frozen(study, stage="stats", models=False) == frozen_hash(study)
     with pytest.raises(Exception, match="unreachable"):
-        freeze_mod.check_frozen(study, stage="build-arms")
+        check_frozen(study, stage="build-arms")
     edit_margin(study)
     with pytest.raises(DriftError, match="plan/plan.yaml"):
-        freeze_mod.check_frozen(study, stage="stats", models=False)
+        check_frozen(study, stage="stats", models=False)
 
 
 def test_dense_code_constants_that_decide_run_file_bytes_are_frozen(tmp_path, monkeypatch):
     """The score rounding and the encoding protocol decide a dense run file's bytes (docs/determinism.md):
     a harness that changes them must not score under the old freeze."""
-    import harness.provenance.freeze as freeze_mod
     import harness.retrieval.dense as dense
+    from harness.provenance.drift import check_frozen
     from harness.errors import DriftError
 
     demo = Path(__file__).resolve().parents[1] / "examples" / "demo"
     root = tmp_path / "demo"
     shutil.copytree(demo, root, ignore=shutil.ignore_patterns("results"))
     study = Study.at(root)
-    assert freeze_mod.check_frozen(study, stage="score", models=False) == frozen_hash(study)
+    assert check_frozen(study, stage="score", models=False) == frozen_hash(study)
     monkeypatch.setattr(dense, "SCORE_DECIMALS", dense.SCORE_DECIMALS + 1)
     with pytest.raises(DriftError, match="score_decimals"):
-        freeze_mod.check_frozen(study, stage="score", models=False)
+        check_frozen(study, stage="score", models=False)

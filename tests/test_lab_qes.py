@@ -21,7 +21,7 @@ from harness.chunking.qes import (
     training_spans,
     unit_items,
 )
-from harness.chunking.sentences import Unit, sentence_units
+from harness.chunking.sentences import SentenceUnit, sentence_units
 from harness.data.question_evidence import lab_questions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lab"
@@ -191,7 +191,7 @@ def test_greedy_matches_plain_loops(lengths, questions, L, equal):
     if equal:  # equal sentences make equal rates common: the earliest candidate must win the tie
         lengths = [20] * len(lengths)
     starts = [sum(lengths[:k]) for k in range(len(lengths))]
-    units = [Unit(s, s + w) for s, w in zip(starts, lengths)]
+    units = [SentenceUnit(s, s + w) for s, w in zip(starts, lengths)]
     n = len(units)
     spans = [tuple((units[k % n].start, units[k % n].end) for k in q) for q in questions]
     items = unit_items(units, spans)

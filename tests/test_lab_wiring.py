@@ -23,6 +23,7 @@ from harness.config.lab import Assembly, QesDpArm, QesGreedyArm
 from harness.data.load import load_dataset
 from harness.data.model import Chunk
 from harness.errors import HarnessError, InputError
+from harness.grid.cells import arm_spec
 from harness.metrics.assembly import assemble
 from harness.metrics.qasper import gold_strings, retrieved_flags
 from harness.metrics.registry import ScoringCache, score_question
@@ -94,11 +95,12 @@ def test_the_inputs_hash_covers_training_evidence_only(tmp_path):
         shutil.copytree(HANDBOOK / part, root / part)
     study = Study.at(root)
     dataset = load_dataset(study, "handbook", selection=None)
-    before = inputs_hash(study, dataset, "qes-dp@L450")
+    arm = arm_spec(study, "qes-dp@L450")
+    before = inputs_hash(study, dataset, arm)
     held_out = [q if q.stratum == "train" else dataclasses.replace(q, query="x") for q in dataset.questions]
-    assert inputs_hash(study, dataclasses.replace(dataset, questions=tuple(held_out)), "qes-dp@L450") == before
+    assert inputs_hash(study, dataclasses.replace(dataset, questions=tuple(held_out)), arm) == before
     train = [q if q.stratum != "train" else dataclasses.replace(q, evidence=q.evidence[:1]) for q in dataset.questions]
-    assert inputs_hash(study, dataclasses.replace(dataset, questions=tuple(train)), "qes-dp@L450") != before
+    assert inputs_hash(study, dataclasses.replace(dataset, questions=tuple(train)), arm) != before
 
 
 def _config(**changes):

@@ -20,9 +20,10 @@ PACKAGE = ROOT / "harness"
 
 # lowest first; a layer may import its own modules and those of the layers before it
 LAYERS = (
-    ("harness", "errors", "files", "memory", "study_lock", "timing", "tokens"),
+    ("harness", "errors", "files", "memory", "seeded_draw", "study_lock", "timing", "tokens"),
     ("inference",),
     ("config",),
+    ("task_runners",),
     ("plugins",),
     ("plan",),
     ("study",),
@@ -37,6 +38,7 @@ LAYERS = (
     ("arms",),
     ("pipeline",),
     ("stats",),
+    ("audit",),
     ("analyses",),
     ("lab",),
     ("rehearsal",),
@@ -44,6 +46,12 @@ LAYERS = (
     ("cli", "__main__"),
 )
 LAZY_ALLOWED = ("cli", "__main__")
+
+# imports the layer order allows but the design does not: (importer, imported, why), each a module or package
+KEPT_APART = (
+    ("harness.arms", "harness.retrieval",
+     "arm builders do not rank: what an arm needs from ranking is handed in (BuildInputs.embed_chunks)"),
+)
 
 
 def layer_of(module: str) -> int:
@@ -99,6 +107,22 @@ def test_every_import_points_down_or_sideways():
     assert not upward, "imports against the layer order:\n" + "\n".join(upward)
 
 
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def kept_apart_violations(path: Path, root: Path = ROOT) -> list[str]:
+    here = module_name(path, root)
+    return [f"{path.relative_to(root)}:{line}: {here} imports {target} ({why})"
+            for importer, imported, why in KEPT_APART if _within(here, importer)
+            for target, line, _ in harness_imports(path, root) if _within(target, imported)]
+
+
+def test_modules_kept_apart_do_not_import_each_other():
+    found = [v for path in package_files() for v in kept_apart_violations(path)]
+    assert not found, "imports the design keeps apart:\n" + "\n".join(found)
+
+
 def test_no_function_level_harness_import_outside_the_cli():
     lazy = []
     for path in package_files():
@@ -110,15 +134,11 @@ def test_no_function_level_harness_import_outside_the_cli():
     assert not lazy, "function-level imports of harness modules:\n" + "\n".join(lazy)
 
 
-# statistics sit above the pipeline in the order, but read what it wrote through the grid's paths, never its
-# modules; the Ray session is the one import left (its move is separate work)
-STATS_PIPELINE_IMPORTS = {"harness/stats/on_ray.py"}
-
-
 def test_the_statistics_import_no_pipeline_module():
+    """Statistics sit above the pipeline in the order, but read what it wrote through the grid's paths, never
+    its modules, and run their Ray tasks on harness.task_runners, below every stage."""
     found = [f"{path.relative_to(ROOT)}:{line}: imports {target}"
              for path in sorted((PACKAGE / "stats").rglob("*.py"))
-             if str(path.relative_to(ROOT)) not in STATS_PIPELINE_IMPORTS
              for target, line, _ in harness_imports(path) if layer_of(target) == layer_of("harness.pipeline")]
     assert not found, "statistics importing the pipeline:\n" + "\n".join(found)
 
@@ -159,3 +179,15 @@ def test_the_check_sees_an_upward_import(tmp_path, source, upward):
     probe.write_text(source, encoding="utf-8")
     found = [t for t, _, _ in harness_imports(probe, tmp_path) if layer_of(t) > layer_of("harness.config")]
     assert bool(found) is upward
+
+
+@pytest.mark.parametrize("where, source, found", [
+    ("arms/addon_arms.py", "from harness.retrieval.registry import RetrieverContext\n", True),
+    ("arms/build.py", "def f():\n    import harness.retrieval.dense\n", True),
+    ("arms/build.py", "from harness.grid.paths import chunks_path\n", False),
+])
+def test_the_check_sees_an_import_of_modules_kept_apart(tmp_path, where, source, found):
+    probe = tmp_path / "harness" / where
+    probe.parent.mkdir(parents=True)
+    probe.write_text(source, encoding="utf-8")
+    assert bool(kept_apart_violations(probe, tmp_path)) is found

@@ -15,7 +15,7 @@ from harness.llm.base import BackendUnavailable, LlmError, ModelNotFound, Server
 from harness.llm.ollama_backend import OllamaBackend
 from harness.llm.ollama_client import OllamaClient, model_digest
 from harness.llm.registry import make_backend, resolve_digest
-from harness.provenance import freeze
+from harness.provenance import frozen_record
 from harness.retrieval.dense import OllamaEmbedder
 from harness.retrieval.registry import RetrieverContext
 
@@ -65,7 +65,7 @@ def test_every_path_reads_the_digest_through_model_digest(monkeypatch):
         frozen_model = resolve_digest({"backend": "ollama", "name": MODEL, "host": fake.host})
         nomic = retriever_settings("nomic", {"type": "dense", "backend": "ollama", "model": MODEL, "host": fake.host})
         context = RetrieverContext(Path("unused-cache"), {"nomic": nomic})
-        frozen_retriever = freeze._retriever_model_identity(context, "nomic", nomic)
+        frozen_retriever = frozen_record._retriever_model_identity(context, "nomic", nomic)
     assert chat == embed == frozen_model == frozen_retriever == DIGEST
     assert calls == [MODEL] * 4
 

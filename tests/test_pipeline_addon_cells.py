@@ -13,9 +13,9 @@ from harness.data.model import Chunk
 from harness.files import read_json
 from harness.metrics.registry import budgets_from_config, score_question
 from harness.pipeline.addon_cells import chunk_variants, expand, mean_over_variants
-from harness.grid.cells import chunk_sets
+from harness.grid.cells import arm_spec, chunk_sets
 from harness.provenance.freeze import frozen_hash
-from harness.retrieval.expansion import ChunkSet
+from harness.retrieval.expansion import ChunkPositions
 from harness.retrieval.registry import RetrieverContext
 from pipeline_support import edit_config, make_llm_free_study
 from harness.grid.paths import chunks_path, per_question_path, results_dir, run_path
@@ -46,7 +46,7 @@ def test_expansion_arms_have_cells_but_no_chunk_set(scored):
 def test_expanded_lists_are_cut_by_the_budget_as_any_other(scored):
     """Each row equals the metric of the expanded ranking under the usual budget cut, recomputed here."""
     dataset = load_dataset(scored, "papers", selection=read_selection(scored))
-    chunks = read_chunk_set(scored, dataset, "F512c", frozen_hash=frozen_hash(scored))
+    chunks = read_chunk_set(scored, dataset, arm_spec(scored, "F512c"), frozen_hash=frozen_hash(scored))
     retriever = RetrieverContext.for_study(scored).get("bm25")
     budgets = budgets_from_config(scored.config.budgets, dataset.metric_set)
     df = pd.read_parquet(per_question_path(scored, "papers")).set_index(["arm", "qid", "metric"])["value"]
@@ -56,7 +56,7 @@ def test_expanded_lists_are_cut_by_the_budget_as_any_other(scored):
         ranking = retriever.index(q.scope[0], doc).search(q.query)
         ids = [doc[j].chunk_id for j in ranking.order.tolist()]
         by_id = {c.chunk_id: c for c in doc}
-        expanded = [by_id[i] for i in expand("SX", ids, ChunkSet(doc)).chunk_ids]
+        expanded = [by_id[i] for i in expand("SX", ids, ChunkPositions(doc)).chunk_ids]
         for metric, value in score_question(dataset.metric_set, q, expanded, budgets):
             assert df[("W+SX", q.qid, metric)] == pytest.approx(value, abs=1e-12), (q.qid, metric)
         changed += df[("W+SX", q.qid, "rec@512t")] != df[("F512c", q.qid, "rec@512t")]
@@ -121,9 +121,10 @@ def test_an_expansion_read_in_part_equals_the_whole_expansion(mode, monkeypatch)
         ids = [c.chunk_id for c in chunks]
         by_id = {c.chunk_id: c for c in chunks}
         scores = np.array([rng.random() for _ in chunks])
-        whole = expand(mode, [ids[j] for j in Ranking.lazy(scores.copy()).order.tolist()], ChunkSet(chunks))
+        order = Ranking.lazy(scores.copy()).order.tolist()
+        whole = expand(mode, [ids[j] for j in order], ChunkPositions(chunks))
         for depth in (1, 3, 10, len(chunks)):
-            lazy = ExpandedRanking(mode, Ranking.lazy(scores.copy()), ids, ChunkSet(chunks), by_id)
+            lazy = ExpandedRanking(mode, Ranking.lazy(scores.copy()), ids, ChunkPositions(chunks), by_id)
             block = expanded_run_block("q", lazy, "t", depth=depth)
             assert list(block.chunk_ids) == list(whole.chunk_ids[:depth])
             assert block.scores.tolist() == [float(len(chunks) - r) for r in range(depth)]

@@ -1,4 +1,4 @@
-"""The local and Ray executors (harness.pipeline.executors) give byte-identical results and statistics."""
+"""The local and Ray executors (harness.task_runners) give byte-identical results and statistics."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def _square_unless_three(x: int) -> int:
 
 
 def test_worker_processes_return_each_result_under_its_key_and_raise_a_tasks_error():
-    from harness.pipeline.executors import run_in_processes
+    from harness.task_runners import run_in_processes
 
     seen = []
     out = run_in_processes(_square_unless_three, {"a": (1,), "b": (2,), "c": (4,)},
@@ -129,6 +129,40 @@ def test_arm_tasks_start_heaviest_first_and_counts_come_back_in_grid_order(tmp_p
     assert len(set(weights)) > 1 and weights == sorted(weights, reverse=True)
     by_arm = {arm: {f"docs/{arm}/{r}": {"n": i} for i, r in enumerate(task[3])} for arm, task in tasks.items()}
     assert list(_in_grid_order(cells, by_arm)) == [str(c) for c in cells]
+
+
+def test_score_chooses_one_strategy_from_the_executor():
+    from harness.pipeline.score import ScoreHere, ScoreInProcesses, ScoreOnRay, score_executor
+
+    assert score_executor(None) == ScoreHere() == score_executor(Executor("local", workers=1))
+    assert score_executor(Executor("local", workers=3)) == ScoreInProcesses(3)
+    assert score_executor(Executor("ray", workers=3)) == ScoreOnRay(Executor("ray", workers=3))
+    assert [s.in_this_process for s in (ScoreHere, ScoreInProcesses, ScoreOnRay)] == [True, False, False]
+
+
+def test_score_study_leaves_each_dataset_s_unscored_cells_to_the_chosen_strategy(tmp_path, monkeypatch):
+    """score_study picks the strategy once and hands it every dataset's unscored cells, arm-major; whatever
+    the strategy, it then assembles the tables from the parts written."""
+    from harness.grid.cells import configured_cells
+    from harness.pipeline import score
+    from harness.pipeline.score import ScoreHere, score_study
+
+    study = make_llm_free_study(tmp_path, ("bm25",), arms=("S", "P"))
+    assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
+    chosen, handed = [], []
+
+    class Recorded(ScoreHere):
+        def score(self, study, dataset, cells, **kw):
+            handed.append((dataset.name, [str(c) for c in cells]))
+            super().score(study, dataset, cells, **kw)
+
+    monkeypatch.setattr(score, "score_executor", lambda executor: chosen.append(executor) or Recorded())
+    rows = score_study(study, frozen_hash=frozen_hash(study), progress=False, log=lambda _: None,
+                       executor=Executor("local"))
+    assert chosen == [Executor("local")]
+    cells = configured_cells(study)
+    assert handed == [(d, [str(c) for c in cells if c.dataset.name == d]) for d in study.config.datasets]
+    assert set(rows) == set(study.config.datasets) and all(n > 0 for n in rows.values())
 
 
 def test_the_config_sets_the_executor_and_the_command_line_wins(tmp_path):

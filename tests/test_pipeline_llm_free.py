@@ -16,6 +16,7 @@ from harness.arms.build import build_arms, read_chunk_set
 from harness.cli.main import main
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
+from harness.grid.cells import arm_spec
 from harness.pipeline.score import score_study
 from harness.files import atomic_write_json, read_json
 from harness.provenance.freeze import frozen_hash
@@ -69,7 +70,7 @@ def test_chunk_set_from_other_inputs_is_refused(built, tmp_path):
     try:
         atomic_write_json(mpath, manifest | {"inputs_hash": "0" * 64})
         with pytest.raises(HarnessError, match="built from other inputs"):
-            read_chunk_set(study, dataset, "P", frozen_hash=manifest["frozen_config_hash"])
+            read_chunk_set(study, dataset, arm_spec(study, "P"), frozen_hash=manifest["frozen_config_hash"])
     finally:
         atomic_write_json(mpath, manifest)
 
@@ -156,10 +157,11 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
     # the embedding cache counters are per dataset (the retrievers are shared across datasets)
     misses = {line.split(":")[0]: int(line.split("'cache_misses': ")[1].split("}")[0])
               for line in out.splitlines() if "retriever counters" in line}
-    encoded, seen_chunks, seen_queries = {}, set(), set()
+    encoded, seen_chunks, seen_queries, frozen = {}, set(), set(), frozen_hash(study)
     for name in misses:  # in scoring order; the vector cache is shared, so a text is encoded once overall
         dataset = load_dataset(study, name, selection=read_selection(study))
-        chunks = {c.indexed_text for arm in LLM_FREE for c in read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash(study))}
+        chunks = {c.indexed_text for arm in LLM_FREE
+                  for c in read_chunk_set(study, dataset, arm_spec(study, arm), frozen_hash=frozen)}
         queries = {q.query for q in dataset.questions}
         encoded[name] = len(chunks - seen_chunks) + len(queries - seen_queries)
         seen_chunks |= chunks
@@ -255,7 +257,8 @@ def test_a_scopes_indexes_are_released_once_every_cell_is_past_it(tmp_path, monk
     assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
     dataset = load_dataset(study, "papers", selection=read_selection(study))
     cells = [c for c in configured_cells(study) if c.dataset.name == "papers" and c.arm.name == "S"]
-    scoped = score.scopes(dataset, read_chunk_set(study, dataset, "S", frozen_hash=frozen_hash(study)))
+    chunks = read_chunk_set(study, dataset, arm_spec(study, "S"), frozen_hash=frozen_hash(study))
+    scoped = score.scopes(dataset, chunks)
     assert sum(1 for s in scoped if s.chunks) > 2
     built: dict[str, list] = {}
     original = IndexMemo.get
@@ -302,7 +305,8 @@ def test_an_arms_cells_scored_together_equal_each_scored_alone_and_fusions_reuse
         for arm in ("S", "P"):
             arm_cells = [c for c in cells if c.arm.name == arm]
             assert [c.retriever.name for c in arm_cells] == ["bm25", "minilm", "hybrid"]
-            scoped = score.scopes(dataset, read_chunk_set(study, dataset, arm, frozen_hash=frozen))
+            chunks = read_chunk_set(study, dataset, arm_spec(study, arm), frozen_hash=frozen)
+            scoped = score.scopes(dataset, chunks)
             alone = []
             for cell in arm_cells:
                 alone.append((score.score_cell(study, dataset, cell, scoped, RetrieverContext.for_study(study),

@@ -13,21 +13,12 @@ import pytest
 from harness.cli.main import main
 from harness.config import to_plain
 from harness.errors import DriftError, HarnessError
-from harness.provenance import freeze as freeze_mod
-from harness.provenance.freeze import (
-    ABSENT,
-    assert_same_frozen_hash,
-    check_frozen,
-    compare_records,
-    current_record,
-    record_hash,
-    format_differences,
-    freeze,
-    frozen_hash,
-    key_path,
-    read_frozen_hash,
-    tokenizer_file,
-)
+from harness.provenance import frozen_record, record_diff
+from harness.provenance.drift import check_frozen
+from harness.provenance.freeze import freeze, frozen_hash
+from harness.provenance.frozen_hashes import assert_same_frozen_hash, read_frozen_hash
+from harness.provenance.frozen_record import current_record, record_hash, tokenizer_file
+from harness.provenance.record_diff import ABSENT, compare_records, format_differences, key_path
 from harness.provenance.timeline import record_first_outcome
 from harness.study import Study
 from provenance_support import FakeDigests, edit_yaml, install_fake_digests, make_study, model_keys
@@ -191,14 +182,14 @@ def test_hashed_tokenizer_file_is_the_one_the_encoding_loads():
 def test_tokenizer_file_change_is_refused(study, monkeypatch, tmp_path):
     other = tmp_path / "cl100k_base.tiktoken"
     other.write_bytes(b"not the real ranks\n")
-    err = frozen_then(study, lambda: monkeypatch.setattr(freeze_mod, "tokenizer_file", lambda: other))
+    err = frozen_then(study, lambda: monkeypatch.setattr(frozen_record, "tokenizer_file", lambda: other))
     assert "tokenizer.sha256: " in str(err)
 
 
 def test_reported_fields_are_noted_not_refused_unless_strict(study, monkeypatch):
     freeze(study)
-    monkeypatch.setattr(freeze_mod, "_version", lambda name: "0.0.1-test")
-    monkeypatch.setattr(freeze_mod, "_harness_record", lambda: {"version": "9", "commit": "abc", "clean": False})
+    monkeypatch.setattr(frozen_record, "_version", lambda name: "0.0.1-test")
+    monkeypatch.setattr(frozen_record, "_harness_record", lambda: {"version": "9", "commit": "abc", "clean": False})
     notes = []
     assert check_frozen(fresh(study), stage="score", note=notes.append) == frozen_hash(study)
     assert len(notes) == 1
@@ -335,7 +326,7 @@ def test_deleted_input_file_is_drift(study):
 def test_embedding_prefixes_are_recorded(study, monkeypatch):
     pytest.importorskip("harness.retrieval.dense")
     edit_yaml(study.config_path, lambda c: c["retrievers"].update(nomic={"type": "dense", "backend": "ollama", "model": "nomic-embed-text"}))
-    monkeypatch.setattr(freeze_mod, "_retriever_model_identity", lambda study, name, cfg: "sha256:test")
+    monkeypatch.setattr(frozen_record, "_retriever_model_identity", lambda study, name, cfg: "sha256:test")
     record = current_record(fresh(study))
     nomic = record["config"]["retrievers"]["nomic"]  # the schema fills in the model's preset prefixes
     assert (nomic["query_prefix"], nomic["document_prefix"]) == ("search_query: ", "search_document: ")
@@ -371,9 +362,9 @@ def test_long_values_and_many_differences_are_truncated():
     new = {f"p{i:02d}": "y" * 200 for i in range(40)}
     text = format_differences(compare_records(old, new))
     lines = text.splitlines()
-    assert len(lines) == freeze_mod.MAX_DIFF_LINES + 1
+    assert len(lines) == record_diff.MAX_DIFF_LINES + 1
     assert lines[-1] == "  ... and 10 more"
-    assert all(len(line) < 2 * freeze_mod.MAX_VALUE_CHARS + 20 for line in lines)
+    assert all(len(line) < 2 * record_diff.MAX_VALUE_CHARS + 20 for line in lines)
     assert lines[0].startswith('  p00: "xxx') and "…" in lines[0]
 
 

@@ -15,6 +15,7 @@ from harness.cli.rehearse import parse_effects
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.plan.load import load_study_plan
+from harness.rehearsal.rehearse import RehearsalSettings, rehearse
 from harness.rehearsal.stages import STAGES
 from harness.rehearsal.twin import make_twin, simulated_model, simulated_retriever
 from harness.study import Study
@@ -127,6 +128,27 @@ def test_a_test_no_configured_cell_can_produce_is_reported_blocked(tmp_path):
     assert record["failed"]["stage"] == "freeze"
     assert "A1-papers" in record["failed"]["reason"]
     assert "BLOCKED" in (tmp_path / "twin" / "rehearsal" / "rehearsal.md").read_text()
+
+
+def test_the_rehearsal_is_a_library_call_returning_a_typed_record_the_cli_prints(tmp_path, capsys):
+    """harness.rehearsal.rehearse does the work; the command only prints the record and picks the exit code
+    (a quiet run still says what blocked)."""
+    study = _copy_study(DEMO, tmp_path / "study")
+    plan = study / "plan" / "plan.yaml"
+    line = next(l for l in plan.read_text().splitlines() if "id: A1-papers" in l)
+    plan.write_text(plan.read_text().replace(line, line.replace("retriever: hybrid", "retriever: minilm")))
+    result = rehearse(Study.at(study), tmp_path / "twin", RehearsalSettings(until="freeze"))
+    blocked = "BLOCKED: stage freeze failed on the twin"
+    assert result.blocked is not None and result.blocked.startswith(blocked)
+    assert "A1-papers" in result.blocked and result.text[-1] == result.blocked
+    assert result.written == result.twin / "rehearsal" / "rehearsal.md"
+    assert result.written.read_text(encoding="utf-8") == "\n".join(result.text) + "\n"
+    capsys.readouterr()
+    code = main(["rehearse", "--study", str(study), "--out", str(tmp_path / "twin"), "--until", "freeze",
+                 "--quiet"])
+    assert code == 1 and capsys.readouterr().err.strip().startswith(blocked)
+    with pytest.raises(HarnessError, match="--replicates needs the stats stage; --until score stops"):
+        RehearsalSettings(until="score", replicates=2)
 
 
 def test_models_become_simulated_keeping_what_moves_estimates():

@@ -230,7 +230,8 @@ def test_score_averages_repeats_per_question_and_keeps_each_repeat(tmp_path):
                  evidence=(Evidence(doc.doc_id, doc.text[start:end], start, end),))
     study = SimpleNamespace(root=tmp_path, results_root=None, config=SimpleNamespace(assembly=None))
     arm = SimpleNamespace(kind="E", repeats=2)
-    cell = Cell(DatasetSpec("papers", None), ArmSpec("E-rep", arm, get_kind("E"), "E-rep"), RetrieverSpec("bm25", None))
+    cell = Cell(DatasetSpec("papers", None), ArmSpec("E-rep", arm, get_kind("E")),
+                RetrieverSpec("bm25", None))
     context = SimpleNamespace(get=lambda name: _InOrder(), add_documents=lambda documents: None, memo=None)
     dataset = SimpleNamespace(name="papers", metric_set="qasper", documents=[])
     rows, variant_rows, counts = score_cell(study, dataset, cell, [Scope(doc.doc_id, r0 + r1, [q])],
@@ -329,7 +330,8 @@ def test_spread_keeps_the_registered_subset_and_refuses_unrepeated_tests():
 def test_editing_the_paraphrased_prompt_is_drift(tmp_path, monkeypatch):
     from provenance_support import FakeDigests, install_fake_digests, make_study as make_frozen_study, model_keys
     from harness.errors import DriftError
-    from harness.provenance.freeze import check_frozen, freeze
+    from harness.provenance.drift import check_frozen
+    from harness.provenance.freeze import freeze
     from harness.study import Study
 
     digests = FakeDigests()

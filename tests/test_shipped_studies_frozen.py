@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.provenance.freeze import check_frozen
+from harness.provenance.drift import check_frozen
 from harness.study import Study
 
 REPO = Path(__file__).resolve().parents[1]

@@ -112,7 +112,7 @@ def test_holm_counts_a_row_without_variation_as_not_rejected(tmp_path, table):
             "reported with its estimate but not decided, and counted in Holm as p = 1.") in md
     assert ",no variation," in to_csv(result)
     recomputed = result.to_json()
-    checks = {c.test: c for c in check_family(recomputed, recomputed)}
+    checks = {c.item: c for c in check_family(recomputed, recomputed)}
     assert checks["zero-var"].passed
     assert checks["zero-var"].detail == f"verdict no variation ({rows[1]['verdict_reason']})"
 

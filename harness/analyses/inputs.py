@@ -8,6 +8,7 @@ from harness.analyses.run import Blocked
 from harness.arms.build import read_chunk_set
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
+from harness.grid.cells import arm_spec
 from harness.study import Study
 
 
@@ -27,7 +28,8 @@ class StudyInputs:
 
     def chunks(self, name: str, arm: str):
         try:
-            return read_chunk_set(self.study, self.dataset(name), arm, frozen_hash=self.frozen_hash)
+            return read_chunk_set(self.study, self.dataset(name), arm_spec(self.study, arm),
+                                  frozen_hash=self.frozen_hash)
         except HarnessError as e:
             raise Blocked(f"chunk set {name}/{arm} ({e})", "make build-arms") from None
 

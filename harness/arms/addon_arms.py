@@ -15,8 +15,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Sequence
 
-import numpy as np
-
 from harness.arms.addon_descriptives import (
     key_reuse_rate, long_merged_share, mapping_outcomes, merges_per_document, shortfall_summary,
 )
@@ -32,7 +30,7 @@ from harness.config.arm_kinds import ArmKindSpec
 from harness.config.retrievers import retriever_spec
 from harness.data.model import Chunk
 from harness.errors import HarnessError
-from harness.retrieval.registry import RetrieverContext
+from harness.study import Study
 
 
 def variant_name(seed: int) -> str:
@@ -94,7 +92,10 @@ def random_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) ->
 
 def similarity_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
     retriever_name = dense_retriever_for(inputs.study, inputs.arm, inputs.arm_config.embedder)
-    embeddings = chunk_embeddings(inputs.study, retriever_name, source)
+    if inputs.embed_chunks is None:
+        raise HarnessError(f"arm `{inputs.arm}`: the build gave no way to embed chunks with `{retriever_name}` "
+                           "(harness.retrieval.chunk_vectors.chunk_embedder)")
+    embeddings = inputs.embed_chunks(retriever_name, source)
     target = merge_by_keys(source).merges
     result = similarity_merges(source, target, embeddings)
     record = {"embedder": retriever_name, **_control_record(target, result.merges, result.shortfall),
@@ -102,7 +103,7 @@ def similarity_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]
     return result.chunks, record
 
 
-def dense_retriever_for(study: Any, arm: str, embedder: str) -> str:
+def dense_retriever_for(study: Study, arm: str, embedder: str) -> str:
     """The dense retriever `embedder:` names: a retriever name, or the model of exactly one dense retriever."""
     dense = {name: cfg for name, cfg in study.retrievers.items() if retriever_spec(cfg).embeds}
     if embedder in dense:
@@ -114,14 +115,6 @@ def dense_retriever_for(study: Any, arm: str, embedder: str) -> str:
         f"{study.config_path}: arms.{arm}.embedder: {embedder!r} names no single dense retriever "
         f"(dense retrievers: {', '.join(dense) or 'none'})"
     )
-
-
-def chunk_embeddings(study: Any, retriever_name: str, chunks: Sequence[Chunk]) -> np.ndarray:
-    """One unit row per chunk: the chunk's indexed text embedded as the retriever embeds documents (cached)."""
-    retriever = RetrieverContext.for_study(study).get(retriever_name)
-    matrix = retriever.index(f"SM embeddings {len(chunks)}", list(chunks)).matrix
-    retriever.flush()
-    return matrix
 
 
 # --- M-TP ---

@@ -28,30 +28,29 @@ from harness.data.load import LoadedDataset, load_dataset, loss_summary, lost_co
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_jsonl, canonical_json, iter_jsonl, read_json, sha256_text
-from harness.grid.cells import chunk_sets
+from harness.grid.cells import ArmSpec, arm_spec, chunk_sets
 from harness.study import Study
 from harness.tokens import count_tokens
 from harness.grid.paths import chunk_manifest_path, chunks_path
 
 
-def inputs_hash(study: Study, dataset: LoadedDataset, arm: str) -> str:
+def inputs_hash(study: Study, dataset: LoadedDataset, arm: ArmSpec) -> str:
     """What a chunk set depends on; identical inputs give an identical hash."""
-    cfg = study.arms[arm]
+    cfg, kind = arm.config, arm.kind
     record = {
-        "arm": arm,
+        "arm": arm.name,
         "arm_config": to_plain(cfg),
         "chunking": to_plain(study.chunking),
         "tokenizer": study.config.tokenizer,
-        "model": _model_record(study, dataset.name, arm, cfg),
+        "model": _model_record(study, dataset.name, arm.name, cfg),
         "documents": [[d.doc_id, sha256_text(d.text)] for d in dataset.documents],
     }
-    kind = arm_kind(study, arm)
     if kind.trains_on_questions:  # only the training split's evidence, never held-out questions
-        record["training"] = training_record(arm, dataset.questions)
+        record["training"] = training_record(arm.name, dataset.questions)
     if kind.derived:  # built from another arm's chunks: those inputs move it too
         # recorded under `of` when the config names the source, under `source` when the kind defaults it
         record["of" if kind.of_kind is None else "source"] = inputs_hash(
-            study, dataset, source_arm(study, arm, dataset.name))
+            study, dataset, arm_spec(study, source_arm(study, arm.name, dataset.name)))
         embedder = getattr(cfg, "embedder", None)
         if embedder is not None:
             record["embedders"] = to_plain(study.retrievers)  # SM's embedding model (resolved by name or model)
@@ -128,9 +127,10 @@ def build_dataset_arms(
     study: Study, dataset: LoadedDataset, arms: Sequence[str], *, frozen_hash: str | None, progress: bool = True,
     log: Callable[[str], None] = print, fresh: bool = False, replay: bool = False,
     warn: Callable[[str], None] | None = None,
+    embed_chunks: Callable[[str, Sequence[Chunk]], Any] | None = None,
 ) -> list[ArmBuild]:
     """`fresh` / `replay`: the LLM arms' cache mode (see harness.arms.llm_arms.build_llm_arm); `warn` (default:
-    `log`) gets a line for each LLM arm whose calls failed."""
+    `log`) gets a line for each LLM arm whose calls failed; `embed_chunks`: BuildInputs.embed_chunks."""
     cache: dict[str, dict[str, list[Chunk]]] = {}
 
     def header() -> dict[str, list[Chunk]]:
@@ -138,17 +138,18 @@ def build_dataset_arms(
             cache["h"] = header_led_chunks(study, dataset.documents)
         return cache["h"]
 
+    # BuildInputs hands builders arm names (harness.arms.builder); resolved here, at the stage's edge
     def read_arm(of: str) -> list[Chunk]:
-        return read_source_chunk_set(study, dataset, of, frozen_hash=frozen_hash)
+        return read_source_chunk_set(study, dataset, arm_spec(study, of), frozen_hash=frozen_hash)
 
     def arm_inputs_hash(arm: str) -> str:
-        return inputs_hash(study, dataset, arm)
+        return inputs_hash(study, dataset, arm_spec(study, arm))
 
     built = []
     for arm in sources_first(study, dataset.name, arms):
-        kind = buildable_arm_kind(study, arm)
+        kind, spec = buildable_arm_kind(study, arm), arm_spec(study, arm)
         path, mpath = chunks_path(study, dataset.name, arm), chunk_manifest_path(study, dataset.name, arm)
-        h = inputs_hash(study, dataset, arm)
+        h = inputs_hash(study, dataset, spec)
         # an explicit fresh or replay run re-derives the LLM arms: regenerate, or check the cache answers all
         if path.is_file() and mpath.is_file() and not (kind.needs_model and (fresh or replay)):
             old = read_json(mpath)
@@ -157,10 +158,10 @@ def build_dataset_arms(
                 log(f"{dataset.name}/{arm}: up to date ({old['chunk_set']['chunks']} chunks)")
                 continue
         built_set = build_chunks(kind, BuildInputs(
-            dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=study.arms[arm],
+            dataset.documents, study.chunking, header, study=study, arm=arm, arm_config=spec.config,
             progress=progress, dataset=dataset.name, fresh=fresh, replay=replay, questions=dataset.questions,
             source=source_arm(study, arm, dataset.name) if kind.derived else None, read_arm=read_arm,
-            arm_inputs_hash=arm_inputs_hash,
+            arm_inputs_hash=arm_inputs_hash, embed_chunks=embed_chunks,
         ))
         chunks, extra = built_set.chunks, built_set.manifest
         ids = [c.chunk_id for c in chunks]
@@ -170,7 +171,7 @@ def build_dataset_arms(
             "dataset": dataset.name,
             "arm": arm,
             "kind": kind.name,
-            "arm_config": to_plain(study.arms[arm]),
+            "arm_config": to_plain(spec.config),
             "inputs_hash": h,
             "frozen_config_hash": frozen_hash,
             "chunk_set": chunk_set_manifest(dataset, chunks),
@@ -219,11 +220,13 @@ def sources_first(study: Study, dataset: str, arms: Sequence[str]) -> list[str]:
     return out
 
 
-def read_source_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, frozen_hash: str | None) -> list[Chunk]:
+def read_source_chunk_set(study: Study, dataset: LoadedDataset, arm: ArmSpec, *,
+                          frozen_hash: str | None) -> list[Chunk]:
     """The built chunk set another arm starts from; a missing one is an error naming the target to run."""
-    if not chunks_path(study, dataset.name, arm).is_file():
+    path = chunks_path(study, dataset.name, arm.name)
+    if not path.is_file():
         raise HarnessError(
-            f"{dataset.name}/{arm}: chunk set not built ({chunks_path(study, dataset.name, arm)}), and arms built from it "
+            f"{dataset.name}/{arm}: chunk set not built ({path}), and arms built from it "
             f"need it first: run `make build-arms STUDY={study.root}` (or `harness build-arms --arm {arm}`)"
         )
     return read_chunk_set(study, dataset, arm, frozen_hash=frozen_hash)
@@ -233,8 +236,10 @@ def build_arms(
     study: Study, *, datasets: Sequence[str] | None = None, arms: Sequence[str] | None = None,
     frozen_hash: str | None, progress: bool = True, log: Callable[[str], None] = print,
     fresh: bool = False, replay: bool = False, warn: Callable[[str], None] | None = None,
+    embed_chunks: Callable[[str, Sequence[Chunk]], Any] | None = None,
 ) -> list[ArmBuild]:
-    """`warn` (default: `log`) gets the lines naming data lost on loading and LLM calls that failed."""
+    """`warn` (default: `log`) gets the lines naming data lost on loading and LLM calls that failed;
+    `embed_chunks`: what an SM arm needs from ranking (BuildInputs.embed_chunks)."""
     names = list(datasets or study.config.datasets)
     if arms:
         arm_names = list(arms)
@@ -254,17 +259,19 @@ def build_arms(
         applicable = [cs.arm.name for cs in todo if cs.dataset.name == name]
         out += build_dataset_arms(
             study, dataset, applicable, frozen_hash=frozen_hash, progress=progress, log=log, fresh=fresh,
-            replay=replay, warn=warn,
+            replay=replay, warn=warn, embed_chunks=embed_chunks,
         )
     for line, lost in losses:
         ((warn or log) if lost else log)(line)
     return out
 
 
-def read_chunk_set(study: Study, dataset: LoadedDataset, arm: str, *, frozen_hash: str | None) -> list[Chunk]:
-    """A built chunk set, refused when its manifest does not match the current inputs."""
-
-    path, mpath = chunks_path(study, dataset.name, arm), chunk_manifest_path(study, dataset.name, arm)
+def read_chunk_set(study: Study, dataset: LoadedDataset, arm: ArmSpec, *,
+                   frozen_hash: str | None) -> list[Chunk]:
+    """A built chunk set (the resolved arm's on the loaded dataset), refused when its manifest does not match
+    the current inputs."""
+    names = dataset.name, arm.name
+    path, mpath = chunks_path(study, *names), chunk_manifest_path(study, *names)
     if not path.is_file() or not mpath.is_file():
         raise HarnessError(f"{dataset.name}/{arm}: chunk set not built ({path}); run `harness build-arms` first")
     manifest = read_json(mpath)

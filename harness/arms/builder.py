@@ -33,6 +33,9 @@ class BuildInputs:
     source: str | None = None
     read_arm: Callable[[str], list[Chunk]] | None = None
     arm_inputs_hash: Callable[[str], str] | None = None
+    # what a derived kind needs from ranking (SM: (dense retriever, chunks) -> a vector per chunk), handed
+    # in by the stage that builds the arms: builders do not rank (harness.retrieval.chunk_vectors)
+    embed_chunks: Callable[[str, Sequence[Chunk]], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ ones are appended), `replay` answers only from the cache and leaves it untouched
 
 from __future__ import annotations
 
-import random
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
@@ -38,6 +37,7 @@ from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.prompts import PromptTemplate
 from harness.llm.registry import make_backend
 from harness.llm.session import Cancelled, LlmSession
+from harness.seeded_draw import seeded_sample
 from harness.study import Study
 from harness.grid.paths import generations_path
 
@@ -54,8 +54,7 @@ def select_documents(arm_name: str, arm_cfg: LlmArm, documents: Sequence[Documen
     n = documents_of(arm_cfg)  # derived arms (M-TP) run on every document of their source
     if n == ALL_DOCUMENTS:
         return list(documents)
-    ids = sorted(d.doc_id for d in documents)
-    chosen = set(random.Random(arm_cfg.seed).sample(ids, min(n, len(ids))))
+    chosen = set(seeded_sample((d.doc_id for d in documents), min(n, len(documents)), arm_cfg.seed))
     return [d for d in documents if d.doc_id in chosen]
 
 

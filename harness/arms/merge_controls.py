@@ -24,7 +24,7 @@ RM_SEED_COUNT = 5
 
 
 @dataclass(frozen=True)
-class ControlResult:
+class ControlMerges:
     """A control's chunk set with, per document, the merges made and the merges short of the target."""
 
     chunks: list[Chunk]
@@ -110,7 +110,7 @@ def _check_targets(docs: Mapping[str, list[Chunk]], targets: Mapping[str, int]) 
 
 def random_merges(
     chunks: Sequence[Chunk], targets: Mapping[str, int], *, seed: int, tau_merge: int = TAU_MERGE
-) -> ControlResult:
+) -> ControlMerges:
     """RM with one seed: per document, `targets[doc_id]` joins of uniformly chosen fitting adjacent pairs."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError(f"seed must be an integer, got {seed!r}")
@@ -126,7 +126,7 @@ def rm_seeds(base_seed: int, count: int = RM_SEED_COUNT) -> tuple[int, ...]:
 
 def random_merges_over_seeds(
     chunks: Sequence[Chunk], targets: Mapping[str, int], seeds: Sequence[int], *, tau_merge: int = TAU_MERGE
-) -> dict[int, ControlResult]:
+) -> dict[int, ControlMerges]:
     if len(set(seeds)) != len(seeds):
         raise InputError(f"RM seeds must be distinct, got {list(seeds)}")
     return {s: random_merges(chunks, targets, seed=s, tau_merge=tau_merge) for s in seeds}
@@ -134,7 +134,7 @@ def random_merges_over_seeds(
 
 def similarity_merges(
     chunks: Sequence[Chunk], targets: Mapping[str, int], embeddings: np.ndarray, *, tau_merge: int = TAU_MERGE
-) -> ControlResult:
+) -> ControlMerges:
     """SM: per document, `targets[doc_id]` greedy joins of the most similar fitting adjacent pair.
 
     `embeddings` has one row per chunk of `chunks`, in the same order (the study's dense model).
@@ -160,7 +160,7 @@ def _run(
     chooser_for: Callable[[str], PairChooser],
     tau_merge: int,
     seed: int | None,
-) -> ControlResult:
+) -> ControlMerges:
     out: list[Chunk] = []
     merges: dict[str, int] = {}
     shortfall: dict[str, int] = {}
@@ -170,4 +170,4 @@ def _run(
         out.extend(merged)
         merges[doc_id] = made
         shortfall[doc_id] = targets[doc_id] - made
-    return ControlResult(out, merges, shortfall, seed)
+    return ControlMerges(out, merges, shortfall, seed)

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from harness.chunking.locate import chunks_from_slices
-from harness.chunking.sentences import LAB_L, Unit, sentence_units
+from harness.chunking.sentences import LAB_L, SentenceUnit, sentence_units
 from harness.chunking.windows import _positive
 from harness.data.model import Chunk, Document
 from harness.errors import InputError
@@ -43,7 +43,7 @@ def training_spans(items: Iterable[tuple[str, Sequence[Span]]]) -> list[tuple[Sp
 
 
 @dataclass(frozen=True)
-class Items:
+class UtilityItems:
     """Unit ranges [first, last] of what the utility counts: distinct spans, then multi-evidence hulls."""
 
     spans: tuple[tuple[int, int], ...]
@@ -53,7 +53,7 @@ class Items:
         return list(self.spans) + [(min(a for a, _ in q), max(b for _, b in q)) for q in self.questions]
 
 
-def unit_items(units: Sequence[Unit], training: Sequence[Sequence[Span]]) -> Items:
+def unit_items(units: Sequence[SentenceUnit], training: Sequence[Sequence[Span]]) -> UtilityItems:
     starts = [u.start for u in units]
 
     def unit_at(pos: int) -> int:
@@ -67,14 +67,15 @@ def unit_items(units: Sequence[Unit], training: Sequence[Sequence[Span]]) -> Ite
 
     distinct = sorted({tuple(sp) for q in training for sp in q})
     multi = tuple(tuple(unit_range(sp) for sp in sorted(set(map(tuple, q)))) for q in training if len(set(map(tuple, q))) > 1)
-    return Items(tuple(unit_range(sp) for sp in distinct), multi)
+    return UtilityItems(tuple(unit_range(sp) for sp in distinct), multi)
 
 
-def _window_chars(units: Sequence[Unit], j: int, i: int) -> int:
+def _window_chars(units: Sequence[SentenceUnit], j: int, i: int) -> int:
     return units[i - 1].end - units[j].start
 
 
-def dp_ranges(units: Sequence[Unit], items: Items, L: int, mu: float = MU) -> tuple[list[tuple[int, int]], float]:
+def dp_ranges(units: Sequence[SentenceUnit], items: UtilityItems, L: int,
+              mu: float = MU) -> tuple[list[tuple[int, int]], float]:
     """The optimal segmentation as [j, i) unit ranges, and its objective value."""
     n = len(units)
     by_first: list[list[int]] = [[] for _ in range(n)]
@@ -99,8 +100,8 @@ def dp_ranges(units: Sequence[Unit], items: Items, L: int, mu: float = MU) -> tu
 
 
 def greedy_ranges(
-    units: Sequence[Unit],
-    items: Items,
+    units: Sequence[SentenceUnit],
+    items: UtilityItems,
     L: int,
     *,
     doc_chars: int,
@@ -169,7 +170,7 @@ def _inside(first: np.ndarray, stop: np.ndarray, groups: Sequence[Sequence[tuple
     return out
 
 
-def _pack_range(units: Sequence[Unit], first: int, stop: int, L: int) -> list[tuple[int, int]]:
+def _pack_range(units: Sequence[SentenceUnit], first: int, stop: int, L: int) -> list[tuple[int, int]]:
     """pack_units over units[first:stop], as unit ranges."""
     out, a = [], first
     for k in range(first + 1, stop):

@@ -31,7 +31,7 @@ _BOUNDARY = re.compile(r"[.!?](?=\s)")
 _UNSPLIT_KINDS = ("header", "code", "front_matter", "table")
 
 
-class Unit(NamedTuple):
+class SentenceUnit(NamedTuple):
     start: int
     end: int
 
@@ -44,41 +44,41 @@ def _is_abbreviation(text: str, period: int) -> bool:
     return word in ABBREVIATIONS
 
 
-def _split_span(text: str, start: int, end: int) -> list[Unit]:
-    units: list[Unit] = []
+def _split_span(text: str, start: int, end: int) -> list[SentenceUnit]:
+    units: list[SentenceUnit] = []
     cursor = start
     for m in _BOUNDARY.finditer(text, start, end):
         if text[m.start()] == "." and _is_abbreviation(text, m.start()):
             continue
-        units.append(Unit(cursor, m.end()))
+        units.append(SentenceUnit(cursor, m.end()))
         cursor = m.end()
-    units.append(Unit(cursor, end))
+    units.append(SentenceUnit(cursor, end))
     return [_strip(text, u) for u in units if text[u.start : u.end].strip()]
 
 
-def _strip(text: str, unit: Unit) -> Unit:
+def _strip(text: str, unit: SentenceUnit) -> SentenceUnit:
     s, e = unit
     while text[s].isspace():
         s += 1
     while text[e - 1].isspace():
         e -= 1
-    return Unit(s, e)
+    return SentenceUnit(s, e)
 
 
-def sentence_units(text: str) -> list[Unit]:
+def sentence_units(text: str) -> list[SentenceUnit]:
     """The document's units in order (module docstring)."""
-    units: list[Unit] = []
+    units: list[SentenceUnit] = []
     for block in parse_blocks(text):
         if not text[block.start : block.end].strip():
             continue
         if block.kind in _UNSPLIT_KINDS:
-            units.append(_strip(text, Unit(block.start, block.end)))
+            units.append(_strip(text, SentenceUnit(block.start, block.end)))
         else:
             units.extend(_split_span(text, block.start, block.end))
     return units
 
 
-def pack_units(units: list[Unit], limit: int) -> list[tuple[int, int]]:
+def pack_units(units: list[SentenceUnit], limit: int) -> list[tuple[int, int]]:
     """Next-fit packing of consecutive units into slices of at most `limit` characters (no overlap)."""
     slices: list[tuple[int, int]] = []
     for u in units:
@@ -89,7 +89,7 @@ def pack_units(units: list[Unit], limit: int) -> list[tuple[int, int]]:
     return slices
 
 
-def sentence_window_ranges(units: list[Unit], limit: int, overlap: int) -> list[tuple[int, int]]:
+def sentence_window_ranges(units: list[SentenceUnit], limit: int, overlap: int) -> list[tuple[int, int]]:
     """[first, last) unit ranges of the sentence windows."""
     ranges: list[tuple[int, int]] = []
     first, n = 0, len(units)

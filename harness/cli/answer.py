@@ -9,7 +9,7 @@ from harness.cli.build_arms import llm_mode
 from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, progress, say, warn
 from harness.pipeline.answer import answer_study
-from harness.provenance.freeze import check_frozen
+from harness.provenance.drift import check_frozen
 from harness.provenance.recorded import assembled_table, record_release, require_recorded
 from harness.study import Study
 

@@ -10,8 +10,9 @@ from harness.arms.build import build_arms
 from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, progress, say
 from harness.errors import HarnessError
-from harness.provenance.freeze import check_frozen
+from harness.provenance.drift import check_frozen
 from harness.provenance.recorded import record_release, require_recorded
+from harness.retrieval.chunk_vectors import chunk_embedder
 from harness.study import Study
 
 HELP = "build every arm the study config names, for every dataset, into results/chunks/ (resumable)"
@@ -73,6 +74,7 @@ def run(args) -> int:
         warn=lambda line: say(args, line, problem=True),
         fresh=fresh,
         replay=replay,
+        embed_chunks=chunk_embedder(study),
     )
     record_release(study)
     built = sum(not b.skipped for b in builds)

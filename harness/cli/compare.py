@@ -95,7 +95,7 @@ def run(args) -> int:
     check_numbers(args)
     path, study = per_question_table(args, "--results", args.results)
     if study is not None:  # no interim looks at a registered study's outcomes
-        from harness.provenance.freeze import check_frozen
+        from harness.provenance.drift import check_frozen
         from harness.provenance.interim import require_outcomes_allowed
 
         check_frozen(study, stage="compare", models=False)

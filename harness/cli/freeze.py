@@ -7,7 +7,8 @@ import argparse
 from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, say
 from harness.data.load import loss_summary, lost_counts
-from harness.provenance.freeze import check_frozen, prepare_freeze, write_freeze
+from harness.provenance.drift import check_frozen
+from harness.provenance.freeze import prepare_freeze, write_freeze
 from harness.provenance.interim import deviation_logged, record_deviation
 from harness.provenance.release import DEVIATIONS_NAME, record_study_file
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline

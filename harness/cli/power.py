@@ -52,7 +52,7 @@ def run(args) -> int:
 
     path, study = per_question_table(args, "--pilot", args.pilot)
     if study is not None:
-        from harness.provenance.freeze import check_frozen
+        from harness.provenance.drift import check_frozen
         from harness.provenance.interim import require_outcomes_allowed
 
         check_frozen(study, stage="power", models=False)

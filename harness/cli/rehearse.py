@@ -80,73 +80,24 @@ def parse_effects(items: list[str]) -> dict[str, float]:
 
 
 def run(args) -> int:
-    from harness.grid.results import read_per_question
-    from harness.plan.load import load_study_plan
-    from harness.cli.output import progress as shows_progress, warn
-    from harness.rehearsal import summary
-    from harness.rehearsal.stages import STAGES, StageFailed, as_json, family_results, run_stages
-    from harness.rehearsal.twin import make_twin
-    from harness.stats.io import load_per_question
+    from harness.cli.output import progress, warn
+    from harness.rehearsal.rehearse import RehearsalSettings, rehearse
     from harness.study import Study
 
-    effects = parse_effects(args.effect)
-    if args.until is not None and STAGES.index(args.until) < STAGES.index("stats") and args.replicates:
-        raise HarnessError(f"--replicates needs the stats stage; --until {args.until} stops before it")
-    if (effects or args.pilot) and args.replicates < 1:
-        raise HarnessError("--effect and --pilot apply to the replicates: give --replicates R (R >= 1)")
-    if not 0 <= args.malformed_rate < 1:
-        raise HarnessError(f"--malformed-rate must be in [0, 1); got {args.malformed_rate}")
-    study = Study.at(args.study)
-    progress = shows_progress(args)
-    twin = make_twin(study, Path(args.out), scale=args.scale, seed=args.seed, real_encoders=args.real_encoders,
-                     malformed_rate=args.malformed_rate)
-    if progress:
-        print(f"rehearse: twin of {study.root} in {twin.root} (scale {args.scale})", file=sys.stderr)
-    record = {"study": str(study.root), "twin": str(twin.root), "scale": args.scale, "seed": args.seed,
-              "executor": args.executor, "score_workers": args.score_workers}
-    try:
-        stages = STAGES if args.until is None else STAGES[:STAGES.index(args.until) + 1]
-        runs = run_stages(twin, executor=args.executor, workers=args.score_workers, stages=stages,
-                          progress=progress)
-    except StageFailed as failed:  # e.g. the freeze refusing a test no configured cell can produce
-        text = ["## Stages on the twin", "", summary.stage_table(failed.runs), "",
-                f"BLOCKED: stage {failed.stage} failed on the twin: {failed.reason}"]
-        _write(twin, record | {"stages": as_json(failed.runs), "failed": {"stage": failed.stage, "reason": failed.reason,
-                                                                            "log_tail": failed.tail}}, text)
-        if args.quiet:  # the text went nowhere; the blocking stage must still be said
-            warn(text[-1])
-        return 1
-    record["stages"] = as_json(runs)
-    text = ["## Stages on the twin", "", summary.stage_table(runs)]
-    if "stats" not in stages:
-        _write(twin, record, text + ["", f"stopped after {args.until}: no test was run (stats comes later)"])
-        return 0
-    plan = load_study_plan(twin)
-    registered = {fam.id: [t.id for t in fam.tests] for fam in plan.families}
-    results = summary.outcomes(family_results(twin), registered)
-    record["tests"] = [o.__dict__ for o in results]
-    text += ["", "## Registered tests on the twin", "", summary.outcome_table(results), "", summary.headline(results)]
-    if args.replicates:
-        from harness.stats.replicates import replicate_verdicts
+    settings = RehearsalSettings(
+        scale=args.scale, seed=args.seed, real_encoders=args.real_encoders,
+        malformed_rate=args.malformed_rate,
+        executor=args.executor, score_workers=args.score_workers, until=args.until,
+        effects=parse_effects(args.effect), replicates=args.replicates, resamples=args.resamples,
+        workers=args.workers, pilot=args.pilot, progress=progress(args))
 
-        table = read_per_question(args.pilot) if args.pilot else load_per_question(twin)
-        known = replicate_verdicts(plan, table, effects=effects, replicates=args.replicates, seed=args.seed,
-                                   resamples=args.resamples or None, progress=progress, workers=args.workers)
-        record["replicates"] = known.to_json() | {"pilot": args.pilot}
-        text += ["", f"## Known effects: {args.replicates} replicates", "", known.to_markdown()]
-    _write(twin, record, text)
-    blocked = any(o.verdict is None for o in results)
-    if blocked and args.quiet:
-        warn(summary.headline(results))
-    return 1 if blocked else 0
+    def log(line: str) -> None:  # where the twin is: a progress line
+        if settings.progress:
+            print(line, file=sys.stderr)
 
-
-def _write(twin, record: dict, text: list[str]) -> None:
-    from harness.files import atomic_write_json, atomic_write_text
-
-    out = twin.root / "rehearsal"
-    atomic_write_json(out / "rehearsal.json", record)
-    atomic_write_text(out / "rehearsal.md", "\n".join(text) + "\n")
-    print("\n".join(text))
-    print(f"\nwritten: {out / 'rehearsal.md'} and rehearsal.json")
-
+    result = rehearse(Study.at(args.study), Path(args.out), settings, log=log)
+    print("\n".join(result.text))
+    print(f"\nwritten: {result.written} and rehearsal.json")
+    if result.blocked and args.quiet:  # the text went nowhere; what blocks a verdict must still be said
+        warn(result.blocked)
+    return 1 if result.blocked else 0

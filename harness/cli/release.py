@@ -1,7 +1,7 @@
 """`harness release`: print the release hash to publish beside the registered hash."""
 
 from harness.cli.main import add_study_argument
-from harness.provenance.freeze import check_frozen
+from harness.provenance.drift import check_frozen
 from harness.provenance.release import publishable_release_hash
 from harness.study import Study
 

@@ -3,7 +3,7 @@
 from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, say
 from harness.errors import HarnessError
-from harness.provenance.freeze import check_frozen
+from harness.provenance.drift import check_frozen
 from harness.provenance.release import publishable_release_hash
 from harness.report.build import build_report
 from harness.study import Study

@@ -5,9 +5,10 @@ import contextlib
 from harness.cli.main import add_study_argument
 from harness.cli.output import add_output_arguments, progress
 from harness.config.executor import EXECUTORS
-from harness.pipeline.executors import choose_executor, is_local, ray_session
+from harness.pipeline.executors import choose_executor, is_local
+from harness.task_runners import ray_session
 from harness.pipeline.score import score_study
-from harness.provenance.freeze import check_frozen
+from harness.provenance.drift import check_frozen
 from harness.provenance.recorded import assembled_table, record_release, require_recorded
 from harness.study import Study
 

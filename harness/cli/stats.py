@@ -46,7 +46,7 @@ def run(args) -> int:
         load_judge_rates, load_per_question, load_reader_rates, results_frozen_hash, write_outputs,
     )
     from harness.plan.load import load_study_plan
-    from harness.provenance.freeze import check_frozen
+    from harness.provenance.drift import check_frozen
     from harness.provenance.recorded import record_release, require_recorded
 
     study = Study.at(args.study)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.config.fields import (
-    Anything, Either, Flag, Int, ListOf, MapOf, OneOf, Optional, Section, Text, Where, setting,
+    Anything, Either, Flag, Int, ListOf, MapOf, OneOf, Optional, Nested, Text, Where, setting,
 )
 from harness.config.metric_sets import ByMetricSet, reader_budgets
 from harness.config.names import not_a_name
@@ -44,7 +44,7 @@ class Reader:
     model_options: dict[str, Any] = setting(check=MapOf(Anything()), factory=dict)
     # metric set -> tokens of context
     budgets: dict[str, int] = setting(check=ByMetricSet(Int(1)), factory=reader_budgets)
-    cells: tuple[AnswerCell, ...] = setting((), ListOf(Section(AnswerCell)))
+    cells: tuple[AnswerCell, ...] = setting((), ListOf(Nested(AnswerCell)))
     # a seeded sample of each dataset's questions (the same in every cell), for compute-bound studies
     questions: int | str = setting("all", Either((OneOf(("all",)), Int(1))))
     seed: int = setting(0, Int())

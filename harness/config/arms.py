@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from harness.config.arm_kinds import ARM_KINDS
 from harness.config.arm_settings import DATASETS, contextual_headers_setting
 from harness.config.fields import (
-    Anything, Check, Either, Flag, Int, MapOf, OneOf, Optional, Text, Variants, Where, setting,
+    Anything, ValueCheck, Either, Flag, Int, MapOf, OneOf, Optional, Text, Variants, Where, setting,
 )
 
 ALL_DOCUMENTS = "all"
@@ -41,7 +41,7 @@ class LlmFreeArm:
 
 
 @dataclass(frozen=True)
-class ModelOption(Check):
+class ModelOption(ValueCheck):
     """One model option for every dataset, or a mapping dataset -> value (harness.arms.model_limits)."""
 
     expected = "a scalar, or a mapping of dataset names to scalars"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.config.fields import (
-    Either, Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Variants, Where, setting,
+    Either, Int, ListOf, MapOf, Number, OneOf, Optional, Nested, Text, Variants, Where, setting,
 )
 from harness.config.metric_sets import EVIDENCE_STRINGS, MetricSetName
 from harness.config.names import NAME
@@ -57,10 +57,10 @@ class QasperDataset:
     adapter: str = setting(check=OneOf(("qasper",)))
     metric_set: str = setting(check=MetricSetName())
     files: str | tuple[str, ...] | None = setting(None, Optional(Either((_PATH, ListOf(_PATH, min_len=1)))))
-    hub: QasperHub | None = setting(None, Optional(Section(QasperHub)))  # instead of `files`, when online
-    selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
+    hub: QasperHub | None = setting(None, Optional(Nested(QasperHub)))  # instead of `files`, when online
+    selection: ClusterSelection | None = setting(None, Optional(Nested(ClusterSelection)))
     retrieval_scope: str | None = setting(None, _SCOPE)
-    source: QasperSources | None = setting(None, Optional(Section(QasperSources)))  # for `harness fetch`
+    source: QasperSources | None = setting(None, Optional(Nested(QasperSources)))  # for `harness fetch`
 
     def completed(self, where: Where) -> "QasperDataset":
         if self.source is not None:
@@ -78,7 +78,8 @@ class FreshStackDomain:
     corpus_path_prefix: str = setting("", Text())
     distractor_ratio: float | str = setting(1, Either((OneOf(("full",)), Number(0))))  # distractors per gold file
     licence: str = setting("", Text())
-    source: FreshStackSources | None = setting(None, Optional(Section(FreshStackSources)))  # for `harness fetch`
+    # for `harness fetch`
+    source: FreshStackSources | None = setting(None, Optional(Nested(FreshStackSources)))
 
     def completed(self, where: Where) -> "FreshStackDomain":
         if self.source is None:
@@ -96,8 +97,9 @@ class FreshStackDomain:
 class FreshStackDataset:
     adapter: str = setting(check=OneOf(("freshstack",)))
     metric_set: str = setting(check=MetricSetName())
-    domains: dict[str, FreshStackDomain] = setting(check=MapOf(Section(FreshStackDomain), non_empty=True, name=NAME))
-    selection: QuestionSelection | None = setting(None, Optional(Section(QuestionSelection)))
+    domains: dict[str, FreshStackDomain] = setting(
+        check=MapOf(Nested(FreshStackDomain), non_empty=True, name=NAME))
+    selection: QuestionSelection | None = setting(None, Optional(Nested(QuestionSelection)))
 
 
 @dataclass(frozen=True)
@@ -106,9 +108,9 @@ class JsonlDataset:
     metric_set: str = setting(check=MetricSetName())
     documents: str | None = setting(None, Optional(_PATH))  # documents.jsonl
     questions: str | None = setting(None, Optional(_PATH))  # questions.jsonl
-    selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))
+    selection: ClusterSelection | None = setting(None, Optional(Nested(ClusterSelection)))
     retrieval_scope: str | None = setting(None, _SCOPE)
-    source: JsonlSources | None = setting(None, Optional(Section(JsonlSources)))  # for `harness fetch`
+    source: JsonlSources | None = setting(None, Optional(Nested(JsonlSources)))  # for `harness fetch`
 
     def completed(self, where: Where) -> "JsonlDataset":
         if self.source is not None:
@@ -132,8 +134,9 @@ class QuestionEvidenceDataset:
     metric_set: str = setting(check=MetricSetName(EVIDENCE_STRINGS))  # the Qasper-like metrics
     document: str = setting(check=_PATH)  # the Markdown file
     questions: str = setting(check=_PATH)  # the JSON list
-    split: SeededSplit | None = setting(None, Optional(Section(SeededSplit)))  # None: each record's `split`
-    selection: ClusterSelection | None = setting(None, Optional(Section(ClusterSelection)))  # cluster = question
+    split: SeededSplit | None = setting(None, Optional(Nested(SeededSplit)))  # None: each record's `split`
+    # cluster = question
+    selection: ClusterSelection | None = setting(None, Optional(Nested(ClusterSelection)))
 
 
 DATASET_SCHEMAS: dict[str, type] = {"qasper": QasperDataset, "freshstack": FreshStackDataset, "jsonl": JsonlDataset,

@@ -54,7 +54,7 @@ class Where:
 # --- checks: callables (value, where) -> the value kept; each has `expected`, used in messages ---
 
 
-class Check:
+class ValueCheck:
     expected = "a value"
 
     def __call__(self, value: Any, where: Where) -> Any:
@@ -79,7 +79,7 @@ def _range_text(minimum: float | None, maximum: float | None, above: bool) -> st
 
 
 @dataclass(frozen=True)
-class Number(Check):
+class Number(ValueCheck):
     """An int or float (YAML's 0 stays 0: values are kept exactly as written, they key caches)."""
 
     minimum: float | None = None
@@ -111,7 +111,7 @@ def Int(minimum: int | None = None, maximum: int | None = None) -> Number:
 
 
 @dataclass(frozen=True)
-class Text(Check):
+class Text(ValueCheck):
     non_empty: bool = False
 
     @property
@@ -125,7 +125,7 @@ class Text(Check):
 
 
 @dataclass(frozen=True)
-class Flag(Check):
+class Flag(ValueCheck):
     expected = "true or false"
 
     def __call__(self, value: Any, where: Where) -> Any:
@@ -135,7 +135,7 @@ class Flag(Check):
 
 
 @dataclass(frozen=True)
-class OneOf(Check):
+class OneOf(ValueCheck):
     options: tuple[Any, ...]
 
     @property
@@ -149,10 +149,10 @@ class OneOf(Check):
 
 
 @dataclass(frozen=True)
-class Either(Check):
+class Either(ValueCheck):
     """The first check that accepts the value."""
 
-    checks: tuple[Check, ...]
+    checks: tuple[ValueCheck, ...]
 
     @property
     def expected(self) -> str:
@@ -168,10 +168,10 @@ class Either(Check):
 
 
 @dataclass(frozen=True)
-class ListOf(Check):
+class ListOf(ValueCheck):
     """A YAML list, kept as a tuple (sections are immutable)."""
 
-    item: Check
+    item: ValueCheck
     min_len: int = 0
     unique: bool = False
 
@@ -190,14 +190,14 @@ class ListOf(Check):
 
 
 @dataclass(frozen=True)
-class MapOf(Check):
+class MapOf(ValueCheck):
     """A mapping of free names (arm names, model names, ...) to values; `keys` restricts the names, `name`
     checks each (harness.config.names.NAME for the names a study gives)."""
 
-    item: Check
+    item: ValueCheck
     keys: tuple[str, ...] | None = None
     non_empty: bool = False
-    name: Check | None = None
+    name: ValueCheck | None = None
 
     @property
     def expected(self) -> str:
@@ -219,7 +219,7 @@ class MapOf(Check):
 
 
 @dataclass(frozen=True)
-class Section(Check):
+class Nested(ValueCheck):
     """A nested section (a dataclass built with `build`)."""
 
     cls: type
@@ -233,7 +233,7 @@ class Section(Check):
 
 
 @dataclass(frozen=True)
-class Variants(Check):
+class Variants(ValueCheck):
     """A section whose schema depends on one key (`kind:` of an arm, `type:` of a retriever, ...)."""
 
     key: str
@@ -258,7 +258,7 @@ class Variants(Check):
         return build(cls, value, where)
 
 
-class Anything(Check):
+class Anything(ValueCheck):
     expected = "any value"
 
     def __call__(self, value: Any, where: Where) -> Any:
@@ -266,10 +266,10 @@ class Anything(Check):
 
 
 @dataclass(frozen=True)
-class Optional(Check):
+class Optional(ValueCheck):
     """The check, or null (YAML `~` / an empty value): for settings that have no default."""
 
-    check: Check
+    check: ValueCheck
 
     @property
     def expected(self) -> str:
@@ -282,7 +282,8 @@ class Optional(Check):
 # --- fields and building ---
 
 
-def setting(default: Any = REQUIRED, check: Check = Anything(), *, factory: Callable[[], Any] | None = None):
+def setting(default: Any = REQUIRED, check: ValueCheck = Anything(), *,
+            factory: Callable[[], Any] | None = None):
     """A schema field: its one default (or REQUIRED) and the check its values must pass."""
     meta = {"check": check, "required": default is REQUIRED and factory is None}
     if factory is not None:

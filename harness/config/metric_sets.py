@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.config.fields import Check, MapOf, OneOf, Where
+from harness.config.fields import ValueCheck, MapOf, OneOf, Where
 
 # How a set's gold is given, which also shapes the JSONL twin the rehearsal simulates for it
 # (harness.rehearsal.twin_data): evidence strings located in one paper (Qasper-like), or gold sections of
@@ -41,7 +41,7 @@ def reader_budgets() -> dict[str, int]:
     return {name: spec.reader_budget for name, spec in METRIC_SETS.items()}
 
 
-class MetricSetName(Check):
+class MetricSetName(ValueCheck):
     """One of METRIC_SETS (those whose gold is `gold`, when given), read when checking, so a set registered
     after import is known."""
 
@@ -59,10 +59,10 @@ class MetricSetName(Check):
         return self._names()(value, where)
 
 
-class ByMetricSet(Check):
+class ByMetricSet(ValueCheck):
     """A mapping keyed by metric set (budgets), the names read from METRIC_SETS when checking."""
 
-    def __init__(self, values: Check):
+    def __init__(self, values: ValueCheck):
         self.values = values
 
     @property

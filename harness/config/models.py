@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.config.fields import (
-    Flag, Int, ListOf, Number, OneOf, Optional, Section, Text, Variants, Where, setting, to_plain,
+    Flag, Int, ListOf, Number, OneOf, Optional, Nested, Text, Variants, Where, setting, to_plain,
 )
 
 OLLAMA_OPTIONS = {"temperature": 0.0, "num_ctx": 8192, "num_predict": 512}
@@ -50,8 +50,8 @@ class Failover:
     failures_before_down: int = setting(FAILOVER_FAILURES, _POSITIVE)
 
 
-_HOSTS = Optional(ListOf(Section(ServerHost), min_len=1))
-_FAILOVER = Optional(Section(Failover))
+_HOSTS = Optional(ListOf(Nested(ServerHost), min_len=1))
+_FAILOVER = Optional(Nested(Failover))
 
 
 def pool_checked(model: Any, single: str, where: Where) -> Any:
@@ -140,7 +140,7 @@ class OpenAIModel(_Model):
     temperature: float = setting(OPENAI_OPTIONS["temperature"], _TEMPERATURE)
     max_tokens: int = setting(OPENAI_OPTIONS["max_tokens"], _POSITIVE)
     reasoning_effort: str | None = setting(None, Optional(OneOf(("none", "minimal", "low", "medium", "high"))))
-    provider: Provider = setting(check=Section(Provider), factory=Provider)
+    provider: Provider = setting(check=Nested(Provider), factory=Provider)
     price_in_per_mtok: float | None = setting(None, Optional(Number(0)))  # USD per million prompt tokens
     price_out_per_mtok: float | None = setting(None, Optional(Number(0)))
     context_tokens: int | None = setting(None, Optional(_POSITIVE))  # the model's window, when known

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harness.config.fields import Check, Where
+from harness.config.fields import ValueCheck, Where
 from harness.errors import HarnessError
 
 NAME_MAX = 100
@@ -30,7 +30,7 @@ def is_safe_name(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class SafeName(Check):
+class SafeName(ValueCheck):
     """A name by the rule above (NAME_RULE says it in words)."""
 
     expected = f"a name ({NAME_RULE})"

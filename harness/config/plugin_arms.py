@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.config.arm_settings import DATASETS, contextual_headers_setting
-from harness.config.fields import Anything, Check, MapOf, Text, Where, setting
+from harness.config.fields import Anything, MapOf, Text, ValueCheck, Where, setting
 from harness.errors import HarnessError
 from harness.config.plugin_code import split_callable
 
 
-class CallableName(Check):
+class CallableName(ValueCheck):
     """`module:function` (harness.plugins.split_callable)."""
 
     expected = "`module:function`"
@@ -28,7 +28,7 @@ class CallableName(Check):
         return value
 
 
-class ClassName(Check):
+class ClassName(ValueCheck):
     """A class of the library, by its name (it is looked up when the arm is built)."""
 
     expected = "a class name"

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from harness.config import lab
 from harness.config.fields import (
-    Check, Flag, Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Variants, Where, replace, setting,
+    ValueCheck, Flag, Int, ListOf, MapOf, Number, OneOf, Optional, Nested, Text, Variants, Where, replace, setting,
 )
 from harness.config.models import TIMEOUT_S, Failover, ServerHost, pool_checked
 from harness.config.plugin_arms import CallableName, params_setting
@@ -170,7 +170,7 @@ class Rerank(RetrieverSchema):
     depth: int = setting(RERANK_DEPTH, _POSITIVE)
 
 
-class _RerankBackend(Check):
+class _RerankBackend(ValueCheck):
     """One of RERANK_BACKENDS, read when checking: the table (below) holds the schemas that use this check."""
 
     @property
@@ -226,8 +226,9 @@ class HttpRerank(Rerank):
     backend: str = setting(check=OneOf((HTTP_RERANK,)))
     model: str = setting(check=Text(non_empty=True))  # the id the server reports; checked before the first call
     base_url: str | None = setting(None, Optional(Text(non_empty=True)))  # one server
-    hosts: tuple[ServerHost, ...] | None = setting(None, Optional(ListOf(Section(ServerHost), min_len=1)))  # a pool
-    failover: Failover | None = setting(None, Optional(Section(Failover)))
+    hosts: tuple[ServerHost, ...] | None = setting(  # a pool
+        None, Optional(ListOf(Nested(ServerHost), min_len=1)))
+    failover: Failover | None = setting(None, Optional(Nested(Failover)))
     api: str = setting(RERANK_APIS[0], OneOf(RERANK_APIS))
     # true: query and documents are sent wrapped in the Qwen3-Reranker prompt (what vLLM's example does);
     # false: sent as they are, for a server that applies the template itself
@@ -286,7 +287,7 @@ class StandIn:
 
 
 @dataclass(frozen=True)
-class RetrieverSpec:
+class RetrieverTypeSpec:
     """What a retriever type (or a rerank backend) is: its schema, and what the stages ask of it instead of
     its name (docs/extending.md, A retriever type)."""
 
@@ -302,7 +303,7 @@ class RetrieverSpec:
     # the audit's --rescore can re-run its cells (an LLM's pair scores cannot be replayed)
     rescorable: bool = True
     # the schema is chosen by `backend:` among these (the first when none is given)
-    backends: Mapping[str, "RetrieverSpec"] | None = None
+    backends: Mapping[str, "RetrieverTypeSpec"] | None = None
     plugin: PluginCode | None = None  # it runs code or reads files from outside the harness, recorded by the freeze
 
     def member_names(self, cfg: Any) -> list[str]:
@@ -319,28 +320,30 @@ _DENSE_STAND_IN = StandIn(("type", "datasets", "arms", "model", "query_prefix", 
 _RERANK_STAND_IN = StandIn(("type", "datasets", "arms", "first_stage", "depth"), "reranker")
 _FIRST_STAGE = ("first_stage",)
 
-RERANK_BACKENDS: dict[str, RetrieverSpec] = {
-    CROSS_ENCODER: RetrieverSpec(CrossEncoderRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
-    LLM_YES: RetrieverSpec(LlmYesRerank, True, members=_FIRST_STAGE,
-                           stand_in=replace(_RERANK_STAND_IN, always=True), rescorable=False),
-    SIMULATED: RetrieverSpec(SimulatedRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
-    TRANSFORMERS: RetrieverSpec(TransformersRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
-    HTTP_RERANK: RetrieverSpec(HttpRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
+RERANK_BACKENDS: dict[str, RetrieverTypeSpec] = {
+    CROSS_ENCODER: RetrieverTypeSpec(CrossEncoderRerank, True, members=_FIRST_STAGE,
+                                     stand_in=_RERANK_STAND_IN),
+    LLM_YES: RetrieverTypeSpec(LlmYesRerank, True, members=_FIRST_STAGE,
+                               stand_in=replace(_RERANK_STAND_IN, always=True), rescorable=False),
+    SIMULATED: RetrieverTypeSpec(SimulatedRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
+    TRANSFORMERS: RetrieverTypeSpec(TransformersRerank, True, members=_FIRST_STAGE,
+                                    stand_in=_RERANK_STAND_IN),
+    HTTP_RERANK: RetrieverTypeSpec(HttpRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
 }
-RETRIEVER_TYPES: dict[str, RetrieverSpec] = {
-    "bm25": RetrieverSpec(Bm25),
-    "dense": RetrieverSpec(Dense, True, embeds=True, stand_in=_DENSE_STAND_IN),
-    "rrf": RetrieverSpec(Rrf, members=("of",)),
-    "graph": RetrieverSpec(Graph, members=("base",)),
-    "rerank": RetrieverSpec(Rerank, members=_FIRST_STAGE, backends=RERANK_BACKENDS),
+RETRIEVER_TYPES: dict[str, RetrieverTypeSpec] = {
+    "bm25": RetrieverTypeSpec(Bm25),
+    "dense": RetrieverTypeSpec(Dense, True, embeds=True, stand_in=_DENSE_STAND_IN),
+    "rrf": RetrieverTypeSpec(Rrf, members=("of",)),
+    "graph": RetrieverTypeSpec(Graph, members=("base",)),
+    "rerank": RetrieverTypeSpec(Rerank, members=_FIRST_STAGE, backends=RERANK_BACKENDS),
     # from outside the harness (docs/plugins.md)
-    "python": RetrieverSpec(PythonRetriever, plugin=PluginCode(callable_key="callable")),
-    "run-file": RetrieverSpec(RunFile, plugin=PluginCode(files_key="runs"),
-                              stand_in=StandIn(("type", "datasets", "arms", "runs"), "run file", always=True)),
+    "python": RetrieverTypeSpec(PythonRetriever, plugin=PluginCode(callable_key="callable")),
+    "run-file": RetrieverTypeSpec(RunFile, plugin=PluginCode(files_key="runs"),
+                                  stand_in=StandIn(("type", "datasets", "arms", "runs"), "run file", always=True)),
 }
 
 
-def retriever_spec(entry: Any) -> RetrieverSpec:
+def retriever_spec(entry: Any) -> RetrieverTypeSpec:
     """The spec of a checked `retrievers:` entry, typed or as written (harness.config.fields.to_plain)."""
     spec = _find_spec(entry)
     if spec is None:
@@ -353,7 +356,7 @@ def _value(entry: Any, key: str) -> Any:
     return entry.get(key) if isinstance(entry, Mapping) else getattr(entry, key, None)
 
 
-def _find_spec(entry: Any) -> RetrieverSpec | None:
+def _find_spec(entry: Any) -> RetrieverTypeSpec | None:
     """Its type's spec, or its backend's where the type has backends (an unknown or missing backend: the
     default's, whose schema names the choices); None for an unknown type."""
     kind = _value(entry, "type")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields
 
-from harness.config.fields import Either, Int, ListOf, Optional, Section, Text, Where, setting
+from harness.config.fields import Either, Int, ListOf, Optional, Nested, Text, Where, setting
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
@@ -55,9 +55,9 @@ class GitSource:
 
 @dataclass(frozen=True)
 class Source:
-    huggingface: HubSource | None = setting(None, Optional(Section(HubSource)))
-    url: UrlSource | None = setting(None, Optional(Section(UrlSource)))
-    git: GitSource | None = setting(None, Optional(Section(GitSource)))
+    huggingface: HubSource | None = setting(None, Optional(Nested(HubSource)))
+    url: UrlSource | None = setting(None, Optional(Nested(UrlSource)))
+    git: GitSource | None = setting(None, Optional(Nested(GitSource)))
 
     @property
     def kind(self) -> str:
@@ -74,7 +74,7 @@ class Source:
         return self
 
 
-SOURCE = Section(Source)
+SOURCE = Nested(Source)
 FOLDER_KINDS = ("git",)  # what a checkout (a folder) may come from
 ROWS_KINDS = ("huggingface",)  # sources of rows, written as the adapter's JSON or JSON lines
 

@@ -17,9 +17,10 @@ from harness.config.datasets import DATASET, DatasetConfig
 from harness.config.metric_sets import METRIC_SETS, ByMetricSet
 from harness.config.lab import Assembly, expand_sweeps
 from harness.config.fields import (
-    Int, ListOf, MapOf, Number, OneOf, Optional, Section, Text, Where, build, replace, setting,
+    Int, ListOf, MapOf, Number, OneOf, Optional, Nested, Text, Where, build, replace, setting,
 )
 from harness.config.executor import Executor
+from harness.config.ir_measures import IrMeasureName
 from harness.config.models import MODEL, ModelConfig
 from harness.config.names import NAME, not_a_name
 from harness.config.retrievers import RETRIEVER, RetrieverConfig
@@ -41,21 +42,24 @@ class StudyConfig:
     study: str | None = setting(None, Optional(Text(non_empty=True)))  # default: the study directory's name
     datasets: dict[str, DatasetConfig] = setting(check=MapOf(DATASET, non_empty=True, name=NAME))
     tokenizer: str = setting(TOKENIZERS[0], OneOf(TOKENIZERS))
-    chunking: Chunking = setting(check=Section(Chunking), factory=Chunking)
+    chunking: Chunking = setting(check=Nested(Chunking), factory=Chunking)
     models: dict[str, ModelConfig] = setting(check=MapOf(MODEL, name=NAME), factory=dict)
     arms: dict[str, ArmConfig] = setting(check=MapOf(ARM, non_empty=True, name=NAME))
     retrievers: dict[str, RetrieverConfig] = setting(check=MapOf(RETRIEVER, non_empty=True, name=NAME))
     budgets: dict[str, tuple[int, ...]] = setting(
         check=ByMetricSet(ListOf(Int(1), min_len=1, unique=True)), factory=dict
     )  # metric_set -> token budgets
-    llm: Llm = setting(check=Section(Llm), factory=Llm)
+    llm: Llm = setting(check=Nested(Llm), factory=Llm)
     run_depth: int = setting(RUN_DEPTH, Int(1))
+    # standard IR measures scored beside each metric set's own (harness.config.ir_measures); None: none
+    ir_measures: tuple[str, ...] | None = setting(None, Optional(ListOf(IrMeasureName(), min_len=1, unique=True)))
     # how rankings fill the budgets before scoring; None: cl100k tokens, cut at the budget (unset, so configs
     # written before the option freeze unchanged)
-    assembly: Assembly | None = setting(None, Optional(Section(Assembly)))
-    executor: Executor | None = setting(None, Optional(Section(Executor)))  # None: local (harness.config.executor)
-    reader: Reader = setting(check=Section(Reader), factory=Reader)  # answer stage (harness.config.answers)
-    judge: Judge = setting(check=Section(Judge), factory=Judge)
+    assembly: Assembly | None = setting(None, Optional(Nested(Assembly)))
+    # None: local (harness.config.executor)
+    executor: Executor | None = setting(None, Optional(Nested(Executor)))
+    reader: Reader = setting(check=Nested(Reader), factory=Reader)  # answer stage (harness.config.answers)
+    judge: Judge = setting(check=Nested(Judge), factory=Judge)
 
     def completed(self, where: Where) -> "StudyConfig":
         self = replace(self, arms=expand_sweeps(self.arms, where.child("arms")))  # chunk-size sweeps -> arms

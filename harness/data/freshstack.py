@@ -51,7 +51,6 @@ Every file read (queries, corpus, qrels, each checkout file sliced or drawn) is 
 from __future__ import annotations
 
 import math
-import random
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +61,7 @@ from harness.data.common import Adapter, InputReader, LoadedDataset, check_id, e
 from harness.data.model import Document, Evidence, Question
 from harness.data.sampling import draw, seed_and_exclusions
 from harness.errors import HarnessError, InputError
+from harness.seeded_draw import seeded_sample
 from harness.study import Study
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
@@ -109,8 +109,7 @@ def distractor_count(ratio, n_gold: int, n_candidates: int) -> int:
 
 def draw_distractors(candidates: list[str], n_gold: int, ratio, seed: int) -> list[str]:
     """random.Random(seed).sample over the sorted candidates; the draw order is kept (it is the record)."""
-    pool = sorted(candidates)
-    return random.Random(seed).sample(pool, distractor_count(ratio, n_gold, len(pool)))
+    return seeded_sample(candidates, distractor_count(ratio, n_gold, len(candidates)), seed)
 
 
 # --- reading the release files ----------------------------------------------------------------------

@@ -8,7 +8,6 @@ not in the text is an error naming it. Questions get ids q001, q002, ... in file
 from __future__ import annotations
 
 import json
-import random
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from harness.data.common import Adapter, InputReader, LoadedDataset, check_id, e
 from harness.data.model import Document, Evidence, Question
 from harness.data.sampling import select_clusters
 from harness.errors import HarnessError, InputError
+from harness.seeded_draw import seeded_sample
 from harness.study import Study
 
 SPLITS = ("train", "held-out")
@@ -79,7 +79,7 @@ def seeded_split(qids: list[str], seed: int, held_out: float) -> dict[str, str]:
     """qid -> split: round(held_out x n) questions drawn with `seed` are held out (at least one is trained on
     unless held_out is 1)."""
     n_held = min(len(qids), round(held_out * len(qids)))
-    chosen = set(random.Random(seed).sample(sorted(qids), n_held))
+    chosen = set(seeded_sample(qids, n_held, seed))
     return {q: ("held-out" if q in chosen else "train") for q in qids}
 
 

@@ -7,13 +7,13 @@ study; `#` starts a comment).
 
 from __future__ import annotations
 
-import random
 from typing import Callable
 
 from harness.config.datasets import DatasetConfig
 from harness.data.common import LoadedDataset
 from harness.errors import HarnessError
 from harness.files import sha256_file
+from harness.seeded_draw import seeded_sample
 from harness.study import Study
 
 
@@ -42,7 +42,7 @@ def draw(name: str, eligible: list[str], excluded_ids: list[str], n, seed: int) 
         if n > len(population):
             raise HarnessError(f"dataset `{name}`: asked for {n} but only {len(population)} eligible ids remain "
                                f"after {len(excluded)} exclusions")
-        selected = random.Random(seed).sample(population, n)
+        selected = seeded_sample(population, n, seed)
     return {
         "n_requested": n,
         "eligible_count": len(eligible),

@@ -57,7 +57,7 @@ def source_arm(study: Study, arm: str, dataset: str | None = None) -> str:
     set of its own; for a kind declaring the kind of that arm (`of_kind`), `of:` may be left out when exactly
     one such arm applies to `dataset` (the dataset is needed for those kinds only)."""
     kind = arm_kind(study, arm)
-    of = getattr(study.arms[arm], "of", None)
+    of: str | None = getattr(study.arms[arm], "of", None)
     if kind.of_kind is not None:
         return _source_of_kind(study, arm, kind.of_kind, dataset, of)
     if of is None:

@@ -12,18 +12,20 @@ Specs compare, hash and sort by name: within one study a name identifies its ent
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness.config.arm_kinds import ArmKindSpec, is_planned
-from harness.config.arms import ALL_DOCUMENTS, documents_of
+from harness.config.arms import ALL_DOCUMENTS, ArmConfig, documents_of
+from harness.config.datasets import DatasetConfig
+from harness.config.retrievers import RetrieverConfig
 from harness.errors import HarnessError
 from harness.grid.arms import applies_to, arm_kind, source_arm
+from harness.study import Study
 
 
 @dataclass(frozen=True, order=True)
 class DatasetSpec:
     name: str
-    config: Any = field(compare=False, repr=False)  # the typed `datasets:` entry
+    config: DatasetConfig = field(compare=False, repr=False)  # the typed `datasets:` entry
 
     def __str__(self) -> str:
         return self.name
@@ -32,12 +34,19 @@ class DatasetSpec:
 @dataclass(frozen=True, order=True)
 class ArmSpec:
     name: str
-    config: Any = field(compare=False, repr=False)  # the typed `arms:` entry
+    config: ArmConfig = field(compare=False, repr=False)  # the typed `arms:` entry
     kind: ArmKindSpec = field(compare=False, repr=False)  # what its kind is (harness.config.arm_kinds)
-    ranks: str = field(compare=False, default="")  # the arm whose chunk set its cells rank: itself, or its `of:`
+    # an arm expanded at retrieval time: its `of:` arm, whose chunk set its cells rank (None: its own)
+    of: ArmSpec | None = field(compare=False, repr=False, default=None)
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def ranks(self) -> ArmSpec:
+        """The arm whose chunk set this arm's cells rank: its `of:` arm when expanded at retrieval time, else
+        itself."""
+        return self.of or self
 
     @property
     def expansion(self) -> str | None:
@@ -61,7 +70,7 @@ class ArmSpec:
 @dataclass(frozen=True, order=True)
 class RetrieverSpec:
     name: str
-    config: Any = field(compare=False, repr=False)  # the typed `retrievers:` entry
+    config: RetrieverConfig = field(compare=False, repr=False)  # the typed `retrievers:` entry
 
     def __str__(self) -> str:
         return self.name
@@ -98,44 +107,43 @@ class Cell:
         return "/".join(self.names)
 
 
-
-def dataset_spec(study: Any, dataset: str) -> DatasetSpec:
+def dataset_spec(study: Study, dataset: str) -> DatasetSpec:
     cfg = study.config.datasets.get(dataset)
     if cfg is None:
         raise HarnessError(f"{study.config_path}: no dataset `{dataset}` (configured: {', '.join(study.config.datasets)})")
     return DatasetSpec(dataset, cfg)
 
 
-def arm_spec(study: Any, arm: str) -> ArmSpec:
+def arm_spec(study: Study, arm: str) -> ArmSpec:
     """A configured arm with its kind and the arm its cells rank resolved; unknown arms are an error."""
     cfg = study.arms.get(arm)
     if cfg is None:
         raise HarnessError(f"{study.config_path}: no arm `{arm}` (configured: {', '.join(study.arms)})")
     kind = arm_kind(study, arm)
-    return ArmSpec(arm, cfg, kind, source_arm(study, arm) if kind.retrieval_time else arm)
+    return ArmSpec(arm, cfg, kind, arm_spec(study, source_arm(study, arm)) if kind.retrieval_time else None)
 
 
-def retriever_spec(study: Any, retriever: str) -> RetrieverSpec:
+def retriever_spec(study: Study, retriever: str) -> RetrieverSpec:
     cfg = study.retrievers.get(retriever)
     if cfg is None:
         raise HarnessError(f"{study.config_path}: no retriever `{retriever}` (configured: {', '.join(study.retrievers)})")
     return RetrieverSpec(retriever, cfg)
 
 
-def chunk_set_of(study: Any, dataset: str, arm: str) -> ChunkSet:
+def chunk_set_of(study: Study, dataset: str, arm: str) -> ChunkSet:
     return ChunkSet(dataset_spec(study, dataset), arm_spec(study, arm))
 
 
-def cell_of(study: Any, dataset: str, arm: str, retriever: str) -> Cell:
+def cell_of(study: Study, dataset: str, arm: str, retriever: str) -> Cell:
     """The typed cell for three configured names (e.g. from a command line or a released file)."""
     return Cell(dataset_spec(study, dataset), arm_spec(study, arm), retriever_spec(study, retriever))
 
 
-def _datasets(study: Any) -> list[DatasetSpec]:
+def _datasets(study: Study) -> list[DatasetSpec]:
     return [DatasetSpec(name, cfg) for name, cfg in study.config.datasets.items()]
 
 
-def chunk_sets(study: Any) -> list[ChunkSet]:
+def chunk_sets(study: Study) -> list[ChunkSet]:
     """Every chunk set the config names, in config order (datasets, then arms)."""
     arms = [arm_spec(study, a) for a in study.arms]
     return [
@@ -146,7 +154,7 @@ def chunk_sets(study: Any) -> list[ChunkSet]:
     ]
 
 
-def configured_cells(study: Any) -> list[Cell]:
+def configured_cells(study: Study) -> list[Cell]:
     """Every cell the config names, in config order (datasets, then arms, then retrievers)."""
     arms = [arm_spec(study, a) for a in study.arms if not is_planned(study.arms[a])]
     retrievers = [retriever_spec(study, r) for r in study.retrievers]
@@ -160,7 +168,7 @@ def configured_cells(study: Any) -> list[Cell]:
     ]
 
 
-def answer_cells(study: Any) -> list[Cell]:
+def answer_cells(study: Study) -> list[Cell]:
     """Every cell `reader.cells` names, in config order (entries, then their arms), each once."""
     return list(dict.fromkeys(cell_of(study, c.dataset, arm, c.retriever)
                               for c in study.config.reader.cells for arm in c.arms))

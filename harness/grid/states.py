@@ -23,12 +23,13 @@ from harness.grid.paths import (
     answer_marker_path, answer_part_path, answers_path, cell_part_path, chunk_manifest_path, chunks_path,
     done_marker_path, per_question_sidecar, run_path,
 )
+from harness.study import Study
 
 BUILT, SCORED, MISSING, STALE = "built", "scored", "missing", "stale"
 ANSWERED = "answered"
 
 
-def mark_cell_done(study: Any, cell: Cell, *, frozen_hash: str, counts: dict[str, Any]) -> Path:
+def mark_cell_done(study: Study, cell: Cell, *, frozen_hash: str, counts: dict[str, Any]) -> Path:
     """Written by `score` after a cell's run file and per-question part are safely on disk. The cell's
     counts live here, so the dataset manifest gathers every cell's counts even across interrupted runs."""
     path = done_marker_path(study, cell)
@@ -37,13 +38,13 @@ def mark_cell_done(study: Any, cell: Cell, *, frozen_hash: str, counts: dict[str
     return path
 
 
-def cell_counts(study: Any, cell: Cell) -> dict[str, Any] | None:
+def cell_counts(study: Study, cell: Cell) -> dict[str, Any] | None:
     """The counts `score` recorded in the cell's done marker (None: not scored)."""
     marker = done_marker_path(study, cell)
     return _object(marker).get("counts") if marker.is_file() else None
 
 
-def mark_answer_done(study: Any, cell: Cell, *, frozen_hash: str | None, counts: dict[str, int]) -> Path:
+def mark_answer_done(study: Study, cell: Cell, *, frozen_hash: str | None, counts: dict[str, int]) -> Path:
     """Written by `answer` once a cell's answers file and its rows part exist."""
     path = answer_marker_path(study, cell)
     _write_marker(path, {**cell.record(), "frozen_hash": frozen_hash, "counts": dict(sorted(counts.items()))})
@@ -79,19 +80,19 @@ def _under(recorded: Any, current_hash: str | None) -> str:
     return BUILT if current_hash is None or recorded == current_hash else STALE
 
 
-def chunk_set_manifest(study: Any, chunk_set: ChunkSet) -> dict[str, Any] | None:
+def chunk_set_manifest(study: Study, chunk_set: ChunkSet) -> dict[str, Any] | None:
     """The chunk set's manifest when both its files exist, else None."""
     path, mpath = chunks_path(study, *chunk_set.names), chunk_manifest_path(study, *chunk_set.names)
     return _object(mpath) if path.is_file() and mpath.is_file() else None
 
 
-def chunk_set_state(study: Any, chunk_set: ChunkSet, current_hash: str | None) -> str:
+def chunk_set_state(study: Study, chunk_set: ChunkSet, current_hash: str | None) -> str:
     """BUILT, STALE (built under another freeze) or MISSING."""
     manifest = chunk_set_manifest(study, chunk_set)
     return MISSING if manifest is None else _under(manifest.get("frozen_config_hash"), current_hash)
 
 
-def cell_state(study: Any, cell: Cell, current_hash: str | None) -> str:
+def cell_state(study: Study, cell: Cell, current_hash: str | None) -> str:
     """SCORED, STALE (scored under another freeze) or MISSING."""
     marker = done_marker_path(study, cell)
     if not (marker.is_file() and run_path(study, *cell.names).is_file() and cell_part_path(study, cell).is_file()):
@@ -99,7 +100,7 @@ def cell_state(study: Any, cell: Cell, current_hash: str | None) -> str:
     return SCORED if _under(_object(marker).get("frozen_hash"), current_hash) == BUILT else STALE
 
 
-def answer_rows_state(study: Any, cell: Cell, current_hash: str | None) -> str:
+def answer_rows_state(study: Study, cell: Cell, current_hash: str | None) -> str:
     """ANSWERED when the cell's answers, rows part and marker exist under `current_hash`, STALE under
     another freeze, else MISSING: whether the table assembly takes the cell's rows."""
     marker = answer_marker_path(study, cell)
@@ -108,7 +109,7 @@ def answer_rows_state(study: Any, cell: Cell, current_hash: str | None) -> str:
     return ANSWERED if _under(_object(marker).get("frozen_hash"), current_hash) == BUILT else STALE
 
 
-def answer_state(study: Any, cell: Cell, current_hash: str | None) -> str:
+def answer_state(study: Study, cell: Cell, current_hash: str | None) -> str:
     """answer_rows_state, and MISSING while the dataset's per-question table lacks the cell's rows (its
     manifest does not list the cell: the table was not assembled since, e.g. after a killed run)."""
     state = answer_rows_state(study, cell, current_hash)
@@ -119,7 +120,7 @@ def answer_state(study: Any, cell: Cell, current_hash: str | None) -> str:
     return ANSWERED if str(cell) in assembled else MISSING
 
 
-def unscored_cells(study: Any, current_hash: str | None, cells: list[Cell] | None = None) -> list[Cell]:
+def unscored_cells(study: Study, current_hash: str | None, cells: list[Cell] | None = None) -> list[Cell]:
     """The cells (default: every configured one) not scored under `current_hash`."""
     cells = configured_cells(study) if cells is None else cells
     return [c for c in cells if cell_state(study, c, current_hash) != SCORED]

@@ -21,7 +21,7 @@ import numpy as np
 from harness.arms.variants import VARIANT
 from harness.data.model import Chunk
 from harness.errors import HarnessError
-from harness.retrieval.expansion import ChunkSet, Expansion, expand_ranking
+from harness.retrieval.expansion import ChunkPositions, Expansion, expand_ranking
 from harness.retrieval.runfile import RunBlock
 
 
@@ -38,7 +38,7 @@ def chunk_variants(chunks: Sequence[Chunk]) -> list[tuple[str, list[Chunk]]]:
     return [(f"@{name}", members) for name, members in groups.items()]
 
 
-def expand(mode: str, ranked_ids: Sequence[str], chunk_set: ChunkSet) -> Expansion:
+def expand(mode: str, ranked_ids: Sequence[str], chunk_set: ChunkPositions) -> Expansion:
     """The ranking expanded by `mode`; AX takes its per-chunk quota from KX on the same ranking."""
     if mode == "AX":
         kx = expand_ranking(ranked_ids, chunk_set, "KX")
@@ -57,7 +57,8 @@ class ExpandedRanking(Sequence):
 
     FIRST = 64  # retrieved chunks expanded at first
 
-    def __init__(self, mode: str, ranking, ids: Sequence[str], chunk_set: ChunkSet, by_id: dict[str, Chunk]):
+    def __init__(self, mode: str, ranking, ids: Sequence[str], chunk_set: ChunkPositions,
+                 by_id: dict[str, Chunk]):
         self._mode, self._ranking, self._ids, self._set, self._by_id = mode, ranking, ids, chunk_set, by_id
         self._retrieved = 0
         self.expansion = Expansion((), {})

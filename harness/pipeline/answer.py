@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import re
 from collections import Counter
 from contextlib import ExitStack
@@ -62,6 +61,7 @@ from harness.grid.results import ResultRow
 from harness.pipeline.table import assemble_per_question
 from harness.provenance.plan_check import answer_test_gaps
 from harness.retrieval.runfile import read_run
+from harness.seeded_draw import seeded_sample
 from harness.study import Study
 
 SPOT_CHECK_FILE = "spot_check.json"  # written by `harness judge-agreement --study`
@@ -110,7 +110,7 @@ def sample_questions(dataset: LoadedDataset, n: int | str, seed: int) -> LoadedD
     or covers them); the stats pair arms on the answered qids."""
     if n == "all" or n >= len(dataset.questions):
         return dataset
-    keep = set(random.Random(seed).sample(sorted(q.qid for q in dataset.questions), n))
+    keep = set(seeded_sample((q.qid for q in dataset.questions), n, seed))
     return dataclasses.replace(dataset, questions=tuple(q for q in dataset.questions if q.qid in keep))
 
 
@@ -357,7 +357,7 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
     (a metric set with nuggets but none given: the answers are still written)."""
     if cell_state(study, cell, frozen_hash) != SCORED:
         raise HarnessError(f"answer: cell {cell} is not scored under the current freeze; run `harness score` first")
-    chunks = {c.chunk_id: c for c in read_chunk_set(study, dataset, cell.arm.name, frozen_hash=frozen_hash)}
+    chunks = {c.chunk_id: c for c in read_chunk_set(study, dataset, cell.arm, frozen_hash=frozen_hash)}
     ranked = ranked_ids(study, cell)
     counts = Counter(questions=0, answered=0, reader_failed=0, reader_truncated=0, judge_truncated=0,
                      dropped_no_gold=0, dropped_no_nuggets=0, verdicts_unparseable=0, verdicts_partial=0)

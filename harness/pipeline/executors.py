@@ -1,30 +1,17 @@
 """Where a stage's tasks run: `local` (this process, one after another, or `workers` processes of this
-machine side by side: run_in_processes) or `ray` (each task a Ray task).
-
-Nothing here knows a stage: `score` and `stats` each pass their own module-level task function (Ray ships
-it by reference) and the arguments of every task. A task runs the same code the local loop runs and its
-result is keyed by the caller's name for it, so outputs do not depend on the number of workers or the
-completion order (tests/test_pipeline_executors.py).
-
-Ray workers read the study directory by path: on a cluster it must be on storage every node mounts at the
-same path, or shipped with the job (docs/scale-out.md, "The grid on Ray"). Ray is an optional extra
-(`pip install -e '.[ray]'`); the local executor needs nothing new.
+machine side by side) or `ray` (each task a Ray task), chosen from the command line over the config's
+`executor:`. The runners themselves are harness.task_runners, below the stages and the statistics alike.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, Mapping, Sequence
-
 from harness.config.executor import EXECUTORS, LOCAL, Executor
 from harness.errors import HarnessError
+from harness.study import Study
 
-RAY_HINT = "pip install -e '.[ray]' (the pinned Ray release)"
 
-
-def choose_executor(study: Any, kind: str | None, ray_address: str | None, workers: int | None = None) -> Executor:
+def choose_executor(study: Study, kind: str | None, ray_address: str | None,
+                    workers: int | None = None) -> Executor:
     """The command line's --executor / --ray-address / --workers over the config's `executor:`, over local."""
     configured = study.config.executor or Executor()
     chosen = kind or configured.kind
@@ -39,75 +26,7 @@ def is_local(executor: Executor) -> bool:
     return executor.kind == LOCAL
 
 
-@contextlib.contextmanager
-def ray_session(executor: Executor) -> Iterator[Any]:
-    """Connect to `ray_address`, or start a local instance with `workers` CPUs; shut down what we started."""
-    try:
-        import ray
-    except ImportError:
-        raise HarnessError(f"the ray executor needs Ray: {RAY_HINT}") from None
-    if ray.is_initialized():  # a caller (a test, a notebook) already chose the cluster
-        yield ray
-        return
-    if executor.ray_address:
-        ray.init(address=executor.ray_address, log_to_driver=False)
-    else:
-        # local workers import this very harness (a worktree or checkout may shadow the installed one)
-        here = str(Path(__file__).resolve().parents[2])
-        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
-        ray.init(num_cpus=executor.workers, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": path}})
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
 def local_workers(executor: Executor | None) -> int:
     """Processes the local executor runs tasks in: the config's or command line's `workers`, else 1 (this
     process, no pool)."""
     return (executor.workers or 1) if executor is not None and is_local(executor) else 1
-
-
-def run_in_processes(
-    task: Callable[..., Any], calls: Mapping[Hashable, Sequence[Any]], on_done: Callable[[Hashable, Any, int], None],
-    *, workers: int,
-) -> dict[Hashable, Any]:
-    """run_on_ray's contract on `workers` fresh processes of this machine (spawned, not forked: the parent may
-    hold threads and open models). Tasks start in the order of `calls`; the first task that fails cancels the
-    ones not started and raises its error here."""
-    import concurrent.futures
-    import multiprocessing
-
-    results: dict[Hashable, Any] = {}
-    if not calls:
-        return results
-    processes = min(workers, len(calls))
-    with concurrent.futures.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending = {pool.submit(task, *arguments): key for key, arguments in calls.items()}
-        try:
-            for future in concurrent.futures.as_completed(pending):
-                key = pending[future]
-                results[key] = future.result()
-                on_done(key, results[key], len(results))
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-    return results
-
-
-def run_on_ray(
-    ray: Any, task: Callable[..., Any], calls: Mapping[Hashable, Sequence[Any]],
-    on_done: Callable[[Hashable, Any, int], None],
-) -> dict[Hashable, Any]:
-    """`task(*arguments)` as one Ray task per entry of `calls`, all submitted at once; returns {key: result}.
-    Each result is reported to `on_done(key, result, how many are done)` as it completes."""
-    remote = ray.remote(task)
-    pending = {remote.remote(*arguments): key for key, arguments in calls.items()}
-    results: dict[Hashable, Any] = {}
-    while pending:
-        done, _ = ray.wait(list(pending), num_returns=1)
-        key = pending.pop(done[0])
-        results[key] = ray.get(done[0])  # a failed task raises here, naming its error
-        on_done(key, results[key], len(results))
-    return results

@@ -28,6 +28,7 @@ from harness.llm.prompts import PromptTemplate
 from harness.llm.session import LlmSession
 from harness.metrics.budget import TokenCache
 from harness.metrics.nuggets import seeded_derangement
+from harness.study import Study
 from harness.pipeline.reading import answer_metric, ask_reader, reader_context, references, score_answer
 
 POSITIVE, NEGATIVE = "positive", "negative"
@@ -91,7 +92,7 @@ def reader_controls(dataset: LoadedDataset, reader: LlmSession, template: Prompt
     return entry
 
 
-def write_reader_acceptance(study: Any, reader: dict[str, Any], datasets: dict[str, dict], *,
+def write_reader_acceptance(study: Study, reader: dict[str, Any], datasets: dict[str, dict], *,
                             frozen_hash: str | None) -> dict[str, Any]:
     """results/answers/reader_acceptance.json (atomic, key-sorted: same controls, same bytes)."""
     record = reader_acceptance_record(reader, datasets, frozen_hash=frozen_hash)

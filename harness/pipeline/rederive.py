@@ -49,6 +49,7 @@ from harness.pipeline.answer import (
 from harness.pipeline.reader_controls import reader_acceptance_record
 from harness.pipeline.table import assembled_frame
 from harness.provenance.checks import FAIL, PASS, Check
+from harness.retrieval.chunk_vectors import chunk_embedder
 from harness.study import Study
 
 SUBJECT = "(re-derived)"
@@ -271,7 +272,7 @@ def _record_check(path: Path, root: Path, ours: Any, source: str, *, released: A
 def model_chunk_set_checks(study: Study, frozen: str) -> list[Check]:
     """Every built chunk set of an arm that calls a model, rebuilt from the generation cache (replay) and
     compared with the released one; the sets it is built from are rebuilt first, in the scratch folder."""
-    todo = [cs for cs in chunk_sets(study) if arm_kind(study, cs.arm.name).needs_model
+    todo = [cs for cs in chunk_sets(study) if cs.arm.kind.needs_model
             and chunks_path(study, *cs.names).is_file()]
     if not todo:
         return []
@@ -328,7 +329,7 @@ def build_in_scratch(scratch: Study, dataset: LoadedDataset, arms: Sequence[str]
             return failed
         try:
             build_dataset_arms(scratch, dataset, todo, frozen_hash=frozen, progress=False, replay=True,
-                               log=lambda _: None)
+                               log=lambda _: None, embed_chunks=chunk_embedder(scratch))
         except ReplayMiss as e:
             # build_dataset_arms goes in sources_first order: the first arm not written is the one that missed
             missed = next(a for a in todo if not chunks_path(scratch, dataset.name, a).is_file())

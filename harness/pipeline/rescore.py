@@ -31,10 +31,8 @@ a miss would call the model; they are counted in the output.
 from __future__ import annotations
 
 import os
-import random
 import tempfile
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -42,7 +40,7 @@ from harness.arms.build import read_chunk_set
 from harness.config.retrievers import retriever_spec
 from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.errors import HarnessError
-from harness.grid.cells import Cell, answer_cells, configured_cells
+from harness.grid.cells import Cell, RetrieverSpec, answer_cells, configured_cells
 from harness.grid.paths import (
     answer_part_path, answers_path, cell_part_path, chunks_path, embeddings_dir, judges_dir, per_question_dir, run_path,
     variants_part_path,
@@ -54,7 +52,9 @@ from harness.metrics.registry import ScoringCache, budgets_from_config
 from harness.pipeline.answer import answer_one_cell, answer_settings, answered_dataset, open_instruments
 from harness.pipeline.rederive import blocks_lines, build_in_scratch, first_difference, scratch_study, text_lines
 from harness.pipeline.score import _by_arm, scopes, score_cells, write_cell_parts
+from harness.provenance.checks import Check
 from harness.retrieval.registry import RetrieverContext, embedding_retrievers
+from harness.seeded_draw import seeded_sample, seeded_samples
 from harness.study import Study
 
 DEFAULT_SEED = 2024
@@ -62,27 +62,27 @@ ALL = "all"
 VECTOR_SAMPLE = 64  # chunk texts, and as many queries, re-encoded per dense retriever
 
 
-@dataclass(frozen=True)
-class CellCheck:
-    cell: str
-    passed: bool
-    detail: str
+SUBJECT = "(rescore)"
 
 
-def _llm_reranked(study: Study, retriever: str) -> bool:
-    return not retriever_spec(study.retrievers[retriever]).rescorable
+def _checked(item: str, passed: bool, detail: str) -> Check:
+    return Check.judged(SUBJECT, item, passed, detail)
+
+
+def _llm_reranked(retriever: RetrieverSpec) -> bool:
+    return not retriever_spec(retriever.config).rescorable
 
 
 def draw_cells(study: Study, k: int | str, seed: int) -> tuple[list[Cell], int]:
     """K cells by the seed (grid order, then Random(seed).sample), or every eligible cell in grid order (`all`),
     and how many were not eligible."""
     cells = configured_cells(study)
-    eligible = [c for c in cells if not _llm_reranked(study, c.retriever.name)]
+    eligible = [c for c in cells if not _llm_reranked(c.retriever)]
     if k == ALL:
         return eligible, len(cells) - len(eligible)
     if k < 1:
         raise HarnessError(f"--rescore {k}: give the number of cells to re-run (at least 1)")
-    return random.Random(seed).sample(eligible, min(k, len(eligible))), len(cells) - len(eligible)
+    return seeded_sample(eligible, min(k, len(eligible)), seed, presorted=True), len(cells) - len(eligible)
 
 
 def _link_released_vectors(study: Study, scratch: Study) -> None:
@@ -97,14 +97,14 @@ def _link_released_vectors(study: Study, scratch: Study) -> None:
 
 
 def rescore(study: Study, k: int | str, seed: int, frozen: str, *, log: Callable[[str], None] = print,
-            progress: bool = False) -> list[CellCheck]:
+            progress: bool = False) -> list[Check]:
     from tqdm import tqdm
 
     cells, ineligible = draw_cells(study, k, seed)
     drawn = "every eligible cell" if k == ALL else f"{len(cells)} cell(s) drawn with seed {seed}"
     log(f"rescore: {drawn}; {ineligible} cell(s) re-ranked by an LLM not eligible (its pair scores have no "
         "replay mode)")
-    checks: dict[Cell, CellCheck] = {}
+    checks: dict[Cell, Check] = {}
     bar = tqdm(total=len(cells), desc="rescore", unit="cell", disable=not progress)
     # inside the study root (the stages name their outputs relative to it), removed afterwards
     with tempfile.TemporaryDirectory(prefix=".rescore-", dir=study.root) as tmp, ExitStack() as stack:
@@ -136,16 +136,17 @@ class _Rescoring:
         self.read: dict[str, tuple[set[str], set[str]]] = {}  # dense retriever -> chunk texts and queries ranked
 
     def dataset_cells(self, dataset: LoadedDataset, cells: Sequence[Cell],
-                      selection) -> Iterable[tuple[Cell, CellCheck]]:
-        failed = build_in_scratch(self.scratch, dataset, list(dict.fromkeys(c.arm.ranks for c in cells)), self.frozen)
-        chunk_problems = {source: failed.get(source) or self._chunk_difference(dataset.name, source)
-                          for source in dict.fromkeys(c.arm.ranks for c in cells)}
+                      selection) -> Iterable[tuple[Cell, Check]]:
+        sources = list(dict.fromkeys(c.arm.ranks for c in cells))
+        failed = build_in_scratch(self.scratch, dataset, [s.name for s in sources], self.frozen)
+        chunk_problems = {source: failed.get(source.name) or self._chunk_difference(dataset.name, source.name)
+                          for source in sources}
         cache, budgets = ScoringCache(), budgets_from_config(self.study.config.budgets, dataset.metric_set)
         for arm_cells in _by_arm(cells):
             source = arm_cells[0].arm.ranks
             if chunk_problems[source]:
                 why = f"rebuilding {dataset.name}/{source}: {chunk_problems[source]}"
-                yield from ((c, CellCheck(str(c), False, why)) for c in arm_cells)
+                yield from ((c, _checked(str(c), False, why)) for c in arm_cells)
                 continue
             chunks = read_chunk_set(self.scratch, dataset, source, frozen_hash=self.frozen)
             self._note_read(arm_cells, chunks, dataset)
@@ -158,7 +159,7 @@ class _Rescoring:
                     write_cell_parts(per_question_dir(self.scratch), cell, rows, variant_rows)
                     mark_cell_done(self.scratch, cell, frozen_hash=self.frozen, counts=counts)
                     differs = self._answer_difference(dataset.name, cell, selection)
-                yield cell, (CellCheck(str(cell), False, differs) if differs else CellCheck(
+                yield cell, (_checked(str(cell), False, differs) if differs else _checked(
                     str(cell), True, f"chunk set {source}, run file and {len(rows)} per-question rows identical"
                     + (", answers, verdicts and answer rows replayed identical" if cell in self.answered else "")))
 
@@ -225,22 +226,25 @@ class _Rescoring:
                 texts.update(c.indexed_text for c in chunks)
                 queries.update(q.query for q in dataset.questions)
 
-    def check_vector_sample(self, seed: int) -> list[CellCheck]:
+    def check_vector_sample(self, seed: int) -> list[Check]:
         """A seeded sample of the cached vectors the rescore ranked with, encoded afresh and compared."""
         out = []
         for name, (texts, queries) in sorted(self.read.items()):
             retriever = self.context.get(name)  # a type that embeds (embedding_retrievers): a DenseRetriever
-            rng = random.Random(seed)
-            sample = [rng.sample(sorted(pool), min(VECTOR_SAMPLE, len(pool))) for pool in (texts, queries)]
+            sample = seeded_samples([(pool, min(VECTOR_SAMPLE, len(pool))) for pool in (texts, queries)], seed)
             where = ", ".join(self._label(embeddings_dir(self.study) / d.name) for d in retriever.cache_directories())
             label = f"(vectors {name})"
             try:
                 differ = retriever.differing_cached(*sample)
             except HarnessError as e:  # no model to encode with: the vectors read are unchecked, not a pass
-                out.append(CellCheck(label, False, f"the sampled vectors of {where} cannot be encoded again: {e}"))
+                out.append(_checked(label, False,
+                                    f"the sampled vectors of {where} cannot be encoded again: {e}"))
                 continue
-            out.append(CellCheck(label, False, f"{len(differ)} sampled cached vector(s) in {where} differ from the "
-                                               f"model's encoding, e.g. of {differ[0][:80]!r}") if differ else
-                       CellCheck(label, True, f"{len(sample[0])} chunk and {len(sample[1])} query vectors of {where}, "
-                                              "sampled with the seed, equal to the model's encoding bit for bit"))
+            if differ:
+                out.append(_checked(label, False, f"{len(differ)} sampled cached vector(s) in {where} differ "
+                                                  f"from the model's encoding, e.g. of {differ[0][:80]!r}"))
+            else:
+                out.append(_checked(label, True, f"{len(sample[0])} chunk and {len(sample[1])} query vectors "
+                                                 f"of {where}, sampled with the seed, equal to the model's "
+                                                 "encoding bit for bit"))
         return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from itertools import groupby
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Protocol, Sequence
 
 from harness.arms.addon_descriptives import summarise_counts
 from harness.arms.build import read_chunk_set
@@ -21,24 +21,28 @@ from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.memory import release_freed_memory
+from harness.metrics.ir_measures_scores import chunk_qrels, ir_scores, qrels_lines
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
-from harness.grid.cells import Cell, cell_of, configured_cells
-from harness.grid.paths import chunk_manifest_path, per_question_dir, results_dir, run_path, runs_dir
+from harness.grid.cells import Cell, arm_spec, cell_of, configured_cells
+from harness.grid.paths import (
+    chunk_manifest_path, per_question_dir, qrels_path, results_dir, run_path, runs_dir,
+)
 from harness.grid.states import SCORED, cell_counts, cell_state, mark_cell_done
-from harness.pipeline.executors import is_local, local_workers, ray_session, run_in_processes, run_on_ray
+from harness.pipeline.executors import is_local, local_workers
 from harness.pipeline.addon_cells import (
     ExpandedRanking, chunk_variants, expanded_run_block, inserted_in_head, mean_over_variants,
 )
 from harness.pipeline.parts import write_part, write_variants_part
 from harness.pipeline.table import assemble_per_question, update_manifest
 from harness.grid.results import ResultRow
-from harness.files import read_json, remove_stale_temporaries, sha256_text
+from harness.files import atomic_write_text, read_json, remove_stale_temporaries, sha256_text
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking, search_batch
-from harness.retrieval.expansion import ChunkSet as ExpansionChunkSet
+from harness.retrieval.expansion import ChunkPositions
 from harness.retrieval.registry import RetrieverContext, embedding_retrievers
 from harness.retrieval.runfile import ranking_block, write_run_blocks
 from harness.study import Study
+from harness.task_runners import ray_session, run_in_processes, run_on_ray
 
 
 # Questions of a scope ranked together: a scope of many questions (a pooled corpus) would otherwise hold every
@@ -139,10 +143,11 @@ class _CellScoring:
         self.counts: dict[str, Any] = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
         self.inserted: list[int] = []
         self.averaged: list[str] = []  # variants averaged per question (RM's seeds)
+        self.qrels: dict[str, dict[str, int]] = {}  # run-file qid -> relevant chunk ids (`ir_measures:` only)
         # the open scope's, per variant (open_scope)
         self.indexes: dict[str, Any] = {}
         self.ids_of: dict[str, list[str]] = {}
-        self.chunk_sets: dict[str, ExpansionChunkSet] = {}
+        self.chunk_sets: dict[str, ChunkPositions] = {}
         self.by_id: dict[str, Chunk] = {}
 
     def open_scope(self, scope: Scope, variants: list[tuple[str, list[Chunk]]]) -> None:
@@ -154,7 +159,7 @@ class _CellScoring:
             return
         self.indexes = {v: self.retriever.index(scope.key + v, chunks) for v, chunks in variants}
         self.ids_of = {v: [c.chunk_id for c in chunks] for v, chunks in variants}
-        self.chunk_sets = {v: ExpansionChunkSet(chunks) for v, chunks in variants} if self.mode else {}
+        self.chunk_sets = {v: ChunkPositions(chunks) for v, chunks in variants} if self.mode else {}
         self.by_id = {c.chunk_id: c for c in scope.chunks} if self.mode else {}
         self.averaged += [v[1:] for v, _ in variants if v and v[1:] not in self.averaged]
 
@@ -169,7 +174,8 @@ class _CellScoring:
             self.counts["questions"] += 1
             if not scope.chunks:
                 self.counts["questions_empty_scope"] += 1
-                per_variant = [score_question(dataset.metric_set, q, [], self.budgets, cache=self.cache)]
+                per_variant = [score_question(dataset.metric_set, q, [], self.budgets, cache=self.cache)
+                               + self._ir_values(q, q.qid, [], [])]
             else:
                 per_variant = []
                 for v, chunks in variants:
@@ -182,7 +188,8 @@ class _CellScoring:
                     else:
                         self.run_blocks.append(ranking_block(q.qid + v, rankings[v][i], ids, self.tag, depth=run_depth))
                     per_variant.append(score_question(dataset.metric_set, q, ranked, self.budgets, cache=self.cache,
-                                                      assembly=self.study.config.assembly))
+                                                      assembly=self.study.config.assembly)
+                                       + self._ir_values(q, q.qid + v, chunks, self.run_blocks[-1].chunk_ids))
             arm, retriever_name = self.arm_name, self.retriever_name
             for metric, value in mean_over_variants(per_variant):
                 self.rows.append(ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value))
@@ -191,7 +198,24 @@ class _CellScoring:
                     ResultRow(dataset.name, arm + v, retriever_name, q.qid, q.cluster, q.stratum, m, x)
                     for (v, _), values in zip(variants, per_variant) for m, x in values]
 
+    def _ir_values(self, q: Question, run_qid: str, chunks: Sequence[Chunk],
+                   ranked_ids: Sequence[str]) -> list[tuple[str, float]]:
+        """The study's `ir_measures:` for one question, from exactly the chunk ids its run file lists (so the
+        run file and results/qrels/ reproduce them with any evaluator); none when the study lists none."""
+        names = self.study.config.ir_measures
+        if not names:
+            return []
+        qrels = chunk_qrels([q], chunks)[q.qid]
+        self.qrels[run_qid] = qrels
+        scores = ir_scores(names, {run_qid: qrels}, {run_qid: ranked_ids})
+        self.counts["questions_without_relevant_chunk"] = (
+            self.counts.get("questions_without_relevant_chunk", 0) + len(scores.without_relevant))
+        return [(name, scores.values[run_qid][name]) for name in names]
+
     def finish(self) -> tuple[list[ResultRow], list[ResultRow], dict[str, Any]]:
+        if self.study.config.ir_measures:  # the same for every retriever of the arm: identical bytes
+            atomic_write_text(qrels_path(self.study, self.dataset.name, self.arm_name),
+                              "".join(qrels_lines(self.qrels)))
         if self.mode:
             self.counts["inserted_per_expansion"] = asdict(summarise_counts(self.inserted))
         if self.averaged:
@@ -213,17 +237,14 @@ def score_study(
     log: Callable[[str], None] = print, executor: "Executor | None" = None,
 ) -> dict[str, int]:
     """Score every configured cell not yet complete; returns {dataset: rows in its combined table}.
-    `executor` (harness.pipeline.executors): None or local scores here, arm by arm, or in `workers` processes
-    an arm each (score_arms_in_processes); ray makes each arm a task (score_cells_on_ray)."""
-    from tqdm import tqdm
-
+    `executor` (harness.pipeline.executors) chooses, once, where the cells are scored (score_executor)."""
+    scorer = score_executor(executor)
     selection = read_selection(study)
     context = RetrieverContext.for_study(study, progress=progress, share_indexes=True)
     leftovers = [p for folder in (per_question_dir(study), runs_dir(study)) for p in remove_stale_temporaries(folder)]
     if leftovers:
         log(f"removed {len(leftovers)} temporary file(s) a killed run left: "
             + ", ".join(str(p.relative_to(results_dir(study))) for p in leftovers))
-    workers = local_workers(executor)
     combined = {}
     for name in datasets or list(study.config.datasets):
         dataset = load_dataset(study, name, selection=selection)
@@ -234,23 +255,11 @@ def score_study(
         retrievers = list(dict.fromkeys(r for r in study.retrievers if any(c.retriever.name == r for c in cells)))
         todo = [c for c in cells if cell_state(study, c, frozen_hash) != SCORED]
         log(f"{name}: {len(cells)} cells, {len(cells) - len(todo)} already scored, {len(todo)} to score")
-        here = workers == 1 and (executor is None or is_local(executor))  # else other processes score
         # retrievers are shared across datasets; built here only when they rank here (a model is loaded once)
-        counters_before = {r: context.get(r).stats() for r in retrievers} if here else {}
-        cache = ScoringCache()
-        if executor is not None and not is_local(executor):
-            score_cells_on_ray(study, executor, name, todo, frozen_hash=frozen_hash, log=log)
-            todo = []  # scored by the tasks; combined below exactly as after the local loop
-        bar = tqdm(total=len(todo), desc=f"score {name}", unit="cell", disable=not progress)
-        if workers > 1:
-            score_arms_in_processes(study, name, todo, workers=workers, frozen_hash=frozen_hash, bar=bar, log=log)
-            todo = []  # scored by the workers; combined below exactly as after the loop here
-        for arm_cells in _by_arm(todo):  # todo is arm-major
-            bar.set_postfix_str(f"{arm_cells[0].arm} / {len(arm_cells)} retrievers")
-            score_arm(study, dataset, arm_cells, context, cache, budgets, frozen_hash=frozen_hash)
-            bar.update(len(arm_cells))
-        bar.close()
-        del cache  # the dataset's text analyses are not needed to assemble its table
+        counters_before = {r: context.get(r).stats() for r in retrievers} if scorer.in_this_process else {}
+        # every strategy writes the same parts and markers, so the table is assembled alike after any of them
+        scorer.score(study, dataset, todo, context=context, budgets=budgets, frozen_hash=frozen_hash,
+                     progress=progress, log=log)
         n = assemble_per_question(study, name, frozen_hash, log=log)
         release_freed_memory()  # the assembled table's: the next dataset's workers start beside this process
         update_manifest(study, name, {
@@ -273,6 +282,78 @@ def score_study(
         if stats:
             log(f"{name}: retriever counters {stats}")
     return combined
+
+
+# --- where the cells are scored: one strategy per executor, chosen once by score_executor ---
+
+
+class ScoreExecutor(Protocol):
+    """Scores a dataset's unscored cells (arm-major) and writes each one's run file, part and done marker."""
+
+    in_this_process: bool  # ranks with score_study's retrievers (their counters are this process's)
+
+    def score(self, study: Study, dataset: LoadedDataset, cells: Sequence[Cell], *, context: RetrieverContext,
+              budgets: tuple[int, ...], frozen_hash: str | None, progress: bool,
+              log: Callable[[str], None]) -> None: ...
+
+
+@dataclass(frozen=True)
+class ScoreHere:
+    """`local` without workers: arm by arm in this process, with one set of retrievers for every dataset."""
+
+    in_this_process: ClassVar[bool] = True
+
+    def score(self, study: Study, dataset: LoadedDataset, cells: Sequence[Cell], *, context: RetrieverContext,
+              budgets: tuple[int, ...], frozen_hash: str | None, progress: bool,
+              log: Callable[[str], None]) -> None:
+        from tqdm import tqdm
+
+        cache = ScoringCache()  # the dataset's text analyses, dropped on return before its table is built
+        bar = tqdm(total=len(cells), desc=f"score {dataset.name}", unit="cell", disable=not progress)
+        for arm_cells in _by_arm(cells):
+            bar.set_postfix_str(f"{arm_cells[0].arm} / {len(arm_cells)} retrievers")
+            score_arm(study, dataset, arm_cells, context, cache, budgets, frozen_hash=frozen_hash)
+            bar.update(len(arm_cells))
+        bar.close()
+
+
+@dataclass(frozen=True)
+class ScoreInProcesses:
+    """`local` with `workers` > 1: every arm a task in a pool of processes of this machine."""
+
+    workers: int
+    in_this_process: ClassVar[bool] = False
+
+    def score(self, study: Study, dataset: LoadedDataset, cells: Sequence[Cell], *, context: RetrieverContext,
+              budgets: tuple[int, ...], frozen_hash: str | None, progress: bool,
+              log: Callable[[str], None]) -> None:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(cells), desc=f"score {dataset.name}", unit="cell", disable=not progress)
+        score_arms_in_processes(study, dataset.name, cells, workers=self.workers, frozen_hash=frozen_hash,
+                                bar=bar, log=log)
+        bar.close()
+
+
+@dataclass(frozen=True)
+class ScoreOnRay:
+    """`ray`: dense encoding tasks first, then every arm a Ray task (score_cells_on_ray)."""
+
+    executor: Executor
+    in_this_process: ClassVar[bool] = False
+
+    def score(self, study: Study, dataset: LoadedDataset, cells: Sequence[Cell], *, context: RetrieverContext,
+              budgets: tuple[int, ...], frozen_hash: str | None, progress: bool,
+              log: Callable[[str], None]) -> None:
+        score_cells_on_ray(study, self.executor, dataset.name, cells, frozen_hash=frozen_hash, log=log)
+
+
+def score_executor(executor: Executor | None) -> ScoreExecutor:
+    """Where score runs its cells: None or `local` here (or in `workers` processes), `ray` as Ray tasks."""
+    if executor is not None and not is_local(executor):
+        return ScoreOnRay(executor)
+    workers = local_workers(executor)
+    return ScoreInProcesses(workers) if workers > 1 else ScoreHere()
 
 
 def score_arm(
@@ -359,7 +440,10 @@ def _arm_tasks(study: Study, dataset_name: str, cells: Sequence[Cell], frozen_ha
     """One task per arm, the heaviest first (chunks ranked times cells), so that the last arm to finish is a
     light one (an arm of five seeds' chunk sets can take several times another's time)."""
     root = str(study.root)
-    groups = sorted(_by_arm(cells), key=lambda group: -_chunks_ranked(study, dataset_name, group[0].arm.ranks) * len(group))
+    def weight(group: list[Cell]) -> int:
+        return -_chunks_ranked(study, dataset_name, group[0].arm.ranks.name) * len(group)
+
+    groups = sorted(_by_arm(cells), key=weight)
     return {group[0].arm.name: (root, dataset_name, group[0].arm.name, [c.retriever.name for c in group], frozen_hash)
             for group in groups}
 
@@ -400,7 +484,8 @@ def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: s
     context = RetrieverContext.for_study(study, progress=False)
     context.add_documents(dataset.documents)
     dense = context.get(retriever)
-    for scope in scopes(dataset, read_chunk_set(study, dataset, source, frozen_hash=frozen_hash)):
+    chunks = read_chunk_set(study, dataset, arm_spec(study, source), frozen_hash=frozen_hash)
+    for scope in scopes(dataset, chunks):
         if not scope.chunks:
             continue  # the scoring cell searches nothing here either
         for variant, chunks in chunk_variants(scope.chunks):
@@ -412,7 +497,8 @@ def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: s
 
 def chunk_sets_to_encode(study: Study, cells: Sequence[Cell]) -> list[tuple[str, str]]:
     """(source arm, dense retriever) for every chunk set a cell ranks with embeddings, in grid order, once each."""
-    pairs = [(c.arm.ranks, d) for c in cells for d in embedding_retrievers(study.retrievers, c.retriever.name)]
+    pairs = [(c.arm.ranks.name, d) for c in cells
+             for d in embedding_retrievers(study.retrievers, c.retriever.name)]
     return list(dict.fromkeys(pairs))
 
 

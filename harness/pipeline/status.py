@@ -14,7 +14,8 @@ from harness.grid.cells import Cell, ChunkSet, answer_cells, chunk_sets, configu
 from harness.grid.states import (
     ANSWERED, BUILT, MISSING, SCORED, STALE, answer_state, cell_state, chunk_set_manifest, chunk_set_state,
 )
-from harness.provenance.freeze import changed_input_files, current_frozen_hash
+from harness.provenance.drift import changed_input_files
+from harness.provenance.freeze import current_frozen_hash
 from harness.files import read_json
 from harness.study import Study
 from harness.grid.paths import generations_dir, report_dir, stats_dir

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from harness.config.fields import Check, Int, Where, build, setting
+from harness.config.fields import ValueCheck, Int, Where, build, setting
 from harness.plan.checks import Name, Names, check_keys
 
 BRIDGING, TARGETING, OVERLAP = "bridging", "targeting-terciles", "overlap-terciles"
@@ -74,7 +74,7 @@ class EntrySpec:
 
 
 @dataclass(frozen=True)
-class Entries(Check):
+class Entries(ValueCheck):
     """The `exploratory:` list: each entry's keys are those of its analysis."""
 
     def __call__(self, value: Any, where: Where) -> Any:

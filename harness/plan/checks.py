@@ -13,16 +13,16 @@ import datetime as dt
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping
 
-from harness.config.fields import Check, Where, build
+from harness.config.fields import ValueCheck, Where, build
 from harness.errors import InputError
 
 
-class _Absent:
+class _KeyNotGiven:
     def __repr__(self) -> str:
         return "ABSENT"
 
 
-ABSENT: Any = _Absent()  # the default of a key that was not given, told apart from YAML null (None)
+ABSENT: Any = _KeyNotGiven()  # the default of a key that was not given, told apart from YAML null (None)
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def check_keys(where: Where, value: Any, required: tuple[str, ...], optional: tu
 
 
 @dataclass(frozen=True)
-class Part(Check):
+class Part(ValueCheck):
     """A mapping built as the section `cls`; its fields declared with `setting` (no default: required)."""
 
     cls: type
@@ -65,7 +65,7 @@ class Part(Check):
 
 
 @dataclass(frozen=True)
-class Name(Check):
+class Name(ValueCheck):
     """A string with something besides white space."""
 
     expected = "a non-empty string"
@@ -77,7 +77,7 @@ class Name(Check):
 
 
 @dataclass(frozen=True)
-class Choice(Check):
+class Choice(ValueCheck):
     """One of `options`, or (`options` a callable) of what it returns when checked: a registry read late."""
 
     options: tuple[str, ...] | Callable[[], tuple[str, ...]]
@@ -90,7 +90,7 @@ class Choice(Check):
 
 
 @dataclass(frozen=True)
-class Timestamp(Check):
+class Timestamp(ValueCheck):
     """An ISO 8601 date-time with a time zone, kept as written (YAML's own datetimes in ISO form)."""
 
     expected = "an ISO 8601 date-time with a time zone"
@@ -115,10 +115,10 @@ def _sequence(value: Any, where: Where, non_empty: bool) -> list:
 
 
 @dataclass(frozen=True)
-class Items(Check):
+class Items(ValueCheck):
     """A list, each item checked by `item`, kept as a tuple."""
 
-    item: Check
+    item: ValueCheck
     non_empty: bool = False
 
     def __call__(self, value: Any, where: Where) -> Any:
@@ -127,10 +127,10 @@ class Items(Check):
 
 
 @dataclass(frozen=True)
-class Names(Check):
+class Names(ValueCheck):
     """A list of names, each checked by `item`, none listed twice (it may be empty)."""
 
-    item: Check = Name()
+    item: ValueCheck = Name()
 
     def __call__(self, value: Any, where: Where) -> Any:
         names = Items(self.item)(value, where)
@@ -141,11 +141,11 @@ class Names(Check):
 
 
 @dataclass(frozen=True)
-class NameMap(Check):
+class NameMap(ValueCheck):
     """A mapping of names, each checked by `name`, to values checked by `item`."""
 
-    item: Check
-    name: Check = Name()
+    item: ValueCheck
+    name: ValueCheck = Name()
 
     def __call__(self, value: Any, where: Where) -> Any:
         return {self.name(name, where.child(name)): self.item(v, where.child(name))

@@ -21,7 +21,7 @@ from harness.plan.model import (
 )
 from harness.plan.rules import RULE_TERMS
 from harness.plan.schema import (
-    MAX_MARGIN, AcceptanceSpec, AmendmentFile, DatasetSpec, FamilySpec, PlanFile, SubsetSpec, TestSpec,
+    MAX_MARGIN, AcceptanceSpec, AmendmentFile, PlanDatasetSpec, FamilySpec, PlanFile, SubsetSpec, TestSpec,
 )
 
 _AMENDMENT_NAME = re.compile(r"^(\d{4})-[a-z0-9][a-z0-9-]*\.yaml$")
@@ -78,7 +78,7 @@ class _State:
     analysis_ids: set[str] = field(default_factory=set)
 
 
-def _dataset(where: Where, name: str, spec: DatasetSpec) -> DatasetPlan:
+def _dataset(where: Where, name: str, spec: PlanDatasetSpec) -> DatasetPlan:
     if spec.primary_metric not in spec.metrics:
         raise where.child("primary_metric").fail(f"{spec.primary_metric!r} is not among the dataset's metrics")
     margin = checked_margin(spec.margin, lambda message: where.child("margin").fail(message))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from harness.config.fields import Check, Flag, Int, Number, Where, setting
+from harness.config.fields import ValueCheck, Flag, Int, Number, Where, setting
 from harness.config.names import NAME
 from harness.plan.analyses import Entries
 from harness.plan.checks import ABSENT, Choice, Items, Name, NameMap, Names, Part, Timestamp
@@ -45,7 +45,7 @@ class ReaderAcceptanceSpec:
 
 
 @dataclass(frozen=True)
-class DatasetSpec:
+class PlanDatasetSpec:
     primary_metric: str = setting(check=Name())
     cluster: str = setting(check=Name())
     stratified: bool = setting(check=Flag())
@@ -111,7 +111,7 @@ class PlanFile:
     alpha: float = setting(check=Number())
     bootstrap: BootstrapSpec = setting(check=Part(BootstrapSpec))
     permutation: PermutationSpec = setting(check=Part(PermutationSpec))
-    datasets: dict[str, DatasetSpec] = setting(check=NameMap(Part(DatasetSpec), NAME))
+    datasets: dict[str, PlanDatasetSpec] = setting(check=NameMap(Part(PlanDatasetSpec), NAME))
     arms: tuple[str, ...] = setting(check=Names(NAME))
     retrievers: tuple[str, ...] = setting(check=Names(NAME))
     families: tuple[FamilySpec, ...] = setting(check=Items(Part(FamilySpec), non_empty=True))
@@ -119,7 +119,7 @@ class PlanFile:
 
 
 @dataclass(frozen=True)
-class AddedTest(Check):
+class AddedTest(ValueCheck):
     """A test an amendment adds to a family: it names the family first."""
 
     def __call__(self, value: Any, where: Where) -> Any:

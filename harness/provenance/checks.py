@@ -1,4 +1,6 @@
 """One audit finding: PASS, FAIL, or NOT VERIFIABLE (the check could not be made, which is never a pass).
+Every check of `harness audit` is one of these: the anchors, the re-derivations, each family's rows and each
+rescored cell.
 
 Exit codes of `harness audit`: 1 when any check fails, else 3 when any check is not verifiable, else 0.
 """
@@ -19,6 +21,15 @@ class Check:
     item: str  # the file or key, e.g. "plan/plan.yaml"
     status: str  # PASS, FAIL or NOT VERIFIABLE
     detail: str
+
+    @classmethod
+    def judged(cls, subject: str, item: str, passed: bool, detail: str) -> Check:
+        """A check that was made: PASS or FAIL."""
+        return cls(subject, item, PASS if passed else FAIL, detail)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
 
     def line(self) -> str:
         return f"{self.status}  {self.subject}/{self.item}: {self.detail}"

@@ -9,7 +9,7 @@ from harness.provenance.timeline import first_outcome_time, timeline, utc_iso
 from harness.report.chunksets import chunk_set_stats
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, table
-from harness.grid.cells import chunk_sets as grid_chunk_sets
+from harness.grid.cells import arm_spec, chunk_sets as grid_chunk_sets
 from harness.grid.paths import answers_dir, chunk_manifest_path, results_dir
 
 UNIT_LABEL = {"tokens": "tok", "words": "words"}  # the budget unit in column headers
@@ -101,7 +101,7 @@ def chunk_sets(ctx: ReportContext) -> Section:
         rows, unbuilt = [], []
         for arm in arms_of(ctx, name):
             try:
-                chunks = read_chunk_set(ctx.study, ds, arm, frozen_hash=ctx.frozen_hash)
+                chunks = read_chunk_set(ctx.study, ds, arm_spec(ctx.study, arm), frozen_hash=ctx.frozen_hash)
             except HarnessError as e:
                 unbuilt.append(f"{arm} ({str(e).split(';')[0]})")
                 continue

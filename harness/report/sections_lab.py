@@ -16,6 +16,7 @@ from harness.arms.build import read_chunk_set
 from harness.config.lab import SWEEP_SEPARATOR, UNIT_SUFFIX
 from harness.data.question_evidence import SPLITS
 from harness.errors import HarnessError
+from harness.grid.cells import arm_spec
 from harness.metrics.assembly import size_in_unit
 from harness.metrics.budget import TokenCache
 from harness.report.context import ReportContext
@@ -32,7 +33,8 @@ def _split_datasets(ctx: ReportContext) -> list[str]:
 
 def _oversized(ctx: ReportContext, dataset: str, arm: str, budgets: list[int], unit: str) -> dict[int, int] | None:
     try:
-        chunks = read_chunk_set(ctx.study, ctx.datasets[dataset], arm, frozen_hash=ctx.frozen_hash)
+        chunks = read_chunk_set(ctx.study, ctx.datasets[dataset], arm_spec(ctx.study, arm),
+                                frozen_hash=ctx.frozen_hash)
     except (HarnessError, KeyError):
         return None
     cache = TokenCache() if unit == "tokens" else None

@@ -29,7 +29,7 @@ class Expansion:
     inserted: dict[str, int]  # retrieved chunk id -> chunks inserted after it, in rank order
 
 
-class ChunkSet:
+class ChunkPositions:
     """A chunk set's documents in document order, with each chunk's position, for expansion look-ups."""
 
     def __init__(self, chunks: Sequence[Chunk]):
@@ -97,8 +97,8 @@ def same_section(doc: Sequence[Chunk], i: int) -> Iterator[int]:
 
 def _expand(
     ranked_ids: Sequence[str],
-    chunk_set: ChunkSet,
-    candidates: Callable[[ChunkSet, str, int], Iterable[int]],
+    chunk_set: ChunkPositions,
+    candidates: Callable[[ChunkPositions, str, int], Iterable[int]],
     quota: Callable[[str], int | None],
 ) -> Expansion:
     out: list[str] = []
@@ -125,7 +125,8 @@ def _expand(
 
 
 def expand_ranking(
-    ranked_ids: Sequence[str], chunk_set: ChunkSet, mode: str, *, kx_inserted: Mapping[str, int] | None = None
+    ranked_ids: Sequence[str], chunk_set: ChunkPositions, mode: str, *,
+    kx_inserted: Mapping[str, int] | None = None,
 ) -> Expansion:
     """The ranking expanded by `mode` (KX, AX or SX). AX needs `kx_inserted`, KX's `inserted` on the same
     ranking: a retrieved chunk KX gave no insertions (or skipped) gets none under AX."""

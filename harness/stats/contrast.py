@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, Mapping
 
@@ -15,6 +14,7 @@ from harness.inference.power import cluster_standard_error
 from harness.inference.signflip import cluster_sign_flip
 from harness.inference.t_tost import t_tost
 from harness.inference.tost import tost
+from harness.seeded_draw import seeded_sample
 
 POINTS = 100.0  # metric values are in [0, 1]; differences are reported in points
 # spreads at or below this many points are float noise (e.g. (0.3 - 0.1) vs (0.5 - 0.3)), not variation
@@ -237,7 +237,7 @@ def sample_clusters(table, *, dataset: str, n_clusters: int, seed: int, strata: 
     if n_clusters > len(clusters):
         raise HarnessError(f"dataset {dataset}: subset asks for {n_clusters} clusters but only "
                            f"{len(clusters)} exist")
-    return set(random.Random(seed).sample(clusters, n_clusters))
+    return set(seeded_sample(clusters, n_clusters, seed))
 
 
 def compare(

@@ -23,6 +23,7 @@ from harness.inference.holm import holm
 from harness.inference.power import POWER, minimum_detectable_difference
 from harness.metrics.registry import is_answer_level
 from harness.plan.model import Acceptance, FamilyPlan, Plan, ReaderAcceptance, TestPlan, derive_seed
+from harness.provenance.checks import Check
 from harness.stats.rules import DecisionContext, Rule, RuledFamily, RuledTest, ruled
 from harness.stats.subsets import select_questions
 from harness.inference.t_tost import disagrees
@@ -320,16 +321,9 @@ def judge_passed(acceptance: Acceptance, rates: Mapping[str, float] | None) -> b
 
 # --- audit: released JSON against a fresh recomputation ---
 
-@dataclass(frozen=True)
-class RowCheck:
-    family: str
-    test: str  # "(family)" for family-level settings and status
-    passed: bool
-    detail: str
-
-
-def check_family(released: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> list[RowCheck]:
-    """PASS/FAIL per row (and one check for the family's settings and status). Both sides are JSON as
+def check_family(released: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> list[Check]:
+    """PASS/FAIL per row, the family the subject and the test the item (and one check, item "(family)", for
+    the family's settings and status). Both sides are JSON as
     written (`FamilyResult.to_json()`), compared key by key, so the released file is judged as it is on disk."""
     fam = recomputed["family"]
     checks = []
@@ -337,23 +331,24 @@ def check_family(released: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> 
         k for k in recomputed
         if k not in ("rows", "harness_version") and not _same(released.get(k), recomputed[k], rel_tol)
     ]
-    checks.append(RowCheck(fam, "(family)", not settings_diff,
-                           "settings and status match" if not settings_diff
-                           else "differs in " + ", ".join(_describe(k, released.get(k), recomputed[k])
-                                                          for k in settings_diff)))
+    checks.append(Check.judged(fam, "(family)", not settings_diff,
+                               "settings and status match" if not settings_diff
+                               else "differs in " + ", ".join(_describe(k, released.get(k), recomputed[k])
+                                                              for k in settings_diff)))
     released_rows = {r.get("test"): r for r in released.get("rows", [])}
     for row in recomputed["rows"]:
         old = released_rows.pop(row["test"], None)
         if old is None:
-            checks.append(RowCheck(fam, row["test"], False, "row missing from the released statistics"))
+            checks.append(Check.judged(fam, row["test"], False, "row missing from the released statistics"))
             continue
         diff = sorted(k for k in set(row) | set(old) if not _same(old.get(k), row.get(k), rel_tol))
         reason = f" ({row['verdict_reason']})" if row.get("verdict_reason") else ""
-        checks.append(RowCheck(fam, row["test"], not diff,
-                               f"verdict {row['verdict']}{reason}" if not diff
-                               else "differs in " + ", ".join(_describe(k, old.get(k), row.get(k)) for k in diff)))
+        checks.append(Check.judged(fam, row["test"], not diff,
+                                   f"verdict {row['verdict']}{reason}" if not diff
+                                   else "differs in " + ", ".join(_describe(k, old.get(k), row.get(k))
+                                                                  for k in diff)))
     for test in sorted(map(str, released_rows)):
-        checks.append(RowCheck(fam, test, False, "released row is not in the plan"))
+        checks.append(Check.judged(fam, test, False, "released row is not in the plan"))
     return checks
 
 

@@ -10,7 +10,7 @@ from harness.errors import HarnessError
 from harness.files import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
 from harness.grid.paths import judge_acceptance_path, per_question_dir, reader_acceptance_path
 from harness.grid.results import check_per_question, read_per_question
-from harness.provenance.freeze import assert_same_frozen_hash
+from harness.provenance.frozen_hashes import assert_same_frozen_hash
 from harness.stats import plots, tables
 from harness.stats.families import FamilyResult
 

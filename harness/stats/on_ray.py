@@ -8,10 +8,10 @@ from typing import Any, Callable
 import pandas as pd
 
 from harness.config.executor import Executor
-from harness.pipeline.executors import ray_session, run_on_ray
 from harness.plan.model import Plan
 from harness.stats.contrast import ResultTable, as_results, compare, missing_for
 from harness.stats.families import FamilyResult, contrast_arguments, planned_families, run_plan
+from harness.task_runners import ray_session, run_on_ray
 
 
 def compare_task(table: ResultTable, arguments: dict[str, Any]) -> Any:
