@@ -109,6 +109,8 @@ def score_cells(
     if len({c.arm.name for c in cells}) > 1:
         raise ValueError(f"score_cells takes the cells of one arm, got {sorted({c.arm.name for c in cells})}")
     context.add_documents(dataset.documents)  # late chunking pools document tokens (harness.retrieval.late)
+    if cells:  # a run file is per arm and keyed by question (harness.retrieval.outside)
+        context.rank_arm(dataset.name, cells[0].arm.name, dataset.questions, [c for s in scoped for c in s.chunks])
     scoring = [_CellScoring(study, dataset, cell, context, cache, budgets, run_depth) for cell in cells]
     for scope in scoped:
         variants = chunk_variants(scope.chunks)  # RM: one chunk set per seed, averaged per question below
