@@ -95,7 +95,8 @@ def _entry_spec(entry: Any, where: Where, i: int) -> EntrySpec:
         raise where.child("analysis").fail(f"unknown analysis {analysis!r} [entry {entry.get('id', f'#{i}')}] "
                                            f"(known: {', '.join(ANALYSES)})")
     required, optional = FIELDS[analysis]
-    spec: EntrySpec = build(EntrySpec, check_keys(where, entry, ("id", "analysis", *required), optional), where)
+    keys = check_keys(where, entry, ("id", "analysis", *required), optional)
+    spec: EntrySpec = build(EntrySpec, keys, where)
     return spec
 
 

@@ -37,7 +37,8 @@ class PlanWhere(Where):
         return self.fail(f"expected {what}; got {value!r}")
 
 
-def check_keys(where: Where, value: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> Mapping[Any, Any]:
+def check_keys(where: Where, value: Any, required: tuple[str, ...],
+               optional: tuple[str, ...] = ()) -> Mapping[Any, Any]:
     """`value` is a mapping with every required key and (when any key is named) no other."""
     if not isinstance(value, Mapping):
         raise (where if where.keys else where.child("top level")).fail(

@@ -135,7 +135,8 @@ def _add_family(where: Where, spec: FamilySpec, source: str, state: PlanState) -
 
 
 def _add_test(where: Where, spec: TestSpec, fam_id: str, source: str, state: PlanState) -> None:
-    def fail(key: str, message: str) -> HarnessError:  # errors inside a test name it, so a message from freeze points at it
+    # errors inside a test name it, so a message from freeze points at it
+    def fail(key: str, message: str) -> HarnessError:
         return where.child(key).fail(f"{message} [test {spec.id}]")
 
     if spec.id in state.test_ids:
