@@ -217,8 +217,9 @@ def _acceptance(spec: AcceptanceSpec, fail: Callable[[str, str], HarnessError]) 
     return Acceptance(judge=spec.judge, positive_min=positive, negative_max=negative)
 
 
-def _thresholds(spec: ReaderAcceptanceSpec | AcceptanceSpec, fail: Callable[[str], HarnessError]
-                ) -> tuple[float, float]:
+def _thresholds(
+    spec: ReaderAcceptanceSpec | AcceptanceSpec, fail: Callable[[str], HarnessError],
+) -> tuple[float, float]:
     """An instrument's (positive_min, negative_max): a control it must pass and one it must fail."""
     positive, negative = float(spec.positive_min), float(spec.negative_max)
     if not 0 <= negative < positive <= 1:
