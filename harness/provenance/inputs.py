@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from harness.config.arm_kinds import get_kind
 from harness.config.plugin_code import PLUGINS_FOLDER, PluginCode
@@ -100,7 +100,8 @@ def input_record(study: Study) -> dict[str, Any]:
     plus "sources" (each declared source's data/SOURCES.lock entry: revision or commit, hashes) only when
     the config declares a `source:`, so the record of a study without one is unchanged."""
     files = study_folder_files(study)
-    content, checkouts = {}, {}
+    content: dict[str, dict[str, Any]] = {}
+    checkouts: dict[str, dict[str, str]] = {}
     for name, dataset in loaded_datasets(study).items():
         files.update((f.path, f.sha256) for f in dataset.input_files)
         content[name] = dataset_content_record(dataset)
@@ -133,7 +134,7 @@ def _identity(study: Study, code: PluginCode, cfg: Any, key: str) -> dict[str, A
         raise HarnessError(f"{study.config_path}: `{key}`: {e}") from None
 
 
-def current_file_hashes(study: Study, paths) -> dict[str, str | None]:
+def current_file_hashes(study: Study, paths: Iterable[str]) -> dict[str, str | None]:
     """Byte-level view, no parsing: the SHA-256 now (None when missing) of each path in `paths` and of
     every file in the study's own folders. Used when a changed input can no longer be loaded."""
     out: dict[str, str | None] = {}
