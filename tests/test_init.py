@@ -243,6 +243,17 @@ def test_freeze_refuses_a_plan_that_still_holds_a_todo_marker(tmp_path, capsys):
     assert not (target / "frozen_config.json").exists()
 
 
+def test_no_git_registers_by_the_record_even_inside_a_repository(tmp_path, git_identity, capsys):
+    documents, questions = corpus(tmp_path / "in")
+    target = git_repository(tmp_path / "repo") / "study"
+    assert main(["init", str(target), "--documents", str(documents), "--questions", str(questions),
+                 "--no-git"]) == 0
+    assert "registered the plan: plan/REGISTRATION.json" in capsys.readouterr().out
+    assert (target / "plan" / "REGISTRATION.json").is_file() and not (target / ".git").exists()
+    log = subprocess.run(["git", "-C", str(target), "log", "--oneline"], capture_output=True, text=True)
+    assert log.stdout == ""  # nothing committed in the enclosing repository
+
+
 def test_init_in_a_repository_commits_the_study(tmp_path, git_identity, capsys):
     documents, questions = corpus(tmp_path / "in")
     target = git_repository(tmp_path / "repo") / "study"

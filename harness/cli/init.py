@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "(e.g. qwen2.5:7b), or with --llm-base-url an OpenAI-compatible model id")
     paid.add_argument("--llm-base-url", metavar="URL", help="an OpenAI-compatible server (e.g. http://host:8000/v1); "
                       "without it --llm names an Ollama model")
+    parser.add_argument("--no-git", action="store_true",
+                        help="register by plan/REGISTRATION.json instead of a git commit (the audit then needs "
+                             "the published frozen hash: --registered-hash)")
     add_output_arguments(parser)
 
 
@@ -78,7 +81,7 @@ def run(args) -> int:
     paid = None
     if args.llm:
         paid = Paid(args.llm, "openai-compatible" if args.llm_base_url else "ollama", args.llm_base_url)
-    made = create_study(Path(args.dir), inputs, paid=paid)
+    made = create_study(Path(args.dir), inputs, paid=paid, git=not args.no_git)
     data = made.dataset
     if made.evidence is not None:
         e = made.evidence

@@ -104,10 +104,11 @@ class _Copies:
 
 
 def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
-                 now: dt.datetime | None = None) -> Created:
+                 now: dt.datetime | None = None, git: bool = True) -> Created:
+    """`git=False` registers by plan/REGISTRATION.json even where git could commit (`init --no-git`)."""
     target = Path(os.path.abspath(target))
     _check_target(target)
-    repository = _repository(target)
+    repository = _repository(target) if git else None
     moment = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.init-", dir=target.parent))
     copies = _Copies()
@@ -139,7 +140,8 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
             _copy_prompts(staging, copies)
         _validate(Study.at(staging))
         registration = {ENCLOSING: "a git commit", OWN: "a git commit in the study's own repository (git init)",
-                        None: f"{RECORD_PATH}, as git cannot commit here"}[repository]
+                        None: f"{RECORD_PATH}, as git cannot commit here" if git else
+                        f"{RECORD_PATH} (--no-git)"}[repository]
         # absolute: `make` runs from the harness repository, wherever init ran
         atomic_write_text(staging / "README.md", readme(layout, registration=registration, where=str(target)))
         if target.is_dir():
@@ -289,7 +291,7 @@ def _validate(study: Study) -> None:
 def _register(root: Path, repository: str | None, moment: dt.datetime) -> str:
     if repository is None:
         write_registration_record(root, ["plan/plan.yaml", "plan/PLAN.md"], moment)
-        return (f"{RECORD_PATH} (git cannot commit here; commit the study, or publish the frozen hash)")
+        return f"{RECORD_PATH} (no git commit holds the study; commit it, or publish the frozen hash)"
     if repository == OWN:
         proc = subprocess.run(["git", "init", "-q", str(root)], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
