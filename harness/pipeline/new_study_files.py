@@ -83,7 +83,7 @@ def study_yaml(layout: Layout) -> str:
     values = {k: _entry_value(v) for k, v in layout.entry.items()}
     entry = "\n".join(f"    {k}:" + (v if v.startswith("\n") else f" {v}") for k, v in values.items())
     lines = [
-        f"# Written by `harness init`. Every value is checked by `harness config --study .`, which also prints",
+        "# Written by `harness init`. Every value is checked by `harness config --study .`, which also prints",
         "# the defaults filled in. Change it before `harness freeze`; afterwards a change is drift.",
         f"study: {_flow(layout.study)}",
         "",
