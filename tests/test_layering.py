@@ -24,6 +24,7 @@ LAYERS = (
     ("inference",),
     ("config",),
     ("task_runners",),
+    ("plugins",),
     ("plan",),
     ("study",),
     ("data",),
