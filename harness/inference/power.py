@@ -79,8 +79,8 @@ class PowerResult:
 
 def tost_clusters_for_power(
     values: ArrayLike, clusters: ArrayLike | None = None, *, margin: float, alpha: float = 0.05,
-    target: float = POWER, true_difference: float = 0.0, sizes: list[int] | None = None, simulations: int = 1000,
-    seed: int,
+    target: float = POWER, true_difference: float = 0.0, sizes: list[int] | None = None,
+    simulations: int = 1000, seed: int,
 ) -> PowerResult:
     """Cluster bootstrap of a pilot: for each candidate size n, draw `simulations` studies of n pilot
     clusters (with replacement), shift every difference so the true mean is `true_difference`, and count
