@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from harness.inference.bootstrap import cluster_bootstrap
 
@@ -37,7 +38,8 @@ class GroupContrast:
     undefined_replicates: int  # replicates without a question of one group, dropped
 
 
-def group_mean(group: str, diffs, clusters, strata, mask, *, seed: int, resamples: int = RESAMPLES) -> GroupMean | None:
+def group_mean(group: str, diffs: ArrayLike, clusters: ArrayLike, strata: ArrayLike, mask: ArrayLike, *,
+               seed: int, resamples: int = RESAMPLES) -> GroupMean | None:
     """None when the group has no question."""
     mask = np.asarray(mask, dtype=bool)
     if not mask.any():
@@ -47,7 +49,8 @@ def group_mean(group: str, diffs, clusters, strata, mask, *, seed: int, resample
     return GroupMean(group, boot.n_questions, boot.n_clusters, boot.estimate, boot.ci95_bca)
 
 
-def group_contrast(first: str, second: str, diffs, clusters, strata, groups, *, seed: int,
+def group_contrast(first: str, second: str, diffs: ArrayLike, clusters: ArrayLike, strata: ArrayLike,
+                   groups: ArrayLike, *, seed: int,
                    resamples: int = RESAMPLES) -> GroupContrast | None:
     """mean(first) - mean(second); None when either group is empty."""
     diffs, clusters, strata, groups = map(np.asarray, (diffs, clusters, strata, groups))
@@ -77,7 +80,7 @@ def group_contrast(first: str, second: str, diffs, clusters, strata, groups, *, 
     return GroupContrast(first, second, estimate, (float(lo), float(hi)), resamples, int((~ok).sum()))
 
 
-def win_tie_loss(diffs) -> tuple[float, float, float]:
+def win_tie_loss(diffs: ArrayLike) -> tuple[float, float, float]:
     """Shares of questions where A beats B, ties it, loses to it."""
     d = np.asarray(diffs, dtype=float)
     n = len(d)
