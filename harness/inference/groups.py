@@ -68,11 +68,13 @@ def group_contrast(first: str, second: str, diffs: ArrayLike, clusters: ArrayLik
     stratum_names = sorted(set(map(str, cluster_stratum)))
     members = [np.flatnonzero(cluster_stratum.astype(str) == s) for s in stratum_names]
     gens = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(len(members))]
-    t1 = np.zeros(resamples); c1 = np.zeros(resamples); t2 = np.zeros(resamples); c2 = np.zeros(resamples)
+    t1, c1, t2, c2 = (np.zeros(resamples) for _ in range(4))
     for gen, idx in zip(gens, members):
         pick = idx[(gen.random((resamples, len(idx))) * len(idx)).astype(np.intp)]
-        t1 += s1[pick].sum(axis=1); c1 += n1[pick].sum(axis=1)
-        t2 += s2[pick].sum(axis=1); c2 += n2[pick].sum(axis=1)
+        t1 += s1[pick].sum(axis=1)
+        c1 += n1[pick].sum(axis=1)
+        t2 += s2[pick].sum(axis=1)
+        c2 += n2[pick].sum(axis=1)
     ok = (c1 > 0) & (c2 > 0)
     reps = t1[ok] / c1[ok] - t2[ok] / c2[ok]
     estimate = float(s1.sum() / n1.sum() - s2.sum() / n2.sum())
