@@ -91,11 +91,11 @@ def exploratory_mark(row: DecidedRow) -> str:
     return f" (exploratory: {' and '.join(failed)} not accepted)" if failed else ""
 
 
-def _rate(v) -> str:
+def _rate(v: float | None) -> str:
     return "not computable" if v is None else f"{100 * v:.1f}%"
 
 
-def _bound(v) -> str:
+def _bound(v: float | None) -> str:
     return "not registered" if v is None else f"{100 * v:g}%"
 
 
@@ -233,7 +233,7 @@ def _num(x: float) -> str:
     return f"{x:.2f}"
 
 
-def _ci(ci) -> str:
+def _ci(ci: tuple[float, float]) -> str:
     return f"[{_num(ci[0])}, {_num(ci[1])}]"
 
 
