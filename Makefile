@@ -24,7 +24,7 @@ $(STAMP):
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	# the CPU build of torch first, from local disk; a plain `torch` requirement would pull a CUDA build
 	$(VENV)/bin/python -m pip install --quiet torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(VENV)/bin/python -m pip install --quiet -e '.[test,bench]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(VENV)/bin/python -m pip install --quiet -e '.[test,bench,plugins]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 

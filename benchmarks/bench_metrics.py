@@ -82,7 +82,7 @@ def build(metric_set, n_questions, n_arms, n_retrievers, n_chunk_sets, seed):
             ranges.append((start, len(chunks)))
         chunk_sets.append((chunks, ranges))
     base_chunks, base_ranges = chunk_sets[0]
-    questions, scopes, golds = [], [], []
+    questions, scopes = [], []
     for qi in range(n_questions):
         d = int(rng.integers(n_docs))
         a, b = base_ranges[d]

@@ -17,12 +17,14 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterator, Mapping, Sequence, TypeVar
 
 from harness.config.executor import Executor
 from harness.errors import HarnessError
 
 RAY_HINT = "pip install -e '.[ray]' (the pinned Ray release)"
+# the caller's name for a task: results come back under it
+Key = TypeVar("Key", bound=Hashable)
 
 
 @contextlib.contextmanager
@@ -50,17 +52,17 @@ def ray_session(executor: Executor) -> Iterator[Any]:
 
 
 def run_in_processes(
-    task: Callable[..., Any], calls: Mapping[Hashable, Sequence[Any]],
-    on_done: Callable[[Hashable, Any, int], None],
+    task: Callable[..., Any], calls: Mapping[Key, Sequence[Any]],
+    on_done: Callable[[Key, Any, int], None],
     *, workers: int,
-) -> dict[Hashable, Any]:
+) -> dict[Key, Any]:
     """run_on_ray's contract on `workers` fresh processes of this machine (spawned, not forked: the parent may
     hold threads and open models). Tasks start in the order of `calls`; the first task that fails cancels the
     ones not started and raises its error here."""
     import concurrent.futures
     import multiprocessing
 
-    results: dict[Hashable, Any] = {}
+    results: dict[Key, Any] = {}
     if not calls:
         return results
     processes = min(workers, len(calls))
@@ -79,14 +81,14 @@ def run_in_processes(
 
 
 def run_on_ray(
-    ray: Any, task: Callable[..., Any], calls: Mapping[Hashable, Sequence[Any]],
-    on_done: Callable[[Hashable, Any, int], None],
-) -> dict[Hashable, Any]:
+    ray: Any, task: Callable[..., Any], calls: Mapping[Key, Sequence[Any]],
+    on_done: Callable[[Key, Any, int], None],
+) -> dict[Key, Any]:
     """`task(*arguments)` as one Ray task per entry of `calls`, all submitted at once; returns {key: result}.
     Each result is reported to `on_done(key, result, how many are done)` as it completes."""
     remote = ray.remote(task)
     pending = {remote.remote(*arguments): key for key, arguments in calls.items()}
-    results: dict[Hashable, Any] = {}
+    results: dict[Key, Any] = {}
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         key = pending.pop(done[0])

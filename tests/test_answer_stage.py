@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "prompts"
 sys.path.insert(0, str(ROOT / "tests"))
 from llm_study import kill_after_lines, make_study  # noqa: E402
-from harness.grid.paths import judges_dir, per_question_path, results_dir
+from harness.grid.paths import judges_dir, per_question_path, results_dir  # noqa: E402
 
 
 class ScriptedJudge(Backend):
@@ -415,7 +415,6 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
     and nugget recall rows join the per-question table, controls come before the arms, and what the reader
     saw is recorded."""
     import harness.pipeline.answer as stage
-    from harness.cli.main import main
     from harness.grid.results import read_per_question
     from harness.provenance.freeze import frozen_hash
     root = _scored_study_with_answer_cells(tmp_path, monkeypatch)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.grid.arms import source_arm
-from harness.config.arm_kinds import ABLATIONS, INDEXED_EXTRAS, RERENDERINGS, get_kind, llm_free_kinds
+from harness.config.arm_kinds import INDEXED_EXTRAS, RERENDERINGS, get_kind, llm_free_kinds
 from harness.cli.main import main
 from harness.data.model import Chunk
 

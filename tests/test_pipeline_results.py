@@ -45,7 +45,7 @@ def test_read_ids_share_one_object_per_distinct_value(tmp_path):
         df = read_per_question(path)
         for column in ("dataset", "arm", "qid", "metric", "stratum"):
             assert len({id(v) for v in df[column]}) == df[column].nunique(), (path.suffix, column)
-        assert df.arm.map(type).eq(str).all() and df.dtypes.arm == object
+        assert df.arm.map(type).eq(str).all() and df.dtypes.arm == object  # noqa: E721 (a dtype, not a type)
 
 
 def test_csv_floats_use_repr(tmp_path):

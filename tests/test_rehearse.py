@@ -121,7 +121,7 @@ def test_a_test_no_configured_cell_can_produce_is_reported_blocked(tmp_path):
     study = _copy_study(DEMO, tmp_path / "study")
     plan = study / "plan" / "plan.yaml"
     text = plan.read_text()
-    line = next(l for l in text.splitlines() if "id: A1-papers" in l)
+    line = next(row for row in text.splitlines() if "id: A1-papers" in row)
     plan.write_text(text.replace(line, line.replace("retriever: hybrid", "retriever: minilm")))
     code, record = _rehearse(study, tmp_path / "twin")
     assert code == 1
@@ -135,7 +135,7 @@ def test_the_rehearsal_is_a_library_call_returning_a_typed_record_the_cli_prints
     (a quiet run still says what blocked)."""
     study = _copy_study(DEMO, tmp_path / "study")
     plan = study / "plan" / "plan.yaml"
-    line = next(l for l in plan.read_text().splitlines() if "id: A1-papers" in l)
+    line = next(row for row in plan.read_text().splitlines() if "id: A1-papers" in row)
     plan.write_text(plan.read_text().replace(line, line.replace("retriever: hybrid", "retriever: minilm")))
     result = rehearse(Study.at(study), tmp_path / "twin", RehearsalSettings(until="freeze"))
     blocked = "BLOCKED: stage freeze failed on the twin"

@@ -66,7 +66,7 @@ def assert_refused(capsys, study: Study, argv: list[str], detail: str) -> None:
     table = per_question_path(study, "papers").read_bytes()
     code, err = run(capsys, *argv, "--study", str(study.root))
     assert code == 1, err
-    assert f"refusing to run over 1 released file(s) the harness did not write" in err
+    assert "refusing to run over 1 released file(s) the harness did not write" in err
     assert f"results/{PART}: {detail}" in err and "--adopt-unrecorded REASON" in err
     assert per_question_path(study, "papers").read_bytes() == table  # the edit was not assembled
 

@@ -19,7 +19,7 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
 
 def test_canonical_names():
-    assert tuple(RETRIEVER_TYPES) == ("bm25", "dense", "rrf", "graph", "rerank")
+    assert tuple(RETRIEVER_TYPES) == ("bm25", "dense", "rrf", "graph", "rerank", "python", "run-file")
     assert DENSE_BACKENDS == ("sentence-transformers", "ollama", "simulated")
     assert tuple(RERANK_BACKENDS) == ("cross-encoder", "llm-yes", "simulated", "transformers", "http-rerank")
 

@@ -18,6 +18,7 @@ from harness.arms.builder import BuildInputs
 from harness.arms.lab_arms import training_record
 from harness.grid.arms import arm_kind, buildable_arm_kind, source_arm
 from harness.arms.model_limits import effective_model_config
+from harness.arms.plugin_arms import unlocated_warning
 from harness.arms.registry import build_chunks
 from harness.chunking import chunk_document, params_from_config
 from harness.chunking.blocks import parse_blocks
@@ -180,9 +181,10 @@ def build_dataset_arms(
         atomic_write_json(mpath, manifest)
         built.append(ArmBuild(dataset.name, arm, len(chunks), False))
         log(f"{dataset.name}/{arm}: {len(chunks)} chunks -> {path.relative_to(study.root)}")
-        failed = llm_failures(f"{dataset.name}/{arm}", extra)
-        if failed:
-            (warn or log)(failed)
+        label = f"{dataset.name}/{arm}"
+        for warning in (llm_failures(label, extra), unlocated_warning(label, extra)):
+            if warning:
+                (warn or log)(warning)
     return built
 
 

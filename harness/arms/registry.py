@@ -9,12 +9,14 @@ from __future__ import annotations
 from functools import partial
 
 from harness.arms import addon_arms, lab_arms
+from harness.arms.plugin_arms import build_outside, library_class, python_function
 from harness.arms.builder import ArmBuilder, ArmChunks, BuildInputs
 from harness.arms.chunker_arms import build_chunked
 from harness.arms.field_ablation import build_field_ablation, render_with
 from harness.arms.headers import add_contextual_headers
 from harness.arms.llm_arms import build_llm_kind
 from harness.arms.render import render_context, render_enriched, render_section_path, render_text
+from harness.chunking import library_splitters
 from harness.config.arm_kinds import RERENDERINGS, ArmKindSpec, get_kind
 from harness.config.arm_settings import wants_contextual_headers
 from harness.data.model import Chunk
@@ -27,6 +29,10 @@ def _keep_indexed(chunk: Chunk) -> Chunk:
 
 def _lab(chunker, render=render_text) -> ArmBuilder:
     return ArmBuilder(render, lab_arms.build_lab_arm, lab_chunker=chunker)
+
+
+def _outside(make_cutter) -> ArmBuilder:
+    return ArmBuilder(render_text, partial(build_outside, make_cutter))
 
 
 def _addon(merging) -> ArmBuilder:
@@ -50,6 +56,10 @@ BUILDERS: dict[str, ArmBuilder] = {
     "provisions": _lab(lab_arms.provisions, render=_keep_indexed),
     "qes-dp": _lab(lab_arms.qes_dp),
     "qes-greedy": _lab(lab_arms.qes_greedy),
+    "python": _outside(python_function),
+    "langchain": _outside(library_class(library_splitters.langchain, "splitter")),
+    "llamaindex": _outside(library_class(library_splitters.llamaindex, "parser")),
+    "chonkie": _outside(library_class(library_splitters.chonkie, "chunker")),
     "E": _ENRICHED_LLM,
     "E-K": _ENRICHED_LLM,
     "CR": ArmBuilder(render_context, build_llm_kind),

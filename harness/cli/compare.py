@@ -77,22 +77,26 @@ def owning_study(path: Path):
     return None
 
 
-def check_numbers(args) -> None:
+def check_numbers(resamples: int, max_flips: int, margin: float | None, *, keywords: bool = False) -> None:
     """The plan's bounds (harness.plan.schema), before any file is read: a million resamples already runs in
-    seconds, while 3e8 took a minute and gigabytes."""
-    for flag, value, low, high in (("--resamples", args.resamples, 2, MAX_RESAMPLES),
-                                   ("--max-flips", args.max_flips, 1, MAX_FLIPS)):
+    seconds, while 3e8 took a minute and gigabytes. Errors name the flags, or with `keywords` the Python
+    API's keyword arguments (harness.compare)."""
+    def named(flag: str) -> str:
+        return flag[2:].replace("-", "_") + "=" if keywords else flag
+
+    for flag, value, low, high in (("--resamples", resamples, 2, MAX_RESAMPLES),
+                                   ("--max-flips", max_flips, 1, MAX_FLIPS)):
         if not low <= value <= high:
-            raise HarnessError(f"compare: {flag} must lie from {low:,} to {high:,}; got {value:,}")
-    if args.margin is not None:
-        checked_margin(args.margin, lambda message: HarnessError(f"compare: --margin {message}"))
+            raise HarnessError(f"compare: {named(flag)} must lie from {low:,} to {high:,}; got {value:,}")
+    if margin is not None:
+        checked_margin(margin, lambda message: HarnessError(f"compare: {named('--margin')} {message}"))
 
 
 def run(args) -> int:
     from harness.stats.contrast import compare
     from harness.grid.results import read_per_question
 
-    check_numbers(args)
+    check_numbers(args.resamples, args.max_flips, args.margin)
     path, study = per_question_table(args, "--results", args.results)
     if study is not None:  # no interim looks at a registered study's outcomes
         from harness.provenance.drift import check_frozen

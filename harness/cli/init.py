@@ -13,10 +13,11 @@ HELP = "write a new study around your data: config, registered plan, README (the
 DESCRIPTION = (
     "Write a minimal, runnable study into DIR (new or empty): the data copied (or converted) under data/, "
     "configs/study.yaml with the LLM-free arms S, S+T, F512c, F256t and the retrievers bm25, minilm and their "
-    "hybrid, plan/plan.yaml with the structure family (S vs F512c and F256t), plan/PLAN.md to fill in, and a "
+    "hybrid, plan/plan.yaml with the structure family (S vs F512c and F256t), plan/PLAN.md (its prose), and a "
     "README. --llm adds the paid arms E and CR and the primary family (E vs S+T, E vs CR). The inputs are "
     "loaded through their adapter and every file validated before DIR is written; the plan is then registered "
-    "(a git commit when DIR lies in a repository, else plan/REGISTRATION.json)."
+    "(a git commit: in the repository DIR lies in, else in DIR's own, made by `git init`; only where git "
+    "cannot commit, plan/REGISTRATION.json)."
 )
 
 
@@ -43,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "(e.g. qwen2.5:7b), or with --llm-base-url an OpenAI-compatible model id")
     paid.add_argument("--llm-base-url", metavar="URL", help="an OpenAI-compatible server (e.g. http://host:8000/v1); "
                       "without it --llm names an Ollama model")
+    parser.add_argument("--no-git", action="store_true",
+                        help="register by plan/REGISTRATION.json instead of a git commit (the audit then needs "
+                             "the published frozen hash: --registered-hash)")
     add_output_arguments(parser)
 
 
@@ -77,7 +81,7 @@ def run(args) -> int:
     paid = None
     if args.llm:
         paid = Paid(args.llm, "openai-compatible" if args.llm_base_url else "ollama", args.llm_base_url)
-    made = create_study(Path(args.dir), inputs, paid=paid)
+    made = create_study(Path(args.dir), inputs, paid=paid, git=not args.no_git)
     data = made.dataset
     if made.evidence is not None:
         e = made.evidence
@@ -98,6 +102,7 @@ def run(args) -> int:
     print(f"arms {arms}; retrievers bm25, minilm, hybrid; plan families: "
           + ("primary (E vs S+T, E vs CR), " if paid else "") + "structure (S vs F512c, S vs F256t)")
     print(f"registered the plan: {made.registration}")
-    print(f"next: fill in plan/PLAN.md's TODOs, then `make all STUDY={made.root}` from the harness repository "
+    print(f"next: read plan/PLAN.md and plan.yaml (a generated draft) and make them yours, then "
+          f"`make all STUDY={made.root}` from the harness repository "
           "(the study's README.md says more)")
     return 0

@@ -74,21 +74,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in COMMANDS.items():
-        if only is not None and name != only:
-            continue
-        mod = _load(module)
-        p = sub.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP.replace("%", "%%"))
-        mod.add_arguments(p)
-        if name in WRITING:
-            p.add_argument("--wait", action="store_true",
-                           help="when another harness process is writing the study, wait for it instead of exiting")
-        if name in RECORDING:
-            p.add_argument("--adopt-unrecorded", metavar="REASON",
-                           help="keep released files the write journal does not hold (a lost journal, a hand edit) "
-                                "and record them; REASON (required) and the files go to DEVIATIONS.md")
-        p.set_defaults(_run=mod.run)
+    for name in COMMANDS:
+        if only is None or name == only:
+            add_command(sub, name)
     return parser
+
+
+def add_command(sub, name: str) -> argparse.ArgumentParser:
+    """`harness NAME`'s own parser, added to `sub` (the Python API parses its keyword arguments with it too,
+    so both take the same options, defaults and checks)."""
+    mod = _load(COMMANDS[name])
+    p = sub.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP.replace("%", "%%"))
+    mod.add_arguments(p)
+    if name in WRITING:
+        p.add_argument("--wait", action="store_true",
+                       help="when another harness process is writing the study, wait for it instead of "
+                            "exiting")
+    if name in RECORDING:
+        p.add_argument("--adopt-unrecorded", metavar="REASON",
+                       help="keep released files the write journal does not hold (a lost journal, a hand "
+                            "edit) and record them; REASON (required) and the files go to DEVIATIONS.md")
+    p.set_defaults(_run=mod.run, command=name)
+    return p
 
 
 def overview() -> str:
@@ -125,14 +132,20 @@ def main(argv: list[str] | None = None) -> int:
         print(overview())
         return 0
     try:
-        with applied(args), _locked(args, argv):
-            return int(args._run(args) or 0)
+        return execute(args, argv)
     except HarnessError as e:
         print(f"harness {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print(f"harness {args.command}: interrupted; completed work is kept, rerun to resume", file=sys.stderr)
         return 130
+
+
+def execute(args, argv: list[str]) -> int:
+    """Run a parsed command: --quiet applied and, for a writing command, the study lock held. A HarnessError
+    propagates (main prints it; the Python API raises it)."""
+    with applied(args), _locked(args, argv):
+        return int(args._run(args) or 0)
 
 
 def _locked(args, argv: list[str]):

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from harness.config.lab import ProvisionsArm, QesDpArm, QesGreedyArm, WindowArm
+from harness.config.plugin_arms import ChonkieArm, LangchainArm, LlamaindexArm, PythonArm
 from harness.errors import HarnessError, InputError
+from harness.config.plugin_code import PluginCode
 
 HEADER_LED = "header-led"
 # how an LLM kind annotates header-led chunks (harness.arms.llm_arms dispatches on it)
@@ -56,6 +58,9 @@ class ArmKindSpec:
     expansion: str | None = None  # KX, AX or SX: expanded at retrieval time, no chunk set of its own
     requires: tuple[str, ...] = ()  # derived kinds: the config keys an arm of this kind must set
     planned: bool = False  # named by the plan, no builder yet
+    # chunks cut by code from outside the harness (docs/plugins.md): what the freeze records of it; such a
+    # kind has its own schema (`settings`) but is not a lab kind, and `harness chunk` cannot configure it
+    plugin: PluginCode | None = None
     # "short name: what it is", for the glossary; the report's sentences spell an arm out by the short name
     # (harness.report.glossary). None: the glossary says what the fields above say
     description: str | None = None
@@ -87,6 +92,10 @@ class ArmKindSpec:
 
 def _lab(name: str, settings: type, **kw) -> ArmKindSpec:
     return ArmKindSpec(name, name, settings=settings, **kw)
+
+
+def _plugin(name: str, settings: type, code: PluginCode, description: str | None = None) -> ArmKindSpec:
+    return ArmKindSpec(name, name, settings=settings, plugin=code, description=description)
 
 
 def _llm(name: str, annotation: str, prompts: Mapping[str, str], calls_per_chunk: int,
@@ -121,6 +130,15 @@ ARM_KINDS: dict[str, ArmKindSpec] = {k.name: k for k in (
          "boundaries fitted to the training questions' evidence by dynamic programming"),
     _lab("qes-greedy", QesGreedyArm, trains_on_questions=True, description="learnt boundaries (greedy): "
          "chunking lab, boundaries fitted to the training questions' evidence greedily"),
+    # chunkers from outside the harness (docs/plugins.md)
+    _plugin("python", PythonArm, PluginCode(callable_key="callable"),
+            description="your own chunker: the Python function the arm's `callable:` names (docs/plugins.md)"),
+    _plugin("langchain", LangchainArm, PluginCode(package="langchain-text-splitters"),
+            description="a LangChain text splitter: chunks cut by the splitter the arm configures"),
+    _plugin("llamaindex", LlamaindexArm, PluginCode(package="llama-index-core"),
+            description="a LlamaIndex node parser: chunks cut by the parser the arm configures"),
+    _plugin("chonkie", ChonkieArm, PluginCode(package="chonkie"),
+            description="a Chonkie chunker: chunks cut by the chunker the arm configures"),
     _llm("E", ENRICH, {"enrich": "enrich.txt"}, 1, description="LLM-enriched sections: the S chunks, each "
          "indexed with an LLM-written title, summary, keywords and questions before its text (one call per "
          "chunk)"),
@@ -169,7 +187,7 @@ def is_planned(arm_cfg: Any) -> bool:
 
 def lab_kinds() -> list[ArmKindSpec]:
     """The chunking lab's kinds, in declaration order (`harness lab` runs each with default settings)."""
-    return [k for k in ARM_KINDS.values() if k.settings is not None]
+    return [k for k in ARM_KINDS.values() if k.settings is not None and k.plugin is None]
 
 
 def buildable_kinds() -> list[str]:
@@ -178,7 +196,8 @@ def buildable_kinds() -> list[str]:
 
 def llm_free_kinds() -> list[str]:
     """Kinds built from the documents alone, without any LLM call (the choices of `harness chunk`)."""
-    return [name for name, k in ARM_KINDS.items() if k.implemented and k.llm_free and not k.derived]
+    return [name for name, k in ARM_KINDS.items()
+            if k.implemented and k.llm_free and not k.derived and k.plugin is None]
 
 
 def get_kind(name: str) -> ArmKindSpec:

@@ -14,10 +14,12 @@ from typing import Any, Mapping
 
 from harness.config import lab
 from harness.config.fields import (
-    ValueCheck, Flag, Int, ListOf, Number, OneOf, Optional, Nested, Text, Variants, Where, replace, setting,
+    ValueCheck, Flag, Int, ListOf, MapOf, Number, OneOf, Optional, Nested, Text, Variants, Where, replace, setting,
 )
 from harness.config.models import TIMEOUT_S, Failover, ServerHost, pool_checked
+from harness.config.plugin_arms import CallableName, params_setting
 from harness.errors import HarnessError
+from harness.config.plugin_code import PluginCode
 
 BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25  # rank_bm25's BM25Okapi defaults (docs/design.md, Retrievers)
 RRF_K = 60  # Cormack et al. 2009
@@ -242,6 +244,34 @@ class HttpRerank(Rerank):
 
 
 @dataclass(frozen=True)
+class PythonRetriever(RetrieverSchema):
+    """`type: python` (harness.retrieval.outside): fn(query, chunks, **params) scores a scope's chunks or ranks
+    them (docs/plugins.md)."""
+
+    callable: str = setting(check=CallableName())  # `module:function`, from the study's plugins/ or a package
+    params: dict[str, Any] = params_setting()
+
+
+@dataclass(frozen=True)
+class RunFile(RetrieverSchema):
+    """`type: run-file` (harness.retrieval.outside): the rankings another toolkit wrote, a TREC run per arm."""
+
+    runs: dict[str, str] = setting(check=MapOf(Text(non_empty=True), non_empty=True))  # arm -> file in the study
+    # the rehearsal twin's stand-in (its questions and chunks are in no run): BM25 ranks instead, `model` names
+    # what it stands in for
+    backend: str | None = setting(None, Optional(OneOf((SIMULATED,))))
+    model: str | None = setting(None, Optional(Text(non_empty=True)))
+
+    def completed(self, where: Where) -> "RunFile":
+        if self.arms is None:  # it ranks the arms it has runs for
+            return replace(self, arms=tuple(self.runs))
+        for arm in self.arms:
+            if arm not in self.runs:
+                raise where.child("arms").fail(f"names arm `{arm}`, which has no run file under `runs:`")
+        return self
+
+
+@dataclass(frozen=True)
 class StandIn:
     """How the rehearsal twin rewrites an entry (harness.rehearsal.twin): the keys it keeps, then a simulated
     backend and the model it stands in for (or `model`, when the entry names none)."""
@@ -274,6 +304,7 @@ class RetrieverTypeSpec:
     rescorable: bool = True
     # the schema is chosen by `backend:` among these (the first when none is given)
     backends: Mapping[str, "RetrieverTypeSpec"] | None = None
+    plugin: PluginCode | None = None  # it runs code or reads files from outside the harness, recorded by the freeze
     description: str | None = None  # a phrase for the glossary (harness.report.glossary)
 
     def member_names(self, cfg: Any) -> list[str]:
@@ -310,6 +341,12 @@ RETRIEVER_TYPES: dict[str, RetrieverTypeSpec] = {
                                "from a base retriever's top chunks"),
     "rerank": RetrieverTypeSpec(Rerank, members=_FIRST_STAGE, backends=RERANK_BACKENDS,
                                 description="a reranker rescoring the head of a first-stage ranking"),
+    # from outside the harness (docs/plugins.md)
+    "python": RetrieverTypeSpec(PythonRetriever, plugin=PluginCode(callable_key="callable"),
+                                description="your own retriever: the Python function the entry's `callable:` names"),
+    "run-file": RetrieverTypeSpec(RunFile, plugin=PluginCode(files_key="runs"),
+                                  stand_in=StandIn(("type", "datasets", "arms", "runs"), "run file", always=True),
+                                  description="rankings another toolkit wrote, read from run files in the study"),
 }
 
 
@@ -345,7 +382,7 @@ def _retriever_schema(raw: Mapping[str, Any]) -> type | None:
 
 RETRIEVER = Variants("type", _retriever_schema, tuple(RETRIEVER_TYPES))
 RetrieverConfig = (Bm25 | Dense | Rrf | Graph | CrossEncoderRerank | LlmYesRerank | SimulatedRerank | TransformersRerank
-                   | HttpRerank)
+                   | HttpRerank | PythonRetriever | RunFile)
 
 
 def retriever_settings(name: str, cfg: Any) -> RetrieverConfig:

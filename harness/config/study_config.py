@@ -20,6 +20,7 @@ from harness.config.fields import (
     Int, ListOf, MapOf, Number, OneOf, Optional, Nested, Text, Where, build, replace, setting,
 )
 from harness.config.executor import Executor
+from harness.config.ir_measures import IrMeasureName
 from harness.config.models import MODEL, ModelConfig
 from harness.config.names import NAME, not_a_name
 from harness.config.retrievers import RETRIEVER, RetrieverConfig
@@ -50,6 +51,8 @@ class StudyConfig:
     )  # metric_set -> token budgets
     llm: Llm = setting(check=Nested(Llm), factory=Llm)
     run_depth: int = setting(RUN_DEPTH, Int(1))
+    # standard IR measures scored beside each metric set's own (harness.config.ir_measures); None: none
+    ir_measures: tuple[str, ...] | None = setting(None, Optional(ListOf(IrMeasureName(), min_len=1, unique=True)))
     # how rankings fill the budgets before scoring; None: cl100k tokens, cut at the budget (unset, so configs
     # written before the option freeze unchanged)
     assembly: Assembly | None = setting(None, Optional(Nested(Assembly)))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -236,24 +237,25 @@ class TextLocator:
         self._normalised = "".join(chars)
         self._origin = origin
 
-    def locate(self, needle: str, preferred: dict[str, tuple[int, int]] | None = None):
+    def locate(self, needle: str, preferred: dict[str, tuple[int, int]] | None = None, *, after: int = 0):
         """(start, end, how) with how "verbatim" or "normalised"; (None, None, None) when not found.
 
         `preferred` maps exact strings to spans to use first (e.g. whole paragraphs), so an evidence string
-        equal to a paragraph is placed on that paragraph rather than on an earlier partial repeat.
+        equal to a paragraph is placed on that paragraph rather than on an earlier partial repeat. `after`:
+        only matches starting at or after this offset (an outside chunker's pieces are located in order).
         """
         if not needle.strip():
             return None, None, None
         if preferred and needle in preferred:
             start, end = preferred[needle]
             return start, end, "verbatim"
-        start = self.text.find(needle)
+        start = self.text.find(needle, after)
         if start >= 0:
             return start, start + len(needle), "verbatim"
         target = collapse_whitespace(needle)
         if self._normalised is None:
             self._build_normalised()
-        i = self._normalised.find(target)
+        i = self._normalised.find(target, bisect_left(self._origin, after))
         if i < 0:
             return None, None, None
         return self._origin[i], self._origin[i + len(target) - 1] + 1, "normalised"

@@ -34,7 +34,7 @@ RESULTS_MANIFEST_NAME = "results_manifest.json"
 FIRST_OUTCOME_NAME = "FIRST_OUTCOME.json"
 # the folders a release consists of: the results manifest hashes every file under them (and the model
 # outputs cached under embeddings/, harness.provenance.release)
-RELEASED_FOLDERS = ("chunks", "runs", "per_question", "answers", "judges", "stats", "generations")
+RELEASED_FOLDERS = ("chunks", "runs", "qrels", "per_question", "answers", "judges", "stats", "generations")
 
 
 def results_dir(study: Study) -> Path:
@@ -66,6 +66,11 @@ def runs_dir(study: Study) -> Path:
 
 def run_path(study: Study, dataset: str, arm: str, retriever: str) -> Path:
     return runs_dir(study) / dataset / f"{arm}__{retriever}.run"
+
+
+def qrels_path(study: Study, dataset: str, arm: str) -> Path:
+    """TREC qrels of an arm's chunk-level relevance (written when the study lists `ir_measures:`)."""
+    return results_dir(study) / "qrels" / dataset / f"{arm}.qrels"
 
 
 # --- per-question results and the parts they are assembled from ---

@@ -12,7 +12,7 @@ import csv
 import io
 import os
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -56,13 +56,16 @@ def to_frame(rows: Iterable[ResultRow]) -> pd.DataFrame:
     if not set(map(type, rows)) <= {ResultRow}:
         row = next(r for r in rows if type(r) is not ResultRow)
         raise TypeError(f"expected ResultRow, got {type(row).__name__}: {row!r}")
-    columns = list(zip(*rows)) if rows else [[] for _ in COLUMNS]  # a ResultRow's fields are COLUMNS, in order
+    # a ResultRow's fields are COLUMNS, in order
+    columns: list[Sequence[Any]] = list(zip(*rows)) if rows else [[] for _ in COLUMNS]
     return pd.DataFrame(
         {c: pd.Series(list(col), dtype="float64" if c == "value" else object) for c, col in zip(COLUMNS, columns)}
     )
 
 
-def check_per_question(df: pd.DataFrame, where: str | os.PathLike, *, first: int = 0, unit: str = "row") -> None:
+def check_per_question(
+    df: pd.DataFrame, where: str | os.PathLike[str], *, first: int = 0, unit: str = "row"
+) -> None:
     """Refuse what the format forbids: non-string or empty ids (stratum may be ""), values outside [0, 1],
     a repeated KEY, and a qid of one dataset under two clusters or strata. Messages name `where` and the
     offending record as f"{unit} {first + i}" (i the 0-based position in df)."""
@@ -88,7 +91,7 @@ def check_per_question(df: pd.DataFrame, where: str | os.PathLike, *, first: int
                                      f"for qid {row['qid']!r} ({row['arm']} / {row['retriever']})")
     repeated = df.duplicated(subset=list(KEY), keep="first").to_numpy()
     if repeated.any():
-        def repeat(row, i):
+        def repeat(row: pd.Series, i: int) -> str:
             earlier = int(np.argmax((df[list(KEY)] == row[list(KEY)]).all(axis=1).to_numpy()))
             return (f"repeated result for dataset {row['dataset']!r}, arm {row['arm']!r}, retriever "
                     f"{row['retriever']!r}, qid {row['qid']!r}, metric {row['metric']!r} (first at {unit} "
@@ -102,7 +105,7 @@ def check_per_question(df: pd.DataFrame, where: str | os.PathLike, *, first: int
                                    f"{seen['cluster'].iloc[i]!r} / {seen['stratum'].iloc[i]!r})")
 
 
-def check_and_sort(df: pd.DataFrame, where: str | os.PathLike) -> pd.DataFrame:
+def check_and_sort(df: pd.DataFrame, where: str | os.PathLike[str]) -> pd.DataFrame:
     """check_per_question, then sort by KEY (the order every written file has)."""
     check_per_question(df, where)
     return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
@@ -132,14 +135,16 @@ def _csv_text(df: pd.DataFrame) -> str:
     return "".join(_csv_blocks(df))
 
 
-def write_frame(df: pd.DataFrame, parquet_path: str | os.PathLike, csv_path: str | os.PathLike | None) -> None:
+def write_frame(
+    df: pd.DataFrame, parquet_path: str | os.PathLike[str], csv_path: str | os.PathLike[str] | None
+) -> None:
     atomic_write_bytes(parquet_path, _parquet_bytes(df))
     if csv_path is not None:
         atomic_write_blocks(csv_path, (block.encode("utf-8") for block in _csv_blocks(df)))
 
 
 def write_per_question(
-    rows: Iterable[ResultRow], parquet_path: str | os.PathLike, csv_path: str | os.PathLike | None
+    rows: Iterable[ResultRow], parquet_path: str | os.PathLike[str], csv_path: str | os.PathLike[str] | None
 ) -> int:
     """Validate, sort and atomically write rows to Parquet (and CSV unless csv_path is None); returns the count."""
     df = check_and_sort(to_frame(rows), str(parquet_path))
@@ -156,7 +161,7 @@ def shared_text(column: pd.Series) -> pd.Series:
     return pd.Series(distinct[codes], dtype=object)
 
 
-def read_per_question(path: str | os.PathLike) -> pd.DataFrame:
+def read_per_question(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A per-question file (.parquet or .csv) as a DataFrame with exactly COLUMNS, checked by check_per_question.
 
     Ids stay strings (CSV qids like "1909.00694" or "007" never become numbers); an empty or null cell

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import ndtr, ndtri
 
 LEVELS = (0.90, 0.95)
@@ -53,9 +54,9 @@ class BootstrapResult:
 
 
 def cluster_bootstrap(
-    values,
-    clusters=None,
-    strata=None,
+    values: ArrayLike,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
     *,
     resamples: int = 10_000,
     seed: int,
@@ -99,7 +100,9 @@ def cluster_bootstrap(
     )
 
 
-def cluster_totals(values, clusters=None, strata=None) -> ClusterData:
+def cluster_totals(
+    values: ArrayLike, clusters: ArrayLike | None = None, strata: ArrayLike | None = None
+) -> ClusterData:
     """Sum values per cluster (clusters sorted by label); a cluster must sit in exactly one stratum."""
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or len(values) == 0:
@@ -124,21 +127,25 @@ def cluster_totals(values, clusters=None, strata=None) -> ClusterData:
     return ClusterData(labels=labels, sums=sums, sizes=sizes, strata=groups)
 
 
-def bca_quantile_levels(z0: float, acceleration: float, alphas) -> np.ndarray:
+def bca_quantile_levels(z0: float, acceleration: float, alphas: ArrayLike) -> np.ndarray:
     """Replicate quantiles that the BCa formula uses for nominal levels `alphas`."""
     z = ndtri(np.asarray(alphas, dtype=float))
     shifted = z0 + z
-    return ndtr(z0 + shifted / (1 - acceleration * shifted))
+    levels: np.ndarray = ndtr(z0 + shifted / (1 - acceleration * shifted))
+    return levels
 
 
-def _labels(name: str, labels, n: int) -> np.ndarray:
+def _labels(name: str, labels: ArrayLike, n: int) -> np.ndarray:
     arr = np.asarray(labels)
     if arr.shape != (n,):
         raise ValueError(f"`{name}` must have one label per value ({n}); got shape {arr.shape}")
     return arr
 
 
-def _bootstrap_iv(values, clusters, strata, resamples, seed, batch):
+def _bootstrap_iv(
+    values: ArrayLike, clusters: ArrayLike | None, strata: ArrayLike | None, resamples: int, seed: int,
+    batch: int | None,
+) -> tuple[ClusterData, int, int]:
     if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 2:
         raise ValueError(f"`resamples` must be an integer >= 2; got {resamples!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:

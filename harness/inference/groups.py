@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from harness.inference.bootstrap import cluster_bootstrap
 
@@ -37,7 +38,8 @@ class GroupContrast:
     undefined_replicates: int  # replicates without a question of one group, dropped
 
 
-def group_mean(group: str, diffs, clusters, strata, mask, *, seed: int, resamples: int = RESAMPLES) -> GroupMean | None:
+def group_mean(group: str, diffs: ArrayLike, clusters: ArrayLike, strata: ArrayLike, mask: ArrayLike, *,
+               seed: int, resamples: int = RESAMPLES) -> GroupMean | None:
     """None when the group has no question."""
     mask = np.asarray(mask, dtype=bool)
     if not mask.any():
@@ -47,7 +49,8 @@ def group_mean(group: str, diffs, clusters, strata, mask, *, seed: int, resample
     return GroupMean(group, boot.n_questions, boot.n_clusters, boot.estimate, boot.ci95_bca)
 
 
-def group_contrast(first: str, second: str, diffs, clusters, strata, groups, *, seed: int,
+def group_contrast(first: str, second: str, diffs: ArrayLike, clusters: ArrayLike, strata: ArrayLike,
+                   groups: ArrayLike, *, seed: int,
                    resamples: int = RESAMPLES) -> GroupContrast | None:
     """mean(first) - mean(second); None when either group is empty."""
     diffs, clusters, strata, groups = map(np.asarray, (diffs, clusters, strata, groups))
@@ -65,11 +68,13 @@ def group_contrast(first: str, second: str, diffs, clusters, strata, groups, *, 
     stratum_names = sorted(set(map(str, cluster_stratum)))
     members = [np.flatnonzero(cluster_stratum.astype(str) == s) for s in stratum_names]
     gens = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(len(members))]
-    t1 = np.zeros(resamples); c1 = np.zeros(resamples); t2 = np.zeros(resamples); c2 = np.zeros(resamples)
+    t1, c1, t2, c2 = (np.zeros(resamples) for _ in range(4))
     for gen, idx in zip(gens, members):
         pick = idx[(gen.random((resamples, len(idx))) * len(idx)).astype(np.intp)]
-        t1 += s1[pick].sum(axis=1); c1 += n1[pick].sum(axis=1)
-        t2 += s2[pick].sum(axis=1); c2 += n2[pick].sum(axis=1)
+        t1 += s1[pick].sum(axis=1)
+        c1 += n1[pick].sum(axis=1)
+        t2 += s2[pick].sum(axis=1)
+        c2 += n2[pick].sum(axis=1)
     ok = (c1 > 0) & (c2 > 0)
     reps = t1[ok] / c1[ok] - t2[ok] / c2[ok]
     estimate = float(s1.sum() / n1.sum() - s2.sum() / n2.sum())
@@ -77,7 +82,7 @@ def group_contrast(first: str, second: str, diffs, clusters, strata, groups, *, 
     return GroupContrast(first, second, estimate, (float(lo), float(hi)), resamples, int((~ok).sum()))
 
 
-def win_tie_loss(diffs) -> tuple[float, float, float]:
+def win_tie_loss(diffs: ArrayLike) -> tuple[float, float, float]:
     """Shares of questions where A beats B, ties it, loses to it."""
     d = np.asarray(diffs, dtype=float)
     n = len(d)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def holm(pvalues) -> np.ndarray:
+def holm(pvalues: ArrayLike) -> np.ndarray:
     """Holm-adjusted p-values, in the input order: monotone in the sorted order and capped at 1.
 
     Equal p-values keep their input order (stable sort), so the result does not depend on dict order.
@@ -19,7 +20,7 @@ def holm(pvalues) -> np.ndarray:
     return adjusted
 
 
-def _holm_iv(pvalues) -> np.ndarray:
+def _holm_iv(pvalues: ArrayLike) -> np.ndarray:
     p = np.asarray(pvalues, dtype=float)
     if p.ndim != 1:
         raise ValueError(f"`pvalues` must be 1-D; got shape {p.shape}")

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
 from harness.inference.bootstrap import cluster_totals
@@ -21,7 +23,9 @@ from harness.inference.simulate import redraw_clusters
 POWER = 0.80  # the power the issue's planning numbers are quoted at
 
 
-def cluster_standard_error(values, clusters=None, strata=None) -> float:
+def cluster_standard_error(
+    values: ArrayLike, clusters: ArrayLike | None = None, strata: ArrayLike | None = None
+) -> float:
     """SE of the question-weighted mean, clusters as units, strata summed; 0 with one cluster per stratum."""
     data = cluster_totals(values, clusters, strata)
     estimate = data.estimate
@@ -84,14 +88,15 @@ class PowerResult:
     curve: tuple[PowerPoint, ...]
     seed: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "curve"} | {
             "curve": [p.__dict__ for p in self.curve]}
 
 
 def tost_clusters_for_power(
-    values, clusters=None, *, margin: float, alpha: float = 0.05, target: float = POWER,
-    true_difference: float = 0.0, sizes: list[int] | None = None, simulations: int = 1000, seed: int,
+    values: ArrayLike, clusters: ArrayLike | None = None, *, margin: float, alpha: float = 0.05,
+    target: float = POWER, true_difference: float = 0.0, sizes: list[int] | None = None,
+    simulations: int = 1000, seed: int,
 ) -> PowerResult:
     """Cluster bootstrap of a pilot: for each candidate size n, draw `simulations` studies of n pilot
     clusters (with replacement), shift every difference so the true mean is `true_difference`, and count

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from harness.inference.bootstrap import cluster_totals
+from harness.inference.bootstrap import ClusterData, cluster_totals
 
 _BATCH_CELLS = 4_000_000
 _REL_TOL = 1e-12  # statistics equal up to rounding count as "at least as extreme"
@@ -28,8 +29,8 @@ class SignFlipResult:
 
 
 def cluster_sign_flip(
-    values,
-    clusters=None,
+    values: ArrayLike,
+    clusters: ArrayLike | None = None,
     *,
     max_flips: int = 10_000,
     seed: int,
@@ -54,7 +55,9 @@ def cluster_sign_flip(
                           seed=seed, n_clusters=c)
 
 
-def _sign_flip_iv(values, clusters, max_flips, seed, batch):
+def _sign_flip_iv(
+    values: ArrayLike, clusters: ArrayLike | None, max_flips: int, seed: int, batch: int | None
+) -> tuple[ClusterData, int, int]:
     if isinstance(max_flips, bool) or not isinstance(max_flips, (int, np.integer)) or max_flips < 1:
         raise ValueError(f"`max_flips` must be a positive integer; got {max_flips!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -67,7 +70,7 @@ def _sign_flip_iv(values, clusters, max_flips, seed, batch):
     return data, int(max_flips), int(batch)
 
 
-def _exact_hits(sums, n_questions, threshold, batch) -> int:
+def _exact_hits(sums: np.ndarray, n_questions: float, threshold: float, batch: int) -> int:
     c = len(sums)
     bits = np.arange(c)
     hits = 0
@@ -78,7 +81,9 @@ def _exact_hits(sums, n_questions, threshold, batch) -> int:
     return hits
 
 
-def _monte_carlo_hits(sums, n_questions, threshold, n_flips, seed, batch) -> int:
+def _monte_carlo_hits(
+    sums: np.ndarray, n_questions: float, threshold: float, n_flips: int, seed: int, batch: int
+) -> int:
     # doubles are drawn row by row from one generator, so the batch size never changes the stream
     gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed)))
     total = sums.sum()

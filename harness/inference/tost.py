@@ -37,7 +37,7 @@ def tost(boot: BootstrapResult, *, margin: float) -> TostResult:
     return TostResult(margin=margin, p_lower=p_lower, p_upper=p_upper, p_tost=max(p_lower, p_upper))
 
 
-def _tost_iv(margin) -> float:
+def _tost_iv(margin: float) -> float:
     if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)):
         raise ValueError(f"`margin` must be a positive number; got {margin!r}")
     margin = float(margin)
@@ -49,7 +49,8 @@ def _tost_iv(margin) -> float:
 def _position(reps: np.ndarray, k: int, v: float) -> float:
     """Quantile level at which linear interpolation between reps[k-1] and reps[k] reaches v."""
     lo, hi = reps[k - 1], reps[k]
-    return ((k - 1) + (v - lo) / (hi - lo)) / (len(reps) - 1)
+    level: float = ((k - 1) + (v - lo) / (hi - lo)) / (len(reps) - 1)
+    return level
 
 
 def _last_quantile_at_or_below(reps: np.ndarray, v: float) -> float:

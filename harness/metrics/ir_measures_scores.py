@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import ir_measures
 
+from harness.config.ir_measures import ir_measure_problem
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 
 MIN_SHARE = 0.5
-MEASURES = ("nDCG", "RR", "AP", "R", "P")  # the families a plan's `metrics:` may name
-NEEDS_CUTOFF = ("R", "P")  # a set-based measure needs its depth, e.g. R@10
 
 
 @dataclass(frozen=True)
@@ -32,16 +32,11 @@ class IrScores:
     without_relevant: tuple[str, ...]  # qids with no relevant chunk (every measure 0), sorted
 
 
-def parse_measure(name: str):
-    """An ir_measures measure from a plan's metric name; anything outside MEASURES is an error naming it."""
-    family, _, cutoff = name.partition("@")
-    if family not in MEASURES:
-        raise HarnessError(f"IR measure {name!r}: the family must be one of {', '.join(MEASURES)} "
-                           "(e.g. nDCG@10, RR@10, AP, R@100, P@5)")
-    if cutoff and not (cutoff.isdigit() and int(cutoff) >= 1):
-        raise HarnessError(f"IR measure {name!r}: the cut-off after @ must be a positive integer")
-    if family in NEEDS_CUTOFF and not cutoff:
-        raise HarnessError(f"IR measure {name!r}: {family} needs a cut-off, e.g. {family}@10")
+def parse_measure(name: str) -> Any:
+    """An ir_measures measure from a configured name (harness.config.ir_measures says which are allowed)."""
+    problem = ir_measure_problem(name)
+    if problem is not None:
+        raise HarnessError(f"IR measure {problem}")
     return ir_measures.parse_measure(name)
 
 

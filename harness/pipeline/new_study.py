@@ -3,8 +3,10 @@
 Everything is written into a staging folder beside DIR and checked there as the stages will read it: the
 dataset loaded through its adapter (every malformed line is an error naming the file and line), the config
 through its schema and the plan through the plan loader and the freeze's plan check. Only then is the folder
-renamed to DIR, so a refused input leaves nothing behind. The plan is then registered: a git commit of DIR
-when it lies in a repository, else plan/REGISTRATION.json (harness.provenance.timeline reads it).
+renamed to DIR, so a refused input leaves nothing behind. The plan is then registered by a git commit of
+DIR: in the repository DIR lies in, else in DIR's own (init runs `git init`), so the audit can anchor the
+plan wherever the study lives; only where git cannot commit, by plan/REGISTRATION.json
+(harness.provenance.timeline reads it).
 """
 
 from __future__ import annotations
@@ -102,10 +104,11 @@ class _Copies:
 
 
 def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
-                 now: dt.datetime | None = None) -> Created:
+                 now: dt.datetime | None = None, git: bool = True) -> Created:
+    """`git=False` registers by plan/REGISTRATION.json even where git could commit (`init --no-git`)."""
     target = Path(os.path.abspath(target))
     _check_target(target)
-    repository = _repository(target)
+    repository = _repository(target) if git else None
     moment = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.init-", dir=target.parent))
     copies = _Copies()
@@ -136,7 +139,9 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
         if paid:
             _copy_prompts(staging, copies)
         _validate(Study.at(staging))
-        registration = ("a git commit" if repository else f"{RECORD_PATH}, as no git repository holds it")
+        registration = {ENCLOSING: "a git commit", OWN: "a git commit in the study's own repository (git init)",
+                        None: f"{RECORD_PATH}, as git cannot commit here" if git else
+                        f"{RECORD_PATH} (--no-git)"}[repository]
         # absolute: `make` runs from the harness repository, wherever init ran
         atomic_write_text(staging / "README.md", readme(layout, registration=registration, where=str(target)))
         if target.is_dir():
@@ -162,21 +167,31 @@ def _check_target(target: Path) -> None:
         raise HarnessError(f"{target.parent}: no such folder (create it first)")
 
 
-def _repository(target: Path) -> bool:
-    """Whether the study will be committed: its folder lies in a git work tree and is not ignored there. Git
-    must know who commits, checked now so a missing identity stops init before anything is written."""
-    if not in_git(target.parent):
-        return False
-    ignored = subprocess.run(["git", "-C", str(target.parent), "check-ignore", "-q", str(target)],
-                             capture_output=True, check=False)
-    if ignored.returncode == 0:
-        return False
-    ident = subprocess.run(["git", "-C", str(target.parent), "var", "GIT_COMMITTER_IDENT"],
-                           capture_output=True, check=False)
-    if ident.returncode != 0:
-        raise HarnessError(f"{target.parent} is in a git repository, but git does not know who commits "
-                           "(set user.name and user.email with `git config`); the plan is registered by a commit")
-    return True
+ENCLOSING, OWN = "enclosing", "own"  # where init commits the registration
+
+
+def _repository(target: Path) -> str | None:
+    """Where the study's registration will be committed: ENCLOSING (its folder lies in a git work tree and is
+    not ignored there), OWN (elsewhere: init makes the study its own repository, so the audit can anchor the
+    plan), or None (git is not installed, or cannot commit outside a repository: plan/REGISTRATION.json).
+    In an enclosing repository git must know who commits, checked now so a missing identity stops init
+    before anything is written."""
+    if in_git(target.parent):
+        ignored = subprocess.run(["git", "-C", str(target.parent), "check-ignore", "-q", str(target)],
+                                 capture_output=True, check=False)
+        if ignored.returncode != 0:
+            ident = subprocess.run(["git", "-C", str(target.parent), "var", "GIT_COMMITTER_IDENT"],
+                                   capture_output=True, check=False)
+            if ident.returncode != 0:
+                raise HarnessError(f"{target.parent} is in a git repository, but git does not know who "
+                                   "commits (set user.name and user.email with `git config`); the plan is "
+                                   "registered by a commit")
+            return ENCLOSING
+    if shutil.which("git") is None:
+        return None
+    ident = subprocess.run(["git", "var", "GIT_COMMITTER_IDENT"], cwd=target.parent, capture_output=True,
+                           check=False)
+    return OWN if ident.returncode == 0 else None
 
 
 def _stage_data(root: Path, inputs: Inputs, copies: _Copies) -> tuple[dict, str, dict[str, int] | None]:
@@ -273,10 +288,15 @@ def _validate(study: Study) -> None:
         arm_prompt_files(study, arm)
 
 
-def _register(root: Path, repository: bool, moment: dt.datetime) -> str:
-    if not repository:
+def _register(root: Path, repository: str | None, moment: dt.datetime) -> str:
+    if repository is None:
         write_registration_record(root, ["plan/plan.yaml", "plan/PLAN.md"], moment)
-        return f"{RECORD_PATH} (no git repository holds the study; commit it, or publish the frozen hash)"
+        return f"{RECORD_PATH} (no git commit holds the study; commit it, or publish the frozen hash)"
+    if repository == OWN:
+        proc = subprocess.run(["git", "init", "-q", str(root)], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise HarnessError(f"{root}: the study is written, but `git init` failed: {proc.stderr.strip()}; "
+                               "make it a repository and commit it to register the plan")
     git = ["git", "-C", str(root)]
     for command in (git + ["add", "--", "."],
                     git + ["commit", "-q", "-m", f"Register study {root.name} (harness init)", "--", "."]):
@@ -285,4 +305,5 @@ def _register(root: Path, repository: bool, moment: dt.datetime) -> str:
             raise HarnessError(f"{root}: the study is written, but `{' '.join(command[3:5])}` failed: "
                                f"{proc.stderr.strip() or proc.stdout.strip()}; commit the folder to register the plan")
     commit = subprocess.run(git + ["rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=False)
-    return f"git commit {commit.stdout.strip()}"
+    own = " in the study's own repository (git init)" if repository == OWN else ""
+    return f"git commit {commit.stdout.strip()}{own}"

@@ -83,7 +83,7 @@ def study_yaml(layout: Layout) -> str:
     values = {k: _entry_value(v) for k, v in layout.entry.items()}
     entry = "\n".join(f"    {k}:" + (v if v.startswith("\n") else f" {v}") for k, v in values.items())
     lines = [
-        f"# Written by `harness init`. Every value is checked by `harness config --study .`, which also prints",
+        "# Written by `harness init`. Every value is checked by `harness config --study .`, which also prints",
         "# the defaults filled in. Change it before `harness freeze`; afterwards a change is drift.",
         f"study: {_flow(layout.study)}",
         "",
@@ -219,22 +219,32 @@ def plan_yaml(layout: Layout) -> str:
 
 def plan_md(layout: Layout) -> str:
     tests = "H1 (E vs S+T), H2 (E vs CR) and " if layout.paid else ""
+    paid_question = (", and does one LLM call per chunk (E) index as well as free structure (S+T) and "
+                     "situating context (CR)") if layout.paid else ""
+    if layout.paid:
+        margin = (f"H1 and H2 are equivalence tests (TOST) with a margin of {layout.margin} points: a difference "
+                  "smaller than that would not change which indexing to use. Say why, for this corpus.")
+    else:
+        margin = ("The structure family is two-sided: it can show a difference, never equivalence, so a verdict "
+                  "n.d. does not mean the arms are as good as each other. plan.yaml holds a commented example of "
+                  f"an equivalence (TOST) family with a margin of {layout.margin} points.")
     return f"""# {layout.study}: registered analysis
 
-Written by `harness init` on {layout.registered_at}. plan.yaml is what the harness runs; this file is the
-prose a reader checks it against. Fill in every TODO before `harness freeze`, and register both files
-(a git commit, or plan/REGISTRATION.json outside git) before any outcome exists.
+Written by `harness init` on {layout.registered_at}: a complete draft, generated from plan.yaml. plan.yaml is
+what the harness runs; this file is the prose a reader checks it against. Edit both before the first
+`harness freeze`, which registers them (the freeze refuses a plan whose text still marks work left to do).
 
 ## Question
 
-TODO: the decision this study informs, in one or two sentences (which indexing to use for this corpus, and
-what difference would matter).
+Does header-led chunking (S) find as much gold evidence within the primary budget as fixed-size windows
+(F512c, F256t){paid_question}? The answer decides which indexing this corpus is served with.
 
 ## Data
 
-Dataset `{layout.dataset}` ({layout.metric_set} metric set): the documents and questions under data/. The
-resampling unit is the {layout.cluster}. TODO: where the documents and questions come from, who wrote the
-questions and evidence, and what was excluded before this plan (and why).
+Dataset `{layout.dataset}` ({layout.metric_set} metric set): the documents and questions `harness init` copied
+under data/ from the files named in configs/study.yaml (their SHA-256 hashes are frozen). The resampling unit
+is the {layout.cluster}. Nothing was excluded before this plan; record any exclusion in configs/study.yaml's
+`selection.exclude` before freezing.
 
 ## Arms and retrievers
 
@@ -243,14 +253,14 @@ fusion (hybrid, the primary retriever).
 
 ## Measures
 
-Primary: {layout.primary_metric} (budgets {', '.join(map(str, layout.budgets))} tokens). The other metrics
-in plan.yaml are reported with unadjusted intervals. TODO: why this metric and budget fit the use case.
+Primary: {layout.primary_metric} (budgets {', '.join(map(str, layout.budgets))} tokens): how much of a
+question's gold evidence the first tokens a retriever returns hold, which is what a reader model given that
+many source tokens can use. The other metrics in plan.yaml are reported with unadjusted intervals.
 
 ## Families
 
 {tests}H3 (S vs F512c, S vs F256t; family `structure`: two-sided, Holm, sign-flip test required).
-TODO: the margin of each equivalence test ({layout.margin} points here) and why a smaller difference would
-not change the decision.
+{margin}
 
 ## Statistics
 
@@ -284,7 +294,8 @@ or one stage at a time: `harness select --study .`, then `freeze`, `estimate`, `
 `stats`, `audit`, `report`. Each stage skips what is already done. The report is
 results/report/index.html.
 
-Before `freeze`: fill in the TODOs of plan/PLAN.md{" and commit them (the commit holding the frozen plan is its registration)" if registration.startswith("a git") else ""}.
+Before `freeze`: read plan/PLAN.md and plan/plan.yaml, a generated draft, and make them say what this study
+asks{" (commit them: the commit holding the frozen plan is its registration)" if registration.startswith("a git") else ""}.
 Once outcomes exist, plan/ stays as registered; a change is an amendment (amendments/). docs/getting-started.md
 in the harness repository says more.
 """

@@ -21,9 +21,12 @@ from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.memory import release_freed_memory
+from harness.metrics.ir_measures_scores import chunk_qrels, ir_scores, qrels_lines
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
 from harness.grid.cells import Cell, arm_spec, cell_of, configured_cells
-from harness.grid.paths import chunk_manifest_path, per_question_dir, results_dir, run_path, runs_dir
+from harness.grid.paths import (
+    chunk_manifest_path, per_question_dir, qrels_path, results_dir, run_path, runs_dir,
+)
 from harness.grid.states import SCORED, cell_counts, cell_state, mark_cell_done
 from harness.pipeline.executors import is_local, local_workers
 from harness.pipeline.addon_cells import (
@@ -32,7 +35,7 @@ from harness.pipeline.addon_cells import (
 from harness.pipeline.parts import write_part, write_variants_part
 from harness.pipeline.table import assemble_per_question, update_manifest
 from harness.grid.results import ResultRow
-from harness.files import read_json, remove_stale_temporaries, sha256_text
+from harness.files import atomic_write_text, read_json, remove_stale_temporaries, sha256_text
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking, search_batch
 from harness.retrieval.expansion import ChunkPositions
@@ -106,6 +109,8 @@ def score_cells(
     if len({c.arm.name for c in cells}) > 1:
         raise ValueError(f"score_cells takes the cells of one arm, got {sorted({c.arm.name for c in cells})}")
     context.add_documents(dataset.documents)  # late chunking pools document tokens (harness.retrieval.late)
+    if cells:  # a run file is per arm and keyed by question (harness.retrieval.outside)
+        context.rank_arm(dataset.name, cells[0].arm.name, dataset.questions, [c for s in scoped for c in s.chunks])
     scoring = [_CellScoring(study, dataset, cell, context, cache, budgets, run_depth) for cell in cells]
     for scope in scoped:
         variants = chunk_variants(scope.chunks)  # RM: one chunk set per seed, averaged per question below
@@ -138,6 +143,7 @@ class _CellScoring:
         self.counts: dict[str, Any] = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
         self.inserted: list[int] = []
         self.averaged: list[str] = []  # variants averaged per question (RM's seeds)
+        self.qrels: dict[str, dict[str, int]] = {}  # run-file qid -> relevant chunk ids (`ir_measures:` only)
         # the open scope's, per variant (open_scope)
         self.indexes: dict[str, Any] = {}
         self.ids_of: dict[str, list[str]] = {}
@@ -168,7 +174,8 @@ class _CellScoring:
             self.counts["questions"] += 1
             if not scope.chunks:
                 self.counts["questions_empty_scope"] += 1
-                per_variant = [score_question(dataset.metric_set, q, [], self.budgets, cache=self.cache)]
+                per_variant = [score_question(dataset.metric_set, q, [], self.budgets, cache=self.cache)
+                               + self._ir_values(q, q.qid, [], [])]
             else:
                 per_variant = []
                 for v, chunks in variants:
@@ -181,7 +188,8 @@ class _CellScoring:
                     else:
                         self.run_blocks.append(ranking_block(q.qid + v, rankings[v][i], ids, self.tag, depth=run_depth))
                     per_variant.append(score_question(dataset.metric_set, q, ranked, self.budgets, cache=self.cache,
-                                                      assembly=self.study.config.assembly))
+                                                      assembly=self.study.config.assembly)
+                                       + self._ir_values(q, q.qid + v, chunks, self.run_blocks[-1].chunk_ids))
             arm, retriever_name = self.arm_name, self.retriever_name
             for metric, value in mean_over_variants(per_variant):
                 self.rows.append(ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value))
@@ -190,7 +198,24 @@ class _CellScoring:
                     ResultRow(dataset.name, arm + v, retriever_name, q.qid, q.cluster, q.stratum, m, x)
                     for (v, _), values in zip(variants, per_variant) for m, x in values]
 
+    def _ir_values(self, q: Question, run_qid: str, chunks: Sequence[Chunk],
+                   ranked_ids: Sequence[str]) -> list[tuple[str, float]]:
+        """The study's `ir_measures:` for one question, from exactly the chunk ids its run file lists (so the
+        run file and results/qrels/ reproduce them with any evaluator); none when the study lists none."""
+        names = self.study.config.ir_measures
+        if not names:
+            return []
+        qrels = chunk_qrels([q], chunks)[q.qid]
+        self.qrels[run_qid] = qrels
+        scores = ir_scores(names, {run_qid: qrels}, {run_qid: ranked_ids})
+        self.counts["questions_without_relevant_chunk"] = (
+            self.counts.get("questions_without_relevant_chunk", 0) + len(scores.without_relevant))
+        return [(name, scores.values[run_qid][name]) for name in names]
+
     def finish(self) -> tuple[list[ResultRow], list[ResultRow], dict[str, Any]]:
+        if self.study.config.ir_measures:  # the same for every retriever of the arm: identical bytes
+            atomic_write_text(qrels_path(self.study, self.dataset.name, self.arm_name),
+                              "".join(qrels_lines(self.qrels)))
         if self.mode:
             self.counts["inserted_per_expansion"] = asdict(summarise_counts(self.inserted))
         if self.averaged:

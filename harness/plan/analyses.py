@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from harness.config.fields import ValueCheck, Int, Where, build, setting
+from harness.errors import HarnessError
 from harness.plan.checks import Name, Names, check_keys
+
+if TYPE_CHECKING:  # harness.plan.load reads the entries with this module's functions
+    from harness.plan.load import PlanState
 
 BRIDGING, TARGETING, OVERLAP = "bridging", "targeting-terciles", "overlap-terciles"
 ANSWER_TYPE, WIN_TIE_LOSS, CONDITIONAL, SUBSET = "answer-type", "win-tie-loss", "conditional-means", "subset-contrast"
@@ -91,10 +95,12 @@ def _entry_spec(entry: Any, where: Where, i: int) -> EntrySpec:
         raise where.child("analysis").fail(f"unknown analysis {analysis!r} [entry {entry.get('id', f'#{i}')}] "
                                            f"(known: {', '.join(ANALYSES)})")
     required, optional = FIELDS[analysis]
-    return build(EntrySpec, check_keys(where, entry, ("id", "analysis", *required), optional), where)
+    keys = check_keys(where, entry, ("id", "analysis", *required), optional)
+    spec: EntrySpec = build(EntrySpec, keys, where)
+    return spec
 
 
-def analysis_plans(where: Where, specs: tuple[EntrySpec, ...], state, source: str,
+def analysis_plans(where: Where, specs: tuple[EntrySpec, ...], state: PlanState, source: str,
                    seen: set[str]) -> list[AnalysisPlan]:
     """The entries checked against `state`, the registered datasets, arms, retrievers and families."""
     out = []
@@ -109,11 +115,11 @@ def analysis_plans(where: Where, specs: tuple[EntrySpec, ...], state, source: st
     return out
 
 
-def _analysis_plan(where: Where, spec: EntrySpec, state, source: str) -> AnalysisPlan:
-    def fail(field: str, message: str):
+def _analysis_plan(where: Where, spec: EntrySpec, state: PlanState, source: str) -> AnalysisPlan:
+    def fail(field: str, message: str) -> HarnessError:
         return where.child(field).fail(f"{message} [entry {spec.id}]")
 
-    values: dict = {}
+    values: dict[str, Any] = {}
     if spec.dataset is not None:
         if spec.dataset not in state.datasets:
             raise fail("dataset", f"dataset {spec.dataset!r} is not in the plan")

@@ -37,7 +37,8 @@ class PlanWhere(Where):
         return self.fail(f"expected {what}; got {value!r}")
 
 
-def check_keys(where: Where, value: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> Mapping:
+def check_keys(where: Where, value: Any, required: tuple[str, ...],
+               optional: tuple[str, ...] = ()) -> Mapping[Any, Any]:
     """`value` is a mapping with every required key and (when any key is named) no other."""
     if not isinstance(value, Mapping):
         raise (where if where.keys else where.child("top level")).fail(
@@ -108,7 +109,7 @@ class Timestamp(ValueCheck):
         raise where.expected(self.expected, value)
 
 
-def _sequence(value: Any, where: Where, non_empty: bool) -> list:
+def _sequence(value: Any, where: Where, non_empty: bool) -> list[Any]:
     if not isinstance(value, list) or (non_empty and not value):
         raise where.fail("expected a non-empty list")
     return value

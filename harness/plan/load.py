@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Protocol, TypedDict
 
 from harness.config.fields import Number, Where
+from harness.errors import HarnessError
 from harness.files import load_yaml
 from harness.plan.analyses import AnalysisPlan, analysis_plans
 from harness.plan.checks import ABSENT, Part, PlanWhere
@@ -21,13 +23,24 @@ from harness.plan.model import (
 )
 from harness.plan.rules import RULE_TERMS
 from harness.plan.schema import (
-    MAX_MARGIN, AcceptanceSpec, AmendmentFile, PlanDatasetSpec, FamilySpec, PlanFile, SubsetSpec, TestSpec,
+    MAX_MARGIN, AcceptanceSpec, AmendmentFile, PlanDatasetSpec, FamilySpec, PlanFile, ReaderAcceptanceSpec,
+    SubsetSpec, TestSpec,
 )
 
 _AMENDMENT_NAME = re.compile(r"^(\d{4})-[a-z0-9][a-z0-9-]*\.yaml$")
 
 
-def load_study_plan(study) -> Plan:
+class _PlanFiles(Protocol):
+    """Where a study keeps its plan (harness.study.Study, a layer above this one)."""
+
+    @property
+    def plan_path(self) -> Path: ...
+
+    @property
+    def amendments_dir(self) -> Path: ...
+
+
+def load_study_plan(study: _PlanFiles) -> Plan:
     return load_plan(study.plan_path, study.amendments_dir)
 
 
@@ -39,7 +52,7 @@ def load_plan(plan_path: str | Path, amendments_dir: str | Path | None = None) -
     if not 0 < alpha < 1:
         raise where.child("alpha").fail(f"must lie in (0, 1); got {alpha}")
     datasets = {name: _dataset(where.child("datasets").child(name), name, d) for name, d in spec.datasets.items()}
-    state = _State(datasets=datasets, arms=list(spec.arms), retrievers=list(spec.retrievers))
+    state = PlanState(datasets=datasets, arms=list(spec.arms), retrievers=list(spec.retrievers))
     for i, family in enumerate(spec.families):
         _add_family(where.child("families").child(f"[{i}]"), family, "plan", state)
     plan_family_ids = set(state.tests)
@@ -64,14 +77,27 @@ def load_plan(plan_path: str | Path, amendments_dir: str | Path | None = None) -
     )
 
 
+class _FamilyFields(TypedDict):
+    """A registered family's FamilyPlan fields except its tests."""
+
+    id: str
+    tier: str
+    multiplicity: str
+    rule: str
+    signflip_required: bool
+    seed: int
+    description: str
+    source: str
+
+
 @dataclass
-class _State:
+class PlanState:
     """What the files read so far register: later entries may only refer to it."""
 
     datasets: dict[str, DatasetPlan]
     arms: list[str]
     retrievers: list[str]
-    families: list[dict] = field(default_factory=list)  # FamilyPlan fields except tests
+    families: list[_FamilyFields] = field(default_factory=list)
     tests: dict[str, list[TestPlan]] = field(default_factory=dict)  # family id -> tests, in order
     test_ids: set[str] = field(default_factory=set)
     analyses: list[AnalysisPlan] = field(default_factory=list)
@@ -91,14 +117,14 @@ def _dataset(where: Where, name: str, spec: PlanDatasetSpec) -> DatasetPlan:
                        stratified=spec.stratified, margin=margin, metrics=spec.metrics, reader_acceptance=reader)
 
 
-def _add_family(where: Where, spec: FamilySpec, source: str, state: _State) -> None:
+def _add_family(where: Where, spec: FamilySpec, source: str, state: PlanState) -> None:
     if spec.id in state.tests:
         raise where.child("id").fail(f"family {spec.id!r} already exists; amendments add families, never edit them")
     rule = RULE_TERMS[spec.decision.rule]
     if rule.unadjusted_only and spec.multiplicity != "none":
         raise where.child("decision").child("rule").fail(
             f"rule {rule.name} {rule.unadjusted_only}; use multiplicity: none")
-    state.families.append(dict(
+    state.families.append(_FamilyFields(
         id=spec.id, tier=spec.tier, multiplicity=spec.multiplicity, rule=rule.name,
         signflip_required=spec.decision.signflip_required, seed=spec.seed, description=spec.description,
         source=source,
@@ -108,8 +134,9 @@ def _add_family(where: Where, spec: FamilySpec, source: str, state: _State) -> N
         _add_test(where.child("tests").child(f"[{j}]"), test, spec.id, source, state)
 
 
-def _add_test(where: Where, spec: TestSpec, fam_id: str, source: str, state: _State) -> None:
-    def fail(key: str, message: str):  # errors inside a test name it, so a message from freeze points at it
+def _add_test(where: Where, spec: TestSpec, fam_id: str, source: str, state: PlanState) -> None:
+    # errors inside a test name it, so a message from freeze points at it
+    def fail(key: str, message: str) -> HarnessError:
         return where.child(key).fail(f"{message} [test {spec.id}]")
 
     if spec.id in state.test_ids:
@@ -158,7 +185,7 @@ def _add_test(where: Where, spec: TestSpec, fam_id: str, source: str, state: _St
         retriever_b=spec.retriever_b))
 
 
-def checked_margin(value: float, fail) -> float:
+def checked_margin(value: float, fail: Callable[[str], HarnessError]) -> float:
     """An equivalence margin in points: positive, at most MAX_MARGIN (the schema already refused .nan and .inf)."""
     margin = float(value)
     if not 0 < margin <= MAX_MARGIN:
@@ -166,7 +193,8 @@ def checked_margin(value: float, fail) -> float:
     return margin
 
 
-def _subset(where: Where, spec: SubsetSpec, dataset: DatasetPlan, fail) -> Subset:
+def _subset(where: Where, spec: SubsetSpec, dataset: DatasetPlan,
+            fail: Callable[[str, str], HarnessError]) -> Subset:
     given = {k: v for k, v in vars(spec).items() if v is not ABSENT}
     if not given:
         raise fail("subset", "an empty subset selects nothing; name strata, or n_clusters and seed")
@@ -184,12 +212,14 @@ def _subset(where: Where, spec: SubsetSpec, dataset: DatasetPlan, fail) -> Subse
     return Subset(n_clusters=given.get("n_clusters"), seed=given.get("seed"), strata=strata, allow_shortfall=allow)
 
 
-def _acceptance(spec: AcceptanceSpec, fail) -> Acceptance:
+def _acceptance(spec: AcceptanceSpec, fail: Callable[[str, str], HarnessError]) -> Acceptance:
     positive, negative = _thresholds(spec, lambda message: fail("acceptance", message))
     return Acceptance(judge=spec.judge, positive_min=positive, negative_max=negative)
 
 
-def _thresholds(spec, fail) -> tuple[float, float]:
+def _thresholds(
+    spec: ReaderAcceptanceSpec | AcceptanceSpec, fail: Callable[[str], HarnessError],
+) -> tuple[float, float]:
     """An instrument's (positive_min, negative_max): a control it must pass and one it must fail."""
     positive, negative = float(spec.positive_min), float(spec.negative_max)
     if not 0 <= negative < positive <= 1:
@@ -197,7 +227,7 @@ def _thresholds(spec, fail) -> tuple[float, float]:
     return positive, negative
 
 
-def _amendment(path: Path, state: _State, plan_family_ids: set[str]) -> Amendment:
+def _amendment(path: Path, state: PlanState, plan_family_ids: set[str]) -> Amendment:
     data = load_yaml(path)
     where = PlanWhere(path)
     match = _AMENDMENT_NAME.match(path.name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,8 +49,8 @@ class Subset:
     strata: tuple[str, ...] | None = None
     allow_shortfall: bool = False
 
-    def to_json(self) -> dict:
-        out: dict = {}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         if self.strata is not None:
             out["strata"] = list(self.strata)
         if self.n_clusters is not None:

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from harness.config.fields import ValueCheck, Flag, Int, Number, Where, setting
 from harness.config.names import NAME
-from harness.plan.analyses import Entries
+from harness.plan.analyses import Entries, EntrySpec
 from harness.plan.checks import ABSENT, Choice, Items, Name, NameMap, Names, Part, Timestamp
 from harness.plan.rules import RULE_TERMS
 
@@ -123,7 +123,7 @@ class PlanFile:
     arms: tuple[str, ...] = setting(check=Names(NAME))
     retrievers: tuple[str, ...] = setting(check=Names(NAME))
     families: tuple[FamilySpec, ...] = setting(check=Items(Part(FamilySpec), non_empty=True))
-    exploratory: tuple = setting((), Entries())
+    exploratory: tuple[EntrySpec, ...] = setting((), Entries())
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ class AddsSpec:
     retrievers: tuple[str, ...] = setting((), Names(NAME))
     families: tuple[FamilySpec, ...] = setting((), Items(Part(FamilySpec)))
     tests: tuple[TestSpec, ...] = setting((), Items(AddedTest()))
-    exploratory: tuple = setting((), Entries())
+    exploratory: tuple[EntrySpec, ...] = setting((), Entries())
 
 
 @dataclass(frozen=True)

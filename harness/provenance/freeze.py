@@ -6,6 +6,8 @@ records `frozen_hash` and results under two hashes are never combined (harness.p
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, Callable
 
 from harness.errors import HarnessError
@@ -37,6 +39,24 @@ def write_freeze(study: Study, record: dict[str, Any]) -> None:
     atomic_write_json(study.frozen_path, record)
 
 
+TODO_MARKER = re.compile(r"\bTODO\b")
+PLAN_PROSE = "PLAN.md"  # beside plan.yaml: the prose a reader checks the registered plan against
+
+
+def refuse_unfinished_plan(study: Study) -> None:
+    """The freeze registers the plan: refused while plan.yaml or PLAN.md still holds a TODO marker (a
+    draft is not a registration), naming each file and line."""
+    found = []
+    for path in (study.plan_path, study.plan_path.parent / PLAN_PROSE):
+        if path.is_file():
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            found += [f"  {path}:{n}: {line.strip()[:100]}" for n, line in enumerate(lines, 1)
+                      if TODO_MARKER.search(line)]
+    if found:
+        raise HarnessError("the plan still holds TODO markers; finish it before freezing (the freeze "
+                           "registers it):\n" + "\n".join(found))
+
+
 def prepare_freeze(study: Study, *, force: bool = False, logged: Callable[[str], bool] = lambda digest: False,
                    ) -> tuple[dict[str, Any], str, str | None]:
     """(record, its frozen hash, the hash frozen now or None), written by nobody yet. A changed record once
@@ -51,6 +71,7 @@ def prepare_freeze(study: Study, *, force: bool = False, logged: Callable[[str],
         arm_kind(study, arm)  # a kind the registry does not know is refused before it is registered
         arm_prompt_files(study, arm)  # a per-arm prompt override must name a file the freeze then hashes
     check_plan_against_config(study)  # a test naming an undefined arm, metric, ... fails now, not at stats
+    refuse_unfinished_plan(study)
     record = current_record(study)
     digest = record_hash(record)
     before = None

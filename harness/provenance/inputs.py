@@ -2,8 +2,8 @@
 
 Two sources, merged into one `input_files` map (path relative to the study root when inside it, else as
 configured):
-  - the study's own folders (configs/, plan/, amendments/, prompts/, selection/), walked: they hold nothing
-    but inputs;
+  - the study's own folders (configs/, plan/, amendments/, prompts/, selection/, plugins/), walked: they hold
+    nothing but inputs;
   - what each dataset adapter read to build the dataset (LoadedDataset.input_files: JSON/JSONL files,
     Markdown bodies, checkout files sliced or drawn), plus any other file the entry names that its adapter
     declares (Adapter.paths: an exclusion list). A checkout is never walked: its unused files cannot move a
@@ -11,23 +11,32 @@ configured):
 
 The loaded dataset itself is hashed too (documents and questions in canonical JSON), so a change in how an
 adapter converts the same bytes is also drift.
+
+Code and files from outside the harness that arms and retrievers use (docs/plugins.md) are recorded under
+`plugins`, by what their kind's or type's declaration says (harness.plugins.PluginCode): an installed
+module's distribution, version and source SHA-256, a wrapped library's version, a run file's SHA-256. The
+key is present only when some entry uses such code, so other studies' records are unchanged.
 """
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
+from harness.config.arm_kinds import get_kind
+from harness.config.plugin_code import PLUGINS_FOLDER, PluginCode
+from harness.config.retrievers import retriever_spec
 from harness.data.adapters import ADAPTERS
 from harness.data.common import LoadedDataset, display_path
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.files import canonical_json, sha256_file, sha256_text
+from harness.plugins import code_identity
 from harness.sources.lock import sources_record
 from harness.study import Study
 
-STUDY_INPUT_FOLDERS = ("configs", "plan", "amendments", "prompts", "selection")
+STUDY_INPUT_FOLDERS = ("configs", "plan", "amendments", "prompts", "selection", PLUGINS_FOLDER)
 NON_FILE_PREFIX = "hub:"  # inputs identified by a content digest, not a file (InputReader.record)
 
 
@@ -91,7 +100,8 @@ def input_record(study: Study) -> dict[str, Any]:
     plus "sources" (each declared source's data/SOURCES.lock entry: revision or commit, hashes) only when
     the config declares a `source:`, so the record of a study without one is unchanged."""
     files = study_folder_files(study)
-    content, checkouts = {}, {}
+    content: dict[str, dict[str, Any]] = {}
+    checkouts: dict[str, dict[str, str]] = {}
     for name, dataset in loaded_datasets(study).items():
         files.update((f.path, f.sha256) for f in dataset.input_files)
         content[name] = dataset_content_record(dataset)
@@ -101,11 +111,30 @@ def input_record(study: Study) -> dict[str, Any]:
             else:
                 files.setdefault(display_path(study.root, path), sha256_file(path))
     record = {"input_files": dict(sorted(files.items())), "dataset_content": content, "checkouts": checkouts}
-    sources = sources_record(study)
-    return record if sources is None else record | {"sources": sources}
+    sources, plugins = sources_record(study), plugin_record(study)
+    record |= {} if sources is None else {"sources": sources}
+    return record if plugins is None else record | {"plugins": plugins}
 
 
-def current_file_hashes(study: Study, paths) -> dict[str, str | None]:
+def plugin_record(study: Study) -> dict[str, Any] | None:
+    """{"arms": {arm: identity}, "retrievers": {name: identity}} of the entries running outside code, or None."""
+    arms = {arm: _identity(study, kind.plugin, cfg, f"arms.{arm}") for arm, cfg in sorted(study.arms.items())
+            if (kind := get_kind(cfg.kind)).plugin is not None}
+    retrievers = {name: _identity(study, spec.plugin, cfg, f"retrievers.{name}")
+                  for name, cfg in sorted(study.retrievers.items())
+                  if (spec := retriever_spec(cfg)).plugin is not None}
+    record = {key: value for key, value in (("arms", arms), ("retrievers", retrievers)) if value}
+    return record or None
+
+
+def _identity(study: Study, code: PluginCode, cfg: Any, key: str) -> dict[str, Any]:
+    try:
+        return code_identity(code, cfg, study.root)
+    except HarnessError as e:
+        raise HarnessError(f"{study.config_path}: `{key}`: {e}") from None
+
+
+def current_file_hashes(study: Study, paths: Iterable[str]) -> dict[str, str | None]:
     """Byte-level view, no parsing: the SHA-256 now (None when missing) of each path in `paths` and of
     every file in the study's own folders. Used when a changed input can no longer be loaded."""
     out: dict[str, str | None] = {}

@@ -63,6 +63,7 @@ def _unknown_name(study: Study, test: TestPlan) -> str | None:
     assembly = study.config.assembly
     metrics = known_metric_names(metric_set, budgets_from_config(study.config.budgets, metric_set),
                                  assembly.suffix if assembly is not None else "t")
+    metrics += tuple(study.config.ir_measures or ())
     if test.metric not in metrics:
         return f"unknown metric {test.metric!r} for dataset {test.dataset!r} (metric_set {metric_set})"
     if test.subset is not None and test.subset.strata is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, read_json, remove_stale_temporaries, sha256_file
@@ -44,7 +44,7 @@ def journaled_hashes(study: Study) -> dict[str, set[str]] | None:
     return out
 
 
-def _object(path: Path) -> dict:
+def _object(path: Path) -> dict[str, Any]:
     record = read_json(path)
     if not isinstance(record, dict):
         raise HarnessError(f"{path}: expected a JSON object (path -> SHA-256)")

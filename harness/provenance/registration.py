@@ -78,14 +78,14 @@ def study_relative(study: Study, path: Path) -> str | None:
         return None
 
 
-def _first_results_commit(study: Study):
+def _first_results_commit(study: Study) -> tuple[str, dt.datetime] | None:
     """(commit, time) of the first commit of per-question results, or None."""
     rel = study_relative(study, per_question_dir(study))
     committed = file_commits(study.root, rel) if rel is not None else []
     return committed[0] if committed else None
 
 
-def _first_outcome(study: Study):
+def _first_outcome(study: Study) -> dt.datetime | None:
     """The earliest evidence of outcomes: the recorded first outcome or the first commit of results."""
     times = [t for t in (first_outcome_time(study),) if t is not None]
     committed = _first_results_commit(study)
@@ -139,11 +139,11 @@ def _written_once(study: Study, rel: str) -> list[Check]:
     return out
 
 
-def _at(commit: str, moment) -> str:
+def _at(commit: str, moment: dt.datetime) -> str:
     return f"commit {commit[:12]} at {utc_iso(moment)}"
 
 
-def _verify_file(study: Study, rel: str, frozen_sha: str, first_outcome) -> list[Check]:
+def _verify_file(study: Study, rel: str, frozen_sha: str, first_outcome: dt.datetime | None) -> list[Check]:
     commits = file_commits(study.root, rel)
     if not commits:
         return [Check(SUBJECT, rel, FAIL, "never committed: its frozen hash has no anchor in git history")]

@@ -21,8 +21,10 @@ the record; a published release hash catches that, and so does git once the reco
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from harness.grid.paths import RESULTS_MANIFEST_NAME, results_manifest_path
@@ -48,7 +50,9 @@ def verify_release_history(study: Study) -> list[Check]:
     return _deviations_only_grow(study) + _record_never_rewritten(study)
 
 
-def _steps(root, history) -> list[tuple[str | None, str | None, str]]:
+def _steps(
+    root: Path, history: list[tuple[str, dt.datetime, list[str]]],
+) -> list[tuple[str | None, str | None, str]]:
     """(commit, its time, parent) for each commit of a file's history and each of its parents, then (None,
     None, HEAD): the working copy against the last commit."""
     steps = [(c, utc_iso(t), p) for c, t, parents in history for p in parents]
@@ -110,7 +114,9 @@ def _files(record: dict[str, Any]) -> dict[str, Any]:
 def _record_never_rewritten(study: Study) -> list[Check]:
     root = study.root
     rel = study_relative(study, results_manifest_path(study))
-    history = file_history(root, rel) if rel is not None else []
+    if rel is None:
+        return []
+    history = file_history(root, rel)
     if not history:
         return []
     results = rel[: -len(RESULTS_MANIFEST_NAME)]  # the results folder, study-relative, with its slash

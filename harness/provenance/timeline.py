@@ -27,7 +27,7 @@ import os
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from harness.errors import InputError
 from harness.files import atomic_write_json, load_yaml, note_written, read_json, sha256_bytes, sha256_file
@@ -99,7 +99,7 @@ def _now() -> dt.datetime:
 # --- git ---
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess | None:
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
     """Run git in `root`; None when git is absent or the call fails (not a repository, untracked...)."""
     try:
         proc = subprocess.run(
@@ -217,6 +217,14 @@ class FirstOutcome:
     registration: dict[str, str] | None  # id -> SHA-256 of the plan and amendments then frozen (None: not recorded)
 
 
+class _FirstOutcomeRecord(TypedDict):
+    """FIRST_OUTCOME.json as record_first_outcome writes it."""
+
+    first_outcome_at: str
+    frozen_hash: str | None
+    registration: NotRequired[dict[str, str]]
+
+
 def record_first_outcome(study: Study, *, frozen_hash: str | None = None) -> dt.datetime:
     """Record now as the time of the first per-question results, once; later calls return that time.
 
@@ -225,10 +233,11 @@ def record_first_outcome(study: Study, *, frozen_hash: str | None = None) -> dt.
     hash it records the plan and amendments of that freeze, which the timeline compares later ones with.
     """
     path = first_outcome_path(study)
-    if path.exists():
-        return first_outcome_time(study)
+    recorded = recorded_first_outcome(study)
+    if recorded is not None:
+        return _outcome_time(study, recorded)
     moment = _now()
-    record = {"first_outcome_at": utc_iso(moment), "frozen_hash": frozen_hash}
+    record: _FirstOutcomeRecord = {"first_outcome_at": utc_iso(moment), "frozen_hash": frozen_hash}
     registration = _frozen_registration(study)
     if registration is not None:
         record["registration"] = registration
@@ -237,8 +246,9 @@ def record_first_outcome(study: Study, *, frozen_hash: str | None = None) -> dt.
     note_written(path, sha256_file(tmp), tmp.stat().st_size)  # journaled like any atomic write (harness.files)
     try:
         os.link(tmp, path)
-    except FileExistsError:
-        moment = first_outcome_time(study)
+    except FileExistsError:  # another scorer recorded first: its time stands
+        recorded = recorded_first_outcome(study)
+        moment = moment if recorded is None else _outcome_time(study, recorded)
     finally:
         tmp.unlink()
     return moment
@@ -293,8 +303,7 @@ def first_outcome_time(study: Study) -> dt.datetime | None:
     marker still count."""
     recorded = recorded_first_outcome(study)
     if recorded is not None:
-        done = earliest_completion(study)
-        return recorded.at if done is None else min(recorded.at, done[0])
+        return _outcome_time(study, recorded)
     folder = per_question_dir(study)
     if not folder.is_dir():
         return None
@@ -302,6 +311,12 @@ def first_outcome_time(study: Study) -> dt.datetime | None:
     if not times:
         return None
     return dt.datetime.fromtimestamp(int(min(times)), dt.timezone.utc)
+
+
+def _outcome_time(study: Study, recorded: FirstOutcome) -> dt.datetime:
+    """The recorded first outcome, or the earliest cell completion when that came before it."""
+    done = earliest_completion(study)
+    return recorded.at if done is None else min(recorded.at, done[0])
 
 
 # --- the timeline ---

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 import yaml
 
 from harness.config.arms import documents_of
+from harness.config.plugin_code import PLUGINS_FOLDER
 from harness.config.retrievers import retriever_spec
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, atomic_write_text, canonical_json, read_json, sha256_file
@@ -30,7 +31,8 @@ from harness.rehearsal.twin_data import write_twin_datasets
 from harness.plan.load import load_study_plan
 from harness.study import Study
 
-COPIED = ("plan", "amendments", "prompts", "selection")  # configs/study.yaml is rewritten, results never copied
+# configs/study.yaml is rewritten, results never copied; plugins/: the study's own chunkers and retrievers
+COPIED = ("plan", "amendments", "prompts", "selection", PLUGINS_FOLDER)
 NOT_COPIED = ("selection.json",)  # the twin draws its own selection from its own data
 MARKER = "REHEARSAL.json"  # what the twin was made from: a rerun into the same folder resumes
 REGISTERED = ("plan", "amendments", "configs", "prompts")

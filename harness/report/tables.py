@@ -49,8 +49,10 @@ def to_markdown(t: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_html(t: Table, text: Callable[[str], str] = html.escape) -> str:
-    """`text` renders each caption, cell and note (escaped; the summary's also links its codes)."""
+def to_html(t: Table, text: Callable[[str], str] = html.escape, *, files: bool = True) -> str:
+    """The table as the report page shows it; `text` renders each caption, cell and note (escaped; the
+    summary's also links its codes); `files` False leaves out the note naming its files under tables/ (a
+    table shown in a notebook has none)."""
     esc = html.escape
     head = "".join(f"<th>{text(h)}</th>" for h in t.header)
     body = "\n".join("<tr>" + "".join(f"<td>{text(c)}</td>" for c in row) + "</tr>" for row in t.rows)
@@ -58,5 +60,6 @@ def to_html(t: Table, text: Callable[[str], str] = html.escape) -> str:
     grid = f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
     if t.collapsed:  # closed until clicked; <details> needs no script
         grid = f"<details><summary>show the table ({len(t.rows)} rows)</summary>{grid}</details>"
-    return (f'<figure class="table" id="table-{esc(t.name)}"><figcaption>{text(t.caption)} '
-            f'<span class="file">(tables/{esc(t.name)}.csv, .tex)</span></figcaption>{grid}{notes}</figure>')
+    where = f' <span class="file">(tables/{esc(t.name)}.csv, .tex)</span>' if files else ""
+    return (f'<figure class="table" id="table-{esc(t.name)}"><figcaption>{text(t.caption)}'
+            f'{where}</figcaption>{grid}{notes}</figure>')

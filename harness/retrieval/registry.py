@@ -21,15 +21,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from harness.config.models import model_settings
 from harness.config.retrievers import (
-    Bm25, CrossEncoderRerank, Dense, Graph, HttpRerank, LlmYesRerank, Rerank, RetrieverConfig, Rrf, SimulatedRerank,
-    TransformersRerank, retriever_settings, retriever_spec,
+    Bm25, CrossEncoderRerank, Dense, Graph, HttpRerank, LlmYesRerank, PythonRetriever, Rerank, RetrieverConfig, Rrf,
+    RunFile, SimulatedRerank, TransformersRerank, retriever_settings, retriever_spec,
 )
+from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.grid.paths import embeddings_dir
+from harness.plugins import load_callable
 from harness.retrieval import dense
 from harness.retrieval.base import IndexMemo, Retriever
 from harness.retrieval.bm25 import BM25Retriever
@@ -37,6 +39,7 @@ from harness.retrieval.graph import GraphParams
 from harness.retrieval.graph_retriever import GraphRetriever
 from harness.retrieval.hybrid import RRFRetriever
 from harness.retrieval.lab_tokens import lab_tokens
+from harness.retrieval.outside import FunctionRetriever, RankedArm, RunFileRetriever
 from harness.retrieval.late import LateChunkingRetriever
 from harness.retrieval.rerank import CrossEncoderScorer, RerankRetriever
 from harness.retrieval.rerank_http import HttpRerankScorer
@@ -55,6 +58,7 @@ class RetrieverContext:
     progress: bool = False  # progress bars inside slow retrievers (the reranker's per-query bar)
     documents: dict[str, str] = field(default_factory=dict)  # doc_id -> text, for late chunking (add_documents)
     memo: IndexMemo | None = None  # shared scope indexes (harness.retrieval.base.IndexMemo); None: none kept
+    ranking: RankedArm | None = None  # the arm score ranks now (rank_arm), for run-file retrievers
     _built: dict[str, Retriever] = field(default_factory=dict, repr=False)
     _building: list[str] = field(default_factory=list, repr=False)
 
@@ -83,6 +87,11 @@ class RetrieverContext:
     def add_documents(self, documents) -> None:
         """Make the documents' texts (data.model.Document) known to retrievers that read them (pooling: late)."""
         self.documents.update((d.doc_id, d.text) for d in documents)
+
+    def rank_arm(self, dataset: str, arm: str, questions: Sequence[Question], chunks: Sequence[Chunk]) -> None:
+        """Say which arm's chunk set is ranked next, with the dataset's questions (a run file is per arm and
+        keyed by question id, harness.retrieval.outside)."""
+        self.ranking = RankedArm.of(dataset, arm, questions, chunks)
 
     def flush(self) -> None:
         """Write every built retriever's cached model outputs still held in memory (a unit of work is done)."""
@@ -194,6 +203,18 @@ def _http_rerank(name: str, cfg: HttpRerank, context: RetrieverContext):
     return HttpRerankScorer(cfg)
 
 
+def _python(name: str, cfg: PythonRetriever, context: RetrieverContext) -> Retriever:
+    function = load_callable(cfg.callable, context.root, what=f"retriever `{name}`")
+    return FunctionRetriever(name, cfg.callable, function, cfg.params)
+
+
+def _run_file(name: str, cfg: RunFile, context: RetrieverContext) -> Retriever:
+    if cfg.backend == "simulated":  # the rehearsal twin's questions are in no run (its stand-in)
+        return BM25Retriever(name)
+    root = context.root or Path(".")
+    return RunFileRetriever(name, {arm: root / path for arm, path in cfg.runs.items()}, lambda: context.ranking)
+
+
 # a builder per name of harness.config.retrievers' RETRIEVER_TYPES and RERANK_BACKENDS (the same keys)
 BUILDERS: dict[str, Callable[[str, Any, RetrieverContext], Retriever]] = {
     "bm25": _bm25,
@@ -201,6 +222,8 @@ BUILDERS: dict[str, Callable[[str, Any, RetrieverContext], Retriever]] = {
     "rrf": _rrf,
     "graph": _graph,
     "rerank": _rerank,
+    "python": _python,
+    "run-file": _run_file,
 }
 SCORERS: dict[str, Callable[[str, Any, RetrieverContext], Any]] = {
     "cross-encoder": _cross_encoder,

@@ -95,6 +95,11 @@ def write_run_blocks(path: str | os.PathLike, blocks: Iterable[RunBlock]) -> int
 
 def read_run(path: str | os.PathLike) -> list[RunRow]:
     """Parse a run file; a malformed line raises InputError naming the file and line."""
+    return [row for _, row in read_run_lines(path)]
+
+
+def read_run_lines(path: str | os.PathLike) -> list[tuple[int, RunRow]]:
+    """read_run, each row with its 1-based line number (blank lines skipped)."""
     try:
         f = open(path, encoding="utf-8")
     except FileNotFoundError:
@@ -115,5 +120,5 @@ def read_run(path: str | os.PathLike) -> list[RunRow]:
                 raise InputError(message, path=path, record=lineno) from None
             if rank < 1:
                 raise InputError(f"line {lineno}: rank {rank} (ranks start at 1)", path=path, record=lineno)
-            rows.append(RunRow(parts[0], parts[2], rank, score, parts[5]))
+            rows.append((lineno, RunRow(parts[0], parts[2], rank, score, parts[5])))
     return rows

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -76,11 +76,11 @@ class ContrastResult:
     no_variation: str | None = None  # what did not vary (harness.stats.verdicts.NO_VARIATION), else None
     retriever_b: str | None = None  # a cross-retriever contrast: B's retriever (A's is `retriever`)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         if self.retriever_b is None:
             del out["retriever_b"]
-        for key in _INTERVALS:
+        for key in INTERVALS:
             out[key] = None if out[key] is None else list(out[key])
         if self.margin is None:
             del out["margin"], out["p_tost"], out["ci90_t"], out["p_tost_t"], out["t_df"]
@@ -95,13 +95,13 @@ class ContrastResult:
         if absent:
             raise InputError(f"{where}: not a contrast; missing {', '.join(absent)}")
         values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        for key in _INTERVALS:
+        for key in INTERVALS:
             if values.get(key) is not None:
                 values[key] = tuple(values[key])
         return cls(**values)
 
 
-_INTERVALS = ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t")
+INTERVALS = ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t")
 
 
 class ResultTable:
@@ -117,8 +117,9 @@ class ResultTable:
         self.stratum = frame["stratum"].to_numpy(dtype=object)
         self.value = frame["value"].to_numpy(dtype=float)
         grouped = frame.groupby(["dataset", "arm", "retriever", "metric"], sort=False).indices
-        self._groups = {tuple(map(str, key)): pos for key, pos in grouped.items()}
-        self._clusters: dict[tuple, list[str]] = {}
+        self._groups: dict[tuple[str, ...], np.ndarray] = {
+            tuple(map(str, key)): pos for key, pos in grouped.items()}
+        self._clusters: dict[tuple[str, tuple[str, ...] | None], list[str]] = {}
 
     def positions(self, dataset: str, arm: str, retriever: str, metric: str) -> np.ndarray:
         return self._groups.get((dataset, arm, retriever, metric), np.empty(0, dtype=np.intp))
@@ -143,8 +144,8 @@ def as_results(table: pd.DataFrame | ResultTable) -> ResultTable:
     return table if isinstance(table, ResultTable) else ResultTable(table)
 
 
-def missing_for(table, *, dataset: str, a: str, b: str, retriever: str, metric: str,
-                retriever_b: str | None = None) -> list[str]:
+def missing_for(table: pd.DataFrame | ResultTable, *, dataset: str, a: str, b: str, retriever: str,
+                metric: str, retriever_b: str | None = None) -> list[str]:
     """Human-readable list of the arms with no rows for this contrast (empty when both are present)."""
     results = as_results(table)
     return [
@@ -155,7 +156,7 @@ def missing_for(table, *, dataset: str, a: str, b: str, retriever: str, metric: 
 
 
 def paired_differences(
-    table, *, dataset: str, a: str, b: str, retriever: str, metric: str,
+    table: pd.DataFrame | ResultTable, *, dataset: str, a: str, b: str, retriever: str, metric: str,
     subset_clusters: set[str] | None = None,
     strata: set[str] | None = None,
     retriever_b: str | None = None,
@@ -231,7 +232,8 @@ def no_variation(pairs: PairedDifferences, *, stratified: bool = True) -> str | 
     return None
 
 
-def sample_clusters(table, *, dataset: str, n_clusters: int, seed: int, strata: set[str] | None = None) -> set[str]:
+def sample_clusters(table: pd.DataFrame | ResultTable, *, dataset: str, n_clusters: int, seed: int,
+                    strata: set[str] | None = None) -> set[str]:
     """The registered subset rule: random.Random(seed).sample(sorted(clusters of the dataset), n)."""
     clusters = as_results(table).clusters(dataset, strata)
     if n_clusters > len(clusters):
@@ -303,7 +305,7 @@ def contrast_of_pairs(
     )
 
 
-def _some(items: list, limit: int = 5) -> str:
+def _some(items: Sequence[object], limit: int = 5) -> str:
     if not items:
         return "none"
     shown = ", ".join(map(str, items[:limit]))

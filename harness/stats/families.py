@@ -10,7 +10,7 @@ import enum
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -64,14 +64,14 @@ class FamilyResult:
     def ran(self) -> bool:
         return self.status is Status.RAN
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out |= {"status": self.status.value, "missing": list(self.missing),
                 "rows": [row.to_json() for row in self.rows]}
         return {k: v for k, v in out.items() if v is not None or k not in _STAMPS}
 
     @classmethod
-    def from_json(cls, data: Mapping, where: str) -> "FamilyResult":
+    def from_json(cls, data: Mapping[str, Any], where: str) -> "FamilyResult":
         """A released <family>.json read back; `where` (its path) names it in errors."""
         required = [f.name for f in fields(cls) if f.name not in _STAMPS]
         absent = [k for k in required if k not in data]
@@ -85,15 +85,34 @@ class FamilyResult:
         if not isinstance(data["rows"], list):
             raise InputError(f"{where}: `rows` must be a list; got {type(data['rows']).__name__}")
         rows = tuple(DecidedRow.from_json(row, f"{where}, row {i + 1}") for i, row in enumerate(data["rows"]))
+        stamps: dict[str, Any] = {k: data.get(k) for k in _STAMPS}
         return cls(**{k: data[k] for k in required if k not in ("status", "missing", "rows")},
-                   status=status, missing=tuple(data["missing"]), rows=rows,
-                   **{k: data.get(k) for k in _STAMPS})
+                   status=status, missing=tuple(data["missing"]), rows=rows, **stamps)
 
 
 _STAMPS = ("frozen_config_hash", "deviation")
 
 
-def _settings(plan: Plan, family: FamilyPlan) -> dict:
+class FamilySettings(TypedDict):
+    """A family's settings as FamilyResult carries them (its fields before `status`)."""
+
+    family: str
+    description: str
+    tier: str
+    multiplicity: str
+    rule: str
+    signflip_required: bool
+    alpha: float
+    seed: int
+    resamples: int
+    max_flips: int
+    source: str
+    n_tests: int
+    study: str
+    harness_version: str
+
+
+def _settings(plan: Plan, family: FamilyPlan) -> FamilySettings:
     return {
         "family": family.id,
         "description": family.description,
@@ -112,11 +131,31 @@ def _settings(plan: Plan, family: FamilyPlan) -> dict:
     }
 
 
-def contrast_arguments(plan: Plan, family: FamilyPlan, ruled_test: RuledTest, table: ResultTable) -> dict:
+class CompareArguments(TypedDict):
+    """`compare`'s keyword arguments for one registered test (the table aside)."""
+
+    dataset: str
+    a: str
+    b: str
+    retriever: str
+    metric: str
+    seed: int
+    resamples: int
+    max_flips: int
+    margin: float | None
+    stratified: bool
+    subset_clusters: set[str] | None
+    strata: set[str] | None
+    retriever_b: str | None
+
+
+def contrast_arguments(
+    plan: Plan, family: FamilyPlan, ruled_test: RuledTest, table: ResultTable
+) -> CompareArguments:
     """What `compare` is called with for one registered test (its seed derived from the family's)."""
     test = ruled_test.test
     selection = select_questions(table, test)
-    return dict(
+    return CompareArguments(
         dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever, metric=test.metric,
         seed=derive_seed(family.seed, test.id), resamples=plan.resamples, max_flips=plan.max_flips,
         margin=test.margin if ruled_test.rule.computes_p_tost else None,
@@ -128,7 +167,7 @@ def contrast_arguments(plan: Plan, family: FamilyPlan, ruled_test: RuledTest, ta
 def run_family(
     plan: Plan, ruled_family: RuledFamily, table: pd.DataFrame | ResultTable, *,
     judge_rates: Mapping[str, Mapping[str, float]] | None = None,
-    contrast: Callable[[FamilyPlan, TestPlan, ResultTable], Any] | None = None,
+    contrast: Callable[[FamilyPlan, TestPlan, ResultTable], ContrastResult] | None = None,
     reader_rates: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> FamilyResult:
     """Every test of the family that has results; a test without them is a row with verdict `missing`
@@ -165,7 +204,7 @@ def run_family(
 
 def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
              judge_rates: Mapping[str, Mapping[str, float]] | None = None,
-             contrast: Callable[[FamilyPlan, TestPlan, ResultTable], Any] | None = None,
+             contrast: Callable[[FamilyPlan, TestPlan, ResultTable], ContrastResult] | None = None,
              threads: int = 1, reader_rates: Mapping[str, Mapping[str, Any]] | None = None) -> list[FamilyResult]:
     """Every family (or those in `only`). With `threads` > 1 the contrasts' bootstraps and sign-flips run
     in that many threads first (NumPy's draws and sums release the GIL); each contrast has its own seed,
@@ -183,7 +222,9 @@ def planned_families(plan: Plan, only: list[str] | None = None) -> list[RuledFam
     return [ruled(f) for f in (plan.families if not only else [plan.family(f) for f in only])]
 
 
-def _contrasts_in_threads(plan: Plan, families: list[RuledFamily], results: ResultTable, threads: int):
+def _contrasts_in_threads(
+    plan: Plan, families: list[RuledFamily], results: ResultTable, threads: int
+) -> Callable[[FamilyPlan, TestPlan, ResultTable], ContrastResult]:
     jobs = {}
     for fam in families:
         for ruled_test in fam.tests:
@@ -304,7 +345,7 @@ def reader_passed(registered: ReaderAcceptance | None, rates: Mapping[str, Any] 
     cluster's; no registered thresholds or no recorded (computable) rates means not passed."""
     if registered is None or rates is None or rates.get("positive") is None or rates.get("negative") is None:
         return False
-    return rates["positive"] >= registered.positive_min and rates["negative"] <= registered.negative_max
+    return bool(rates["positive"] >= registered.positive_min and rates["negative"] <= registered.negative_max)
 
 
 def judge_passed(acceptance: Acceptance, rates: Mapping[str, float] | None) -> bool:
@@ -316,12 +357,14 @@ def judge_passed(acceptance: Acceptance, rates: Mapping[str, float] | None) -> b
     spot = rates.get("spot_check")
     if not isinstance(spot, Mapping) or spot.get("passed") is not True:
         return False
-    return rates["positive"] >= acceptance.positive_min and rates["negative"] <= acceptance.negative_max
+    return bool(rates["positive"] >= acceptance.positive_min and rates["negative"] <= acceptance.negative_max)
 
 
 # --- audit: released JSON against a fresh recomputation ---
 
-def check_family(released: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> list[Check]:
+def check_family(
+    released: Mapping[str, Any], recomputed: Mapping[str, Any], *, rel_tol: float = 1e-9
+) -> list[Check]:
     """PASS/FAIL per row, the family the subject and the test the item (and one check, item "(family)", for
     the family's settings and status). Both sides are JSON as
     written (`FamilyResult.to_json()`), compared key by key, so the released file is judged as it is on disk."""
@@ -352,7 +395,7 @@ def check_family(released: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> 
     return checks
 
 
-def _same(old, new, rel_tol: float) -> bool:
+def _same(old: object, new: object, rel_tol: float) -> bool:
     if isinstance(old, bool) or isinstance(new, bool) or old is None or new is None:
         return old == new
     if isinstance(old, (int, float)) and isinstance(new, (int, float)):
@@ -364,5 +407,5 @@ def _same(old, new, rel_tol: float) -> bool:
     return old == new
 
 
-def _describe(key: str, old, new) -> str:
+def _describe(key: str, old: object, new: object) -> str:
     return f"{key} (released {old!r}, recomputed {new!r})"

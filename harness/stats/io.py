@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -13,9 +14,10 @@ from harness.grid.results import check_per_question, read_per_question
 from harness.provenance.frozen_hashes import assert_same_frozen_hash
 from harness.stats import plots, tables
 from harness.stats.families import FamilyResult
+from harness.study import Study
 
 
-def load_per_question(study) -> pd.DataFrame:
+def load_per_question(study: Study) -> pd.DataFrame:
     """Every results/per_question/<name>.parquet (or <name>.csv when no Parquet twin exists), each read and
     validated by harness.grid.results.read_per_question, concatenated and validated again as a whole."""
     folder = per_question_dir(study)
@@ -52,7 +54,7 @@ def write_outputs(stats_dir: str | Path, families: list[FamilyResult]) -> list[P
     return written + [stats_dir / "summary.md"]
 
 
-def results_frozen_hash(study) -> str:
+def results_frozen_hash(study: Study) -> str:
     """The one frozen-config hash every per-question table was scored under (from the sidecar
     <dataset>.manifest.json that `score` writes); tables from two freezes, or a table without its
     sidecar, are refused."""
@@ -69,7 +71,7 @@ def results_frozen_hash(study) -> str:
     return assert_same_frozen_hash(sorted(folder / f"{t}.manifest.json" for t in tables))
 
 
-def load_judge_rates(study) -> dict[str, dict[str, float]]:
+def load_judge_rates(study: Study) -> dict[str, dict[str, float]]:
     """Measured acceptance-control rates per judge, from results/judges/acceptance.json
     ({judge: {"positive": rate on the accepted answer, "negative": rate on another question's answer}}),
     written by the judging stage. No file: no judge has passed, so judged outcomes stay exploratory."""
@@ -82,7 +84,7 @@ def load_judge_rates(study) -> dict[str, dict[str, float]]:
     return {str(k): dict(v) for k, v in record.items()}
 
 
-def load_reader_rates(study) -> dict[str, dict]:
+def load_reader_rates(study: Study) -> dict[str, dict[str, Any]]:
     """The reader's control rates per dataset, from results/answers/reader_acceptance.json ({"datasets":
     {name: {"positive": mean score from its own gold evidence, "negative": from another cluster's, ...}}}),
     written by `answer` before any arm. No file: the reader has passed nothing, so answer rows stay exploratory."""

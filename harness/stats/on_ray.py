@@ -3,24 +3,27 @@ then run in this process, as locally, so the statistics are identical to a local
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
 from harness.config.executor import Executor
 from harness.plan.model import Plan
-from harness.stats.contrast import ResultTable, as_results, compare, missing_for
-from harness.stats.families import FamilyResult, contrast_arguments, planned_families, run_plan
+from harness.stats.contrast import ContrastResult, ResultTable, as_results, compare, missing_for
+from harness.stats.families import (
+    CompareArguments, FamilyResult, contrast_arguments, planned_families, run_plan,
+)
 from harness.task_runners import ray_session, run_on_ray
 
 
-def compare_task(table: ResultTable, arguments: dict[str, Any]) -> Any:
+def compare_task(table: ResultTable, arguments: CompareArguments) -> ContrastResult:
     return compare(table, **arguments)
 
 
 def run_plan_on_ray(
     executor: Executor, plan: Plan, table: pd.DataFrame, *, only: list[str] | None = None,
-    judge_rates: Any = None, log: Callable[[str], None] = print, reader_rates: Any = None,
+    judge_rates: Mapping[str, Mapping[str, float]] | None = None, log: Callable[[str], None] = print,
+    reader_rates: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[FamilyResult]:
     results = as_results(table)
     families = planned_families(plan, only)

@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless and deterministic; never a GUI backend
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from harness.stats.families import FamilyResult  # noqa: E402
 from harness.stats.tables import SMALL_MARK, contrast_label, retriever_label  # noqa: E402
@@ -44,7 +45,7 @@ def forest_svg(fam: FamilyResult, *, title: str | None = None, compact: bool = F
     return svg_text(fig)
 
 
-def svg_text(fig) -> str:
+def svg_text(fig: Figure) -> str:
     """SVG of `fig` without the DOCTYPE line and the RDF metadata block (their URLs are never fetched, but a
     report must hold no URL), with fixed ids and no date, so reruns give identical files."""
     buf = io.StringIO()
@@ -56,8 +57,8 @@ def svg_text(fig) -> str:
                      and "DTD/svg11.dtd" not in line) + "\n"
 
 
-def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | None = None, compact: bool = False,
-                  text_pt: float | None = None):
+def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | None = None,
+                  compact: bool = False, text_pt: float | None = None) -> Figure:
     """The family's forest plot as a matplotlib figure (the caller closes it). Rows whose rule shows the 90%
     CI (TOST) get it drawn thick over the 95% one. `text_pt`: no text smaller (None: the PNG's sizes)."""
     small = 8 if text_pt is None else max(8, text_pt)

@@ -16,6 +16,7 @@ import math
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,9 @@ from harness.stats.verdicts import DIFFERENT, MISSING
 # flagship's primary and H3 families (400 replicates) every verdict share at 1,000 agreed with the registered
 # 10,000 within 0.7 Monte Carlo SE, at a tenth of the cost (benchmarks/bench_replicates.py measures both)
 REPLICATE_RESAMPLES = 1000
+
+# a draw's key: dataset, stratum (None unstratified) and the clusters it redraws, in label order
+DrawKey: TypeAlias = tuple[str, str | None, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,7 @@ class ReplicateSummary:
     tests: tuple[VerdictShares, ...]
     families: tuple[FamilyError, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self) | {"tests": [asdict(t) for t in self.tests],
                                "families": [asdict(f) for f in self.families]}
 
@@ -130,15 +134,15 @@ def replicate_verdicts(
     )
 
 
-def _run(plan: Plan, pools: dict, draws: dict, replicates: int, seed: int, resamples: int, max_flips: int,
-         workers: int, progress: bool) -> list[dict[str, str]]:
+def _run(plan: Plan, pools: dict[str, _Pool], draws: dict[DrawKey, np.ndarray], replicates: int, seed: int,
+         resamples: int, max_flips: int, workers: int, progress: bool) -> list[dict[str, str]]:
     """Every replicate's verdicts, in replicate order; with workers, contiguous chunks of replicates run in
     processes, each sent only its own rows of the draws."""
     from tqdm import tqdm
 
     bar = tqdm(total=replicates, desc="replicates", unit="replicate", disable=not progress)
     if workers == 1:
-        out = []
+        out: list[dict[str, str]] = []
         for r in range(replicates):
             out += _replicate_range(plan, pools, {k: d[r : r + 1] for k, d in draws.items()}, r, 1, seed,
                                     resamples, max_flips)
@@ -163,8 +167,8 @@ def _run(plan: Plan, pools: dict, draws: dict, replicates: int, seed: int, resam
     return [labels for start in sorted(chunks) for labels in chunks[start]]
 
 
-def _replicate_range(plan: Plan, pools: dict, draws: dict, first: int, count: int, seed: int, resamples: int,
-                     max_flips: int) -> list[dict[str, str]]:
+def _replicate_range(plan: Plan, pools: dict[str, _Pool], draws: dict[DrawKey, np.ndarray], first: int,
+                     count: int, seed: int, resamples: int, max_flips: int) -> list[dict[str, str]]:
     """Replicates first .. first + count - 1; `draws` holds their rows only."""
     return [_replicate(plan, pools, {k: d[i] for k, d in draws.items()}, first + i, seed, resamples, max_flips)
             for i in range(count)]
@@ -175,7 +179,7 @@ class _Group:
     """One stratum of a test's questions (the whole test when its dataset is not stratified): its
     clusters' questions lie contiguously in the pool's arrays, clusters in label order."""
 
-    key: tuple  # which draw it takes: tests on the same clusters of the same stratum share one
+    key: DrawKey  # which draw it takes: tests on the same clusters of the same stratum share one
     starts: np.ndarray  # first question of each cluster
     sizes: np.ndarray  # questions per cluster
 
@@ -220,7 +224,7 @@ def _pool(plan: Plan, family: FamilyPlan, test: TestPlan, rule: Rule, results: R
     return _Pool(family, test, rule, values, strata, tuple(groups), (), arms)
 
 
-def _draws(pools, replicates: int, seed: int) -> dict[tuple, np.ndarray]:
+def _draws(pools: Iterable[_Pool], replicates: int, seed: int) -> dict[DrawKey, np.ndarray]:
     """One (replicates, clusters) draw per distinct set of clusters, from its own stream of `seed`: a test's
     draw depends on its clusters alone, never on which other tests the plan has or their order."""
     draws = {}
@@ -235,8 +239,8 @@ def _draws(pools, replicates: int, seed: int) -> dict[tuple, np.ndarray]:
     return draws
 
 
-def _replicate(plan: Plan, pools: dict[str, _Pool], picks: dict, r: int, seed: int, resamples: int,
-               max_flips: int) -> dict[str, str]:
+def _replicate(plan: Plan, pools: dict[str, _Pool], picks: Mapping[DrawKey, np.ndarray], r: int, seed: int,
+               resamples: int, max_flips: int) -> dict[str, str]:
     """Replicate r (`picks`: its drawn clusters per draw key): every family's contrasts on the redrawn
     clusters, decided as registered -> test id: verdict."""
     verdicts = {}
@@ -259,7 +263,7 @@ def _replicate(plan: Plan, pools: dict[str, _Pool], picks: dict, r: int, seed: i
     return verdicts
 
 
-def _redrawn(pool: _Pool, picks: dict) -> PairedDifferences:
+def _redrawn(pool: _Pool, picks: Mapping[DrawKey, np.ndarray]) -> PairedDifferences:
     """The test's questions in one replicate: every drawn cluster's questions, a cluster drawn twice counting
     as two clusters (labelled by its draw slot)."""
     positions, labels = [], []
@@ -273,6 +277,7 @@ def _redrawn(pool: _Pool, picks: dict) -> PairedDifferences:
         labels.append(np.repeat(np.arange(slot, slot + len(pick)), lengths))
         slot += len(pick)
     idx = np.concatenate(positions)
+    assert pool.values is not None and pool.strata is not None  # _replicate redraws only a pool with rows
     return PairedDifferences(qids=np.arange(len(idx)), diffs=pool.values[idx], clusters=np.concatenate(labels),
                              strata=pool.strata[idx],
                              arms=None if pool.arms is None else {k: v[idx] for k, v in pool.arms.items()})
@@ -304,7 +309,8 @@ def _family_error(plan: Plan, family: FamilyPlan, effects: dict[str, float], poo
                        null_tests=len(null), familywise_error=error)
 
 
-def _replicates_iv(plan: Plan, effects, replicates, seed, resamples, workers):
+def _replicates_iv(plan: Plan, effects: Mapping[str, float], replicates: int, seed: int,
+                   resamples: int | None, workers: int) -> tuple[dict[str, float], int, int | None, int]:
     known = [t.id for f in plan.families for t in f.tests]
     unknown = [name for name in effects if name not in known]
     if unknown:

@@ -76,4 +76,5 @@ def repeat_spread(rows: pd.DataFrame | ResultTable, test: TestPlan,
                                f"the first repeat {n}")
         n = len(pairs.diffs)
         estimates.append(float(pairs.diffs.sum() / n))  # the bootstrap's estimate: sum over questions / n
-    return RepeatSpread(test.id, names[0], tuple(estimates), int(n))
+    assert n is not None  # names[0] holds two or more repeats (refused above otherwise)
+    return RepeatSpread(test.id, names[0], tuple(estimates), n)

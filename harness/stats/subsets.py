@@ -8,6 +8,9 @@ only the sampled clusters that both arms have, and the clusters it drops are nam
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
 
 from harness.stats.contrast import (
     MissingResultsError, PairedDifferences, ResultTable, as_results, missing_for, paired_differences, sample_clusters,
@@ -22,7 +25,7 @@ class Selection:
     planned_clusters: int | None  # the registered sample size, when a sample was drawn
     dropped_clusters: tuple[str, ...]  # sampled but missing from an arm (only with allow_shortfall)
 
-    def to_json(self, test: TestPlan) -> dict | None:
+    def to_json(self, test: TestPlan) -> dict[str, Any] | None:
         if test.subset is None:
             return None
         out = test.subset.to_json()
@@ -40,6 +43,7 @@ def select_questions(table: ResultTable, test: TestPlan) -> Selection:
     strata = set(subset.strata) if subset.strata is not None else None
     if subset.n_clusters is None:
         return Selection(None, strata, None, ())
+    assert subset.seed is not None  # the plan loader takes n_clusters only with its seed (harness.plan.load)
     sampled = sample_clusters(table, dataset=test.dataset, n_clusters=subset.n_clusters, seed=subset.seed,
                               strata=strata)
     if not subset.allow_shortfall:
@@ -50,7 +54,7 @@ def select_questions(table: ResultTable, test: TestPlan) -> Selection:
     return Selection(completed, strata, subset.n_clusters, tuple(sorted(sampled - completed)))
 
 
-def registered_pairs(table, test: TestPlan) -> PairedDifferences:
+def registered_pairs(table: pd.DataFrame | ResultTable, test: TestPlan) -> PairedDifferences:
     """A registered test's paired differences on exactly its registered questions (subset, strata, and
     B's retriever when it names one): what every per-test analysis reads."""
     results = as_results(table)

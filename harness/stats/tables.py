@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Protocol
+from typing import Any, Mapping, Protocol
 
+from harness.stats.contrast import INTERVALS
 from harness.stats.decided import DecidedRow
 from harness.stats.families import FamilyResult
 from harness.stats.rules import rule
@@ -90,11 +91,11 @@ def exploratory_mark(row: DecidedRow) -> str:
     return f" (exploratory: {' and '.join(failed)} not accepted)" if failed else ""
 
 
-def _rate(v) -> str:
+def _rate(v: float | None) -> str:
     return "not computable" if v is None else f"{100 * v:.1f}%"
 
 
-def _bound(v) -> str:
+def _bound(v: float | None) -> str:
     return "not registered" if v is None else f"{100 * v:g}%"
 
 
@@ -144,13 +145,22 @@ def to_csv(fam: FamilyResult) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for row in fam.rows:
-        flat = row.to_json()  # the CSV is the JSON row flattened, intervals split
-        for key in ("ci90_bca", "ci95_bca", "ci90_percentile", "ci95_percentile", "ci90_t"):
-            if flat.get(key) is not None:
-                flat[f"{key}_lo"], flat[f"{key}_hi"] = flat[key]
+        flat = flat_record(row.to_json())
         writer.writerow(["" if flat.get(c) is None else repr(flat[c]) if isinstance(flat[c], float) else flat[c]
                          for c in CSV_COLUMNS])
     return out.getvalue()
+
+
+def flat_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's or contrast's JSON with each interval, in its place, as <key>_lo and <key>_hi (None when it has
+    none): what the CSV columns and the Python API's frames hold."""
+    flat: dict[str, Any] = {}
+    for key, value in record.items():
+        if key in INTERVALS:
+            flat[f"{key}_lo"], flat[f"{key}_hi"] = (None, None) if value is None else value
+        else:
+            flat[key] = value
+    return flat
 
 
 def to_latex(fam: FamilyResult) -> str:
@@ -223,7 +233,7 @@ def _num(x: float) -> str:
     return f"{x:.2f}"
 
 
-def _ci(ci) -> str:
+def _ci(ci: tuple[float, float]) -> str:
     return f"[{_num(ci[0])}, {_num(ci[1])}]"
 
 

@@ -80,7 +80,7 @@ def two_sided_verdict(
     """diff. if the 95% CI excludes 0 (and, when required, the sign-flip p is below alpha), else n.d."""
     if signflip_required and p_signflip is None:
         raise ValueError("`p_signflip` is required when `signflip_required` is true")
-    if excludes_zero(ci95) and (not signflip_required or p_signflip < alpha):
+    if excludes_zero(ci95) and (not signflip_required or (p_signflip is not None and p_signflip < alpha)):
         return Decision(DIFFERENT)
     return Decision(NO_DIFFERENCE)
 
