@@ -201,10 +201,12 @@ def _reading(row: DecidedRow, fam: FamilyResult) -> str:
 def _failed_requirement(row: DecidedRow, fam: FamilyResult) -> str:
     c = row.contrast
     assert c is not None
+    # an enumerated sign-flip test on C clusters can reach no p below 2 / 2^C (the observed signs and their mirror)
     floor = [f"with {c.n_clusters} clusters no sign-flip p can fall below {_p(2.0 ** (1 - c.n_clusters))}"] \
         if c.signflip_exact else []
     if row.p_signflip_holm is not None:
-        p = f"its sign-flip p after Holm is {_p(row.p_signflip_holm)} ({'; '.join([f'unadjusted {_p(c.p_signflip)}'] + floor)})"
+        aside = "; ".join([f"unadjusted {_p(c.p_signflip)}"] + floor)
+        p = f"its sign-flip p after Holm is {_p(row.p_signflip_holm)} ({aside})"
     else:
         p = f"its sign-flip p is {_p(c.p_signflip)}" + (f" ({floor[0]})" if floor else "")
     return (f"The 95% CI excludes 0, but the rule also requires the sign-flip p below alpha {fam.alpha:g}, and "
@@ -212,11 +214,12 @@ def _failed_requirement(row: DecidedRow, fam: FamilyResult) -> str:
 
 
 def _needed(n: ClustersNeeded) -> str:
-    at = f"alpha {n.alpha:.3g}" + (f" (Holm's strictest step, 1/{n.holm} of the plan's)" if n.holm > 1 else "") \
-        + (" one-sided" if n.sides == 1 else "") + f" and {POWER:.0%} power"
+    holm = f" (Holm's strictest step, 1/{n.holm} of the plan's)" if n.holm > 1 else ""
+    at = f"alpha {n.alpha:.3g}{holm}" + (" one-sided" if n.sides == 1 else "") + f" and {POWER:.0%} power"
     target = "a difference" if n.shows == DIFFERENT else "equivalence"
     if n.total is None:
-        return f"No number of clusters would show {target} while the estimate is {'0' if n.shows == DIFFERENT else 'at the margin'}."
+        where = "0" if n.shows == DIFFERENT else "at the margin"
+        return f"No number of clusters would show {target} while the estimate is {where}."
     if not n.realistic:
         return (f"No realistic number of clusters would decide it: showing {target} at {at} would take about "
                 f"{n.total} clusters, {n.total / n.now:.0f} times the {n.now} here, if the true difference is the "

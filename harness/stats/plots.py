@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+from typing import Any
 
 import matplotlib
 
@@ -62,7 +63,8 @@ def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | 
     """The family's forest plot as a matplotlib figure (the caller closes it). Rows whose rule shows the 90%
     CI (TOST) get it drawn thick over the 95% one. `text_pt`: no text smaller (None: the PNG's sizes)."""
     small = 8 if text_pt is None else max(8, text_pt)
-    sized = {} if text_pt is None else {"fontsize": max(10, text_pt)}  # None: matplotlib's default (10)
+    # None: matplotlib's default size (10), so the PNG under results/stats stays as it was
+    sized: dict[str, Any] = {} if text_pt is None else {"fontsize": max(10, text_pt)}
     if not fam.ran:
         raise ValueError(f"family {fam.family!r} was not run; there is nothing to plot")
     # missing tests (no contrast) are listed in the tables
