@@ -63,6 +63,13 @@ def test_every_sentence_says_what_was_compared_and_the_estimate():
     assert conclusion(r, family(r), NAMES) == "`S` finds more evidence than `F512c` on `corpus`"
 
 
+def test_each_arm_is_spelled_out_with_its_context_cost_where_known():
+    wording = Wording(NAMES.arms, NAMES.metrics, {("corpus", "S"): "4.2 chunks per document, 291 tokens each"})
+    said = finding(row(NO_DIFFERENCE, contrast(1.0, (-2.0, 4.0))), family(), wording)
+    assert said.startswith("`H3`: `S` (header-led sections; 4.2 chunks per document, 291 tokens each) against "
+                           "`F512c` (512-character windows) on `corpus`")
+
+
 def test_a_difference_on_an_answer_metric_is_said_of_answers():
     r = replace(row(DIFFERENT, contrast(-4.0, (-7.0, -1.0))), metric="answer_f1@512t")
     assert "`S` gives worse answers than `F512c` (diff.)" in sentence(r)

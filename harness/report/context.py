@@ -7,6 +7,7 @@ from functools import cached_property
 
 import pandas as pd
 
+from harness.arms.build import read_chunk_set
 from harness.config.lab import UNITS
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
@@ -14,6 +15,8 @@ from harness.metrics.registry import budgets_from_config
 from harness.plan.load import load_study_plan
 from harness.provenance.freeze import frozen_hash
 from harness.provenance.interim import Cell, outcomes_allowed
+from harness.grid.cells import arm_spec
+from harness.report.chunksets import ChunkSetStats, chunk_set_stats
 from harness.report.means import arm_means
 from harness.report.model import Missing
 from harness.stats.io import load_per_question
@@ -24,6 +27,7 @@ from harness.study import Study
 class ReportContext:
     study: Study
     problems: dict[str, Missing] = field(default_factory=dict)
+    _chunk_stats: dict[tuple[str, str], ChunkSetStats] = field(default_factory=dict)
 
     @cached_property
     def frozen_hash(self) -> str | None:
@@ -71,6 +75,16 @@ class ReportContext:
         """What the study's budgets count: the assembler's unit (tokens unless `assembly.unit` says words)."""
         assembly = self.study.config.assembly
         return assembly.unit if assembly is not None else UNITS[0]
+
+    def chunk_stats(self, dataset: str, arm: str) -> ChunkSetStats:
+        """A loaded dataset's chunk set of `arm`, measured once per report (the summary's sentences and the
+        Chunk sets section both read it); HarnessError when it is not built under the current freeze."""
+        if (dataset, arm) not in self._chunk_stats:
+            ds = self.datasets[dataset]
+            chunks = read_chunk_set(self.study, ds, arm_spec(self.study, arm), frozen_hash=self.frozen_hash)
+            self._chunk_stats[dataset, arm] = chunk_set_stats(chunks, ds.questions, self.budgets(dataset),
+                                                             self.budget_unit)
+        return self._chunk_stats[dataset, arm]
 
     def budgets(self, dataset: str) -> list[int]:
         return list(budgets_from_config(self.study.config.budgets, self.study.config.datasets[dataset].metric_set))

@@ -9,7 +9,7 @@ its glossary entry.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from harness.inference.power import POWER, clusters_to_show
@@ -33,10 +33,12 @@ class Wording:
 
     arms: Mapping[str, str]  # arm -> its short name, e.g. "header-led sections"
     metrics: Mapping[tuple[str, str], str]  # (dataset, metric) -> what it measures, in words
+    # (dataset, arm) -> its context cost, e.g. "4.0 chunks per document, 212 tokens each"
+    costs: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
-    def arm(self, name: str) -> str:
-        short = self.arms.get(name)
-        return f"`{name}` ({short})" if short else f"`{name}`"
+    def arm(self, name: str, dataset: str | None = None) -> str:
+        said = [x for x in (self.arms.get(name), self.costs.get((dataset or "", name))) if x]
+        return f"`{name}` ({'; '.join(said)})" if said else f"`{name}`"
 
     def metric(self, dataset: str, metric: str) -> str:
         words = self.metrics.get((dataset, metric))
@@ -132,7 +134,8 @@ def finding(row: DecidedRow, fam: FamilyResult, wording: Wording) -> str:
     """The row's sentence: the comparison, the estimate, the conclusion and, when undecided, what would
     decide it."""
     c = row.contrast
-    compared = (f"`{row.test}`: {wording.arm(row.a)} against {wording.arm(row.b)} on `{row.dataset}` under "
+    compared = (f"`{row.test}`: {wording.arm(row.a, row.dataset)} against {wording.arm(row.b, row.dataset)} on "
+                f"`{row.dataset}` under "
                 f"{_retrievers(row)}, by {wording.metric(row.dataset, row.metric)}")
     if c is None:
         return f"{compared}: no per-question results ({'; '.join(row.missing) or 'none'}), so nothing is decided."

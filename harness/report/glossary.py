@@ -11,6 +11,7 @@ from typing import Iterable
 
 from harness.config.arm_kinds import ARM_KINDS, ArmKindSpec
 from harness.config.retrievers import RETRIEVER_TYPES, RetrieverTypeSpec, retriever_spec
+from harness.errors import HarnessError
 from harness.metrics.registry import METRIC_SETS, MetricSet, metric_form
 from harness.plan.schema import TIER_MEANINGS, TIERS
 from harness.report.context import ReportContext
@@ -182,7 +183,27 @@ def sentence_wording(ctx: ReportContext) -> Wording:
     metrics = {}
     for dataset, test_metric in _plan_metrics(ctx):
         metrics[dataset, test_metric] = metric_text(ctx.study.config.datasets[dataset].metric_set, test_metric)
-    return Wording(arms, metrics)
+    return Wording(arms, metrics, _context_costs(ctx))
+
+
+def _context_costs(ctx: ReportContext) -> dict[tuple[str, str], str]:
+    """What each tested arm puts in front of a reader: chunks per document and tokens per chunk, from the
+    chunk-set statistics (an arm without a built chunk set of its own, e.g. an expansion, has none)."""
+    if ctx.plan is None:
+        return {}
+    pairs = dict.fromkeys((t.dataset, arm) for fam in ctx.plan.families for t in fam.tests for arm in (t.a, t.b))
+    costs = {}
+    for dataset, arm in pairs:
+        loaded = ctx.datasets.get(dataset)
+        if loaded is None or not loaded.documents:
+            continue
+        try:
+            s = ctx.chunk_stats(dataset, arm)
+        except (HarnessError, KeyError):
+            continue
+        costs[dataset, arm] = (f"{s.chunks / len(loaded.documents):.1f} chunks per document, "
+                               f"{s.mean_tokens:.0f} tokens each")
+    return costs
 
 
 def _plan_metrics(ctx: ReportContext) -> list[tuple[str, str]]:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from harness.arms.build import read_chunk_set
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.provenance.timeline import first_outcome_time, timeline, utc_iso
-from harness.report.chunksets import chunk_set_stats
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, table
-from harness.grid.cells import arm_spec, chunk_sets as grid_chunk_sets
+from harness.grid.cells import chunk_sets as grid_chunk_sets
 from harness.grid.paths import answers_dir, chunk_manifest_path, results_dir
 
 UNIT_LABEL = {"tokens": "tok", "words": "words"}  # the budget unit in column headers
@@ -95,17 +93,16 @@ def arms_of(ctx: ReportContext, dataset: str) -> list[str]:
 
 def chunk_sets(ctx: ReportContext) -> Section:
     sec = Section("chunk-sets", "Chunk sets")
-    for name, ds in ctx.datasets.items():
+    for name in ctx.datasets:
         budgets = ctx.budgets(name)
         unit = ctx.budget_unit
         rows, unbuilt = [], []
         for arm in arms_of(ctx, name):
             try:
-                chunks = read_chunk_set(ctx.study, ds, arm_spec(ctx.study, arm), frozen_hash=ctx.frozen_hash)
+                s = ctx.chunk_stats(name, arm)
             except HarnessError as e:
                 unbuilt.append(f"{arm} ({str(e).split(';')[0]})")
                 continue
-            s = chunk_set_stats(chunks, ds.questions, budgets, unit)
             rows.append([arm, s.chunks, f"{s.mean_tokens:.1f}", f"{s.p95_tokens:.0f}"]
                         + [f"{100 * s.share_over[b]:.1f}%" for b in budgets]
                         + [f"{100 * s.share_spanning:.1f}% ({s.evidence_spanning}/{s.evidence_located})"
