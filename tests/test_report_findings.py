@@ -60,7 +60,7 @@ def test_every_sentence_says_what_was_compared_and_the_estimate():
                            "`F512c` = +6.50 points, 95% CI [2.00, 11.00] (40 questions in 20 clusters).")
     assert "`S` finds more evidence than `F512c` (diff.)" in said
     assert "more clusters" not in said  # decided: nothing to add
-    assert conclusion(r, family(r), NAMES) == "`S` finds more evidence than `F512c` on `corpus`"
+    assert conclusion(r, family(r)) == "`S` finds more evidence than `F512c` on `corpus`"
 
 
 def test_each_arm_is_spelled_out_with_its_context_cost_where_known():
@@ -101,7 +101,7 @@ def test_equivalent_and_its_small_difference():
     assert "90% CI [0.40, 1.60]" in said
     assert "Equivalent (equiv.) within the registered margin of ±5 points." in said
     assert "a small real difference inside the margin" in said
-    assert conclusion(r, family(r), NAMES) == "`S` is equivalent to `F512c` on `corpus` within ±5 points"
+    assert conclusion(r, family(r)) == "`S` is equivalent to `F512c` on `corpus` within ±5 points"
 
 
 def test_inconclusive():
@@ -127,7 +127,7 @@ def test_rows_no_rule_may_decide_say_why_and_that_clusters_will_not_help():
 def test_a_missing_row_says_what_it_lacks():
     r = row(MISSING, None, missing=("corpus/S/hybrid",))
     assert sentence(r).endswith(": no per-question results (corpus/S/hybrid), so nothing is decided.")
-    assert conclusion(r, family(r), NAMES) == "`S` against `F512c` on `corpus` has no results"
+    assert conclusion(r, family(r)) == "`S` against `F512c` on `corpus` has no results"
 
 
 def test_a_failed_instrument_demotes_the_row_and_the_sentence_says_which():
@@ -137,7 +137,7 @@ def test_a_failed_instrument_demotes_the_row_and_the_sentence_says_which():
     said = sentence(r)
     assert said.endswith("Reported as exploratory: the reader (corpus) failed its acceptance controls, so this is "
                          "not a registered conclusion.")
-    assert conclusion(r, family(r), NAMES).endswith("(exploratory: an instrument failed)")
+    assert conclusion(r, family(r)).endswith("(exploratory: an instrument failed)")
     passed = replace(r, reader_acceptance=replace(reader, passed=True), tier="confirmatory")
     assert "Reported as exploratory" not in sentence(passed)
 

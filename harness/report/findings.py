@@ -111,7 +111,7 @@ def signflip_floor(fam: FamilyResult) -> int:
     return math.floor(math.log2(2 * holm_divisor(fam) / fam.alpha)) + 1
 
 
-def conclusion(row: DecidedRow, fam: FamilyResult, wording: Wording) -> str:
+def conclusion(row: DecidedRow, fam: FamilyResult) -> str:
     """What the row lets a reader conclude, in a clause (the headline joins them)."""
     a, b, on = f"`{row.a}`", f"`{row.b}`", f" on `{row.dataset}`"
     v = row.verdict

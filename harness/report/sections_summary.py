@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from harness.errors import HarnessError
 from harness.report.context import ReportContext
-from harness.report.findings import Wording, conclusion, finding
+from harness.report.findings import conclusion, finding
 from harness.report.glossary import sentence_wording
 from harness.report.model import Figure, Missing, Section, interval, points, table
 from harness.report.sections_inputs import QUESTION_DROP
@@ -87,7 +87,7 @@ def summary(ctx: ReportContext) -> Section:
     rows = {(f.family, r.test): r for f in found if f.ran for r in f.rows}
     decided_by = {(f.family, r.test): f for f in found if f.ran for r in f.rows}
     wording = sentence_wording(ctx)
-    sec.paragraphs.append(_answer(ctx, rows, decided_by, wording, allowed))
+    sec.paragraphs.append(_answer(ctx, rows, decided_by, allowed))
     sec.paragraphs.append(_counts(ctx))
     sec.bullets += [finding(rows[key], decided_by[key], wording) for fam, test in registered
                     if (key := (fam.id, test.id)) in rows]
@@ -119,7 +119,7 @@ def _notes(body: list[list[str]]) -> list[str]:
         if any(row[SUMMARY_HEADER.index("verdict")].endswith(SMALL_MARK) for row in body) else []
 
 
-def _answer(ctx: ReportContext, rows: dict, decided_by: dict, wording: Wording, allowed: bool) -> str:
+def _answer(ctx: ReportContext, rows: dict, decided_by: dict, allowed: bool) -> str:
     """The study's question (each confirmatory family's description, else the secondary ones') and what the
     registered tests found, in one paragraph."""
     tiers = [fam.tier for fam in ctx.plan.families]
@@ -133,7 +133,7 @@ def _answer(ctx: ReportContext, rows: dict, decided_by: dict, wording: Wording, 
                         "scored.")
             continue
         keys = [key for t in fam.tests if (key := (fam.id, t.id)) in rows]
-        found = [conclusion(rows[key], decided_by[key], wording) for key in keys]
+        found = [conclusion(rows[key], decided_by[key]) for key in keys]
         answer = "; ".join(found) if found else "not yet answered: its statistics are missing (Verdicts)"
         said.append(f"{fam.description.rstrip()} {answer[:1].upper()}{answer[1:]}.")
         if any(rows[key].verdict == NO_DIFFERENCE for key in keys):
