@@ -32,7 +32,9 @@ venv: $(STAMP)  ## create the virtual environment and install pinned dependencie
 
 # TEST_WORKERS=N runs the suite in N processes (pytest-xdist; default: one per core); the 25 slowest tests are listed
 TEST_WORKERS ?= auto
-test: $(STAMP)  ## run the test suite in parallel (fails when no test ran) and list the 25 slowest tests
+test: $(STAMP)  ## lint (ruff), type-check (mypy), then run the suite in parallel and list the 25 slowest tests
+	$(VENV)/bin/python -m ruff check harness tests benchmarks
+	$(VENV)/bin/python -m mypy
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --durations=25 tests
 
 demo: $(STAMP)  ## run the demo studies end to end (estimate, build-arms, score, answer, stats, audit, report): demo, then handbook

@@ -48,8 +48,11 @@ def tiny_study(root: Path) -> None:
         shutil.copytree(DEMO / part, root / part)
     config = yaml.safe_load((DEMO / "configs" / "study.yaml").read_text(encoding="utf-8"))
     config = {key: config[key] for key in ("tokenizer", "chunking", "budgets")} | {
-        "study": "tiny", "datasets": {"papers": config["datasets"]["papers"]},
-        "arms": {"S": {"kind": "S"}, "S+T": {"kind": "S+T"}}, "retrievers": {"bm25": config["retrievers"]["bm25"]}}
+        "study": "tiny",
+        "datasets": {"papers": config["datasets"]["papers"]},
+        "arms": {"S": {"kind": "S"}, "S+T": {"kind": "S+T"}},
+        "retrievers": {"bm25": config["retrievers"]["bm25"]},
+    }
     config["retrievers"]["bm25"].pop("arms", None)
     plan = yaml.safe_load((DEMO / "plan" / "plan.yaml").read_text(encoding="utf-8"))
     papers = plan["datasets"]["papers"]
@@ -70,7 +73,9 @@ def tiny_study(root: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--study", help="a built study to audit (copied first); default: the demo, built here")
+    parser.add_argument(
+        "--study", help="a built study to audit (copied first); default: the demo, built here"
+    )
     add_quick(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-audit-rescore-") as scratch:
@@ -96,8 +101,12 @@ def main() -> None:
                     for line in done.stdout.splitlines())
         print(done.stdout.splitlines()[-1] if done.stdout else "(no output)")
         print(f"audit --rescore all: {cells} cells in {took:.1f} s")
-        goal("audit --rescore all of the demo under 5 minutes on 2 cores", took < GOAL_S and done.returncode == 0,
-             f"{took / 60:.1f} min, exit {done.returncode}", quick=args.quick)
+        goal(
+            "audit --rescore all of the demo under 5 minutes on 2 cores",
+            took < GOAL_S and done.returncode == 0,
+            f"{took / 60:.1f} min, exit {done.returncode}",
+            quick=args.quick,
+        )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Cluster BCa: the harness's cluster_bootstrap against scipy.stats.bootstrap (method BCa) on cluster totals.
 
-    .venv/bin/python benchmarks/bench_bca_scipy.py [--questions 1000] [--clusters 288] [--resamples 10000] [--quick]
+    .venv/bin/python benchmarks/bench_bca_scipy.py [--questions 1000] [--clusters 288] [--resamples 10000]
+    [--quick]
 
 The same synthetic paired differences (seeded), grouped into clusters of unequal size. SciPy resamples the
 clusters' (sum, size) pairs and takes the ratio of sums, which is the harness's estimator; both use 10,000
@@ -25,7 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from goals import add_quick, goal  # noqa: E402
 from harness.inference.bootstrap import cluster_bootstrap, cluster_totals  # noqa: E402
 
-GAP_GOAL = 0.05  # endpoint gap / SciPy's interval width: Monte Carlo agreement (two streams differ by a few %)
+GAP_GOAL = (
+    0.05  # endpoint gap / SciPy's interval width: Monte Carlo agreement (two streams differ by a few %)
+)
 
 
 def synthetic(n_questions: int, n_clusters: int, seed: int):
@@ -68,8 +71,9 @@ def main() -> int:
                                n_resamples=args.resamples, confidence_level=0.95,
                                rng=np.random.default_rng(args.seed))
 
-    ours_s, ours = timed(lambda: cluster_bootstrap(values, clusters, resamples=args.resamples, seed=args.seed),
-                         args.repeats)
+    ours_s, ours = timed(
+        lambda: cluster_bootstrap(values, clusters, resamples=args.resamples, seed=args.seed), args.repeats
+    )
     scipy_s, theirs = timed(scipy_run, args.repeats)
     lo, hi = ours.ci95_bca
     slo, shi = theirs.confidence_interval
@@ -78,13 +82,24 @@ def main() -> int:
           f"(median of {args.repeats})")
     print(f"  {'':22} {'s/contrast':>10} {'95% BCa interval':>26}")
     print(f"  {'scipy.stats.bootstrap':22} {scipy_s:>10.4f} {f'[{slo:.5f}, {shi:.5f}]':>26}")
-    print(f"  {'harness':22} {ours_s:>10.4f} {f'[{lo:.5f}, {hi:.5f}]':>26}   {scipy_s / ours_s:.2f}x SciPy's speed")
-    print(f"  endpoint gaps / SciPy's width: lower {abs(lo - slo) / width:.1%}, upper {abs(hi - shi) / width:.1%} "
-          f"(estimate {ours.estimate:.5f}; z0 {ours.z0:.4f}, acceleration {ours.acceleration:.5f})")
+    print(
+        f"  {'harness':22} {ours_s:>10.4f} {f'[{lo:.5f}, {hi:.5f}]':>26}   {scipy_s / ours_s:.2f}x SciPy's "
+        "speed"
+    )
+    print(
+        f"  endpoint gaps / SciPy's width: lower {abs(lo - slo) / width:.1%}, upper "
+        f"{abs(hi - shi) / width:.1%} "
+        f"(estimate {ours.estimate:.5f}; z0 {ours.z0:.4f}, acceleration {ours.acceleration:.5f})"
+    )
     gap = max(abs(lo - slo), abs(hi - shi)) / width
     goal(f"95% BCa endpoints within {GAP_GOAL:.0%} of SciPy's interval width", gap <= GAP_GOAL, f"{gap:.1%}",
          quick=args.quick)
-    goal("harness no slower than SciPy", ours_s <= scipy_s, f"{scipy_s / ours_s:.2f}x SciPy's speed", quick=args.quick)
+    goal(
+        "harness no slower than SciPy",
+        ours_s <= scipy_s,
+        f"{scipy_s / ours_s:.2f}x SciPy's speed",
+        quick=args.quick,
+    )
     return 0
 
 

@@ -11,7 +11,8 @@ and whether every harness ranking agrees with rank_bm25's. The harness's build t
 the chunk texts; rank_bm25 and bm25s are handed the tokens. Goals: the harness at least bm25s's speed on
 the build, full scoring and top-100 rankings, at each size.
 
-    .venv/bin/python benchmarks/bench_bm25.py [--chunks 10000 --chunks 100000] [--questions 1000] [--seed 0] [--repeats 3] [--quick]
+    .venv/bin/python benchmarks/bench_bm25.py [--chunks 10000 --chunks 100000] [--questions 1000] [--seed 0]
+    [--repeats 3] [--quick]
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ def synthetic(n_chunks: int, n_questions: int, seed: int, vocabulary: int = 30_0
     weights /= weights.sum()
     lengths = rng.integers(40, 320, size=n_chunks)
     texts = [" ".join(lexicon[rng.choice(vocabulary, size=n, p=weights)]) for n in lengths]
-    chunks = [Chunk("bench", f"bench#{i:05d}", t, ((0, len(t)),), "", 1, 1, ("paragraph",), indexed_text=t) for i, t in enumerate(texts)]
+    chunks = [
+        Chunk("bench", f"bench#{i:05d}", t, ((0, len(t)),), "", 1, 1, ("paragraph",), indexed_text=t)
+        for i, t in enumerate(texts)
+    ]
     queries = []
     for _ in range(n_questions):
         source = texts[rng.integers(n_chunks)].split()
@@ -114,10 +118,17 @@ def one_size(n_chunks: int, n_questions: int, seed: int, repeats: int, quick: bo
     peer = None
     if peer_build:
         diff = max(float(np.max(np.abs(a - b))) for a, b in zip(ref_scores, runs["peer score"][1]))
-        peer = {"build": builds["bm25s"][0], "score": runs["peer score"][0], "rank": runs["peer rank"][0], "diff": diff}
+        peer = {
+            "build": builds["bm25s"][0],
+            "score": runs["peer score"][0],
+            "rank": runs["peer rank"][0],
+            "diff": diff,
+        }
 
     max_diff = max(float(np.max(np.abs(a - b))) for a, b in zip(ref_scores, our_scores))
-    max_rel = max(float(np.max(np.abs(a - b) / np.maximum(np.abs(a), 1e-300))) for a, b in zip(ref_scores, our_scores))
+    max_rel = max(
+        float(np.max(np.abs(a - b) / np.maximum(np.abs(a), 1e-300))) for a, b in zip(ref_scores, our_scores)
+    )
     expected = [np.lexsort((np.arange(len(s)), -s)) for s in ref_scores]
     same_order = all(o.tolist() == e.tolist() for o, e in zip(full, expected))
     same_head = all(o.tolist() == e[:depth].tolist() and h.tolist() == s[e[:depth]].tolist()
@@ -125,26 +136,42 @@ def one_size(n_chunks: int, n_questions: int, seed: int, repeats: int, quick: bo
     n = len(queries)
     print(f"  index build: rank_bm25 {ref_build:.2f} s, harness {our_build:.2f} s"
           + (f", bm25s {peer['build']:.2f} s" if peer else ""))
-    print(f"  {'':24} {'scores q/s':>11} {f'top-{depth} q/s':>12} {'full order q/s':>15} {'max |score - rank_bm25|':>24}")
+    print(
+        f"  {'':24} {'scores q/s':>11} {f'top-{depth} q/s':>12} {'full order q/s':>15} "
+        f"{'max |score - rank_bm25|':>24}"
+    )
     print(f"  {'rank_bm25':24} {n / ref_time:>11.1f} {'':>12} {'':>15} {0.0:>24.3g}")
     if peer:
         print(f"  {'bm25s 0.3 (robertson)':24} {n / peer['score']:>11.1f} {n / peer['rank']:>12.1f} {'':>15} "
               f"{peer['diff']:>24.3g}")
     else:
         print("  bm25s: not installed (pip install bm25s==0.3.16), no peer figures")
-    print(f"  {'harness':24} {n / score_time:>11.1f} {n / rank_time:>12.1f} {n / full_time:>15.1f} {max_diff:>24.3g}"
-          f"  (max relative {max_rel:.3g})")
-    goal(f"harness top-{depth} (positions and scores) and full orders identical to rank_bm25's (-score, position)",
-         same_head and same_order, f"top-{depth} {same_head}, full orders {same_order}")
+    print(
+        f"  {'harness':24} {n / score_time:>11.1f} {n / rank_time:>12.1f} {n / full_time:>15.1f} "
+        f"{max_diff:>24.3g}"
+        f"  (max relative {max_rel:.3g})"
+    )
+    goal(
+        f"harness top-{depth} (positions and scores) and full orders identical to rank_bm25's (-score, "
+        "position)",
+        same_head and same_order,
+        f"top-{depth} {same_head}, full orders {same_order}",
+    )
     for what, ours, key in (("index build", our_build, "build"), ("full scoring", score_time, "score"),
                             (f"top-{depth} rankings", rank_time, "rank")):
-        goal(f"harness {what} at least bm25s's speed ({len(chunks)} chunks)", bool(peer) and ours <= peer[key],
-             f"{peer[key] / ours:.2f}x bm25s" if peer else "bm25s not installed: nothing to compare with", quick=quick)
+        goal(
+            f"harness {what} at least bm25s's speed ({len(chunks)} chunks)",
+            bool(peer) and ours <= peer[key],
+            f"{peer[key] / ours:.2f}x bm25s" if peer else "bm25s not installed: nothing to compare with",
+            quick=quick,
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, action="append", help="corpus size (repeatable; default 10000 and 100000)")
+    parser.add_argument(
+        "--chunks", type=int, action="append", help="corpus size (repeatable; default 10000 and 100000)"
+    )
     parser.add_argument("--questions", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each timing; the fastest is reported")

@@ -52,21 +52,31 @@ def main() -> int:
     print(f"{len(docs)} files, {n_chars:,} characters, best of {args.repeat} runs")
 
     parse_s, blocks = best_time(lambda: [parse_blocks(d.text) for d in docs], args.repeat)
-    print(f"block parser      {parse_s:7.3f} s  {n_chars / parse_s / 1e6:6.2f} M chars/s  {sum(map(len, blocks)):6d} blocks")
+    print(
+        f"block parser      {parse_s:7.3f} s  {n_chars / parse_s / 1e6:6.2f} M chars/s  "
+        f"{sum(map(len, blocks)):6d} blocks"
+    )
 
     s_seconds, s_chunks = best_time(lambda: [c for d in docs for c in CHUNKERS["header-led"](d)], args.repeat)
     lengths = [len(c.text) for c in s_chunks]
     print(
-        f"header-led        {s_seconds:7.3f} s  {n_chars / s_seconds / 1e6:6.2f} M chars/s  {len(s_chunks):6d} chunks"
+        f"header-led        {s_seconds:7.3f} s  {n_chars / s_seconds / 1e6:6.2f} M chars/s  "
+        f"{len(s_chunks):6d} chunks"
         f"  (median {statistics.median(lengths):.0f} chars, max {max(lengths)})"
     )
     fl_tokens = median_token_length(s_chunks)
     for name, params in (("F512c", {}), ("F256t", {}), ("P", {}), ("FL", {"tokens": fl_tokens})):
         sec, chunks = best_time(lambda: [c for d in docs for c in CHUNKERS[name](d, **params)], args.repeat)
         extra = f"  (window {fl_tokens} tokens = median S length)" if name == "FL" else ""
-        print(f"{name:<17} {sec:7.3f} s  {n_chars / sec / 1e6:6.2f} M chars/s  {len(chunks):6d} chunks{extra}")
-    goal(f"all {len(docs)} files header-led chunked in under {TARGET_SECONDS:.0f} s", s_seconds < TARGET_SECONDS,
-         f"{s_seconds:.3f} s", quick=args.quick)
+        print(
+            f"{name:<17} {sec:7.3f} s  {n_chars / sec / 1e6:6.2f} M chars/s  {len(chunks):6d} chunks{extra}"
+        )
+    goal(
+        f"all {len(docs)} files header-led chunked in under {TARGET_SECONDS:.0f} s",
+        s_seconds < TARGET_SECONDS,
+        f"{s_seconds:.3f} s",
+        quick=args.quick,
+    )
     return 0
 
 

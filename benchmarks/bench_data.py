@@ -42,7 +42,10 @@ def main() -> int:
         read_s = timed(lambda: qasper.read_qasper_file(path), repeats)
         convert_s = timed(lambda: [qasper.convert_paper(p, r) for p, r in papers.items()], repeats)
         slowest = max(slowest, read_s + convert_s)
-        print(f"qasper {name}: {len(papers)} papers, read {read_s * 1000:.1f} ms, convert {convert_s * 1000:.1f} ms")
+        print(
+            f"qasper {name}: {len(papers)} papers, read {read_s * 1000:.1f} ms, convert "
+            f"{convert_s * 1000:.1f} ms"
+        )
     checkout = DATA / "laravel-docs-724c31cc"
     files = freshstack.markdown_files(checkout)
     read_s = timed(lambda: [read_markdown(checkout / f) for f in files], repeats)

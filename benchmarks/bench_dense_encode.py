@@ -69,7 +69,9 @@ def modules_per_text(model, texts: list[str]) -> np.ndarray:
     vectors = []
     with one_torch_thread(), torch.inference_mode():
         for row, n in enumerate(lengths):
-            alone = {k: v[row : row + 1, :n] if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+            alone = {
+                k: v[row : row + 1, :n] if isinstance(v, torch.Tensor) else v for k, v in features.items()
+            }
             vectors.append(model(alone)["sentence_embedding"][0].numpy())
     return np.stack(vectors)
 
@@ -103,7 +105,9 @@ def main() -> int:
     parser.add_argument("--texts", type=int, default=300, help="demo paragraphs")
     parser.add_argument("--long", type=int, default=60, help="texts near the window")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each protocol; the fastest counts")
-    parser.add_argument("--corpus", type=Path, help="a folder of Markdown files: its paragraphs are one more set")
+    parser.add_argument(
+        "--corpus", type=Path, help="a folder of Markdown files: its paragraphs are one more set"
+    )
     parser.add_argument("--corpus-texts", type=int, default=3000, help="paragraphs of --corpus")
     add_quick(parser)
     args = parser.parse_args()
@@ -130,8 +134,10 @@ def main() -> int:
         "batched 32, 1 thread": lambda ts: batched(model, ts, one_thread=True),
         f"batched 32, {threads} threads": lambda ts: batched(model, ts, one_thread=False),
     }
-    print(f"MiniLM, torch default threads {threads}; shared passes on this machine: {embedder._shared_passes}; "
-          f"fastest of {args.repeats} runs each")
+    print(
+        f"MiniLM, torch default threads {threads}; shared passes on this machine: {embedder._shared_passes}; "
+        f"fastest of {args.repeats} runs each"
+    )
     results = {}
     for set_name, texts in sets.items():
         results[set_name] = measure(protocols, texts, args.repeats)
@@ -144,7 +150,11 @@ def main() -> int:
     equal = all(r["harness"][2].tobytes() == r["one text per pass"][2].tobytes() for r in results.values())
     goal("the harness's vectors bitwise equal to one text per pass on every set", equal, quick=args.quick)
     demo = results["demo paragraphs"]
-    ours, alone, batch = demo["harness"][0], demo["one text per pass"][0], demo[f"batched 32, {threads} threads"][0]
+    ours, alone, batch = (
+        demo["harness"][0],
+        demo["one text per pass"][0],
+        demo[f"batched 32, {threads} threads"][0],
+    )
     goal("the harness faster than one text per pass on the demo paragraphs", ours < alone,
          f"{alone / ours:.2f}x", quick=args.quick)
     goal("the harness at most 2x the batched time on the demo paragraphs", ours <= 2 * batch,

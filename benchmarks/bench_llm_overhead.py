@@ -1,9 +1,11 @@
 """Harness overhead per LLM call, and the cache-warm rebuild time of the demo's LLM arms.
 
-    .venv/bin/python benchmarks/bench_llm_overhead.py [--calls 2000] [--study examples/demo (default)] [--real-e 3] [--quick]
+    .venv/bin/python benchmarks/bench_llm_overhead.py [--calls 2000] [--study examples/demo (default)]
+    [--real-e 3] [--quick]
 
 1. A no-op backend (answers instantly) isolates what the harness adds per call: cache key, cache
-   lookup, JSON line append (flushed to disk by a background thread), ledger; then the same calls again as cache hits; then a whole
+   lookup, JSON line append (flushed to disk by a background thread), ledger; then the same calls again as
+   cache hits; then a whole
    E enrichment per chunk (template, JSON parse, validation, key dictionary). Target: < 5 ms per call.
 2. With --study: rebuild the study's LLM arms (E, E-K, CR, M-TP, ...) in memory with a warm generation
    cache (no model call; skipped when the cache is missing). Target: < 30 s. --quick: replay, first dataset.
@@ -81,7 +83,16 @@ def bench_overhead(n: int, quick: bool) -> None:
         template = PromptTemplate.load(ROOT / "prompts", "enrich.txt")
         body = "Some chunk text about a method and its results. " * 12
         chunks = [
-            Chunk("bench/doc", make_chunk_id("bench/doc", i, f"{i}{body}"), f"{i}{body}", ((0, 1),), "A > B", 1, 1, ("paragraph",))
+            Chunk(
+                "bench/doc",
+                make_chunk_id("bench/doc", i, f"{i}{body}"),
+                f"{i}{body}",
+                ((0, 1),),
+                "A > B",
+                1,
+                1,
+                ("paragraph",),
+            )
             for i in range(n)
         ]
         cache = GenerationCache(Path(tmp) / "e.jsonl")
@@ -116,7 +127,11 @@ def bench_warm_rebuild(study_root: Path, replay: bool, quick: bool) -> None:
     from harness.study import Study
 
     study = Study.at(study_root)
-    llm_arms = [a for a, cfg in study.arms.items() if arm_kind(study, a).needs_model and arm_kind(study, a).implemented]
+    llm_arms = [
+        a
+        for a, cfg in study.arms.items()
+        if arm_kind(study, a).needs_model and arm_kind(study, a).implemented
+    ]
     missing = sorted({str(generations_path(study, study.arms[a].model)) for a in llm_arms
                       if not generations_path(study, study.arms[a].model).exists()})
     if missing:
@@ -131,19 +146,36 @@ def bench_warm_rebuild(study_root: Path, replay: bool, quick: bool) -> None:
         for arm in sources_first(study, dataset_name, todo):
             kind = arm_kind(study, arm)
             start = time.perf_counter()
-            result = build_chunks(kind, BuildInputs(
-                dataset.documents, study.chunking, lambda: header.setdefault("h", header_led_chunks(study, dataset.documents)),
-                study=study, arm=arm, arm_config=study.arms[arm], progress=False, dataset=dataset_name,
-                replay=replay, questions=dataset.questions, read_arm=built.__getitem__,
-                source=source_arm(study, arm, dataset_name) if kind.derived else None,
-            ))
+            result = build_chunks(
+                kind,
+                BuildInputs(
+                    dataset.documents,
+                    study.chunking,
+                    lambda: header.setdefault("h", header_led_chunks(study, dataset.documents)),
+                    study=study,
+                    arm=arm,
+                    arm_config=study.arms[arm],
+                    progress=False,
+                    dataset=dataset_name,
+                    replay=replay,
+                    questions=dataset.questions,
+                    read_arm=built.__getitem__,
+                    source=source_arm(study, arm, dataset_name) if kind.derived else None,
+                ),
+            )
             built[arm] = result.chunks
             run = result.manifest.get("llm", {}).get("run", {})
-            print(f"  {dataset_name}/{arm}: {len(result.chunks)} chunks in {time.perf_counter() - start:.2f} s "
-                  f"(cache hits {run.get('cache_hits', 0)}, fresh calls {run.get('fresh_calls', 0)})")
+            print(
+                f"  {dataset_name}/{arm}: {len(result.chunks)} chunks in {time.perf_counter() - start:.2f} s "
+                f"(cache hits {run.get('cache_hits', 0)}, fresh calls {run.get('fresh_calls', 0)})"
+            )
     elapsed = time.perf_counter() - total_start
-    goal(f"warm rebuild of the LLM arms ({'replay' if replay else 'with model identity'}) under 30 s", elapsed < 30,
-         f"{elapsed:.2f} s", quick=quick)
+    goal(
+        f"warm rebuild of the LLM arms ({'replay' if replay else 'with model identity'}) under 30 s",
+        elapsed < 30,
+        f"{elapsed:.2f} s",
+        quick=quick,
+    )
 
 
 def bench_real_e(study_root: Path, n: int) -> None:
@@ -167,7 +199,9 @@ def bench_real_e(study_root: Path, n: int) -> None:
     print(f"  model load: {time.perf_counter() - start:.2f} s")
     walls, outs, ins = [], [], []
     for i, chunk in enumerate(chunks):
-        values = enrich_prompt_values(chunk, i, len(chunks), previous_summary_text(i, None), KeyDictionary().render())
+        values = enrich_prompt_values(
+            chunk, i, len(chunks), previous_summary_text(i, None), KeyDictionary().render()
+        )
         done = backend.complete(template.render(values), schema=ENRICH_SCHEMA, seed=0)
         walls.append(done.wall_s)
         ins.append(done.prompt_tokens)
@@ -180,10 +214,16 @@ def bench_real_e(study_root: Path, n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--study", type=Path, default=Path(__file__).resolve().parents[1] / "examples" / "demo",
-                        help="study whose LLM arms to rebuild from a warm cache (default: the demo; skipped "
-                             "until its S chunks are built, e.g. by `make demo`)")
-    parser.add_argument("--replay", action="store_true", help="rebuild with the replay backend (no model file)")
+    parser.add_argument(
+        "--study",
+        type=Path,
+        default=Path(__file__).resolve().parents[1] / "examples" / "demo",
+        help="study whose LLM arms to rebuild from a warm cache (default: the demo; skipped "
+        "until its S chunks are built, e.g. by `make demo`)",
+    )
+    parser.add_argument(
+        "--replay", action="store_true", help="rebuild with the replay backend (no model file)"
+    )
     parser.add_argument("--real-e", type=int, default=0, help="time this many real E calls")
     add_quick(parser)
     args = parser.parse_args()

@@ -1,6 +1,7 @@
 """A pool of model servers (harness.llm.pool) against fake Ollama servers on loopback.
 
-    .venv/bin/python benchmarks/bench_llm_pool.py [--latency 0.2] [--concurrency 4] [--calls-per-slot 8] [--quick]
+    .venv/bin/python benchmarks/bench_llm_pool.py [--latency 0.2] [--concurrency 4] [--calls-per-slot 8]
+    [--quick]
 
 Each fake server answers every chat call after a fixed latency; the servers run in a child process (as
 real servers are other processes, so their request handling does not compete with the harness for its
@@ -127,15 +128,23 @@ def run(n_servers: int, args, folder: Path, kill_one: bool = False) -> dict:
         busy = sum(s.busy_s for s in pool.stats())
         at_servers = servers.stop()
         return {
-            "servers": n_servers, "slots": slots, "calls": n_calls, "wall_s": wall,
-            "throughput": n_calls / wall, "utilisation": busy / (wall * slots),
+            "servers": n_servers,
+            "slots": slots,
+            "calls": n_calls,
+            "wall_s": wall,
+            "throughput": n_calls / wall,
+            "utilisation": busy / (wall * slots),
             # the session's time per call beyond the server call (cache key, lookup, append, ledger,
-            # waiting for a slot); the HTTP round trip beyond the latency is the client library's and loopback's
+            # waiting for a slot); the HTTP round trip beyond the latency is the client library's and
+            # loopback's
             "overhead_ms": 1000 * (sum(times) - busy) / n_calls,
             "transport_ms": 1000 * (busy / n_calls - args.latency),
-            "lost": n_calls - len(keys), "repeated": sum(c - 1 for c in keys.values()),
-            "served": [s.served for s in pool.stats()], "requeued": pool.requeued,
-            "killed": at_servers["killed"], "server_answers": sum(at_servers["answered"]),
+            "lost": n_calls - len(keys),
+            "repeated": sum(c - 1 for c in keys.values()),
+            "served": [s.served for s in pool.stats()],
+            "requeued": pool.requeued,
+            "killed": at_servers["killed"],
+            "server_answers": sum(at_servers["answered"]),
         }
 
 
@@ -148,7 +157,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.latency, args.concurrency, args.calls_per_slot = 0.02, 2, 2
-    print(f"LLM pool: fake Ollama servers, {args.latency * 1000:.0f} ms per call, {args.concurrency} slots each")
+    print(
+        f"LLM pool: fake Ollama servers, {args.latency * 1000:.0f} ms per call, {args.concurrency} slots each"
+    )
     print(f"{'servers':>7} {'slots':>5} {'calls':>5} {'wall s':>7} {'calls/s':>8} {'vs linear':>9} "
           f"{'slot use':>8} {'overhead ms':>11} {'http ms':>7}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,19 +168,39 @@ def main() -> int:
             r = run(n, args, Path(tmp))
             base = base or r["throughput"]
             rows.append((n, r, r["throughput"] / (base * n)))
-            print(f"{r['servers']:>7} {r['slots']:>5} {r['calls']:>5} {r['wall_s']:>7.2f} {r['throughput']:>8.1f} "
-                  f"{r['throughput'] / (base * n):>9.1%} {r['utilisation']:>8.1%} {r['overhead_ms']:>11.2f} "
-                  f"{r['transport_ms']:>7.2f}")
+            print(
+                f"{r['servers']:>7} {r['slots']:>5} {r['calls']:>5} {r['wall_s']:>7.2f} "
+                f"{r['throughput']:>8.1f} "
+                f"{r['throughput'] / (base * n):>9.1%} {r['utilisation']:>8.1%} {r['overhead_ms']:>11.2f} "
+                f"{r['transport_ms']:>7.2f}"
+            )
         k = run(4, args, Path(tmp), kill_one=True)
-        print(f"4 servers, the last killed midway (killed: {k['killed']}): {k['calls']} calls, lost {k['lost']}, "
-              f"repeated {k['repeated']}, requeued {k['requeued']}, answered per server {k['served']} "
-              f"({k['server_answers']} chat answers sent by the servers), "
-              f"{k['throughput']:.1f} calls/s")
+        print(
+            f"4 servers, the last killed midway (killed: {k['killed']}): {k['calls']} calls, lost "
+            f"{k['lost']}, "
+            f"repeated {k['repeated']}, requeued {k['requeued']}, answered per server {k['served']} "
+            f"({k['server_answers']} chat answers sent by the servers), "
+            f"{k['throughput']:.1f} calls/s"
+        )
     for n, r, linear in rows:
-        goal(f"{n} server(s): throughput within 10% of linear", linear >= 0.9, f"{linear:.1%}", quick=args.quick)
-        goal(f"{n} server(s): slot use >= 90%", r["utilisation"] >= 0.9, f"{r['utilisation']:.1%}", quick=args.quick)
-        goal(f"{n} server(s): harness overhead < 5 ms per call", r["overhead_ms"] < 5, f"{r['overhead_ms']:.2f} ms",
-             quick=args.quick)
+        goal(
+            f"{n} server(s): throughput within 10% of linear",
+            linear >= 0.9,
+            f"{linear:.1%}",
+            quick=args.quick,
+        )
+        goal(
+            f"{n} server(s): slot use >= 90%",
+            r["utilisation"] >= 0.9,
+            f"{r['utilisation']:.1%}",
+            quick=args.quick,
+        )
+        goal(
+            f"{n} server(s): harness overhead < 5 ms per call",
+            r["overhead_ms"] < 5,
+            f"{r['overhead_ms']:.2f} ms",
+            quick=args.quick,
+        )
     goal("a server killed midway: 0 calls lost", k["lost"] == 0, str(k["lost"]))
     goal("a server killed midway: 0 calls repeated", k["repeated"] == 0, str(k["repeated"]))
     return 0

@@ -10,7 +10,8 @@ of 1-3 consecutive chunks. Each (question, arm, retriever) gets its own seeded r
 near the top 60% of the time; rankings are drawn before the clock starts, the timed loop maps ids to chunks,
 scores and builds ResultRows. One ScoringCache per worker process, as `score` would hold one per run.
 
-    .venv/bin/python benchmarks/bench_metrics.py [--questions 1000 --arms 20 --retrievers 7 --workers 2] [--quick]
+    .venv/bin/python benchmarks/bench_metrics.py [--questions 1000 --arms 20 --retrievers 7 --workers 2]
+    [--quick]
 """
 
 from __future__ import annotations
@@ -98,7 +99,10 @@ def build(metric_set, n_questions, n_arms, n_retrievers, n_chunk_sets, seed):
             cluster, stratum = f"doc{d}", ""
             scope_docs = [d]
         else:
-            ev = [Evidence(f"doc{d}", "\n\n".join(c.text for c in base_chunks[g : min(g + 2, b)])) for g in gold_idx]
+            ev = [
+                Evidence(f"doc{d}", "\n\n".join(c.text for c in base_chunks[g : min(g + 2, b)]))
+                for g in gold_idx
+            ]
             cluster, stratum = f"q{qi}", domain_of[d]
             scope_docs = [x for x in range(n_docs) if domain_of[x] == domain_of[d]]
         questions.append(Question(f"q{qi:05d}", metric_set, "?", cluster, stratum, (f"doc{d}",), tuple(ev)))
@@ -165,9 +169,11 @@ def run(metric_set, a):
     n_rows = sum(r[0] for r in results)
     scorings = a.questions * a.arms * a.retrievers
     print(
-        f"{metric_set:10s} {a.questions} questions x {a.arms} arms x {a.retrievers} retrievers = {scorings:,} "
+        f"{metric_set:10s} {a.questions} questions x {a.arms} arms x {a.retrievers} retrievers = "
+        f"{scorings:,} "
         f"scorings, {n_rows:,} rows: {elapsed:.1f} s wall on {a.workers} worker(s); CPU per worker "
-        f"{', '.join(f'{c:.1f}' for c in cpu)} s ({scorings / sum(cpu):,.0f} scorings per CPU-second); distinct "
+        f"{', '.join(f'{c:.1f}' for c in cpu)} s ({scorings / sum(cpu):,.0f} scorings per CPU-second); "
+        "distinct "
         f"texts encoded per worker: {', '.join(str(r[1]) for r in results)}; setup {setup:.1f} s, not timed"
     )
     # on a shared machine wall time includes other processes' load; the busiest worker's CPU time is

@@ -41,11 +41,23 @@ REPLICATES_GOAL_S = 10 * 60
 
 
 def rehearse(study: Path, out: Path, *args: str) -> dict:
-    command = [sys.executable, "-m", "harness", "rehearse", "--study", str(study), "--out", str(out), "--no-progress",
-               *args]
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "rehearse",
+        "--study",
+        str(study),
+        "--out",
+        str(out),
+        "--no-progress",
+        *args,
+    ]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if done.returncode not in (0, 1) or not (out / "rehearsal" / "rehearsal.json").is_file():
-        raise SystemExit(f"rehearse failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise SystemExit(
+            f"rehearse failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     print(done.stdout)
     return read_json(out / "rehearsal" / "rehearsal.json")
 
@@ -64,12 +76,20 @@ def differing_files(a: Path, b: Path) -> tuple[int, list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--study", default=str(ROOT), help="the study rehearsed (default: the flagship, the repository root)")
+    parser.add_argument(
+        "--study", default=str(ROOT), help="the study rehearsed (default: the flagship, the repository root)"
+    )
     parser.add_argument("--scale", default="paper", choices=("paper", "small"))
     parser.add_argument("--replicates", type=int, default=1000)
-    parser.add_argument("--resamples", type=int, default=REPLICATE_RESAMPLES,
-                        help=f"bootstrap resamples per replicate contrast (default {REPLICATE_RESAMPLES}, as rehearse)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the replicates")
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=REPLICATE_RESAMPLES,
+        help=f"bootstrap resamples per replicate contrast (default {REPLICATE_RESAMPLES}, as rehearse)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="processes for the replicates"
+    )
     parser.add_argument("--score-workers", type=int, default=os.cpu_count() or 1,
                         help="processes scoring arms side by side in the local run (harness score --workers)")
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray run")
@@ -91,22 +111,47 @@ def main() -> None:
         goal("peak memory under 4 GiB", peak < MEMORY_GOAL_MIB, f"{peak:.0f} MiB", quick=args.quick)
         if "tests" in local:
             blocked = [t["test"] for t in local["tests"] if not t["verdict"]]
-            goal("every registered test gets a verdict", not blocked,
-                 f"{len(local['tests']) - len(blocked)} of {len(local['tests'])}" + (f"; blocked: {blocked}" if blocked else ""))
+            goal(
+                "every registered test gets a verdict",
+                not blocked,
+                f"{len(local['tests']) - len(blocked)} of {len(local['tests'])}"
+                + (f"; blocked: {blocked}" if blocked else ""),
+            )
         # the other run: Ray with as many workers, or (quick, --no-ray) the local executor in one process
-        other_executor, other_args = ("local", ["--score-workers", "1"]) if args.quick or args.no_ray else ("ray", workers)
+        other_executor, other_args = (
+            ("local", ["--score-workers", "1"]) if args.quick or args.no_ray else ("ray", workers)
+        )
         other_name = " ".join(["--executor", other_executor, *other_args])
-        other = rehearse(study, base / other_executor / "twin", "--scale", scale, "--executor", other_executor,
-                         *other_args, *until)
+        other = rehearse(
+            study,
+            base / other_executor / "twin",
+            "--scale",
+            scale,
+            "--executor",
+            other_executor,
+            *other_args,
+            *until,
+        )
         compared, differ = differing_files(base / "local", base / other_executor / "twin")
-        goal(f"{other_name} writes the same bytes as the local run ({' '.join(workers)})", not differ and compared > 0,
-             f"{compared} files compared, {len(differ)} differ" + (f": {differ[:5]}" if differ else ""), quick=args.quick)
+        goal(
+            f"{other_name} writes the same bytes as the local run ({' '.join(workers)})",
+            not differ and compared > 0,
+            f"{compared} files compared, {len(differ)} differ" + (f": {differ[:5]}" if differ else ""),
+            quick=args.quick,
+        )
         del other
         twin = Study.at(base / "local")
         plan, table = load_study_plan(twin), load_per_question(twin)
         start = time.perf_counter()
-        summary = replicate_verdicts(plan, table, effects={}, replicates=replicates, seed=0, resamples=args.resamples,
-                                     workers=args.workers)
+        summary = replicate_verdicts(
+            plan,
+            table,
+            effects={},
+            replicates=replicates,
+            seed=0,
+            resamples=args.resamples,
+            workers=args.workers,
+        )
         took = time.perf_counter() - start
         n_tests = sum(len(f.tests) for f in plan.families)
         print(f"{replicates} replicates of {n_tests} registered tests: {took:.1f} s "

@@ -31,7 +31,12 @@ from goals import add_quick, goal  # noqa: E402
 AGREEMENT_FAMILIES = ("primary", "H3")
 # true effects (points) that put the subset's verdict shares between 0 and 1: near the margins for TOST rows,
 # near the minimum detectable difference for two-sided ones; the other tests of the families stay at 0
-AGREEMENT_EFFECTS = {"H2-qasper": 3.0, "H2-freshstack": 2.5, "H3-F512c-qasper": 2.0, "H3-F256t-freshstack": 4.0}
+AGREEMENT_EFFECTS = {
+    "H2-qasper": 3.0,
+    "H2-freshstack": 2.5,
+    "H3-F512c-qasper": 2.0,
+    "H3-F256t-freshstack": 4.0,
+}
 
 
 def flagship_table(plan, rng):
@@ -56,13 +61,17 @@ def every_contrast(plan, table, *, replicates: int, resamples: int, workers: int
 
 
 def _cpu_seconds() -> float:
-    """CPU time of this process and its finished workers: on a shared machine, wall time also counts others' work."""
+    """CPU time of this process and its finished workers: on a shared machine, wall time also counts others'
+    work."""
     own, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime
 
 
-def agreement(plan, table, *, replicates: int, resamples: int, workers: int) -> list[tuple[str, str, float, float, float]]:
-    """(test, verdict, share at the registered count, share at `resamples`, Monte Carlo SE of their difference)
+def agreement(
+    plan, table, *, replicates: int, resamples: int, workers: int
+) -> list[tuple[str, str, float, float, float]]:
+    """(test, verdict, share at the registered count, share at `resamples`, Monte Carlo SE of their
+    difference)
     for every verdict of the subset's tests."""
     from harness.stats.replicates import replicate_verdicts
 
@@ -79,11 +88,15 @@ def agreement(plan, table, *, replicates: int, resamples: int, workers: int) -> 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cores", type=int, default=2, help="CPU cores to pin the process to (default 2)")
     parser.add_argument("--resamples", type=int, default=1000,
                         help="bootstrap resamples and sign-flips per replicate contrast (default 1000)")
-    parser.add_argument("--replicates", type=int, default=1000, help="replicates of every contrast (default 1000)")
+    parser.add_argument(
+        "--replicates", type=int, default=1000, help="replicates of every contrast (default 1000)"
+    )
     parser.add_argument("--agreement-replicates", type=int, default=400,
                         help="replicates of the subset run at both resample counts (default 400)")
     add_quick(parser)
@@ -104,8 +117,11 @@ def main() -> int:
         replicates, agreement_replicates, resamples = 3, 20, 100
     table = flagship_table(plan, np.random.default_rng(2027))
     n_tests = sum(len(f.tests) for f in plan.families)
-    print(f"cores: {args.cores}; long table: {len(table):,} rows; {n_tests} registered tests in "
-          f"{len(plan.families)} families; registered: {plan.resamples:,} resamples, {plan.max_flips:,} sign-flips")
+    print(
+        f"cores: {args.cores}; long table: {len(table):,} rows; {n_tests} registered tests in "
+        f"{len(plan.families)} families; registered: {plan.resamples:,} resamples, {plan.max_flips:,} "
+        "sign-flips"
+    )
 
     summary, elapsed, cpu = every_contrast(plan, table, replicates=replicates, resamples=resamples,
                                            workers=args.cores)
@@ -115,10 +131,14 @@ def main() -> int:
           f"{cpu / args.cores:.0f} s on {args.cores} otherwise idle cores)")
     print(summary.to_markdown())
     projected = elapsed / replicates * 1000
-    goal(f"1,000 replicates of every flagship contrast under 10 minutes on {args.cores} cores", projected < 600,
-         f"{projected:.0f} s wall, {cpu / replicates * 1000 / args.cores:.0f} s of CPU per core, at {resamples:,} "
-         "resamples" + ("" if replicates == 1000 else "; projected from fewer replicates"),
-         quick=args.quick)
+    goal(
+        f"1,000 replicates of every flagship contrast under 10 minutes on {args.cores} cores",
+        projected < 600,
+        f"{projected:.0f} s wall, {cpu / replicates * 1000 / args.cores:.0f} s of CPU per core, at "
+        f"{resamples:,} "
+        "resamples" + ("" if replicates == 1000 else "; projected from fewer replicates"),
+        quick=args.quick,
+    )
 
     start = time.perf_counter()
     rows = agreement(plan, table, replicates=agreement_replicates, resamples=resamples, workers=args.cores)
@@ -129,8 +149,14 @@ def main() -> int:
     for test, label, p, q, se in rows:
         print(f"| {test} | {label} | {p:.3f} | {q:.3f} | {q - p:+.3f} | {se:.3f} |")
     worst = max(abs(q - p) / se if se > 0 else (0.0 if p == q else math.inf) for _, _, p, q, se in rows)
-    goal(f"verdict shares at {resamples:,} resamples agree with the registered {plan.resamples:,} within 2 Monte "
-         "Carlo SE", worst <= 2, f"largest difference {worst:.2f} SE", quick=args.quick)
+    goal(
+        f"verdict shares at {resamples:,} resamples agree with the registered {plan.resamples:,} within 2 "
+        "Monte "
+        "Carlo SE",
+        worst <= 2,
+        f"largest difference {worst:.2f} SE",
+        quick=args.quick,
+    )
     return 0
 
 

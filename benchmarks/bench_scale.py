@@ -63,10 +63,18 @@ def corpus(n_chunks: int, queries_per_1000: int, seed: int):
             words = target.text.split()
             start = target.spans[0][0] + len(" ".join(words[:10])) + 1
             gold = " ".join(words[10:20])
-            questions.append(Question(
-                qid=f"{doc_id}-q{q}", dataset="bench", query=" ".join(words[10:16]), cluster=doc_id, stratum="",
-                scope=(doc_id,), evidence=(Evidence(doc_id, gold, start, start + len(gold)),), answers=(gold,),
-            ))
+            questions.append(
+                Question(
+                    qid=f"{doc_id}-q{q}",
+                    dataset="bench",
+                    query=" ".join(words[10:16]),
+                    cluster=doc_id,
+                    stratum="",
+                    scope=(doc_id,),
+                    evidence=(Evidence(doc_id, gold, start, start + len(gold)),),
+                    answers=(gold,),
+                )
+            )
     dataset = LoadedDataset("bench", "qasper", tuple(documents), tuple(questions), {}, ())
     return dataset, chunks
 
@@ -108,7 +116,9 @@ def one_size(n_chunks: int, queries_per_1000: int, seed: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, action="append", help="corpus size (repeatable; default 100k, 200k)")
+    parser.add_argument(
+        "--chunks", type=int, action="append", help="corpus size (repeatable; default 100k, 200k)"
+    )
     parser.add_argument("--queries-per-1000", type=int, default=10, help="questions per 1,000 chunks")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child process: one size, JSON out
@@ -121,8 +131,11 @@ def main() -> int:
         return 0
     print(f"scale: one cell, BM25 + Qasper metrics, {CHUNKS_PER_DOC} chunks per scope, "
           f"{args.queries_per_1000} questions per 1,000 chunks")
-    print(f"{'chunks':>9} {'questions':>9} {'corpus s':>8} {'score s':>8} {'q/s':>7} {'peak MB':>8} {'KB/chunk':>9} "
-          f"{'marginal KB/chunk':>17}")
+    print(
+        f"{'chunks':>9} {'questions':>9} {'corpus s':>8} {'score s':>8} {'q/s':>7} {'peak MB':>8} "
+        f"{'KB/chunk':>9} "
+        f"{'marginal KB/chunk':>17}"
+    )
     previous, first_per_chunk, marginal_kb = None, None, None
     for n in args.chunks or [100_000, 200_000]:
         out = subprocess.run([sys.executable, __file__, "--one", str(n), "--queries-per-1000",
@@ -137,8 +150,10 @@ def main() -> int:
         print(f"{r['chunks']:>9} {r['questions']:>9} {r['build_s']:>8.1f} {r['score_s']:>8.1f} "
               f"{r['questions'] / r['score_s']:>7.1f} {r['peak_mb']:>8.0f} {per_chunk:>9.2f} {marginal:>17}")
         previous = r
-    print("linear memory: the marginal KB per added chunk stays flat as the corpus grows (the corpus itself,\n"
-          "held once, is most of it: chunk objects and their text)")
+    print(
+        "linear memory: the marginal KB per added chunk stays flat as the corpus grows (the corpus itself,\n"
+        "held once, is most of it: chunk objects and their text)"
+    )
     if marginal_kb is None:
         print("goal: linear memory: not measured (give two sizes or more)")
     else:

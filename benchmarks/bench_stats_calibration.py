@@ -65,7 +65,9 @@ def coverage(rng, studies, resamples, stratified):
 def _judge(what: str, rate: float, n: int, quick: bool) -> None:
     goal(f"{what} <= 0.05", rate <= 0.05, f"{rate:.3f}", quick=quick)
     bound = 0.05 + 1.645 * _mc_se(0.05, n)
-    goal(f"{what} <= 0.05 within Monte Carlo error (<= {bound:.3f})", rate <= bound, f"{rate:.3f}", quick=quick)
+    goal(
+        f"{what} <= 0.05 within Monte Carlo error (<= {bound:.3f})", rate <= bound, f"{rate:.3f}", quick=quick
+    )
 
 
 def tost_size(rng, studies, resamples, margin):
@@ -87,14 +89,20 @@ def holm_fwer(rng, studies, resamples, tests=4):
             cis.append(cluster_bootstrap(x, c, resamples=resamples, seed=seed).ci95_bca)
         adjusted = holm(p)
         any_flip += bool((adjusted < 0.05).any())
-        any_diff += any(two_sided_verdict(ci95=ci, alpha=0.05, p_signflip=q, signflip_required=True).label == "diff."
-                        for ci, q in zip(cis, adjusted))
+        any_diff += any(
+            two_sided_verdict(ci95=ci, alpha=0.05, p_signflip=q, signflip_required=True).label == "diff."
+            for ci, q in zip(cis, adjusted)
+        )
     return any_diff / studies, any_flip / studies
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--studies", type=int, default=2000, help="simulated studies per check (default 2000)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--studies", type=int, default=2000, help="simulated studies per check (default 2000)"
+    )
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=int, default=20270, help="simulation seed (default 20270)")
     add_quick(parser)
@@ -102,15 +110,20 @@ def main() -> int:
     if args.quick:
         args.studies, args.resamples = 20, 200
     n = args.studies
-    print(f"{n} simulated studies per check, {args.resamples:,} resamples. Coverage: skewed noise, Qasper-like "
-          f"(300 clusters, ~3.3 questions each) and FreshStack-like (235 questions, 3 strata); TOST and Holm: "
-          f"Qasper-like / 80 clusters of ~3 questions, normal noise")
+    print(
+        f"{n} simulated studies per check, {args.resamples:,} resamples. Coverage: skewed noise, Qasper-like "
+        f"(300 clusters, ~3.3 questions each) and FreshStack-like (235 questions, 3 strata); TOST and Holm: "
+        f"Qasper-like / 80 clusters of ~3 questions, normal noise"
+    )
     for stratified in (False, True):
         start = time.perf_counter()
         cov, normal = coverage(np.random.default_rng(args.seed + stratified), n, args.resamples, stratified)
-        print(f"95% BCa coverage{', FreshStack-like, stratified' if stratified else ', Qasper-like'}: {cov:.3f} "
-              f"(MC s.e. {_mc_se(0.95, n):.3f}; normal-theory reference {normal:.3f}); "
-              f"[{time.perf_counter() - start:.0f} s]")
+        print(
+            f"95% BCa coverage{', FreshStack-like, stratified' if stratified else ', Qasper-like'}: "
+            f"{cov:.3f} "
+            f"(MC s.e. {_mc_se(0.95, n):.3f}; normal-theory reference {normal:.3f}); "
+            f"[{time.perf_counter() - start:.0f} s]"
+        )
         goal(f"95% BCa coverage in 0.935-0.965{' (stratified)' if stratified else ''}", 0.935 <= cov <= 0.965,
              f"{cov:.3f}", quick=args.quick)
     start = time.perf_counter()
@@ -120,9 +133,12 @@ def main() -> int:
     _judge("TOST rejection on the margin", size, n, args.quick)
     start = time.perf_counter()
     fwer, fwer_flip = holm_fwer(np.random.default_rng(args.seed + 3), n, args.resamples)
-    print(f"Holm family-wise error, 4 independent null tests (80 clusters): diff. verdicts {fwer:.3f}, sign-flip "
-          f"alone {fwer_flip:.3f} (MC s.e. {_mc_se(0.05, n):.3f}; Holm's exact level here is "
-          f"{1 - (1 - 0.05 / 4) ** 4:.4f}) [{time.perf_counter() - start:.0f} s]")
+    print(
+        f"Holm family-wise error, 4 independent null tests (80 clusters): diff. verdicts {fwer:.3f}, "
+        "sign-flip "
+        f"alone {fwer_flip:.3f} (MC s.e. {_mc_se(0.05, n):.3f}; Holm's exact level here is "
+        f"{1 - (1 - 0.05 / 4) ** 4:.4f}) [{time.perf_counter() - start:.0f} s]"
+    )
     _judge("Holm family-wise error (diff. verdicts)", fwer, n, args.quick)
     return 0
 

@@ -21,7 +21,9 @@ from goals import add_quick, goal  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cores", type=int, default=2, help="CPU cores to pin the process to (default 2)")
     add_quick(parser)
     args = parser.parse_args()
@@ -48,8 +50,10 @@ def main() -> int:
                for name in ("qasper", "freshstack")}
     table = long_table(rng, [qasper, fresh], arms, list(plan.retrievers), metrics)
     n_q = table[table.dataset == "qasper"].qid.nunique()
-    print(f"cores: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else 'all'}; "
-          f"long table: {len(table):,} rows; qasper {n_q} questions in 300 clusters; freshstack 235 questions")
+    print(
+        f"cores: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else 'all'}; "
+        f"long table: {len(table):,} rows; qasper {n_q} questions in 300 clusters; freshstack 235 questions"
+    )
 
     holm_families = [f.id for f in plan.families if f.multiplicity == "holm"]
     timings = {}

@@ -100,8 +100,9 @@ def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> Non
     digest, size = hashlib.sha256(), 0
     # the writer's host and pid in the name let remove_stale_temporaries tell a killed writer's leftover
     # from a live writer's file
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}-", suffix=".tmp",
-                               dir=path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}-", suffix=".tmp", dir=path.parent
+    )
     try:
         os.fchmod(fd, created_file_mode())  # mkstemp makes 0600; a written file gets what open() would give
         with os.fdopen(fd, "wb") as f:
@@ -115,7 +116,9 @@ def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> Non
         if _same_file_content(Path(tmp), path):  # the stage checked it against the journal before writing
             os.unlink(tmp)
         else:
-            if journaled:  # before the file takes its name: a kill in between leaves an entry, never an unnoted file
+            if (
+                journaled
+            ):  # before the file takes its name: a kill in between leaves an entry, never an unnoted file
                 note_written(path, digest.hexdigest(), size)
             os.replace(tmp, path)
     except BaseException:
@@ -174,9 +177,11 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
 
 # --- the write journal ---
 # Every atomic write under a journaled folder (a study's results/: harness.grid.paths registers it) is noted,
-# path and SHA-256, in <folder>/.journal/ before the file takes its name. A stage thereby tells what the harness
+# path and SHA-256, in <folder>/.journal/ before the file takes its name. A stage thereby tells what the
+# harness
 # wrote, a killed run's output included, from a file edited or added by hand (harness.provenance.recorded,
-# require_recorded; docs/integrity.md, "Resuming and the write journal"). Each process appends to its own file.
+# require_recorded; docs/integrity.md, "Resuming and the write journal"). Each process appends to its own
+# file.
 
 JOURNAL_FOLDER = ".journal"
 _journaled: dict[str, str] = {}  # folder as given -> its real path
@@ -270,7 +275,9 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
-                raise InputError(f"line {lineno} is not valid JSON: {e.msg}", path=path, record=lineno) from None
+                raise InputError(
+                    f"line {lineno} is not valid JSON: {e.msg}", path=path, record=lineno
+                ) from None
             if not isinstance(obj, dict):
                 raise InputError(f"line {lineno} is not a JSON object", path=path, record=lineno)
             yield obj

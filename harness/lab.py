@@ -3,7 +3,8 @@ document.
 
 Pure library code behind `harness lab`: chunk sets, rankings, assembled contexts and per-split recall.
 QES chunkers get only the training split's evidence spans. Graph edges for resolved cross-references
-are on for every chunker except "provisions-noref": switching resolution off also drops those edges. Recall uses the harness's evidence rule
+are on for every chunker except "provisions-noref": switching resolution off also drops those edges. Recall
+uses the harness's evidence rule
 (metrics/qasper.py retrieved_flags) on the assembled source text: partial = some evidence string
 retrieved, complete = every one.
 """
@@ -94,7 +95,9 @@ def rankings(
     doc: Document, chunks: list[Chunk], queries: Sequence[str], settings: LabSettings, graph: GraphParams
 ) -> dict[str, list[np.ndarray]]:
     """mode -> one order (chunk positions, best first) per query."""
-    index = BM25Retriever("lab-bm25", k1=1.2, b=0.75, tokenize=lab_tokens, tokens_label="lab").index(doc.doc_id, chunks)
+    index = BM25Retriever("lab-bm25", k1=1.2, b=0.75, tokenize=lab_tokens, tokens_label="lab").index(
+        doc.doc_id, chunks
+    )
     spans = [c.spans[0] for c in chunks]
     w = chunk_graph(
         [c.section_path for c in chunks],
@@ -110,7 +113,9 @@ def rankings(
     return out
 
 
-def run_lab(doc: Document, questions: Sequence[LabQuestion], settings: LabSettings = LabSettings()) -> list[LabRow]:
+def run_lab(
+    doc: Document, questions: Sequence[LabQuestion], settings: LabSettings = LabSettings()
+) -> list[LabRow]:
     training = training_spans((q.split, q.spans) for q in questions)
     grams, tokens = GramCache(), TokenCache() if settings.unit == "tokens" else None
     golds = [gold_strings(q.question, grams) for q in questions]
@@ -119,7 +124,9 @@ def run_lab(doc: Document, questions: Sequence[LabQuestion], settings: LabSettin
         chunks = indexed(chunker(doc, training))
         mean_chars = fmean(len(c.text) for c in chunks) if chunks else 0.0
         graph = settings.graph.without("xref") if name == "provisions-noref" else settings.graph
-        for mode, orders in rankings(doc, chunks, [q.question.query for q in questions], settings, graph).items():
+        for mode, orders in rankings(
+            doc, chunks, [q.question.query for q in questions], settings, graph
+        ).items():
             per_split: dict[str, list[tuple[bool, bool, int]]] = {s: [] for s in SPLITS}
             for q, gold, order in zip(questions, golds, orders):
                 picked = assemble(

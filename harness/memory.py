@@ -15,7 +15,8 @@ from functools import lru_cache
 
 
 def release_freed_memory() -> None:
-    """Return freed heap pages to the system (glibc's malloc_trim, Arrow's pool); a no-op where unsupported."""
+    """Return freed heap pages to the system (glibc's malloc_trim, Arrow's pool); a no-op where
+    unsupported."""
     arrow = sys.modules.get("pyarrow")
     if arrow is not None:  # only a process that used Arrow has a pool to release
         arrow.default_memory_pool().release_unused()

@@ -23,7 +23,9 @@ from harness.config.plugin_code import EXTRA, PLUGINS_FOLDER, PluginCode, split_
 from harness.errors import HarnessError
 from harness.files import sha256_file
 
-_MODULE_PREFIX = "harness_study_plugin_"  # study plugins are loaded under a private name (no clash with packages)
+_MODULE_PREFIX = (
+    "harness_study_plugin_"  # study plugins are loaded under a private name (no clash with packages)
+)
 
 
 def study_module_file(root: Path | None, module: str) -> Path | None:
@@ -41,14 +43,19 @@ def study_module_file(root: Path | None, module: str) -> Path | None:
 def _folder_digest(folder: Path) -> str:
     """The plugin's files' bytes: a private module name per content, so an edited plugin is loaded afresh."""
     digest = hashlib.sha256()
-    files = [folder] if folder.is_file() else sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+    files = (
+        [folder]
+        if folder.is_file()
+        else sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+    )
     for path in files:
         digest.update(path.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
 def _load_study_module(root: Path, module: str) -> ModuleType:
-    """The study plugin `module`: its top-level part loaded from plugins/ under a private name (a package keeps
+    """The study plugin `module`: its top-level part loaded from plugins/ under a private name (a package
+    keeps
     its relative imports), then the rest imported inside it."""
     top, _, rest = module.partition(".")
     file = study_module_file(root, top)
@@ -75,17 +82,25 @@ def load_callable(text: str, root: Path | None, *, what: str) -> Callable[..., A
         module_name, name = split_callable(text)
     except HarnessError as e:
         raise HarnessError(f"{what}: {e}") from None
-    where = f"{PLUGINS_FOLDER}/" if study_module_file(root, module_name.partition(".")[0]) else "installed packages"
+    where = (
+        f"{PLUGINS_FOLDER}/"
+        if study_module_file(root, module_name.partition(".")[0])
+        else "installed packages"
+    )
     try:
         if where == "installed packages":
             module = importlib.import_module(module_name)
         else:
             module = _load_study_module(root, module_name)
     except ModuleNotFoundError as e:
-        raise HarnessError(f"{what}: cannot import `{module_name}` (looked in the study's {PLUGINS_FOLDER}/ folder, "
-                           f"then installed packages): {e}") from None
+        raise HarnessError(
+            f"{what}: cannot import `{module_name}` (looked in the study's {PLUGINS_FOLDER}/ folder, "
+            f"then installed packages): {e}"
+        ) from None
     except Exception as e:  # the plugin's own import failed: its message, not the harness's traceback
-        raise HarnessError(f"{what}: importing `{module_name}` from {where} failed: {type(e).__name__}: {e}") from None
+        raise HarnessError(
+            f"{what}: importing `{module_name}` from {where} failed: {type(e).__name__}: {e}"
+        ) from None
     function = getattr(module, name, None)
     if not callable(function):
         raise HarnessError(f"{what}: module `{module_name}` ({where}) has no function `{name}`")
@@ -97,8 +112,10 @@ def import_extra(module: str, *, what: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise HarnessError(f"{what}: needs `{module}`, which is not installed ({e}); install the optional extra: "
-                           f"pip install -e '.[{EXTRA}]'") from None
+        raise HarnessError(
+            f"{what}: needs `{module}`, which is not installed ({e}); install the optional extra: "
+            f"pip install -e '.[{EXTRA}]'"
+        ) from None
 
 
 def _distribution_of(module: str) -> str | None:
@@ -126,8 +143,10 @@ def callable_identity(text: str, root: Path | None) -> dict[str, Any]:
     except (ImportError, ValueError):
         spec = None
     if spec is None or spec.origin is None or not Path(spec.origin).is_file():
-        raise HarnessError(f"`{text}`: module `{module}` is neither under the study's {PLUGINS_FOLDER}/ folder "
-                           "nor an installed module with a source file")
+        raise HarnessError(
+            f"`{text}`: module `{module}` is neither under the study's {PLUGINS_FOLDER}/ folder "
+            "nor an installed module with a source file"
+        )
     distribution = _distribution_of(module)
     return {"callable": text, "package": distribution, "version": distribution and _version(distribution),
             "sha256": sha256_file(spec.origin)}

@@ -25,7 +25,8 @@ from harness.files import load_yaml
 @dataclass(frozen=True)
 class Study:
     root: Path
-    # where results/ lives (harness.grid.paths): None is <root>/results; `audit --rescore` re-runs cells into a
+    # where results/ lives (harness.grid.paths): None is <root>/results; `audit --rescore` re-runs cells into
+    # a
     # scratch folder with the same inputs
     results_root: Path | None = None
 
@@ -91,7 +92,8 @@ class Study:
     @cached_property
     def loaded_datasets(self) -> dict[Any, Any]:
         """The datasets loaded during this command, by (name, selection) (harness.data.load.load_dataset). A
-        Study lives for one command, as its `config` does: a new command (a new Study) reads the files again."""
+        Study lives for one command, as its `config` does: a new command (a new Study) reads the files
+        again."""
         return {}
 
     @property

@@ -29,8 +29,10 @@ def _say(line: str) -> None:
 def describe_holder(holder: dict[str, Any] | None) -> str:
     if not holder:
         return "another harness process (it has not named itself yet)"
-    return (f"`{holder.get('command', '?')}` (pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, "
-            f"started {holder.get('started', '?')})")
+    return (
+        f"`{holder.get('command', '?')}` (pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, "
+        f"started {holder.get('started', '?')})"
+    )
 
 
 def read_holder(path: Path) -> dict[str, Any] | None:
@@ -70,16 +72,20 @@ def _acquire(path: Path, wait: bool, say: Callable[[str], None]):
         try:
             f = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+", encoding="utf-8")
         except OSError as e:
-            raise HarnessError(f"{path}: cannot open the study lock ({e.strerror}); a writing command needs a "
-                               "writable study folder") from None
+            raise HarnessError(
+                f"{path}: cannot open the study lock ({e.strerror}); a writing command needs a "
+                "writable study folder"
+            ) from None
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = describe_holder(read_holder(path))
             if not wait:
                 f.close()
-                raise HarnessError(f"{path}: another harness process is writing this study: {holder}. Rerun when "
-                                   "it has finished, or pass --wait to wait for it") from None
+                raise HarnessError(
+                    f"{path}: another harness process is writing this study: {holder}. Rerun when "
+                    "it has finished, or pass --wait to wait for it"
+                ) from None
             if not waiting:
                 say(f"waiting for the study lock {path}, held by {holder}")
                 waiting = True
@@ -97,8 +103,10 @@ def _take(f, path: Path, command: str, say: Callable[[str], None]) -> None:
     previous = read_holder(path)
     if previous:
         if previous.get("host") != socket.gethostname():
-            raise HarnessError(f"{path}: the study lock names {describe_holder(previous)}, on another host: this "
-                               "host cannot tell whether it still runs. Remove the file once it has stopped")
+            raise HarnessError(
+                f"{path}: the study lock names {describe_holder(previous)}, on another host: this "
+                "host cannot tell whether it still runs. Remove the file once it has stopped"
+            )
         say(f"taking over the study lock {path} from {describe_holder(previous)}, which no longer runs "
             "(killed?); its finished work is kept and resumed")
         remove_stale_temporaries(path.parent)  # what its atomic writes left half-done, anywhere in the study

@@ -84,10 +84,13 @@ def _remember(key: bytes, count: int) -> None:
     _PART_COUNTS[key] = count
 
 
-MESSAGE_OVERHEAD_TOKENS = 8  # per chat message (role and separators), a close upper bound for most chat formats
+MESSAGE_OVERHEAD_TOKENS = (
+    8  # per chat message (role and separators), a close upper bound for most chat formats
+)
 
 
 def prompt_tokens(contents: Iterable[str]) -> int:
-    """cl100k tokens of a chat prompt's message contents plus MESSAGE_OVERHEAD_TOKENS each: what estimates bill.
+    """cl100k tokens of a chat prompt's message contents plus MESSAGE_OVERHEAD_TOKENS each: what estimates
+    bill.
     A special-token string in a text ("<|endoftext|>") counts as plain text, never raises."""
     return sum(count_tokens(content) + MESSAGE_OVERHEAD_TOKENS for content in contents)

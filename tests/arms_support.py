@@ -61,6 +61,8 @@ def declare_planned_kind(monkeypatch) -> str:
     from harness.arms.render import render_enriched
     from harness.config.arm_kinds import ARM_KINDS, HEADER_LED, ArmKindSpec
 
-    monkeypatch.setitem(ARM_KINDS, PLANNED_KIND, ArmKindSpec(PLANNED_KIND, HEADER_LED, needs_model=True, planned=True))
+    monkeypatch.setitem(
+        ARM_KINDS, PLANNED_KIND, ArmKindSpec(PLANNED_KIND, HEADER_LED, needs_model=True, planned=True)
+    )
     monkeypatch.setitem(BUILDERS, PLANNED_KIND, ArmBuilder(render_enriched))
     return PLANNED_KIND

@@ -14,8 +14,12 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 
 def browser_or_skip():
     if not (BROWSER.is_file() and DRIVER.is_file()):
-        pytest.skip("no system Chromium: `apt-get install -y chromium chromium-driver` (see docs/pipeline.md)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[test]'")
+        pytest.skip(
+            "no system Chromium: `apt-get install -y chromium chromium-driver` (see docs/pipeline.md)"
+        )
+    webdriver = pytest.importorskip(
+        "selenium.webdriver", reason="selenium is not installed: pip install -e '.[test]'"
+    )
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
@@ -31,9 +35,15 @@ def wait_for_every_element(driver, selector: str, expected: int, seconds: float 
     chromedriver has returned from get() with the document still being parsed."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, seconds).until(lambda d: d.execute_script(
-        "return document.readyState === 'complete' && document.querySelectorAll(arguments[0]).length", selector)
-        >= expected)
+    WebDriverWait(driver, seconds).until(
+        lambda d: (
+            d.execute_script(
+                "return document.readyState === 'complete' && document.querySelectorAll(arguments[0]).length",
+                selector,
+            )
+            >= expected
+        )
+    )
 
 
 def first_screen(driver, page: Path, width: int = 1280, height: int = 800) -> None:

@@ -26,7 +26,9 @@ def kinds(blocks: list[Block]) -> list[str]:
     return [b.kind for b in blocks]
 
 
-def check_chunk_records(d: Document, chunks: list[Chunk], overlapping: bool = False, exact: bool = True) -> None:
+def check_chunk_records(
+    d: Document, chunks: list[Chunk], overlapping: bool = False, exact: bool = True
+) -> None:
     """Spans in order, non-overlapping (unless allowed), ids from make_chunk_id, lines matching.
 
     `exact`: the text is the span's source slice (windows, P). Header-led chunks hold the reference's

@@ -18,7 +18,11 @@ def assert_counts_add_up(counts: dict, noun: str = "questions") -> None:
     """What the input holds = what reaches the study + every drop, by reason."""
     dropped = {k: v for k, v in counts.items() if k.startswith(f"{noun}_dropped_")}
     assert dropped, f"no {noun}_dropped_* counts at all"
-    assert counts[f"{noun}_in_input"] == counts[noun] + sum(dropped.values()), (counts[f"{noun}_in_input"], counts[noun], dropped)
+    assert counts[f"{noun}_in_input"] == counts[noun] + sum(dropped.values()), (
+        counts[f"{noun}_in_input"],
+        counts[noun],
+        dropped,
+    )
 
 
 def read(rel: str) -> str:
@@ -35,7 +39,8 @@ def write_jsonl(path: Path, rows) -> None:
 
 
 def freshstack_study(tmp_path: Path, *, ratio=1, qrels_rows=None, extra_queries=(), selection=None) -> Study:
-    """q1: helpers.md after two euro signs + blade.md; q2: a non-Markdown gold and a text mismatch; q3: routing."""
+    """q1: helpers.md after two euro signs + blade.md; q2: a non-Markdown gold and a text mismatch; q3:
+    routing."""
     h0, h1 = span_after("helpers.md", "## `Number::defaultCurrency()`", 200)
     b0, b1 = span_after("blade.md", "## Displaying Data", 150)
     r0, r1 = span_after("routing.md", "## Basic Routing", 120)
@@ -47,16 +52,46 @@ def freshstack_study(tmp_path: Path, *, ratio=1, qrels_rows=None, extra_queries=
         {"_id": "docs/composer.json_0_20", "title": "", "text": "{\"name\": \"laravel\"}"},
     ]
     queries = [
-        {"query_id": "q1", "query_title": "Default currency", "query_text": "How do I read it?",
-         "answer_text": "Use Number::defaultCurrency.",
-         "nuggets": [{"_id": "q1_0", "text": "Number::defaultCurrency returns it",
-                      "relevant_corpus_ids": [corpus[0]["_id"], corpus[1]["_id"]], "non_relevant_corpus_ids": []}]},
-        {"query_id": "q2", "query_title": "Composer", "query_text": "Which package name?",
-         "nuggets": [{"_id": "q2_0", "text": "the name", "non_relevant_corpus_ids": [],
-                      "relevant_corpus_ids": ["docs/composer.json_0_20", "docs/routing.md_0_10"]}]},
-        {"query_id": "q3", "query_title": "Routes", "query_text": "Basic routes?",
-         "nuggets": [{"_id": "q3_0", "text": "closures", "non_relevant_corpus_ids": [],
-                      "relevant_corpus_ids": [corpus[2]["_id"]]}]},
+        {
+            "query_id": "q1",
+            "query_title": "Default currency",
+            "query_text": "How do I read it?",
+            "answer_text": "Use Number::defaultCurrency.",
+            "nuggets": [
+                {
+                    "_id": "q1_0",
+                    "text": "Number::defaultCurrency returns it",
+                    "relevant_corpus_ids": [corpus[0]["_id"], corpus[1]["_id"]],
+                    "non_relevant_corpus_ids": [],
+                }
+            ],
+        },
+        {
+            "query_id": "q2",
+            "query_title": "Composer",
+            "query_text": "Which package name?",
+            "nuggets": [
+                {
+                    "_id": "q2_0",
+                    "text": "the name",
+                    "non_relevant_corpus_ids": [],
+                    "relevant_corpus_ids": ["docs/composer.json_0_20", "docs/routing.md_0_10"],
+                }
+            ],
+        },
+        {
+            "query_id": "q3",
+            "query_title": "Routes",
+            "query_text": "Basic routes?",
+            "nuggets": [
+                {
+                    "_id": "q3_0",
+                    "text": "closures",
+                    "non_relevant_corpus_ids": [],
+                    "relevant_corpus_ids": [corpus[2]["_id"]],
+                }
+            ],
+        },
         *extra_queries,
     ]
     data = tmp_path / "data"
@@ -70,10 +105,19 @@ def freshstack_study(tmp_path: Path, *, ratio=1, qrels_rows=None, extra_queries=
         rows = "".join(f"{q}\t{c}\t{s}\n" for q, c, s in qrels_rows)
         (data / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows)
         domain["qrels"] = "data/qrels.tsv"
-    config = {"study": "fs", "datasets": {"fs": {"adapter": "freshstack", "metric_set": "freshstack",
-                                                  "domains": {"laravel": domain},
-                                                  "selection": selection or {"seed": 7, "n_questions": "all"}}},
-              "arms": {"S": {"kind": "S"}}, "retrievers": {"bm25": {"type": "bm25"}}}
+    config = {
+        "study": "fs",
+        "datasets": {
+            "fs": {
+                "adapter": "freshstack",
+                "metric_set": "freshstack",
+                "domains": {"laravel": domain},
+                "selection": selection or {"seed": 7, "n_questions": "all"},
+            }
+        },
+        "arms": {"S": {"kind": "S"}},
+        "retrievers": {"bm25": {"type": "bm25"}},
+    }
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "study.yaml").write_text(yaml.safe_dump(config))
     return Study.at(tmp_path)

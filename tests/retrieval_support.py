@@ -17,13 +17,16 @@ LARAVEL = SHARED_DATA / "laravel-docs-724c31cc"
 
 def chunks_of(texts: list[str], doc_id: str = "t/doc.md") -> list[Chunk]:
     return [
-        Chunk(doc_id, make_chunk_id(doc_id, i, t), t, ((0, len(t)),), "", 1, 1, ("paragraph",), indexed_text=t)
+        Chunk(
+            doc_id, make_chunk_id(doc_id, i, t), t, ((0, len(t)),), "", 1, 1, ("paragraph",), indexed_text=t
+        )
         for i, t in enumerate(texts)
     ]
 
 
 def laravel_chunks() -> dict[str, list[Chunk]]:
-    """Real chunk sets per Laravel page: header-led chunks when that chunker exists, else blank-line paragraphs."""
+    """Real chunk sets per Laravel page: header-led chunks when that chunker exists, else blank-line
+    paragraphs."""
     try:
         from harness.chunking.header_led import header_led_chunks
     except ImportError:

@@ -30,10 +30,13 @@ def plan():
 
 
 def _table(arms=("S", "F512c", "E", "S+T"), metrics=("rec@512t",)):
-    return long_table(np.random.default_rng(2), [SyntheticDataset("papers", 12, 2.0),
-                                                  SyntheticDataset("docs", 30, 1.0, ("ledger", "tern", "skiff"))],
-                      {a: 0.0 for a in arms}, ["bm25", "minilm", "hybrid"],
-                      {"papers": list(metrics), "docs": ["prec@1024t"]})
+    return long_table(
+        np.random.default_rng(2),
+        [SyntheticDataset("papers", 12, 2.0), SyntheticDataset("docs", 30, 1.0, ("ledger", "tern", "skiff"))],
+        {a: 0.0 for a in arms},
+        ["bm25", "minilm", "hybrid"],
+        {"papers": list(metrics), "docs": ["prec@1024t"]},
+    )
 
 
 class _Typed:
@@ -119,6 +122,8 @@ def test_every_target_is_a_make_target_and_others_are_refused():
 def test_stats_cli_and_report_print_the_same_target(plan, tmp_path):
     from harness.report.model import Missing
 
-    record = next(r for r in run_analyses(plan, pd.DataFrame(_table()), None) if r["id"] == "answer-type-papers")
+    record = next(
+        r for r in run_analyses(plan, pd.DataFrame(_table()), None) if r["id"] == "answer-type-papers"
+    )
     m = record["missing"][0]
     assert Missing(m["what"], m["target"]).sentence().endswith("run `make select`.")

@@ -75,7 +75,9 @@ def test_reader_context_is_exactly_b_source_tokens_cut_at_a_token_boundary():
     n1, n2 = len(enc.encode_ordinary(first)), len(enc.encode_ordinary(second))
     budget = n1 + 17
     assert n2 > 17
-    ctx = reader_context([_chunk(0, first), _chunk(1, second), _chunk(2, "never reached")], budget, TokenCache())
+    ctx = reader_context(
+        [_chunk(0, first), _chunk(1, second), _chunk(2, "never reached")], budget, TokenCache()
+    )
     assert ctx.chunk_ids == ("d#0000", "d#0001") and ctx.cut_tokens == 17 and ctx.tokens == budget
     kept = enc.decode(enc.encode_ordinary(second)[:17])
     assert ctx.text == first + UNIT_SEPARATOR + kept
@@ -143,30 +145,51 @@ def _fact_judge(prompt: str) -> str:
 
 def test_controls_pass_with_a_discerning_judge_and_fail_with_a_yes_man(tmp_path):
     study = make_study(tmp_path / "s", {}, {"S": {"kind": "S"}})
-    questions = [_question(f"q{i}", (f"fact {i}a", f"fact {i}b"), f"fact {i}a and fact {i}b.") for i in range(4)]
+    questions = [
+        _question(f"q{i}", (f"fact {i}a", f"fact {i}b"), f"fact {i}a and fact {i}b.") for i in range(4)
+    ]
     questions.append(_question("q9", ("fact 9a",), ""))  # no reference answer: not in the controls
     template = PromptTemplate.load(PROMPTS, "judge_nugget.txt")
     acceptance = Acceptance("nugget-judge", 0.85, 0.05)
 
     controls = {"positive": {}, "negative": {}}
-    rows = _controls(_dataset(questions), _session(tmp_path, ScriptedJudge(_fact_judge)), template, 7, controls,
-                     judge_seed=0)
+    rows = _controls(
+        _dataset(questions),
+        _session(tmp_path, ScriptedJudge(_fact_judge)),
+        template,
+        7,
+        controls,
+        judge_seed=0,
+    )
     assert len(rows) == 4 * 2 * 2 and {r["control"] for r in rows} == {"positive", "negative"}
     assert all(r["answer_of"] != r["qid"] for r in rows if r["control"] == "negative")  # a derangement
     entry = _write_acceptance(study, "nugget-judge", controls)
-    assert (entry["positive"], entry["negative"], entry["positive_questions"], entry["reasons"]) == (1.0, 0.0, 4, [])
+    assert (entry["positive"], entry["negative"], entry["positive_questions"], entry["reasons"]) == (
+        1.0,
+        0.0,
+        4,
+        [],
+    )
     rates = load_judge_rates(study)
     assert not judge_passed(acceptance, rates["nugget-judge"])  # no human spot check on file yet
     rates["nugget-judge"]["spot_check"] = {"kappa": 0.8, "passed": True}
     assert judge_passed(acceptance, rates["nugget-judge"])
 
     yes = {"positive": {}, "negative": {}}
-    _controls(_dataset(questions), _session(tmp_path, ScriptedJudge(lambda p: '{"verdict": "support"}'), "y.jsonl"),
-              template, 7, yes, judge_seed=0)
+    _controls(
+        _dataset(questions),
+        _session(tmp_path, ScriptedJudge(lambda p: '{"verdict": "support"}'), "y.jsonl"),
+        template,
+        7,
+        yes,
+        judge_seed=0,
+    )
     entry = _write_acceptance(study, "nugget-judge", yes)
     assert entry["negative"] == 1.0 and entry["reasons"] == [
         "negative control failed: mean strict recall 1.000, required <= 0.05 (4 questions)"]
-    rates = read_json(judges_dir(study) / "acceptance.json")["nugget-judge"] | {"spot_check": {"passed": True}}
+    rates = read_json(judges_dir(study) / "acceptance.json")["nugget-judge"] | {
+        "spot_check": {"passed": True}
+    }
     assert not judge_passed(acceptance, rates)  # a failed control keeps nugget recall exploratory
 
 
@@ -198,8 +221,8 @@ session = LlmSession(ScriptedJudge(lambda p: '{{"answer": "x"}}', delay_s=0.05),
                      GenerationCache({cache!r}), SpendLedger("reader", None))
 template = PromptTemplate.load({prompts!r}, "reader.txt")
 for i in range(30):
-    ask_reader(session, template, f"question {{i}}?", reader_context([_chunk(i, f"text {{i}}")], 512, TokenCache()),
-               seeds=[0])
+    context = reader_context([_chunk(i, f"text {{i}}")], 512, TokenCache())
+    ask_reader(session, template, f"question {{i}}?", context, seeds=[0])
 print("finished")
 """
 
@@ -217,8 +240,13 @@ def test_killed_answering_resumes_without_repeating_a_completed_call(tmp_path):
     session = LlmSession(backend, GenerationCache(cache_file), SpendLedger("reader", None))
     template = PromptTemplate.load(PROMPTS, "reader.txt")
     for i in range(30):
-        ask_reader(session, template, f"question {i}?", reader_context([_chunk(i, f"text {i}")], 512, TokenCache()),
-                   seeds=[0])
+        ask_reader(
+            session,
+            template,
+            f"question {i}?",
+            reader_context([_chunk(i, f"text {i}")], 512, TokenCache()),
+            seeds=[0],
+        )
     assert len(backend.prompts) == 30 - len(done)  # only the calls the kill left unanswered
     asked = {p.split("Question: ", 1)[1].split("\n", 1)[0] for p in backend.prompts}
     assert len(asked) == len(backend.prompts)
@@ -247,8 +275,11 @@ def _family_study(tmp_path, judge_name: str, require: bool):
 
 def test_judge_of_the_indexing_models_family_is_refused_when_required(tmp_path):
     study = _family_study(tmp_path / "a", "qwen2.5:14b", True)
-    with pytest.raises(HarnessError, match=r"require_distinct_family` is true, but the judge model 'judge' is of "
-                                           r"family 'qwen' like the reader model 'qwen7b', arm 'E'"):
+    with pytest.raises(
+        HarnessError,
+        match=r"require_distinct_family` is true, but the judge model 'judge' is of "
+        r"family 'qwen' like the reader model 'qwen7b', arm 'E'",
+    ):
         check_judge_family(study)
     check_judge_family(_family_study(tmp_path / "b", "qwen2.5:14b", False))  # not required: allowed
     check_judge_family(_family_study(tmp_path / "c", "gemma3:12b", True))  # another family: allowed
@@ -264,7 +295,9 @@ def test_answer_sections_must_name_configured_entries(tmp_path):
     study.config_path.write_text(yaml.safe_dump(raw, sort_keys=False))
     from harness.study import Study
 
-    with pytest.raises(HarnessError, match=r"`reader.model` is 'nowhere', which is not an entry of `models:`"):
+    with pytest.raises(
+        HarnessError, match=r"`reader.model` is 'nowhere', which is not an entry of `models:`"
+    ):
         Study.at(study.root).config
 
 
@@ -283,28 +316,48 @@ def test_the_table_holds_only_answer_rows_of_cells_answered_under_the_current_fr
     from pipeline_support import edit_config
 
     study = make_study(tmp_path / "s", {}, {"S": {"kind": "S"}, "T": {"kind": "S+T"}})
-    edit_config(study.root, lambda cfg: cfg.update({
-        "models": {"fake": {"backend": "ollama", "name": "fake-model"}},
-        "reader": {"model": "fake", "cells": [{"dataset": "papers", "retriever": "bm25", "arms": ["S", "T"]}]}}))
+    edit_config(
+        study.root,
+        lambda cfg: cfg.update(
+            {
+                "models": {"fake": {"backend": "ollama", "name": "fake-model"}},
+                "reader": {
+                    "model": "fake",
+                    "cells": [{"dataset": "papers", "retriever": "bm25", "arms": ["S", "T"]}],
+                },
+            }
+        ),
+    )
     from harness.study import Study
 
     study = Study.at(study.root)
     per_q = per_question_dir(study)
     for arm in ("S", "T"):
-        write_part(per_q, "papers", arm, "bm25", [ResultRow("papers", arm, "bm25", "q1", "c1", "", "rec@512t", 0.5)])
+        write_part(
+            per_q, "papers", arm, "bm25", [ResultRow("papers", arm, "bm25", "q1", "c1", "", "rec@512t", 0.5)]
+        )
         cell = cell_of(study, "papers", arm, "bm25")
         mark_cell_done(study, cell, frozen_hash="f" * 64, counts={"questions": 1})
         write_part(results_dir(study) / "answers", "papers", arm, "bm25",
                    [ResultRow("papers", arm, "bm25", "q1", "c1", "", "answer_f1@512t", 0.25)])
         answers_path(study, cell).write_text("{}\n")
         mark_answer_done(study, cell, frozen_hash="f" * 64 if arm == "S" else "0" * 64, counts={})
-    assert answer_part_path(study, cell_of(study, "papers", "S", "bm25")) == results_dir(study) / "answers/papers/S__bm25.parquet"
+    assert (
+        answer_part_path(study, cell_of(study, "papers", "S", "bm25"))
+        == results_dir(study) / "answers/papers/S__bm25.parquet"
+    )
     said = []
     assert assemble_per_question(study, "papers", "f" * 64, log=said.append) == 3
     table = read_per_question(per_question_path(study, "papers"))
-    assert sorted(zip(table.arm, table.metric)) == [("S", "answer_f1@512t"), ("S", "rec@512t"), ("T", "rec@512t")]
-    assert said == ["papers: 1 answer cell(s) answered under another freeze left out of the per-question table "
-                    "until `harness answer` reruns: papers/T/bm25"]
+    assert sorted(zip(table.arm, table.metric)) == [
+        ("S", "answer_f1@512t"),
+        ("S", "rec@512t"),
+        ("T", "rec@512t"),
+    ]
+    assert said == [
+        "papers: 1 answer cell(s) answered under another freeze left out of the per-question table "
+        "until `harness answer` reruns: papers/T/bm25"
+    ]
     assert read_json(per_question_sidecar(study, "papers"))["answer_cells"] == ["papers/S/bm25"]
     assert answer_state(study, cell_of(study, "papers", "S", "bm25"), "f" * 64) == ANSWERED
     assert answer_state(study, cell_of(study, "papers", "T", "bm25"), "f" * 64) == STALE
@@ -348,11 +401,16 @@ def test_judge_sample_is_seeded_and_agreement_is_recorded_for_stats(tmp_path):
         writer = csv_module.DictWriter(handle, fieldnames=list(labelled[0]))
         writer.writeheader()
         writer.writerows(labelled)
-    (judges_dir(study) / "acceptance.json").write_text(json.dumps({"nugget-judge": {"positive": 0.9, "negative": 0.0}}))
+    (judges_dir(study) / "acceptance.json").write_text(
+        json.dumps({"nugget-judge": {"positive": 0.9, "negative": 0.0}})
+    )
     result = read_spot_check(path)
     record_agreement(study, result, path)
     entry = load_judge_rates(study)["nugget-judge"]
-    assert entry["spot_check"]["kappa"] == pytest.approx(result.kappa) and entry["spot_check"]["passed"] == result.passed
+    assert (
+        entry["spot_check"]["kappa"] == pytest.approx(result.kappa)
+        and entry["spot_check"]["passed"] == result.passed
+    )
     assert judge_passed(Acceptance("nugget-judge", 0.85, 0.05), entry) == result.passed
 
 
@@ -366,7 +424,9 @@ def test_every_answer_level_test_of_the_plan_is_runnable_once_answers_exist(root
     plan = load_study_plan(study)
     answer_tests = [t.id for f in plan.families for t in f.tests
                     if t.metric.startswith(("answer_f1", "nugget_recall"))]
-    assert len(answer_tests) == (4 if root == ROOT else 2)  # key secondary (2) + amendment 0001 nugget recall (2)
+    assert len(answer_tests) == (
+        4 if root == ROOT else 2
+    )  # key secondary (2) + amendment 0001 nugget recall (2)
     assert uncovered_answer_tests(study, plan) == []
 
 
@@ -390,7 +450,8 @@ def test_an_answer_test_without_a_reader_cell_is_named(tmp_path):
     study = Study.at(tmp_path)
     assert uncovered_answer_tests(study, load_study_plan(study)) == [
         "answers/A1-papers: no reader cell papers/S+T/hybrid",
-        "answers/N1-docs: no reader cell docs/S+T/hybrid; no reader cell docs/S/hybrid; no judge named 'nugget-judge' with a model",
+        "answers/N1-docs: no reader cell docs/S+T/hybrid; no reader cell docs/S/hybrid; no judge named "
+        "'nugget-judge' with a model",
     ]
 
 
@@ -406,7 +467,17 @@ def _scored_study_with_answer_cells(tmp_path, monkeypatch):
     make_llm_free_study(root, freeze=False)
     with_fake_reader_and_judge(root)
     for command in ("select", "freeze", "build-arms", "score"):
-        assert main([command, "--study", str(root), *(["--no-progress"] if command in ("build-arms", "score") else [])]) == 0
+        assert (
+            main(
+                [
+                    command,
+                    "--study",
+                    str(root),
+                    *(["--no-progress"] if command in ("build-arms", "score") else []),
+                ]
+            )
+            == 0
+        )
     return root
 
 
@@ -455,7 +526,10 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
     acceptance = read_json(judges_dir(study) / "acceptance.json")["nugget-judge"]
     assert acceptance["positive_questions"] == 3 and acceptance["positive"] is not None
     reader = read_json(root / "results/answers/reader_acceptance.json")["datasets"]
-    assert {n: reader[n]["metric"] for n in reader} == {"papers": "answer_f1@512t", "docs": "nugget_recall@1024t"}
+    assert {n: reader[n]["metric"] for n in reader} == {
+        "papers": "answer_f1@512t",
+        "docs": "nugget_recall@1024t",
+    }
     assert all(r["score"] is not None for n in reader for r in reader[n]["questions"])
 
     papers = read_per_question(per_question_path(study, "papers"))
@@ -464,7 +538,9 @@ def test_answer_stage_end_to_end_on_a_copy_of_the_demo_with_a_fake_model(tmp_pat
     assert (papers.metric == "rec@512t").sum() > 0  # score's rows are kept
     docs = read_per_question(per_question_path(study, "docs"))
     assert len(docs[docs.metric == "nugget_recall@1024t"]) == 3
-    records = [json.loads(line) for line in (root / "results/answers/papers/S__bm25.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (root / "results/answers/papers/S__bm25.jsonl").read_text().splitlines()
+    ]
     assert len(records) == 3 and all(r["context_tokens"] <= 512 and r["chunk_ids"] for r in records)
 
     calls = len(order)

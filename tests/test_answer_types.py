@@ -62,9 +62,18 @@ def test_qasper_adapter_records_the_annotators_majority(tmp_path):
     import yaml
 
     (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "study.yaml").write_text(yaml.safe_dump(
-        {"study": "q", "datasets": {"qasper": {"adapter": "qasper", "metric_set": "qasper", "files": [str(TRAIN10)]}},
-         "arms": {"S": {"kind": "S"}}, "retrievers": {"bm25": {"type": "bm25"}}}))
+    (tmp_path / "configs" / "study.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "study": "q",
+                "datasets": {
+                    "qasper": {"adapter": "qasper", "metric_set": "qasper", "files": [str(TRAIN10)]}
+                },
+                "arms": {"S": {"kind": "S"}},
+                "retrievers": {"bm25": {"type": "bm25"}},
+            }
+        )
+    )
     loaded = load_dataset(Study.at(tmp_path), "qasper", selection=None)
     raw = json.loads(TRAIN10.read_text(encoding="utf-8"))
     votes = {qa["question_id"]: [v for v in (_vote(a["answer"]) for a in qa["answers"]) if v]
@@ -88,8 +97,11 @@ def test_qasper_adapter_records_the_annotators_majority(tmp_path):
 
 def test_jsonl_reads_answer_type_and_keeps_old_files_valid(tmp_path):
     evidence = [{"doc_id": "p/tides", "text": "Neap tides are weaker."}]
-    loaded = load_dataset(make_study(tmp_path, DOCS, [q("a", evidence, answer_type="yes-no"), q("b", evidence)]),
-                          "papers", selection=None)
+    loaded = load_dataset(
+        make_study(tmp_path, DOCS, [q("a", evidence, answer_type="yes-no"), q("b", evidence)]),
+        "papers",
+        selection=None,
+    )
     by_qid = {x.qid: x for x in loaded.questions}
     assert (by_qid["a"].answer_type, by_qid["b"].answer_type) == ("yes-no", "")
     assert "answer_type" not in by_qid["b"].to_json()  # an old file's canonical form is unchanged
@@ -140,14 +152,18 @@ def test_answer_type_split_groups_counts_the_untyped_and_contrasts():
     assert record["excluded"] == {"no answer type recorded (hybrid)": n // 4}
     # the group mean is the mean paired difference over exactly that group's questions
     extractive = {x.qid for x in questions if x.answer_type == "extractive"}
-    diffs = (table[(table.arm == "E")].set_index("qid").value - table[(table.arm == "S+T")].set_index("qid").value)
+    diffs = (
+        table[(table.arm == "E")].set_index("qid").value - table[(table.arm == "S+T")].set_index("qid").value
+    )
     assert rows["extractive"]["estimate"] == pytest.approx(100 * diffs[sorted(extractive)].mean())
 
 
 def test_answer_type_blocks_when_no_question_has_a_type():
     plan = load_plan(DEMO / "plan" / "plan.yaml", DEMO / "amendments")
     table = _table()
-    record = {r["id"]: r for r in run_analyses(plan, table, _Inputs(_questions(table, [""])))}["answer-type-papers"]
+    record = {r["id"]: r for r in run_analyses(plan, table, _Inputs(_questions(table, [""])))}[
+        "answer-type-papers"
+    ]
     assert record["status"] == "blocked" and record["rows"] == []
     assert record["missing"][0]["target"] == "make freeze"
     assert "answer_type" in record["missing"][0]["what"]

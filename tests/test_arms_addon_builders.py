@@ -26,7 +26,11 @@ def _source():
     """Two documents: `a` merges freely; in `b` M joins two 1,400-character chunks across a 2,000-character
     one, which no adjacent pair can match under the cap (a shortfall of one for RM and SM)."""
     a = [sized(i, 100, k, doc_id="d/a.md") for i, k in enumerate(["x", "y", "x", "z", "y", "x", "", "z"])]
-    b = [sized(0, 1400, "p", doc_id="d/b.md"), sized(1, 2000, "q", doc_id="d/b.md"), sized(2, 1400, "p", doc_id="d/b.md")]
+    b = [
+        sized(0, 1400, "p", doc_id="d/b.md"),
+        sized(1, 2000, "q", doc_id="d/b.md"),
+        sized(2, 1400, "p", doc_id="d/b.md"),
+    ]
     return a + b
 
 
@@ -118,20 +122,27 @@ class ScriptedBackend(Backend):
         text = prompt if isinstance(prompt, str) else prompt[-1]["content"]
         keys = KEY_LINE.findall(text)
         if keys[0] == "alpha":  # valid: beta is a synonym of alpha
-            answer = {"mapping": [{"key": "alpha", "canonical": "alpha"}, {"key": "beta", "canonical": "alpha"}]}
+            answer = {
+                "mapping": [{"key": "alpha", "canonical": "alpha"}, {"key": "beta", "canonical": "alpha"}]
+            }
         elif keys[0] == "gamma":  # partial: delta left out
             answer = {"mapping": [{"key": "gamma", "canonical": "gamma"}]}
         elif keys[0] == "eps":  # invalid: a key not on the list
-            answer = {"mapping": [{"key": "eps", "canonical": "made up"}, {"key": "zeta", "canonical": "zeta"}]}
+            answer = {
+                "mapping": [{"key": "eps", "canonical": "made up"}, {"key": "zeta", "canonical": "zeta"}]
+            }
         else:  # unparseable on every seed
             return Completion("no json here", 10, 3, 0.0, 0.0, self.digest)
         return Completion(json.dumps(answer), 10, 5, 0.0, 0.0, self.digest)
 
 
 def test_m_tp_counts_valid_partial_invalid_and_unparseable_mappings(tmp_path, monkeypatch):
-    study = make_study(tmp_path, {"m": {"backend": "ollama", "name": "fake", "seed": 0}},
-                       {"E-K": {"kind": "E-K", "model": "m"}, "M-TP": {"kind": "M-TP", "of": "E-K", "model": "m"}},
-                       llm={"workers": 1, "retry_seeds": [1, 2], "spend_cap_usd": None})
+    study = make_study(
+        tmp_path,
+        {"m": {"backend": "ollama", "name": "fake", "seed": 0}},
+        {"E-K": {"kind": "E-K", "model": "m"}, "M-TP": {"kind": "M-TP", "of": "E-K", "model": "m"}},
+        llm={"workers": 1, "retry_seeds": [1, 2], "spend_cap_usd": None},
+    )
     docs = {"valid": ["alpha", "beta", "alpha"], "partial": ["gamma", "delta"], "invalid": ["eps", "zeta"],
             "unparseable": ["theta", "iota", "theta"]}
     source = [e_chunk(i, f"{doc} text {i}", key, doc_id=f"d/{doc}.md") for doc, keys in docs.items()
@@ -147,14 +158,27 @@ def test_m_tp_counts_valid_partial_invalid_and_unparseable_mappings(tmp_path, mo
 
     built = build()
     addon = built.manifest["addon"]
-    assert addon["mapping_outcomes"] == {"kept": 3, "remapped": 1, "invalid": 1, "missing": 1, "unparseable": 2}
+    assert addon["mapping_outcomes"] == {
+        "kept": 3,
+        "remapped": 1,
+        "invalid": 1,
+        "missing": 1,
+        "unparseable": 2,
+    }
     assert addon["mapping_outcomes_by_document"]["d/valid.md"] == {
         "kept": 1, "remapped": 1, "invalid": 0, "missing": 0, "unparseable": 0}
     # the remap lets M join all three chunks of `valid`; the unparseable document still merges its own keys
-    assert addon["merges_by_document"] == {"d/valid.md": 2, "d/partial.md": 0, "d/invalid.md": 0, "d/unparseable.md": 1}
+    assert addon["merges_by_document"] == {
+        "d/valid.md": 2,
+        "d/partial.md": 0,
+        "d/invalid.md": 0,
+        "d/unparseable.md": 1,
+    }
     assert built.manifest["llm"]["documents_called"] == 4
     assert backend.calls == 3 + 3  # one call each for three documents, three seeds for the unparseable one
-    assert built.manifest["llm"]["prompts"] == {"consolidate_keys.txt": built.manifest["llm"]["prompts"]["consolidate_keys.txt"]}
+    assert built.manifest["llm"]["prompts"] == {
+        "consolidate_keys.txt": built.manifest["llm"]["prompts"]["consolidate_keys.txt"]
+    }
     rebuilt = build()  # everything answered from the generation cache
     assert backend.calls == 6 and rebuilt.manifest["llm"]["run"]["fresh_calls"] == 0
     assert [c.to_json() for c in rebuilt.chunks] == [c.to_json() for c in built.chunks]
@@ -169,7 +193,10 @@ def test_build_arms_names_the_make_target_when_the_source_is_not_built(tmp_path)
 
     study = make_llm_free_study(tmp_path / "s", freeze=False)
     edit_config(study.root, lambda c: c["arms"].update({"Mx": {"kind": "M", "of": "P"}}))
-    assert main(["select", "--study", str(study.root)]) == 0 and main(["freeze", "--study", str(study.root)]) == 0
+    assert (
+        main(["select", "--study", str(study.root)]) == 0
+        and main(["freeze", "--study", str(study.root)]) == 0
+    )
     study = Study.at(study.root)
     assert sources_first(study, "papers", ["Mx", "S", "P"]) == ["P", "Mx", "S"]  # the source is built first
     with pytest.raises(HarnessError, match=r"papers/P: chunk set not built .*run `make build-arms STUDY=.*"

@@ -18,7 +18,10 @@ from harness.errors import InputError
 
 def fragments(result_chunks):
     """Each output chunk as the positions (start line // 10) of the E chunks it holds."""
-    return [[int(i.split("#")[1][:4]) for i in merged_fragment_ids(c)] or [c.start_line // 10] for c in result_chunks]
+    return [
+        [int(i.split("#")[1][:4]) for i in merged_fragment_ids(c)] or [c.start_line // 10]
+        for c in result_chunks
+    ]
 
 
 def two_documents():
@@ -38,7 +41,9 @@ def test_m_rm_and_sm_make_the_same_merges_per_document():
         assert result.merges == m.merges
         assert result.shortfall == {"d/a.md": 0, "d/b.md": 0}
         for doc_id, n in m.merges.items():
-            assert sum(c.doc_id == doc_id for c in result.chunks) == sum(c.doc_id == doc_id for c in chunks) - n
+            assert (
+                sum(c.doc_id == doc_id for c in result.chunks) == sum(c.doc_id == doc_id for c in chunks) - n
+            )
 
 
 def test_controls_merge_only_adjacent_chunks_in_document_order():
@@ -117,9 +122,16 @@ def test_sm_ties_go_to_the_earlier_pair_and_the_cap_holds():
     assert fragments(similarity_merges(chunks, {"d/doc.md": 1}, np.ones((4, 3))).chunks) == [[0, 1], [2], [3]]
     big = [sized(0, 100, "a"), sized(1, 2950, "b"), sized(2, 100, "c")]
     identical_pair_too_long = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    assert fragments(similarity_merges(big, {"d/doc.md": 1}, identical_pair_too_long).chunks) == [[0], [1], [2]]
+    assert fragments(similarity_merges(big, {"d/doc.md": 1}, identical_pair_too_long).chunks) == [
+        [0],
+        [1],
+        [2],
+    ]
     big_ok = [sized(0, 100, "a"), sized(1, 2800, "b"), sized(2, 100, "c")]
-    assert fragments(similarity_merges(big_ok, {"d/doc.md": 1}, identical_pair_too_long).chunks) == [[0, 1], [2]]
+    assert fragments(similarity_merges(big_ok, {"d/doc.md": 1}, identical_pair_too_long).chunks) == [
+        [0, 1],
+        [2],
+    ]
 
 
 def test_zero_embeddings_do_not_break_similarity():

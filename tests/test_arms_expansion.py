@@ -1,4 +1,5 @@
-"""Retrieval-time expansion E+KX, E+AX, E+SX: what is inserted, in which order, once only, then the budget cut."""
+"""Retrieval-time expansion E+KX, E+AX, E+SX: what is inserted, in which order, once only, then the budget
+cut."""
 
 import pytest
 
@@ -22,7 +23,10 @@ LAYOUT = [
 ]
 DOC = [e_chunk(i, text, key, related=rel, section=sec) for i, (text, key, rel, sec) in enumerate(LAYOUT)]
 # another document reusing a key: never inserted after DOC's chunks
-OTHER = [e_chunk(0, "z0", "install", doc_id="d/other.md", section="A"), e_chunk(1, "z1", "x", doc_id="d/other.md")]
+OTHER = [
+    e_chunk(0, "z0", "install", doc_id="d/other.md", section="A"),
+    e_chunk(1, "z1", "x", doc_id="d/other.md"),
+]
 CHUNK_SET = ChunkPositions(DOC + OTHER)
 
 
@@ -77,7 +81,9 @@ def test_sx_inserts_the_same_section_in_document_order():
     assert positions(expand_ranking(ids(3), CHUNK_SET, "SX")) == [3, 2, 4]
     assert positions(expand_ranking(ids(6, 0), CHUNK_SET, "SX")) == [6, 0, 1]
     no_section = ChunkPositions([e_chunk(0, "x", section=""), e_chunk(1, "y", section="")])
-    assert len(expand_ranking([no_section.documents["d/doc.md"][0].chunk_id], no_section, "SX").chunk_ids) == 1
+    assert (
+        len(expand_ranking([no_section.documents["d/doc.md"][0].chunk_id], no_section, "SX").chunk_ids) == 1
+    )
 
 
 def test_budget_cuts_the_expanded_list_as_it_cuts_any_ranking():

@@ -22,5 +22,7 @@ def test_build_arms_warns_when_llm_calls_fail_even_under_quiet(tmp_path, capsys)
     n = cost["failures"]
     assert n > 0 and cost["failed_calls"] == n  # every chunk's one call failed, after its retries
     assert capsys.readouterr().err.splitlines() == [
-        f"warning: docs/E: {n} of {n} chunks have no generated fields: {n} LLM call(s) never gave valid JSON after "
-        f"{cost['retries']} retries (llm_failed in the chunk set; see its manifest's llm.cost)"]
+        f"warning: docs/E: {n} of {n} chunks have no generated fields: {n} LLM call(s) never gave valid JSON "
+        "after "
+        f"{cost['retries']} retries (llm_failed in the chunk set; see its manifest's llm.cost)"
+    ]

@@ -23,7 +23,12 @@ from harness.arms.merge import (
     merged_fragment_ids,
     next_fit_bins,
 )
-from harness.arms.addon_descriptives import key_reuse_rate, long_merged_share, mapping_outcomes, merges_per_document
+from harness.arms.addon_descriptives import (
+    key_reuse_rate,
+    long_merged_share,
+    mapping_outcomes,
+    merges_per_document,
+)
 from harness.arms.render import render_enriched
 from harness.chunking.header_led import header_led_chunks
 from harness.data.model import Document, make_chunk_id
@@ -79,7 +84,9 @@ def test_groups_by_exact_key_whatever_the_distance_and_sorts_by_start_line():
     chunks = [
         e_chunk(0, "alpha one", "a", section="A", keywords=("z", "m"), questions=("q2?",), related=("x",)),
         e_chunk(1, "beta one", "b", section="B"),
-        e_chunk(2, "alpha two", "a", section="C", keywords=("m", "b"), questions=("q1?",), related=("y", "x")),
+        e_chunk(
+            2, "alpha two", "a", section="C", keywords=("m", "b"), questions=("q1?",), related=("y", "x")
+        ),
         e_chunk(3, "beta two", "b", section="D"),
         e_chunk(4, "Alpha three", "A"),  # a different key: exact match only
     ]
@@ -102,7 +109,9 @@ def test_groups_by_exact_key_whatever_the_distance_and_sorts_by_start_line():
 def test_merged_chunks_are_indexed_with_the_e_rendering():
     chunks = [e_chunk(0, "alpha one", "a", keywords=("k2",)), e_chunk(1, "alpha two", "a", keywords=("k1",))]
     (merged,) = merge_document(chunks)
-    assert merged.indexed_text == "title 0\nsummary 0\nk1, k2\nquestion 0? question 1?\n\nalpha one\n\nalpha two"
+    assert (
+        merged.indexed_text == "title 0\nsummary 0\nk1, k2\nquestion 0? question 1?\n\nalpha one\n\nalpha two"
+    )
     assert merged == render_enriched(merged)
 
 
@@ -179,9 +188,13 @@ SECTION = st.tuples(st.integers(1, 3), WORD, st.lists(PARAGRAPH, min_size=1, max
 @st.composite
 def keyed_document(draw):
     sections = draw(st.lists(SECTION, min_size=1, max_size=8))
-    text = "\n\n".join("#" * level + " " + title + "\n\n" + "\n\n".join(paras) for level, title, paras in sections)
+    text = "\n\n".join(
+        "#" * level + " " + title + "\n\n" + "\n\n".join(paras) for level, title, paras in sections
+    )
     document = Document("t/doc.md", "test", text)
-    chunks = header_led_chunks(document, tau_min=draw(st.integers(0, 50)), tau_max=draw(st.integers(50, 1500)))
+    chunks = header_led_chunks(
+        document, tau_min=draw(st.integers(0, 50)), tau_max=draw(st.integers(50, 1500))
+    )
     keys = draw(st.lists(st.sampled_from(["", "a", "b", "c"]), min_size=len(chunks), max_size=len(chunks)))
     fake = [e_chunk(i, c.text, k).generated for i, (c, k) in enumerate(zip(chunks, keys))]
     return document, [replace(c, generated=g) for c, g in zip(chunks, fake)]
@@ -198,7 +211,9 @@ def test_merged_spans_reproduce_every_fragment_source_text(doc_and_chunks, tau_m
         fragments = [by_id[i] for i in merged_fragment_ids(m)] or [by_id[m.chunk_id]]
         fragment_ids += [f.chunk_id for f in fragments]
         assert m.spans == tuple(s for f in fragments for s in f.spans)
-        assert [document.text[a:b] for a, b in m.spans] == [document.text[a:b] for f in fragments for a, b in f.spans]
+        assert [document.text[a:b] for a, b in m.spans] == [
+            document.text[a:b] for f in fragments for a, b in f.spans
+        ]
         assert m.text == "\n\n".join(f.text for f in fragments)
         if len(fragments) > 1:
             assert len({f.generated["key"] for f in fragments}) == 1 and fragments[0].generated["key"]
@@ -215,7 +230,12 @@ def answer(*pairs):
 
 
 KEYS = ["install steps", "installation", "config", "routing"]
-CONSOLIDATED = {"install steps": "installation", "installation": "installation", "config": "config", "routing": "routing"}
+CONSOLIDATED = {
+    "install steps": "installation",
+    "installation": "installation",
+    "config": "config",
+    "routing": "routing",
+}
 
 
 def test_keys_are_listed_in_order_of_first_use_with_counts():
@@ -246,7 +266,13 @@ def test_partial_mapping_leaves_missing_keys_unchanged():
 
 def test_mapping_to_a_key_not_on_the_list_is_invalid_and_ignored():
     parsed = parse_mapping_answer(
-        answer(("install steps", "setup"), ("installation", "setup"), ("config", "config"), ("routing", ""), (7, "x"))
+        answer(
+            ("install steps", "setup"),
+            ("installation", "setup"),
+            ("config", "config"),
+            ("routing", ""),
+            (7, "x"),
+        )
     )
     result = apply_mapping(KEYS, parsed)
     assert result.mapping == {k: k for k in KEYS}

@@ -91,14 +91,21 @@ def test_building_a_planned_arm_fails_before_any_work(tmp_path, capsys, monkeypa
     study = make_llm_free_study(tmp_path / "s", freeze=False)
     edit_config(study.root, lambda c: c["arms"].__setitem__("M", {"kind": planned, "of": "S"}))
     assert main(["select", "--study", str(study.root)]) == 0
-    assert main(["freeze", "--study", str(study.root)]) == 0  # the plan may register a kind before it is built
+    assert (
+        main(["freeze", "--study", str(study.root)]) == 0
+    )  # the plan may register a kind before it is built
     capsys.readouterr()
     assert main(["status", "--study", str(study.root)]) == 0
     assert "not buildable yet, skipped: M" in capsys.readouterr().out
     assert main(["build-arms", "--study", str(study.root), "--arm", "M", "--no-progress"]) == 1
-    assert f"arm `M` has kind '{planned}', which the plan names but this harness does not implement yet" in capsys.readouterr().err
+    assert (
+        f"arm `M` has kind '{planned}', which the plan names but this harness does not implement yet"
+        in capsys.readouterr().err
+    )
     assert not (results_dir(study) / "chunks").exists()  # refused before any work
-    assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0  # the others build; M is skipped
+    assert (
+        main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
+    )  # the others build; M is skipped
     assert "not built (declared for the plan, no builder yet): M" in capsys.readouterr().out
     assert not chunks_path(study, "papers", "M").exists()
 
@@ -115,8 +122,19 @@ def test_every_command_refuses_an_unknown_kind(tmp_path, capsys):
 def test_registry_agrees_with_the_modules_it_points_to():
     assert list(PF_PROMPTS) == list(PF_FIELDS)
     assert ARM_KINDS["PF"].calls_per_chunk == len(PF_FIELDS)
-    assert llm_free_kinds() == ["S", "S+T", "F512c", "F256t", "P", "FL", "fixed", "sentence", "provisions", "qes-dp",
-                                "qes-greedy"]
+    assert llm_free_kinds() == [
+        "S",
+        "S+T",
+        "F512c",
+        "F256t",
+        "P",
+        "FL",
+        "fixed",
+        "sentence",
+        "provisions",
+        "qes-dp",
+        "qes-greedy",
+    ]
 
 
 def test_no_other_module_spells_an_arm_kind():
@@ -127,7 +145,9 @@ def test_no_other_module_spells_an_arm_kind():
     found = []
     for path in sorted((REPO / "harness").rglob("*.py")):
         rel = path.relative_to(REPO).as_posix()
-        if rel in ("harness/config/arm_kinds.py", "harness/arms/registry.py") or rel.startswith("harness/chunking/"):
+        if rel in ("harness/config/arm_kinds.py", "harness/arms/registry.py") or rel.startswith(
+            "harness/chunking/"
+        ):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and node.value in names:

@@ -1,4 +1,5 @@
-"""The audit re-derives what it used to trust (harness.pipeline.rederive, harness.pipeline.rescore): coordinated
+"""The audit re-derives what it used to trust (harness.pipeline.rederive, harness.pipeline.rescore):
+coordinated
 edits that keep every released file consistent with the results manifest fail, each naming the record.
 
 The released study is a copy of the demo's data with the LLM-free arms, an enrichment arm E, BM25 and a
@@ -43,8 +44,17 @@ def released(tmp_path_factory):
     make_llm_free_study(root, ("bm25",), freeze=False)
     edit_config(root, _add_models)
     for command in ("select", "freeze", "build-arms", "score", "answer", "stats"):
-        assert main([command, "--study", str(root), *(["--no-progress"] if command in ("build-arms", "score", "answer")
-                                                     else [])]) == 0, command
+        assert (
+            main(
+                [
+                    command,
+                    "--study",
+                    str(root),
+                    *(["--no-progress"] if command in ("build-arms", "score", "answer") else []),
+                ]
+            )
+            == 0
+        ), command
     return Study.at(root)
 
 
@@ -57,7 +67,17 @@ def copy(released, tmp_path):
 def audit(study: Study, capsys, *extra: str) -> tuple[int, list[str]]:
     capsys.readouterr()
     # outside git the published hash anchors the registration (else the audit exits 3, not verifiable)
-    code = main(["audit", "--study", str(study.root), "--registered-hash", frozen_hash(study), "--no-progress", *extra])
+    code = main(
+        [
+            "audit",
+            "--study",
+            str(study.root),
+            "--registered-hash",
+            frozen_hash(study),
+            "--no-progress",
+            *extra,
+        ]
+    )
     return code, capsys.readouterr().out.splitlines()
 
 
@@ -68,15 +88,24 @@ def failures(lines: list[str]) -> list[str]:
 def run(study: Study, *commands: str) -> None:
     forge_journal(study)  # a forger journals the edited files too, so that no stage refuses them
     for command in commands:
-        assert main([command, "--study", str(study.root), *(["--no-progress"] if command != "stats" else [])]) == 0
+        assert (
+            main([command, "--study", str(study.root), *(["--no-progress"] if command != "stats" else [])])
+            == 0
+        )
 
 
 def test_the_release_passes_every_re_derivation_and_a_rescore_of_every_cell(released, capsys):
     code, lines = audit(released, capsys, "--rescore", "all")
     assert code == 0, failures(lines)
-    for record in ("selection/selection.json", "results/per_question/papers.parquet", "results/per_question/docs.csv",
-                   "results/answers/reader_acceptance.json", "results/judges/acceptance.json",
-                   "results/judges/controls.jsonl", "results/chunks/papers/E.jsonl"):
+    for record in (
+        "selection/selection.json",
+        "results/per_question/papers.parquet",
+        "results/per_question/docs.csv",
+        "results/answers/reader_acceptance.json",
+        "results/judges/acceptance.json",
+        "results/judges/controls.jsonl",
+        "results/chunks/papers/E.jsonl",
+    ):
         assert any(line.startswith(f"PASS  (re-derived)/{record}: ") for line in lines), record
     rescored = [line for line in lines if line.startswith("PASS  (rescore)/") and "(vectors" not in line]
     assert len(rescored) == len(configured_cells(released))
@@ -145,11 +174,14 @@ def test_answer_rows_set_to_one_fail_the_rescore_of_their_cell(copy, capsys):
     assert code == 1
     fails = failures(lines)  # the table holds the edited part, and stats were recomputed from it: one FAIL
     assert len(fails) == 1 and fails[0].startswith("FAIL  (rescore)/papers/E/bm25: "), fails
-    assert "results/answers/papers/E__bm25.parquet (the cell's answer rows, as CSV) line 2 differs" in fails[0]
+    assert (
+        "results/answers/papers/E__bm25.parquet (the cell's answer rows, as CSV) line 2 differs" in fails[0]
+    )
 
 
 def test_an_edited_generation_cache_fails_the_chunk_set_it_no_longer_replays(copy, capsys):
-    """Case 4, the edit without rebuilding: the released E chunk set is not what the cache now replays. (Edited
+    """Case 4, the edit without rebuilding: the released E chunk set is not what the cache now replays.
+    (Edited
     and rebuilt, the chunk sets agree with the cache; only the release record's hash sees that.)"""
     path = generations_path(copy, "sim")
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -163,8 +195,9 @@ def test_an_edited_generation_cache_fails_the_chunk_set_it_no_longer_replays(cop
     assert code == 1
     # the release record names the edited cache too; left unforged here, it is not what this test checks
     fails = [f for f in failures(lines) if not f.startswith("FAIL  (results)/results/generations/sim.jsonl")]
-    assert len(fails) == 1 and fails[0].startswith("FAIL  (re-derived)/results/chunks/papers/E.jsonl: not what the "
-                                                   "generation cache replays"), fails
+    assert len(fails) == 1 and fails[0].startswith(
+        "FAIL  (re-derived)/results/chunks/papers/E.jsonl: not what the generation cache replays"
+    ), fails
     assert "Injected title" in fails[0]
 
 
@@ -187,7 +220,9 @@ def test_an_edited_acceptance_record_fails_against_its_replayed_controls(copy, c
     fails = failures(lines)
     item = "results/answers/reader_acceptance.json" if edit == "reader" else "results/judges/acceptance.json"
     assert len(fails) == 1 and fails[0].startswith(f"FAIL  (re-derived)/{item}: edited"), fails
-    assert ("datasets.papers.positive: released 0.9" if edit == "reader" else "positive: released 0.95") in fails[0]
+    assert (
+        "datasets.papers.positive: released 0.9" if edit == "reader" else "positive: released 0.95"
+    ) in fails[0]
 
 
 def test_edited_cached_vectors_fail_the_rescore_sample(copy, capsys):
@@ -200,5 +235,7 @@ def test_edited_cached_vectors_fail_the_rescore_sample(copy, capsys):
         np.savez(shard, **arrays)
     code, lines = audit(copy, capsys, "--rescore", "all")
     assert code == 1
-    assert any(line.startswith("FAIL  (rescore)/(vectors dense): ") and "differ from the model's encoding" in line
-               for line in lines), failures(lines)
+    assert any(
+        line.startswith("FAIL  (rescore)/(vectors dense): ") and "differ from the model's encoding" in line
+        for line in lines
+    ), failures(lines)

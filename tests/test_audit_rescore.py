@@ -25,7 +25,10 @@ from provenance_support import record_as_written
 def released(tmp_path_factory):
     study = make_llm_free_study(tmp_path_factory.mktemp("released"))
     for command in ("build-arms", "score", "stats"):
-        assert main([command, "--study", str(study.root), *(["--no-progress"] if command != "stats" else [])]) == 0
+        assert (
+            main([command, "--study", str(study.root), *(["--no-progress"] if command != "stats" else [])])
+            == 0
+        )
     return study
 
 
@@ -38,8 +41,12 @@ def copy(released, tmp_path):
 def audit(study, capsys) -> tuple[int, list[str]]:
     capsys.readouterr()
     # outside git the published hash anchors the registration (else the audit exits 3, not verifiable)
-    code = main(["audit", "--study", str(study.root), "--rescore", "5", "--registered-hash", frozen_hash(study)])
-    return code, [line for line in capsys.readouterr().out.splitlines() if "(rescore)" in line or "rescore:" in line]
+    code = main(
+        ["audit", "--study", str(study.root), "--rescore", "5", "--registered-hash", frozen_hash(study)]
+    )
+    return code, [
+        line for line in capsys.readouterr().out.splitlines() if "(rescore)" in line or "rescore:" in line
+    ]
 
 
 def first_cell(study):
@@ -90,8 +97,11 @@ def test_an_edited_run_file_line_fails_its_cell(copy, capsys):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     code, out = audit(copy, capsys)
     assert code == 1
-    assert any(line.startswith(f"FAIL  (rescore)/{cell}: ") and f"{cell.arm}__{cell.retriever}.run line 2 differs"
-               in line for line in out), out
+    assert any(
+        line.startswith(f"FAIL  (rescore)/{cell}: ")
+        and f"{cell.arm}__{cell.retriever}.run line 2 differs" in line
+        for line in out
+    ), out
 
 
 @pytest.mark.slow
@@ -102,7 +112,11 @@ def test_an_edited_per_question_value_no_family_reads_fails_its_cell(copy, capsy
     cell = first_cell(copy)
     part = cell_part_path(copy, cell)
     rows = pd.read_parquet(part)
-    tested = {t["metric"] for f in __import__("yaml").safe_load(copy.plan_path.read_text())["families"] for t in f["tests"]}
+    tested = {
+        t["metric"]
+        for f in __import__("yaml").safe_load(copy.plan_path.read_text())["families"]
+        for t in f["tests"]
+    }
     i = rows.index[~rows.metric.isin(tested)][0]
     rows.at[i, "value"] = 1.0 if rows.at[i, "value"] < 0.5 else 0.0
     rows.to_parquet(part, index=False)

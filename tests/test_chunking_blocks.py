@@ -50,7 +50,9 @@ def test_setext_header_is_one_line_over_its_underline():
 
 def test_rules_and_star_lists():
     # "* * *" and "- - -" look like list items once stripped, and lists are checked before rules
-    assert kinds(parse("text\n\n---\n\n***\n\n_ _ _\n\n- - -\n")) == ["paragraph"] + ["thematic_break"] * 3 + ["list"]
+    assert kinds(parse("text\n\n---\n\n***\n\n_ _ _\n\n- - -\n")) == ["paragraph"] + [
+        "thematic_break"
+    ] * 3 + ["list"]
 
 
 def test_fence_backticks_and_tildes_with_blank_lines_and_hash_lines_inside():

@@ -9,7 +9,13 @@ from harness.chunking.windows import median_token_length
 from harness.cli.main import main
 from harness.data.model import Chunk, Document
 
-TEXT = "# Guide\r\n\r\n" + "Intro paragraph with words. " * 10 + "\r\n\r\n## Setup\r\n\r\n" + "Run the installer. " * 40 + "\r\n"
+TEXT = (
+    "# Guide\r\n\r\n"
+    + "Intro paragraph with words. " * 10
+    + "\r\n\r\n## Setup\r\n\r\n"
+    + "Run the installer. " * 40
+    + "\r\n"
+)
 
 
 def run_chunk(capsys, *argv):

@@ -128,7 +128,9 @@ def test_headers_only_document_is_one_chunk_named_by_its_first_header():
 
 def test_front_matter_only_document_is_one_chunk():
     cs = chunk("---\ntitle: Only\n---\n", tau_min=100)
-    assert [(c.text, c.block_types, c.section_path) for c in cs] == [("---\ntitle: Only\n---", ("front_matter",), "")]
+    assert [(c.text, c.block_types, c.section_path) for c in cs] == [
+        ("---\ntitle: Only\n---", ("front_matter",), "")
+    ]
 
 
 def test_deep_headers_build_a_six_level_path():
@@ -145,7 +147,9 @@ def test_setext_headers_lead_chunks():
 def test_unclosed_fence_keeps_the_rest_of_the_document_in_one_block():
     text = "# A\n\nintro\n\n```\n# not a header\n" + "line\n" * 400
     cs = chunk(text, tau_max=200)
-    assert cs[-1].block_types == ("code",) and cs[-1].text.startswith("```") and cs[-1].text.endswith("line\n")
+    assert (
+        cs[-1].block_types == ("code",) and cs[-1].text.startswith("```") and cs[-1].text.endswith("line\n")
+    )
     assert all(c.section_path == "A" for c in cs)
 
 

@@ -77,7 +77,11 @@ def test_atx_headers_match_an_independent_line_count(docs):
         pos, expected = 0, 0
         for line in d.text.split("\n"):
             stripped = line.lstrip("#")
-            if 1 <= len(line) - len(stripped) <= 6 and stripped[:1] in (" ", "") and not any(s <= pos < e for s, e in code):
+            if (
+                1 <= len(line) - len(stripped) <= 6
+                and stripped[:1] in (" ", "")
+                and not any(s <= pos < e for s, e in code)
+            ):
                 expected += 1
             pos += len(line) + 1
         assert sum(b.kind == "header" and b.start_line == b.end_line for b in blocks) == expected, d.doc_id
@@ -91,7 +95,12 @@ def test_chunk_output_does_not_depend_on_the_process(docs):
     files = sorted(str(p) for p in LARAVEL.glob("*.md"))[:20]
     outputs = set()
     for seed in ("1", "2"):
-        run = subprocess.run([sys.executable, "-m", "harness", "chunk", "--arm", "P", *files], capture_output=True,
-                             env={**os.environ, "PYTHONHASHSEED": seed}, cwd=REPO, check=True)
+        run = subprocess.run(
+            [sys.executable, "-m", "harness", "chunk", "--arm", "P", *files],
+            capture_output=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            cwd=REPO,
+            check=True,
+        )
         outputs.add(run.stdout)
     assert len(outputs) == 1 and next(iter(outputs)).count(b"\n") > 100

@@ -22,11 +22,21 @@ FRAGMENTS = st.one_of(
     LINE,
     st.builds(lambda n, t: "#" * n + " " + t, st.integers(1, 7), LINE),
     st.builds(lambda t, u: f"{t}\n{u}", LINE, st.sampled_from(["===", "---"])),
-    st.builds(lambda f, body, close: f"{f}\n{body}\n{close}", st.sampled_from(["```", "~~~", "````", "  ```py"]),
-              st.lists(st.one_of(LINE, st.just("")), max_size=6).map("\n".join),
-              st.sampled_from(["```", "~~~", "`````", "", "  ```"])),
-    st.builds(lambda rows: "| a | b |\n|---|:-:|\n" + "\n".join(f"| {r} | x |" for r in rows), st.lists(LINE, max_size=4)),
-    st.lists(st.builds(lambda m, t: f"{m} {t}", st.sampled_from(["-", "*", "1.", "2)", "   -"]), LINE), min_size=1, max_size=4).map("\n".join),
+    st.builds(
+        lambda f, body, close: f"{f}\n{body}\n{close}",
+        st.sampled_from(["```", "~~~", "````", "  ```py"]),
+        st.lists(st.one_of(LINE, st.just("")), max_size=6).map("\n".join),
+        st.sampled_from(["```", "~~~", "`````", "", "  ```"]),
+    ),
+    st.builds(
+        lambda rows: "| a | b |\n|---|:-:|\n" + "\n".join(f"| {r} | x |" for r in rows),
+        st.lists(LINE, max_size=4),
+    ),
+    st.lists(
+        st.builds(lambda m, t: f"{m} {t}", st.sampled_from(["-", "*", "1.", "2)", "   -"]), LINE),
+        min_size=1,
+        max_size=4,
+    ).map("\n".join),
     st.lists(LINE, min_size=1, max_size=3).map(lambda ls: "\n".join("> " + x for x in ls)),
     st.sampled_from(["---", "***", "    indented code", "", "   ", "---\nk: v\n---"]),
 )

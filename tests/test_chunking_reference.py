@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from chunking_support import LARAVEL, doc, laravel_docs
 from harness.chunking.header_led import header_led_chunks
 
-reference = pytest.importorskip("mdkeychunker.chunker", reason="mdkeychunker==0.4.2 (test extra) is not installed")
+reference = pytest.importorskip(
+    "mdkeychunker.chunker", reason="mdkeychunker==0.4.2 (test extra) is not installed"
+)
 reference_config = pytest.importorskip("mdkeychunker.config")
 
 
@@ -35,7 +37,9 @@ def our_chunks(text: str, tau_min: int, tau_max: int) -> list[tuple[str, str]]:
 def test_all_laravel_files_give_the_reference_chunks_with_default_taus():
     docs = laravel_docs()
     assert len(docs) == 98
-    differing = [d.doc_id for d in docs if our_chunks(d.text, 100, 1500) != reference_chunks(d.text, 100, 1500)]
+    differing = [
+        d.doc_id for d in docs if our_chunks(d.text, 100, 1500) != reference_chunks(d.text, 100, 1500)
+    ]
     assert differing == []
 
 
@@ -53,18 +57,29 @@ words = st.lists(st.sampled_from(["alpha", "beta", "x|y", "#tag", "1.2", "*", "-
 indent = st.sampled_from(["", " ", "  ", "   ", "    ", "\t", "      "])
 title = st.one_of(words, st.sampled_from(["", " ", "#", "A #", "Title ##"]))
 
-atx = st.builds(lambda n, t, close: "#" * n + " " + t + close, st.integers(1, 7), title, st.sampled_from(["", " #", " ##"]))
+atx = st.builds(
+    lambda n, t, close: "#" * n + " " + t + close,
+    st.integers(1, 7),
+    title,
+    st.sampled_from(["", " #", " ##"]),
+)
 bare_hash = st.sampled_from(["#", "#nospace", "####### seven", "   # indented", "    # four"])
 setext = st.builds(lambda t, u: f"{t}\n{u}", words, st.sampled_from(["===", "---", "  --", "= =", "- - -"]))
 paragraph = st.lists(st.builds(lambda i, w: i + w, indent, words), min_size=1, max_size=4).map("\n".join)
-bullet = st.builds(lambda i, m, w: f"{i}{m} {w}", indent, st.sampled_from(["-", "*", "+", "1.", "2)", "10.", "-\t"]), words)
+bullet = st.builds(
+    lambda i, m, w: f"{i}{m} {w}", indent, st.sampled_from(["-", "*", "+", "1.", "2)", "10.", "-\t"]), words
+)
 list_block = st.lists(st.one_of(bullet, st.builds(lambda i, w: i + w, indent, words), st.just("")),
                       min_size=1, max_size=6).map(lambda ls: "\n".join(["- item"] + ls))
 fence_char = st.sampled_from(["```", "~~~", "````", "``` py", "~~~~ x"])
 code = st.builds(
-    lambda f, body, closed, closer_indent: f"{f}\n" + "\n".join(body) + (f"\n{closer_indent}{f.split()[0]}" if closed else ""),
-    fence_char, st.lists(st.one_of(words, st.just(""), st.just("# not a header")), max_size=4),
-    st.booleans(), st.sampled_from(["", "   ", "    "]),
+    lambda f, body, closed, closer_indent: (
+        f"{f}\n" + "\n".join(body) + (f"\n{closer_indent}{f.split()[0]}" if closed else "")
+    ),
+    fence_char,
+    st.lists(st.one_of(words, st.just(""), st.just("# not a header")), max_size=4),
+    st.booleans(),
+    st.sampled_from(["", "   ", "    "]),
 )
 table = st.builds(
     lambda head, delim, rows: "\n".join([head, delim] + rows),
@@ -72,16 +87,40 @@ table = st.builds(
     st.sampled_from(["|---|---|", "| --- |", "--- | ---", "|:-:|--:|", "| - |"]),
     st.lists(st.sampled_from(["| 1 | 2 |", "3 | 4", "| x |", "no pipe"]), max_size=3),
 )
-quote = st.lists(st.builds(lambda i, w: f"{i}> {w}", st.sampled_from(["", " ", "  "]), words), min_size=1, max_size=3).map("\n".join)
+quote = st.lists(
+    st.builds(lambda i, w: f"{i}> {w}", st.sampled_from(["", " ", "  "]), words), min_size=1, max_size=3
+).map("\n".join)
 lazy = st.builds(lambda q, w: f"{q}\n{w}", quote, words)
 rule = st.sampled_from(["---", "***", "___", "* * *", "- - -", " ___"])
 html = st.sampled_from(['<a name="x"></a>', "<div>\nbody\n</div>", "<!-- c -->"])
 long_para = st.integers(50, 1800).map(lambda n: ("lorem ipsum " * (n // 12 + 1))[:n].strip())
 
-block = st.one_of(atx, bare_hash, setext, paragraph, list_block, code, table, quote, lazy, rule, html, long_para,
-                  st.builds(lambda w: "    " + w, words))
+block = st.one_of(
+    atx,
+    bare_hash,
+    setext,
+    paragraph,
+    list_block,
+    code,
+    table,
+    quote,
+    lazy,
+    rule,
+    html,
+    long_para,
+    st.builds(lambda w: "    " + w, words),
+)
 separator = st.sampled_from(["\n", "\n\n", "\n\n\n", "\n \n", "\n\t\n\n"])
-front_matter = st.sampled_from(["", "---\na: 1\n...\nb: 2\n---\n", "---\ntitle: x\n---\n", "\ufeff---\na: 1\n---\n", "---\nunclosed: yes\n", "---\n"])
+front_matter = st.sampled_from(
+    [
+        "",
+        "---\na: 1\n...\nb: 2\n---\n",
+        "---\ntitle: x\n---\n",
+        "\ufeff---\na: 1\n---\n",
+        "---\nunclosed: yes\n",
+        "---\n",
+    ]
+)
 
 
 @st.composite

@@ -28,15 +28,26 @@ def test_s_plus_t_prefixes_the_section_path_and_a_blank_line():
 
 
 def test_e_rendering_orders_fields_joins_lists_and_omits_empty_ones():
-    c = gen(title="Install", summary="How to\n install.", keywords=["php", " composer ", ""], questions=["How?", "Why?"])
-    assert render_enriched(c).indexed_text == "Install\nHow to install.\nphp, composer\nHow? Why?\n\nSource text."
+    c = gen(
+        title="Install",
+        summary="How to\n install.",
+        keywords=["php", " composer ", ""],
+        questions=["How?", "Why?"],
+    )
+    assert (
+        render_enriched(c).indexed_text
+        == "Install\nHow to install.\nphp, composer\nHow? Why?\n\nSource text."
+    )
     c = gen(title="", summary="Only a summary.", keywords=[], questions=None)
     assert render_enriched(c).indexed_text == "Only a summary.\n\nSource text."
     assert render_enriched(gen()).indexed_text == "Source text."
 
 
 def test_cr_prefixes_the_context():
-    assert render_context(gen(context="Part of the setup guide.")).indexed_text == "Part of the setup guide.\n\nSource text."
+    assert (
+        render_context(gen(context="Part of the setup guide.")).indexed_text
+        == "Part of the setup guide.\n\nSource text."
+    )
     assert render_context(gen(context="")).indexed_text == "Source text."
 
 

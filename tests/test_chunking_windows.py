@@ -4,7 +4,13 @@ import pytest
 
 from chunking_support import check_chunk_records, doc
 from harness.chunking.header_led import header_led_chunks
-from harness.chunking.windows import f256t_chunks, f512c_chunks, fl_chunks, median_token_length, token_boundaries
+from harness.chunking.windows import (
+    f256t_chunks,
+    f512c_chunks,
+    fl_chunks,
+    median_token_length,
+    token_boundaries,
+)
 from harness.errors import InputError
 from harness.tokens import cl100k
 
@@ -88,7 +94,9 @@ def test_fl_windows_tile_the_document_with_the_given_length():
 
 def test_median_token_length_is_the_lower_median_of_s_chunks():
     enc = cl100k()
-    chunks = header_led_chunks(doc("# A\n\n" + "alpha " * 50 + "\n\n# B\n\n" + "beta " * 300 + "\n"), tau_min=0)
+    chunks = header_led_chunks(
+        doc("# A\n\n" + "alpha " * 50 + "\n\n# B\n\n" + "beta " * 300 + "\n"), tau_min=0
+    )
     lengths = sorted(len(enc.encode_ordinary(c.text)) for c in chunks)
     assert len(lengths) == 2 and median_token_length(chunks) == lengths[0]
     with pytest.raises(InputError, match="no S chunks"):
@@ -112,7 +120,10 @@ def test_multi_megabyte_paragraph_is_split_by_windows():
     [
         (lambda d: f512c_chunks(d, chars=0), r"chars must be a positive integer, got 0"),
         (lambda d: f256t_chunks(d, tokens=-5), r"tokens must be a positive integer, got -5"),
-        (lambda d: f256t_chunks(d, tokens=10, stride=11), r"stride must not exceed the window length \(10 tokens\), got 11"),
+        (
+            lambda d: f256t_chunks(d, tokens=10, stride=11),
+            r"stride must not exceed the window length \(10 tokens\), got 11",
+        ),
         (lambda d: fl_chunks(d, tokens="300"), r"tokens must be a positive integer, got '300'"),
     ],
 )

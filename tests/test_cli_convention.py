@@ -14,9 +14,12 @@ from data_support import CHECKOUT, freshstack_study
 
 # the stages plus the other commands that fetch, simulate or build for more than a second
 LONG_RUNNING = (*STAGES, "fetch", "rehearse", "init", "compare", "power")
-REQUIRED = {"rehearse": ["--out", "twin"], "init": ["d", "--documents", "f", "--questions", "q"],
-            "compare": ["--dataset", "d", "--a", "A", "--b", "B", "--retriever", "r", "--metric", "m"],
-            "power": ["--dataset", "d", "--a", "A", "--b", "B", "--retriever", "r", "--metric", "m", "--margin", "1"]}
+REQUIRED = {
+    "rehearse": ["--out", "twin"],
+    "init": ["d", "--documents", "f", "--questions", "q"],
+    "compare": ["--dataset", "d", "--a", "A", "--b", "B", "--retriever", "r", "--metric", "m"],
+    "power": ["--dataset", "d", "--a", "A", "--b", "B", "--retriever", "r", "--metric", "m", "--margin", "1"],
+}
 
 
 @pytest.mark.parametrize("command", LONG_RUNNING)

@@ -1,4 +1,5 @@
-"""`harness qasper-eval` on a hand-worked fixture, on bad predictions files, and on the real qasper-train10 file."""
+"""`harness qasper-eval` on a hand-worked fixture, on bad predictions files, and on the real qasper-train10
+file."""
 
 import json
 from collections import Counter
@@ -12,9 +13,18 @@ TRAIN10 = SHARED_DATA / "qasper-train10" / "qasper-train10.original-schema.json"
 
 
 def ann(*, unanswerable=False, spans=(), free="", yes_no=None, evidence=()):
-    return {"answer": {"unanswerable": unanswerable, "extractive_spans": list(spans), "free_form_answer": free,
-                       "yes_no": yes_no, "evidence": list(evidence), "highlighted_evidence": []},
-            "annotation_id": "a", "worker_id": "w"}
+    return {
+        "answer": {
+            "unanswerable": unanswerable,
+            "extractive_spans": list(spans),
+            "free_form_answer": free,
+            "yes_no": yes_no,
+            "evidence": list(evidence),
+            "highlighted_evidence": [],
+        },
+        "annotation_id": "a",
+        "worker_id": "w",
+    }
 
 
 def qa(qid, *annotations):
@@ -44,17 +54,23 @@ PREDICTIONS = [
     {"question_id": "q1", "predicted_answer": "BiLSTM", "predicted_evidence": ["para A"]},
     {"question_id": "q2", "predicted_answer": "No", "predicted_evidence": []},
     {"question_id": "q3", "predicted_answer": "Unanswerable", "predicted_evidence": []},
-    {"question_id": "q4", "predicted_answer": "10000 tweets were used", "predicted_evidence": ["para C", "para D"]},
+    {
+        "question_id": "q4",
+        "predicted_answer": "10000 tweets were used",
+        "predicted_evidence": ["para C", "para D"],
+    },
     # q5: no prediction
     {"question_id": "q6", "predicted_answer": "anything", "predicted_evidence": []},
 ]
 
 # Worked by hand (normalised tokens in brackets):
-# q1  pred [bilstm]; vs "BiLSTM, CRF" [bilstm, crf]: P 1, R 1/2, F1 2/3; vs "a BiLSTM tagger" [bilstm, tagger]:
+# q1  pred [bilstm]; vs "BiLSTM, CRF" [bilstm, crf]: P 1, R 1/2, F1 2/3; vs "a BiLSTM tagger" [bilstm,
+# tagger]:
 #     also 2/3, a tie, so the first annotator's type: extractive. Evidence {para A} vs {para A}: 1.
 # q2  "No" vs gold "No": 1, boolean. Evidence {} vs {para B}: 0.
 # q3  "Unanswerable" vs "Unanswerable": 1, type none. Evidence {} vs the unanswerable reference's {}: 1.
-# q4  pred [10000, tweets, were, used] vs [they, use, 10000, tweets]: common 2, P 1/2, R 1/2, F1 1/2, abstractive.
+# q4  pred [10000, tweets, were, used] vs [they, use, 10000, tweets]: common 2, P 1/2, R 1/2, F1 1/2,
+# abstractive.
 #     Evidence {para C, para D} vs {FLOAT.., para C}: P 1/2, R 1/2, F1 1/2;
 #     with --text-evidence-only the gold is {para C}: P 1/2, R 1, F1 2/3.
 # q5  missing: 0 and 0, in no type.      q6, q7: excluded (no usable answer); q6's one annotation counted.
@@ -67,12 +83,17 @@ def write_inputs(tmp_path, gold=GOLD, predictions=PREDICTIONS, lines=None):
     gold_path = tmp_path / "gold.json"
     gold_path.write_text(json.dumps(gold))
     pred_path = tmp_path / "predictions.jsonl"
-    pred_path.write_text("\n".join(lines if lines is not None else [json.dumps(p) for p in predictions]) + "\n")
+    pred_path.write_text(
+        "\n".join(lines if lines is not None else [json.dumps(p) for p in predictions]) + "\n"
+    )
     return gold_path, pred_path
 
 
 def run_json(capsys, gold_path, pred_path, *extra):
-    assert main(["qasper-eval", "--gold", str(gold_path), "--predictions", str(pred_path), "--json", *extra]) == 0
+    assert (
+        main(["qasper-eval", "--gold", str(gold_path), "--predictions", str(pred_path), "--json", *extra])
+        == 0
+    )
     return json.loads(capsys.readouterr().out)
 
 
@@ -80,11 +101,16 @@ def test_fixture_numbers_worked_by_hand(tmp_path, capsys):
     out = run_json(capsys, *write_inputs(tmp_path))
     assert out["answer_f1"] == pytest.approx(19 / 30)
     assert out["evidence_f1"] == pytest.approx(1 / 2)
-    assert out["answer_f1_by_type"] == pytest.approx({"extractive": 2 / 3, "abstractive": 1 / 2, "boolean": 1.0,
-                                                      "none": 1.0})
+    assert out["answer_f1_by_type"] == pytest.approx(
+        {"extractive": 2 / 3, "abstractive": 1 / 2, "boolean": 1.0, "none": 1.0}
+    )
     assert out["questions_by_type"] == {"extractive": 1, "abstractive": 1, "boolean": 1, "none": 1}
     assert (out["questions_scored"], out["missing_predictions"]) == (5, 1)
-    assert (out["excluded_no_gold_answer"], out["annotations_without_answer"], out["predictions_for_excluded"]) == (2, 1, 1)
+    assert (
+        out["excluded_no_gold_answer"],
+        out["annotations_without_answer"],
+        out["predictions_for_excluded"],
+    ) == (2, 1, 1)
     assert out["text_evidence_only"] is False
 
 
@@ -112,15 +138,33 @@ def test_no_predictions_at_all_scores_zero_and_types_are_empty(tmp_path, capsys)
     assert out["answer_f1_by_type"] == dict.fromkeys(["extractive", "abstractive", "boolean", "none"])
 
 
-@pytest.mark.parametrize("line, message", [
-    ("{not json", r"predictions\.jsonl \(record line 2\): not valid JSON"),
-    ('["q1", "x", []]', r"\(record line 2\): expected a JSON object, got list"),
-    ('{"question_id": "q2", "predicted_answer": "No"}', r"\(record line 2\): missing field\(s\) predicted_evidence"),
-    ('{"question_id": "q2", "predicted_answer": 1, "predicted_evidence": []}', r"line 2\): `predicted_answer` must be a string"),
-    ('{"question_id": "q2", "predicted_answer": "No", "predicted_evidence": "para B"}', r"line 2\): `predicted_evidence` must be a list of strings"),
-    ('{"question_id": "q1", "predicted_answer": "No", "predicted_evidence": []}', r"line 2\): question_id 'q1' repeats line 1"),
-    ('{"question_id": "zz", "predicted_answer": "No", "predicted_evidence": []}', r"question ids not in the gold file, first 'zz'"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", r"predictions\.jsonl \(record line 2\): not valid JSON"),
+        ('["q1", "x", []]', r"\(record line 2\): expected a JSON object, got list"),
+        (
+            '{"question_id": "q2", "predicted_answer": "No"}',
+            r"\(record line 2\): missing field\(s\) predicted_evidence",
+        ),
+        (
+            '{"question_id": "q2", "predicted_answer": 1, "predicted_evidence": []}',
+            r"line 2\): `predicted_answer` must be a string",
+        ),
+        (
+            '{"question_id": "q2", "predicted_answer": "No", "predicted_evidence": "para B"}',
+            r"line 2\): `predicted_evidence` must be a list of strings",
+        ),
+        (
+            '{"question_id": "q1", "predicted_answer": "No", "predicted_evidence": []}',
+            r"line 2\): question_id 'q1' repeats line 1",
+        ),
+        (
+            '{"question_id": "zz", "predicted_answer": "No", "predicted_evidence": []}',
+            r"question ids not in the gold file, first 'zz'",
+        ),
+    ],
+)
 def test_bad_prediction_lines_are_errors_naming_file_and_line(tmp_path, capsys, line, message):
     gold_path, pred_path = write_inputs(tmp_path, lines=[json.dumps(PREDICTIONS[0]), line])
     assert main(["qasper-eval", "--gold", str(gold_path), "--predictions", str(pred_path)]) == 1
@@ -141,7 +185,8 @@ needs_data = pytest.mark.skipif(not TRAIN10.is_file(), reason=f"shared data not 
 
 
 def first_annotator_predictions(gold: dict) -> list[dict]:
-    """Each question answered with its first annotator's answer string and evidence, built here independently."""
+    """Each question answered with its first annotator's answer string and evidence, built here
+    independently."""
     out = []
     for record in gold.values():
         for q in record["qas"]:
@@ -175,7 +220,9 @@ def test_first_annotator_answers_score_100_on_qasper_train10(tmp_path, capsys):
     # normalisation), and the first annotator wins every tie, so each question counts under its type.
     assert out["answer_f1"] == 1.0 and out["evidence_f1"] == 1.0
     assert (out["questions_scored"], out["missing_predictions"], out["excluded_no_gold_answer"]) == (51, 0, 0)
-    expected_types = Counter(first_annotator_type(q["answers"][0]["answer"]) for r in gold.values() for q in r["qas"])
+    expected_types = Counter(
+        first_annotator_type(q["answers"][0]["answer"]) for r in gold.values() for q in r["qas"]
+    )
     assert out["questions_by_type"] == dict(expected_types)
     assert out["questions_by_type"] == {"extractive": 26, "abstractive": 14, "boolean": 5, "none": 6}
     assert all(v == 1.0 for v in out["answer_f1_by_type"].values())

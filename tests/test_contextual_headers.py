@@ -58,7 +58,11 @@ def test_paths_of_the_provisions_a_chunk_touches_in_document_order():
     # from 1 Access's text across 1.1 into 1.2's heading: three provisions, in document order
     assert touched_paths(segs, [_span(DOC, "General", "### 1.2")]) == [ACCESS, KEYS, BADGES]
     # a chunk of two pieces given out of order (a merge): still document order, each path once
-    pieces = [_span(DOC, "Badges expire", "year."), _span(DOC, "Keys are", "office."), _span(DOC, "Lost", "euros.")]
+    pieces = [
+        _span(DOC, "Badges expire", "year."),
+        _span(DOC, "Keys are", "office."),
+        _span(DOC, "Lost", "euros."),
+    ]
     assert touched_paths(segs, pieces) == [KEYS, BADGES]
 
 
@@ -83,14 +87,18 @@ def _build(kind: str, docs, **options):
     chunking = replace(Chunking(), tau_min=1)  # header-led: one chunk per section
     header = {d.doc_id: chunk_document("header-led", d, tau_min=1, tau_max=Chunking().tau_max) for d in docs}
     arm_config = {"kind": kind, **options} if get_kind(kind).settings is not None else options
-    return build_chunks(get_kind(kind), BuildInputs(docs, chunking, lambda: header, arm=kind, arm_config=arm_config))
+    return build_chunks(
+        get_kind(kind), BuildInputs(docs, chunking, lambda: header, arm=kind, arm_config=arm_config)
+    )
 
 
 def test_sentence_windows_with_headers_worked_example():
     docs = [Document("hb", "", DOC), Document("plain", "", PLAIN)]
     without = _build("sentence", docs, L=60, overlap=0)
     built = _build("sentence", docs, L=60, overlap=0, contextual_headers=True)
-    assert [(c.chunk_id, c.text, c.spans) for c in built.chunks] == [(c.chunk_id, c.text, c.spans) for c in without.chunks]
+    assert [(c.chunk_id, c.text, c.spans) for c in built.chunks] == [
+        (c.chunk_id, c.text, c.spans) for c in without.chunks
+    ]
     by_text = {c.text: c for c in built.chunks}
     keys = by_text["Keys are issued by the office. Lost keys cost ten euros."]
     assert keys.indexed_text == f"{KEYS}\n\nKeys are issued by the office. Lost keys cost ten euros."
@@ -139,10 +147,19 @@ def test_a_chunk_of_an_unknown_document_is_an_error_naming_the_arm():
 # --- the option in the config ---
 
 
-@pytest.mark.parametrize("raw", [
-    {"kind": "S"}, {"kind": "F512c"}, {"kind": "sentence", "L": 300}, {"kind": "provisions"},
-    {"kind": "E", "model": "m"}, {"kind": "CR", "model": "m"}, {"kind": "M", "of": "E"}, {"kind": "E-no-title"},
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"kind": "S"},
+        {"kind": "F512c"},
+        {"kind": "sentence", "L": 300},
+        {"kind": "provisions"},
+        {"kind": "E", "model": "m"},
+        {"kind": "CR", "model": "m"},
+        {"kind": "M", "of": "E"},
+        {"kind": "E-no-title"},
+    ],
+)
 def test_every_arm_schema_takes_the_option_and_leaves_it_out_when_unset(raw):
     on = ARM({**raw, "contextual_headers": True}, Where(None, ("arms", "x")))
     assert on.contextual_headers is True and to_plain(on)["contextual_headers"] is True
@@ -151,7 +168,9 @@ def test_every_arm_schema_takes_the_option_and_leaves_it_out_when_unset(raw):
 
 
 def test_the_option_is_refused_where_it_cannot_apply():
-    with pytest.raises(HarnessError, match=r"arms\.x\.contextual_headers.*expanded at retrieval time.*its `of:` arm \(E\)"):
+    with pytest.raises(
+        HarnessError, match=r"arms\.x\.contextual_headers.*expanded at retrieval time.*its `of:` arm \(E\)"
+    ):
         ARM({"kind": "E+KX", "of": "E", "contextual_headers": True}, Where(None, ("arms", "x")))
     with pytest.raises(HarnessError, match=r"arms\.x\.contextual_headers.*true or false"):
         ARM({"kind": "S", "contextual_headers": "yes"}, Where(None, ("arms", "x")))

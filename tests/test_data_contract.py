@@ -118,5 +118,7 @@ def test_counts_that_do_not_add_up_are_refused(tmp_path, monkeypatch):
         return dataclasses.replace(dataset, questions=dataset.questions[1:])  # one question lost, uncounted
 
     monkeypatch.setitem(ADAPTERS, "jsonl", dataclasses.replace(real, load=losing))
-    with pytest.raises(HarnessError, match=r"dataset `docs`: questions do not add up: 47 in the input, 46 kept"):
+    with pytest.raises(
+        HarnessError, match=r"dataset `docs`: questions do not add up: 47 in the input, 46 kept"
+    ):
         load_dataset(study, name, selection=None)

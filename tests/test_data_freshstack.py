@@ -37,7 +37,9 @@ def test_gold_is_sliced_by_characters_not_bytes(tmp_path):
     assert raw[helpers.start:helpers.end].decode("utf-8", "replace") != helpers.text
     assert helpers.text == text[helpers.start:helpers.end]
     assert helpers.text.startswith("## `Number::defaultCurrency()`")
-    assert q1.query == "Default currency How do I read it?" and q1.answers == ("Use Number::defaultCurrency.",)
+    assert q1.query == "Default currency How do I read it?" and q1.answers == (
+        "Use Number::defaultCurrency.",
+    )
     assert q1.nuggets == ("Number::defaultCurrency returns it",)
     assert (q1.cluster, q1.stratum) == ("q1", "laravel")
 
@@ -95,7 +97,9 @@ def test_distractor_draw_is_seeded_stable_and_sized():
     files = freshstack.markdown_files(CHECKOUT)
     assert len(files) == N_MARKDOWN and files == sorted(files)
     a = freshstack.draw_distractors(files, 4, 1.5, seed=11)
-    assert a == freshstack.draw_distractors(list(reversed(files)), 4, 1.5, seed=11)  # input order is irrelevant
+    assert a == freshstack.draw_distractors(
+        list(reversed(files)), 4, 1.5, seed=11
+    )  # input order is irrelevant
     assert len(a) == 6 and len(set(a)) == 6
     assert a != freshstack.draw_distractors(files, 4, 1.5, seed=12)
     assert sorted(freshstack.draw_distractors(files, 4, "full", seed=11)) == files
@@ -104,17 +108,24 @@ def test_distractor_draw_is_seeded_stable_and_sized():
 
 def test_selection_restricts_questions_and_uses_recorded_distractors(tmp_path):
     study = freshstack_study(tmp_path)
-    entry = {"adapter": "freshstack", "domains": {"laravel": {"selected": ["q3"], "distractors": ["cache.md"]}}}
+    entry = {
+        "adapter": "freshstack",
+        "domains": {"laravel": {"selected": ["q3"], "distractors": ["cache.md"]}},
+    }
     loaded = load_dataset(study, "fs", selection={"datasets": {"fs": entry}})
     assert [q.qid for q in loaded.questions] == ["q3"]
     assert loaded.questions[0].scope == ("laravel/cache.md", "laravel/routing.md")
     # q1 not selected, q2 without located gold: counted from the queries file, not from the selection
     c = loaded.counts
-    assert (c["questions_in_input"], c["questions_dropped_not_selected"], c["questions_dropped_no_located_gold"]) \
-        == (3, 1, 1)
+    assert (
+        c["questions_in_input"],
+        c["questions_dropped_not_selected"],
+        c["questions_dropped_no_located_gold"],
+    ) == (3, 1, 1)
     assert_counts_add_up(c)
     # the checkout files read are the gold files sliced (all questions' gold) and the distractor drawn; the
-    # path normalised as the reader does (harness.data.common.display_path): `..` collapsed as text, a symbolic
+    # path normalised as the reader does (harness.data.common.display_path): `..` collapsed as text, a
+    # symbolic
     # link such as ../shared kept, never resolved
     checkout = Path(os.path.normpath(CHECKOUT)).as_posix()
     assert [f.path for f in loaded.input_files] == [f"{checkout}/{p}" for p in (
@@ -128,7 +139,9 @@ def test_malformed_query_record_names_file_and_line(tmp_path):
     study = freshstack_study(tmp_path)
     path = tmp_path / "data" / "queries.jsonl"
     path.write_text('{"query_id": "q1", "query_text": "ok"}\n\n{"query_id": "q2", "query_text": 5}\n')
-    with pytest.raises(InputError, match=r"queries\.jsonl \(record line 3\): field `query_text` must be a string"):
+    with pytest.raises(
+        InputError, match=r"queries\.jsonl \(record line 3\): field `query_text` must be a string"
+    ):
         load_dataset(study, "fs", selection=None)
 
 
@@ -150,7 +163,13 @@ def test_empty_query_is_refused_with_file_and_line(tmp_path, title, text):
 
 def test_bad_distractor_ratio_and_missing_option(tmp_path):
     study = freshstack_study(tmp_path, ratio="some")
-    with pytest.raises(HarnessError, match=r"`datasets\.fs\.domains\.laravel\.distractor_ratio` must be one of 'full' or a number >= 0, got 'some'"):
+    with pytest.raises(
+        HarnessError,
+        match=r"`datasets\.fs\.domains\.laravel\.distractor_ratio` must be one of 'full' or a number >= 0, "
+              r"got 'some'",
+    ):
         load_dataset(study, "fs", selection=None)
     with pytest.raises(HarnessError, match=r"domain `laravel`: option `queries` is missing"):
-        freshstack.convert_domain(study, "fs", "laravel", FreshStackDomain(corpus="x"), InputReader(study.root))
+        freshstack.convert_domain(
+            study, "fs", "laravel", FreshStackDomain(corpus="x"), InputReader(study.root)
+        )

@@ -19,7 +19,9 @@ TIDES = "# Tides\n\nSpring tides follow the new moon.\n\n## Neaps\n\nNeap tides 
 
 
 def write_jsonl(path: Path, rows) -> None:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8"
+    )
 
 
 def make_study(tmp_path: Path, documents, questions, *, metric_set="qasper") -> Study:
@@ -39,7 +41,12 @@ def make_study(tmp_path: Path, documents, questions, *, metric_set="qasper") -> 
 
 
 DOCS = [
-    {"doc_id": "p/tides", "domain": "papers", "path": "docs/tides.md", "provenance": {"licence": "CC BY 4.0"}},
+    {
+        "doc_id": "p/tides",
+        "domain": "papers",
+        "path": "docs/tides.md",
+        "provenance": {"licence": "CC BY 4.0"},
+    },
     {"doc_id": "p/inline", "domain": "papers", "text": "Line one.\r\nLine two.\r\n"},
     {"doc_id": "d/empty", "domain": "ledger", "text": ""},
 ]
@@ -65,7 +72,11 @@ def test_documents_questions_clusters_and_strata(tmp_path):
     assert (b.cluster, b.scope, b.answers, b.nuggets) == ("p/tides", ("p/tides",), ("weaker",), ("n1",))
     assert TIDES[b.evidence[0].start:b.evidence[0].end] == "Neap tides are weaker."
     c = loaded.counts
-    assert c["evidence_unlocated"] == 1 and c["questions_dropped_no_located_evidence"] == 1 and c["questions"] == 2
+    assert (
+        c["evidence_unlocated"] == 1
+        and c["questions_dropped_no_located_evidence"] == 1
+        and c["questions"] == 2
+    )
     assert c["documents_crlf_normalised"] == 1 and c["documents_dropped_unscoped"] == 1
     assert loaded.documents[0].text == "Line one.\nLine two.\n"
 
@@ -86,36 +97,83 @@ def test_text_and_span_together_must_agree(tmp_path):
     assert loaded.counts["evidence_span_text_mismatch"] == 1
 
 
-@pytest.mark.parametrize("documents, questions, message", [
-    (DOCS + ['{"doc_id": "x", "domain": '], [], r"documents\.jsonl \(record line 4\): not valid JSON"),
-    ([{"doc_id": "p/both", "domain": "papers", "path": "docs/tides.md", "text": "x"}], [],
-     r"documents\.jsonl \(record line 1\): document 'p/both' needs exactly one of `path` or `text`"),
-    ([{"doc_id": "p/none", "domain": "papers"}], [], r"needs exactly one of `path` or `text`"),
-    ([{"doc_id": "p/gone", "domain": "papers", "path": "docs/gone.md"}], [],
-     r"documents\.jsonl \(record line 1\): document 'p/gone': file .*gone\.md not found"),
-    (DOCS + [DOCS[0]], [], r"documents\.jsonl \(record line 4\): doc_id 'p/tides' appears twice"),
-    ([{"doc_id": "p/x", "domain": 3, "text": "x"}], [], r"field `domain` must be a string, got int"),
-    (DOCS, [q("u", [{"doc_id": "p/unknown", "text": "x"}])],
-     r"questions\.jsonl \(record line 1\): evidence names unknown doc_id 'p/unknown'"),
-    (DOCS, [q("o", [{"doc_id": "p/inline", "text": "Line"}])], r"evidence doc_id 'p/inline' is outside"),
-    (DOCS, [q("s", [{"doc_id": "p/tides", "start": 5, "end": 500}])], r"evidence span \[5, 500\) is not within"),
-    (DOCS, [q("n", [])], r"`evidence` must be a non-empty list"),
-    (DOCS, [q("k", [{"doc_id": "p/tides", "text": "x"}], scope={"domain": "nowhere"})],
-     r"scope domain 'nowhere' has no documents"),
-    (DOCS, [q("k", [{"doc_id": "p/tides", "text": "x"}], scope={"domain": "papers"})],
-     r'cluster "doc" needs a \{"doc": id\} scope'),
-    (DOCS, [q("m", [{"doc_id": "p/tides", "text": "x"}], scope={"docs": ["p/tides", "d/empty"]}, cluster="c",
-              stratum="domain")], r'stratum "domain" needs a scope within one domain'),
-    (DOCS, [q("d", [{"doc_id": "p/tides", "text": "x"}]), q("d", [{"doc_id": "p/tides", "text": "x"}])],
-     r"questions\.jsonl \(record line 2\): qid 'd' is empty or appears twice"),
-    (DOCS, [{"qid": "z", "scope": {"doc": "p/tides"}, "cluster": "doc", "evidence": []}],
-     r"questions\.jsonl \(record line 1\): missing field `query`"),
-    (DOCS, [q("a", [{"doc_id": "p/tides", "text": "Spring"}]), q("e", [{"doc_id": "p/tides", "text": "x"}],
-                                                                 query=" \t")],
-     r"questions\.jsonl \(record line 2\): field `query` is empty"),
-    (DOCS, [q("e", [{"doc_id": "p/tides", "text": "x"}], query="")],
-     r"questions\.jsonl \(record line 1\): field `query` is empty"),
-])
+@pytest.mark.parametrize(
+    "documents, questions, message",
+    [
+        (DOCS + ['{"doc_id": "x", "domain": '], [], r"documents\.jsonl \(record line 4\): not valid JSON"),
+        (
+            [{"doc_id": "p/both", "domain": "papers", "path": "docs/tides.md", "text": "x"}],
+            [],
+            r"documents\.jsonl \(record line 1\): document 'p/both' needs exactly one of `path` or `text`",
+        ),
+        ([{"doc_id": "p/none", "domain": "papers"}], [], r"needs exactly one of `path` or `text`"),
+        (
+            [{"doc_id": "p/gone", "domain": "papers", "path": "docs/gone.md"}],
+            [],
+            r"documents\.jsonl \(record line 1\): document 'p/gone': file .*gone\.md not found",
+        ),
+        (DOCS + [DOCS[0]], [], r"documents\.jsonl \(record line 4\): doc_id 'p/tides' appears twice"),
+        ([{"doc_id": "p/x", "domain": 3, "text": "x"}], [], r"field `domain` must be a string, got int"),
+        (
+            DOCS,
+            [q("u", [{"doc_id": "p/unknown", "text": "x"}])],
+            r"questions\.jsonl \(record line 1\): evidence names unknown doc_id 'p/unknown'",
+        ),
+        (DOCS, [q("o", [{"doc_id": "p/inline", "text": "Line"}])], r"evidence doc_id 'p/inline' is outside"),
+        (
+            DOCS,
+            [q("s", [{"doc_id": "p/tides", "start": 5, "end": 500}])],
+            r"evidence span \[5, 500\) is not within",
+        ),
+        (DOCS, [q("n", [])], r"`evidence` must be a non-empty list"),
+        (
+            DOCS,
+            [q("k", [{"doc_id": "p/tides", "text": "x"}], scope={"domain": "nowhere"})],
+            r"scope domain 'nowhere' has no documents",
+        ),
+        (
+            DOCS,
+            [q("k", [{"doc_id": "p/tides", "text": "x"}], scope={"domain": "papers"})],
+            r'cluster "doc" needs a \{"doc": id\} scope',
+        ),
+        (
+            DOCS,
+            [
+                q(
+                    "m",
+                    [{"doc_id": "p/tides", "text": "x"}],
+                    scope={"docs": ["p/tides", "d/empty"]},
+                    cluster="c",
+                    stratum="domain",
+                )
+            ],
+            r'stratum "domain" needs a scope within one domain',
+        ),
+        (
+            DOCS,
+            [q("d", [{"doc_id": "p/tides", "text": "x"}]), q("d", [{"doc_id": "p/tides", "text": "x"}])],
+            r"questions\.jsonl \(record line 2\): qid 'd' is empty or appears twice",
+        ),
+        (
+            DOCS,
+            [{"qid": "z", "scope": {"doc": "p/tides"}, "cluster": "doc", "evidence": []}],
+            r"questions\.jsonl \(record line 1\): missing field `query`",
+        ),
+        (
+            DOCS,
+            [
+                q("a", [{"doc_id": "p/tides", "text": "Spring"}]),
+                q("e", [{"doc_id": "p/tides", "text": "x"}], query=" \t"),
+            ],
+            r"questions\.jsonl \(record line 2\): field `query` is empty",
+        ),
+        (
+            DOCS,
+            [q("e", [{"doc_id": "p/tides", "text": "x"}], query="")],
+            r"questions\.jsonl \(record line 1\): field `query` is empty",
+        ),
+    ],
+)
 def test_malformed_records_name_file_and_line(tmp_path, documents, questions, message):
     study = make_study(tmp_path, documents, questions)
     with pytest.raises(InputError, match=message):

@@ -1,4 +1,5 @@
-"""Qasper conversion: both file layouts, Markdown rules, evidence filtering and location, counts on real data."""
+"""Qasper conversion: both file layouts, Markdown rules, evidence filtering and location, counts on real
+data."""
 
 from __future__ import annotations
 
@@ -33,8 +34,13 @@ def paper(qas, sections=None):
     return {
         "title": "Tide Tables",
         "abstract": "We study tides.",
-        "full_text": sections if sections is not None else [
-            {"section_name": "Intro", "paragraphs": ["First   paragraph\nof intro.", "", "Second paragraph."]},
+        "full_text": sections
+        if sections is not None
+        else [
+            {
+                "section_name": "Intro",
+                "paragraphs": ["First   paragraph\nof intro.", "", "Second paragraph."],
+            },
             {"section_name": "Intro ::: Scope", "paragraphs": ["Scoped text."]},
             {"section_name": "Intro ::: Scope ::: Detail", "paragraphs": ["Deep text."]},
             {"section_name": " ::: ", "paragraphs": ["Orphan text."]},
@@ -56,8 +62,14 @@ def test_markdown_headers_follow_nesting_and_paragraphs_are_blank_line_separated
         "# Tide Tables\n\n## Abstract\n\nWe study tides.\n\n## Intro\n\nFirst   paragraph\nof intro.\n\n"
         "Second paragraph.\n\n### Scope\n\nScoped text.\n\n#### Detail\n\nDeep text.\n\nOrphan text.\n"
     )
-    assert [text[a:b] for a, b in spans] == ["We study tides.", "First   paragraph\nof intro.",
-                                             "Second paragraph.", "Scoped text.", "Deep text.", "Orphan text."]
+    assert [text[a:b] for a, b in spans] == [
+        "We study tides.",
+        "First   paragraph\nof intro.",
+        "Second paragraph.",
+        "Scoped text.",
+        "Deep text.",
+        "Orphan text.",
+    ]
     assert counts["paragraphs_empty"] == 1 and counts["sections_untitled"] == 1 and counts["sections"] == 4
 
 
@@ -79,14 +91,23 @@ def test_evidence_filters_union_annotators_and_answers():
     (q1,) = conv.questions
     assert [(e.text, e.annotators) for e in q1.evidence] == [("Scoped text.", (0, 1)), ("Deep text.", (1,))]
     assert q1.answers == ("tides", "deep, text")
-    # answer F1's gold keeps every annotator, the unanswerable one included (the official evaluator's references)
-    assert q1.gold_answers == (("tides", "abstractive"), ("deep, text", "extractive"), ("Unanswerable", "none"))
+    # answer F1's gold keeps every annotator, the unanswerable one included (the official evaluator's
+    # references)
+    assert q1.gold_answers == (
+        ("tides", "abstractive"),
+        ("deep, text", "extractive"),
+        ("Unanswerable", "none"),
+    )
     assert type(q1).from_json(q1.to_json()) == q1
     assert q1.cluster == "qasper/p1" and q1.scope == ("qasper/p1",) and q1.stratum == ""
     for e in q1.evidence:
         assert conv.document.text[e.start:e.end] == e.text
     c = conv.counts
-    assert (c["evidence_strings_total"], c["evidence_float_selected"], c["evidence_section_names"]) == (6, 2, 1)
+    assert (c["evidence_strings_total"], c["evidence_float_selected"], c["evidence_section_names"]) == (
+        6,
+        2,
+        1,
+    )
     assert (c["questions_in_input"], c["questions_dropped_no_evidence"], c["questions_dropped_unanswerable"],
             c["annotations_unanswerable"]) == (4, 2, 1, 3)
     assert c["evidence_in_unanswerable"] == 2
@@ -115,7 +136,9 @@ def test_empty_question_is_refused_with_file_and_record(tmp_path):
                                            "answers": [annotation(["Deep text."])]}])}))
     study = _study(tmp_path, [str(f)])
     with pytest.raises(InputError, match=r"empty\.json \(record p2 question q2\): field `question` is empty"):
-        load_dataset(study, "qasper", selection={"datasets": {"qasper": {"adapter": "qasper", "selected": ["p1"]}}})
+        load_dataset(
+            study, "qasper", selection={"datasets": {"qasper": {"adapter": "qasper", "selected": ["p1"]}}}
+        )
 
 
 # --- malformed records -----------------------------------------------------------------------------------
@@ -131,7 +154,9 @@ def test_missing_field_names_file_and_paper(tmp_path):
 
 def test_wrong_type_and_unequal_hf_lists_are_reported(tmp_path):
     with pytest.raises(InputError, match=r"record p1 question q\).*`answers` must be list"):
-        qasper.convert_paper("p1", paper([{"question": "?", "question_id": "q", "answers": {}}]), path="x.json")
+        qasper.convert_paper(
+            "p1", paper([{"question": "?", "question_id": "q", "answers": {}}]), path="x.json"
+        )
     rec = {"id": "p2", "title": "T", "abstract": "A",
            "full_text": {"section_name": ["S1", "S2"], "paragraphs": [["x"]]},
            "qas": {"question": [], "question_id": [], "answers": []}}
@@ -159,7 +184,9 @@ def test_hub_failure_is_a_clear_error(monkeypatch):
         raise ConnectionError("no network")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(HarnessError, match=r"cannot load allenai/qasper split validation .*list them under `files:`"):
+    with pytest.raises(
+        HarnessError, match=r"cannot load allenai/qasper split validation .*list them under `files:`"
+    ):
         qasper.read_hub("allenai/qasper", ["validation"], InputReader(Path(".")))
 
 
@@ -178,9 +205,19 @@ def test_both_layouts_convert_to_identical_documents_and_questions():
 
 def _study(tmp_path: Path, files) -> Study:
     (tmp_path / "configs").mkdir()
-    config = {"study": "t", "datasets": {"qasper": {"adapter": "qasper", "metric_set": "qasper", "files": files,
-                                                     "selection": {"seed": 1, "n_clusters": "all"}}},
-              "arms": {"S": {"kind": "S"}}, "retrievers": {"bm25": {"type": "bm25"}}}
+    config = {
+        "study": "t",
+        "datasets": {
+            "qasper": {
+                "adapter": "qasper",
+                "metric_set": "qasper",
+                "files": files,
+                "selection": {"seed": 1, "n_clusters": "all"},
+            }
+        },
+        "arms": {"S": {"kind": "S"}},
+        "retrievers": {"bm25": {"type": "bm25"}},
+    }
     (tmp_path / "configs" / "study.yaml").write_text(yaml.safe_dump(config))
     return Study.at(tmp_path)
 
@@ -192,7 +229,11 @@ def test_sample_counts_and_first_and_last_records(tmp_path, source):
     c = loaded.counts
     # the data README: 10 papers, 51 questions, 68 answers, 89 evidence strings, 11 FLOAT SELECTED
     assert (c["papers"], c["questions_in_input"], c["annotations_total"]) == (10, 51, 68)
-    assert (c["evidence_strings_total"], c["evidence_float_selected"], c["evidence_section_names"]) == (89, 11, 1)
+    assert (c["evidence_strings_total"], c["evidence_float_selected"], c["evidence_section_names"]) == (
+        89,
+        11,
+        1,
+    )
     assert (c["sections"], c["paragraphs"], c["sections_untitled"]) == (138, 1115, 3)
     assert (c["questions_dropped_unanswerable"] + c["questions_dropped_no_evidence"], c["questions"],
             c["documents"]) == (8, 43, 10)
@@ -203,7 +244,10 @@ def test_sample_counts_and_first_and_last_records(tmp_path, source):
     first, last = loaded.questions[0], loaded.questions[-1]
     assert first.qid == "003f884d3893532f8c302431c9f70be6f64d9be8" and first.cluster == "qasper/1705.09665"
     assert last.qid == "eea089baedc0ce80731c8fdcb064b82f584f483a" and last.cluster == "qasper/1705.09665"
-    assert loaded.documents[0].doc_id == "qasper/1705.09665" and loaded.documents[-1].doc_id == "qasper/2003.07723"
+    assert (
+        loaded.documents[0].doc_id == "qasper/1705.09665"
+        and loaded.documents[-1].doc_id == "qasper/2003.07723"
+    )
     assert loaded.documents[0].text.startswith("# Community Identity and User Engagement in a Multi-")
     by_id = {d.doc_id: d.text for d in loaded.documents}
     for q in loaded.questions:
@@ -216,7 +260,9 @@ def test_sample_paragraph_spans_slice_back_to_paragraphs():
     papers = qasper.read_qasper_file(ORIGINAL)
     for pid, record in papers.items():
         conv = qasper.convert_paper(pid, record)
-        written = [record["abstract"]] + [p for s in record["full_text"] for p in s["paragraphs"] if p.strip()]
+        written = [record["abstract"]] + [
+            p for s in record["full_text"] for p in s["paragraphs"] if p.strip()
+        ]
         assert [conv.document.text[a:b] for a, b in conv.paragraph_spans] == written
 
 
@@ -230,8 +276,12 @@ def test_selection_restricts_papers(tmp_path):
     assert Counter(q.cluster for q in loaded.questions) == {"qasper/1909.00694": 8, "qasper/2003.07723": 3}
     assert not any(q.qid.startswith("c029de") for q in loaded.questions)
     c = loaded.counts  # counted from the file, not from the two selected papers
-    assert (c["questions_in_input"], c["questions"], c["documents_in_input"], c["documents_dropped_not_selected"]) \
-        == (51, 11, 10, 8)
+    assert (
+        c["questions_in_input"],
+        c["questions"],
+        c["documents_in_input"],
+        c["documents_dropped_not_selected"],
+    ) == (51, 11, 10, 8)
     assert c["questions_dropped_not_selected"] == 43 - 11
     assert_counts_add_up(c)
     assert_counts_add_up(c, "documents")

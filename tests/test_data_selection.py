@@ -22,15 +22,36 @@ from harness.study import Study
 def jsonl_study(tmp_path: Path, n_docs: int, selection: dict) -> Study:
     data = tmp_path / "data"
     data.mkdir()
-    docs = [{"doc_id": f"p/{i:02d}", "domain": "papers", "text": f"Paper {i} says fact {i}."} for i in range(n_docs)]
-    questions = [{"qid": f"q{i:02d}", "query": f"What does paper {i} say?", "scope": {"doc": f"p/{i:02d}"},
-                  "cluster": "doc", "evidence": [{"doc_id": f"p/{i:02d}", "text": f"fact {i}"}]} for i in range(n_docs)]
+    docs = [
+        {"doc_id": f"p/{i:02d}", "domain": "papers", "text": f"Paper {i} says fact {i}."}
+        for i in range(n_docs)
+    ]
+    questions = [
+        {
+            "qid": f"q{i:02d}",
+            "query": f"What does paper {i} say?",
+            "scope": {"doc": f"p/{i:02d}"},
+            "cluster": "doc",
+            "evidence": [{"doc_id": f"p/{i:02d}", "text": f"fact {i}"}],
+        }
+        for i in range(n_docs)
+    ]
     (data / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     (data / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
-    config = {"study": "sel", "datasets": {"papers": {"adapter": "jsonl", "metric_set": "qasper",
-                                                       "documents": "data/documents.jsonl",
-                                                       "questions": "data/questions.jsonl", "selection": selection}},
-              "arms": {"S": {"kind": "S"}}, "retrievers": {"bm25": {"type": "bm25"}}}
+    config = {
+        "study": "sel",
+        "datasets": {
+            "papers": {
+                "adapter": "jsonl",
+                "metric_set": "qasper",
+                "documents": "data/documents.jsonl",
+                "questions": "data/questions.jsonl",
+                "selection": selection,
+            }
+        },
+        "arms": {"S": {"kind": "S"}},
+        "retrievers": {"bm25": {"type": "bm25"}},
+    }
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "study.yaml").write_text(yaml.safe_dump(config))
     return Study.at(tmp_path)
@@ -66,13 +87,22 @@ def test_all_takes_the_sorted_population():
     assert entry["selected"] == ["a", "b"] and entry["eligible"] == ["a", "b", "c"]
 
 
-@pytest.mark.parametrize("selection, message", [
-    ({"seed": 1, "n_clusters": 11}, r"dataset `papers`: asked for 11 but only 10 eligible ids remain"),
-    ({"seed": "x", "n_clusters": 2}, r"`datasets\.papers\.selection\.seed` must be an integer, got 'x'"),
-    ({"seed": 1, "n_clusters": 0}, r"`datasets\.papers\.selection\.n_clusters` must be one of 'all' or an integer >= 1, got 0"),
-    ({"seed": 1, "exclude": "missing.txt"}, r"dataset `papers`: exclusion file .*missing\.txt not found"),
-    ({"seed": 1, "exclude": {"a": 1}}, r"`datasets\.papers\.selection\.exclude` must be a non-empty string or a list"),
-])
+@pytest.mark.parametrize(
+    "selection, message",
+    [
+        ({"seed": 1, "n_clusters": 11}, r"dataset `papers`: asked for 11 but only 10 eligible ids remain"),
+        ({"seed": "x", "n_clusters": 2}, r"`datasets\.papers\.selection\.seed` must be an integer, got 'x'"),
+        (
+            {"seed": 1, "n_clusters": 0},
+            r"`datasets\.papers\.selection\.n_clusters` must be one of 'all' or an integer >= 1, got 0",
+        ),
+        ({"seed": 1, "exclude": "missing.txt"}, r"dataset `papers`: exclusion file .*missing\.txt not found"),
+        (
+            {"seed": 1, "exclude": {"a": 1}},
+            r"`datasets\.papers\.selection\.exclude` must be a non-empty string or a list",
+        ),
+    ],
+)
 def test_bad_selection_settings(tmp_path, selection, message):
     study = jsonl_study(tmp_path, 10, selection)
     with pytest.raises(HarnessError, match=message):
@@ -91,9 +121,13 @@ def test_cli_select_writes_file_and_reports(tmp_path, capsys):
     assert "asked for 7 but only 6" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not (CHECKOUT / "blade.md").is_file(), reason="../shared/data/laravel-docs-724c31cc is absent")
+@pytest.mark.skipif(
+    not (CHECKOUT / "blade.md").is_file(), reason="../shared/data/laravel-docs-724c31cc is absent"
+)
 def test_freshstack_selects_questions_per_domain_and_records_distractors(tmp_path):
-    study = freshstack_study(tmp_path, ratio=1, selection={"seed": 4, "n_questions": {"laravel": 1}, "exclude": ["q1"]})
+    study = freshstack_study(
+        tmp_path, ratio=1, selection={"seed": 4, "n_questions": {"laravel": 1}, "exclude": ["q1"]}
+    )
     sel = build_selection(study)
     entry = sel["datasets"]["fs"]["domains"]["laravel"]
     assert entry["eligible"] == ["q1", "q3"] and entry["excluded"] == ["q1"] and entry["selected"] == ["q3"]
@@ -103,4 +137,6 @@ def test_freshstack_selects_questions_per_domain_and_records_distractors(tmp_pat
     assert entry["commit"] == "724c31ccd3edce6b6dfe5e0dd2a594a47217f078"
     loaded = load_dataset(study, "fs", selection=sel)
     assert [q.qid for q in loaded.questions] == ["q3"]
-    assert loaded.questions[0].scope == tuple(sorted(["laravel/routing.md", f"laravel/{entry['distractors'][0]}"]))
+    assert loaded.questions[0].scope == tuple(
+        sorted(["laravel/routing.md", f"laravel/{entry['distractors'][0]}"])
+    )

@@ -18,13 +18,18 @@ from provenance_support import edit_yaml, make_study, write_yaml
 def study(tmp_path, monkeypatch):
     planned = declare_planned_kind(monkeypatch)
     root = make_study(tmp_path / "study")
-    edit_yaml(root / "configs" / "study.yaml", lambda c: c["arms"].update({"M": {"kind": planned, "of": "E"}}))
+    edit_yaml(
+        root / "configs" / "study.yaml", lambda c: c["arms"].update({"M": {"kind": planned, "of": "E"}})
+    )
     return Study.at(root)
 
 
 def test_declared_kind_is_refused_by_name_with_its_reason(study):
-    with pytest.raises(HarnessError, match=r"arm `M` has kind 'E\+future', which the plan names but this harness does not "
-                                           r"implement yet"):
+    with pytest.raises(
+        HarnessError,
+        match=r"arm `M` has kind 'E\+future', which the plan names but this harness does not "
+        r"implement yet",
+    ):
         buildable_arm_kind(study, "M")
     with pytest.raises(HarnessError, match="does not implement yet"):
         build_arms(study, arms=["M"], frozen_hash=None, log=lambda _: None)
@@ -72,5 +77,11 @@ def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
 
     rows, _, counts = score(SimpleNamespace(kind="PF", documents=1, seed=1))
     assert rows == [] and counts["questions_outside_arm"] == 1 and counts["questions"] == 0
-    rows, _, counts = score(SimpleNamespace(kind="S"))  # an arm over every document: an empty scope is a scored zero
-    assert counts["questions_empty_scope"] == 1 and rows and all(r.value == 0 for r in rows if r.metric == "rec@512t")
+    rows, _, counts = score(
+        SimpleNamespace(kind="S")
+    )  # an arm over every document: an empty scope is a scored zero
+    assert (
+        counts["questions_empty_scope"] == 1
+        and rows
+        and all(r.value == 0 for r in rows if r.metric == "rec@512t")
+    )

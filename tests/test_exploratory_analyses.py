@@ -38,17 +38,60 @@ def test_demo_plan_registers_every_analysis_kind():
                                                    "subset-contrast"}
 
 
-@pytest.mark.parametrize("entry, message", [
-    ({"id": "x", "analysis": "vibes"}, r"exploratory\[0\]\.analysis: unknown analysis 'vibes' \[entry x\]"),
-    ({"id": "x", "analysis": "win-tie-loss", "colour": "red"}, r"exploratory\[0\]\.colour: unknown key"),
-    ({"id": "x", "analysis": "win-tie-loss", "families": ["nope"]}, r"families: no family 'nope' \[entry x\]"),
-    ({"id": "x", "analysis": "bridging", "dataset": "papers", "a": "E", "b": "S+T", "metric": "rec@512t",
-      "retrievers": ["bm25"]}, r"exploratory\[0\]\.seed: required key is missing"),
-    ({"id": "x", "analysis": "bridging", "dataset": "papers", "a": "E", "b": "S+T", "metric": "prec@9t",
-      "retrievers": ["bm25"], "seed": 1}, r"metric 'prec@9t' is not registered"),
-    ({"id": "x", "analysis": "subset-contrast", "dataset": "docs", "a": "S", "b": "P", "retriever": "bm25",
-      "metric": "prec@1024t", "first": ["a"], "second": ["a"], "seed": 1}, r"second: shares strata"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        (
+            {"id": "x", "analysis": "vibes"},
+            r"exploratory\[0\]\.analysis: unknown analysis 'vibes' \[entry x\]",
+        ),
+        ({"id": "x", "analysis": "win-tie-loss", "colour": "red"}, r"exploratory\[0\]\.colour: unknown key"),
+        (
+            {"id": "x", "analysis": "win-tie-loss", "families": ["nope"]},
+            r"families: no family 'nope' \[entry x\]",
+        ),
+        (
+            {
+                "id": "x",
+                "analysis": "bridging",
+                "dataset": "papers",
+                "a": "E",
+                "b": "S+T",
+                "metric": "rec@512t",
+                "retrievers": ["bm25"],
+            },
+            r"exploratory\[0\]\.seed: required key is missing",
+        ),
+        (
+            {
+                "id": "x",
+                "analysis": "bridging",
+                "dataset": "papers",
+                "a": "E",
+                "b": "S+T",
+                "metric": "prec@9t",
+                "retrievers": ["bm25"],
+                "seed": 1,
+            },
+            r"metric 'prec@9t' is not registered",
+        ),
+        (
+            {
+                "id": "x",
+                "analysis": "subset-contrast",
+                "dataset": "docs",
+                "a": "S",
+                "b": "P",
+                "retriever": "bm25",
+                "metric": "prec@1024t",
+                "first": ["a"],
+                "second": ["a"],
+                "seed": 1,
+            },
+            r"second: shares strata",
+        ),
+    ],
+)
 def test_unknown_analysis_field_or_group_names_file_and_entry(tmp_path, entry, message):
     path = _plan_with(tmp_path, [entry])
     with pytest.raises(InputError, match=message) as err:
@@ -73,14 +116,21 @@ def test_bridging_groups_overlap_and_targeting_follow_the_definitions():
     other = "dogs bark loudly at night when strangers pass the gate"
     s = [_chunk("p", 0, gold), _chunk("p", 1, other)]
     st = {c.chunk_id: _chunk("p", i, c.text, "Pets") for i, c in enumerate(s)}
-    e = {"p#0": _chunk("p", 0, gold, fields="feline resting"), "p#1": _chunk("p", 1, other, fields="feline dogs")}
+    e = {
+        "p#0": _chunk("p", 0, gold, fields="feline resting"),
+        "p#1": _chunk("p", 1, other, fields="feline dogs"),
+    }
     qs = [_question("q1", "Where does the feline sit?", gold),     # 'feline' missing from S+T, in E fields
           _question("q2", "Which zebra sat on the mat?", gold),    # 'zebra' missing, not supplied
           _question("q3", "cat sat on mat?", gold),                # every term in the chunk
           _question("q4", "Giraffe facts?", "no such evidence text anywhere here")]
     table = moderators(qs, "qasper", s, st, e, stop_words=frozenset({"where", "does", "the", "which", "on",
                                                                       "whatever", "happened"}))
-    assert {q: m.bridging for q, m in table.by_qid.items()} == {"q1": BRIDGED, "q2": NOT_BRIDGED, "q3": NO_MISSING}
+    assert {q: m.bridging for q, m in table.by_qid.items()} == {
+        "q1": BRIDGED,
+        "q2": NOT_BRIDGED,
+        "q3": NO_MISSING,
+    }
     assert table.excluded == {"no gold chunk": 1}
     assert table.by_qid["q3"].overlap == 1.0 and table.by_qid["q2"].overlap == pytest.approx(2 / 3)
     assert table.by_qid["q1"].overlap == 0.0  # {feline, sit}: neither is in the evidence
@@ -114,10 +164,13 @@ def test_group_contrast_matches_the_difference_of_group_means():
 
 def test_missing_inputs_block_with_the_make_target():
     plan = load_plan(DEMO / "plan" / "plan.yaml", DEMO / "amendments")
-    table = long_table(np.random.default_rng(1), [SyntheticDataset("papers", 12, 2.0),
-                                                   SyntheticDataset("docs", 30, 1.0, ("ledger", "tern", "skiff"))],
-                       {"S": 0.0, "F512c": -0.05, "E": 0.02, "S+T": 0.0}, ["hybrid"],
-                       {"papers": ["rec@512t"], "docs": ["prec@1024t"]})
+    table = long_table(
+        np.random.default_rng(1),
+        [SyntheticDataset("papers", 12, 2.0), SyntheticDataset("docs", 30, 1.0, ("ledger", "tern", "skiff"))],
+        {"S": 0.0, "F512c": -0.05, "E": 0.02, "S+T": 0.0},
+        ["hybrid"],
+        {"papers": ["rec@512t"], "docs": ["prec@1024t"]},
+    )
     records = {r["id"]: r for r in run_analyses(plan, table, None)}
     assert records["bridging-papers"]["status"] == "blocked"
     assert records["bridging-papers"]["missing"][0]["target"] == "make build-arms"
@@ -129,8 +182,14 @@ def test_missing_inputs_block_with_the_make_target():
     assert wtl["status"] == "ran" and wtl["rows"]
     assert all(abs(r["win"] + r["tie"] + r["loss"] - 1) < 1e-12 for r in wtl["rows"])
     domains = records["domains-docs"]
-    assert domains["status"] == "ran" and [r["group"] for r in domains["rows"]] == ["ledger", "tern", "ledger minus tern"]
-    assert domains["rows"][2]["estimate"] == pytest.approx(domains["rows"][0]["estimate"] - domains["rows"][1]["estimate"])
+    assert domains["status"] == "ran" and [r["group"] for r in domains["rows"]] == [
+        "ledger",
+        "tern",
+        "ledger minus tern",
+    ]
+    assert domains["rows"][2]["estimate"] == pytest.approx(
+        domains["rows"][0]["estimate"] - domains["rows"][1]["estimate"]
+    )
 
 
 def test_win_tie_loss_reads_each_test_on_its_registered_questions():
@@ -147,7 +206,13 @@ def test_win_tie_loss_reads_each_test_on_its_registered_questions():
     only = only.assign(value=1.0 - only["value"])
     records = {r["id"]: r for r in run_analyses(plan, pd.concat([table, only], ignore_index=True), None)}
     rows = {r["test"]: r for r in records["win-tie-loss"]["rows"]}
-    e_rows = table[(table["arm"] == "E") & table["cluster"].astype(str).isin(kept) & (table["metric"] == "rec@512t")]
-    assert rows["R-para-papers"]["n_questions"] == len(e_rows) < len(table[(table["arm"] == "E") & (table["metric"] == "rec@512t")])
+    e_rows = table[
+        (table["arm"] == "E") & table["cluster"].astype(str).isin(kept) & (table["metric"] == "rec@512t")
+    ]
+    assert (
+        rows["R-para-papers"]["n_questions"]
+        == len(e_rows)
+        < len(table[(table["arm"] == "E") & (table["metric"] == "rec@512t")])
+    )
     diffs = (1.0 - e_rows["value"].to_numpy()) - e_rows["value"].to_numpy()
     assert rows["R-para-papers"]["win"] == pytest.approx(float(np.mean(diffs > 0)))

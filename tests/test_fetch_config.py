@@ -40,20 +40,42 @@ def check(datasets: dict):
 GIT = {"git": {"repository": "https://example.org/docs.git", "commit": COMMIT}}
 
 
-@pytest.mark.parametrize("source, message", [
-    ({"queries": {"huggingface": {"id": "x", "split": "test"}, **GIT}},
-     r"`datasets.fs.domains.laravel.source.queries` must give exactly one of huggingface, url, git \(got huggingface, git\)"),
-    ({"queries": GIT}, r"`datasets.fs.domains.laravel.source.queries` must be a huggingface or url source \(a file\), got `git`"),
-    ({"checkout": {"huggingface": {"id": "x", "split": "train"}}}, r"source.checkout` must be a git source"),
-    ({"qrels": {"url": {"href": "https://example.org/qrels.tsv", "sha256": "0" * 64}}}, r"source.qrels` is given, but the entry sets no `qrels`"),
-    ({"queries": {"huggingface": {"id": "x", "split": "test", "revison": "main"}}},
-     r"huggingface.revison` is not a known key \(did you mean `revision`\?\)"),
-    ({"queries": {"url": {"href": "https://example.org/q.jsonl", "sha256": "abc"}}},
-     r"url.sha256` must be 64 lowercase hex digits, got 'abc'"),
-    ({"checkout": {"git": {"repository": "r", "commit": "7d9b38e9"}}},
-     r"git.commit` is 7d9b38e9, but the domain's `commit` is 724c31cc.*must name the same commit"),
-    ({"checkout": {"git": {"repository": "r", "commit": "main"}}}, r"git.commit` must be a commit hash"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        (
+            {"queries": {"huggingface": {"id": "x", "split": "test"}, **GIT}},
+            r"`datasets.fs.domains.laravel.source.queries` must give exactly one of huggingface, url, git "
+            r"\(got huggingface, git\)",
+        ),
+        (
+            {"queries": GIT},
+            r"`datasets.fs.domains.laravel.source.queries` must be a huggingface or url source \(a file\), "
+            r"got `git`",
+        ),
+        (
+            {"checkout": {"huggingface": {"id": "x", "split": "train"}}},
+            r"source.checkout` must be a git source",
+        ),
+        (
+            {"qrels": {"url": {"href": "https://example.org/qrels.tsv", "sha256": "0" * 64}}},
+            r"source.qrels` is given, but the entry sets no `qrels`",
+        ),
+        (
+            {"queries": {"huggingface": {"id": "x", "split": "test", "revison": "main"}}},
+            r"huggingface.revison` is not a known key \(did you mean `revision`\?\)",
+        ),
+        (
+            {"queries": {"url": {"href": "https://example.org/q.jsonl", "sha256": "abc"}}},
+            r"url.sha256` must be 64 lowercase hex digits, got 'abc'",
+        ),
+        (
+            {"checkout": {"git": {"repository": "r", "commit": "7d9b38e9"}}},
+            r"git.commit` is 7d9b38e9, but the domain's `commit` is 724c31cc.*must name the same commit",
+        ),
+        ({"checkout": {"git": {"repository": "r", "commit": "main"}}}, r"git.commit` must be a commit hash"),
+    ],
+)
 def test_a_wrong_source_is_refused_naming_its_key(source, message):
     with pytest.raises(HarnessError, match=message):
         check({"fs": freshstack_entry(**source)})
@@ -64,7 +86,9 @@ def test_a_qrels_file_takes_no_hub_rows_and_qasper_lists_one_source_per_file():
     entry["domains"]["laravel"]["qrels"] = "qrels.tsv"
     with pytest.raises(HarnessError, match=r"source.qrels` is a text file: give a url source"):
         check({"fs": entry})
-    with pytest.raises(HarnessError, match=r"source.files` must list one source per entry of `files` \(2\), got 1"):
+    with pytest.raises(
+        HarnessError, match=r"source.files` must list one source per entry of `files` \(2\), got 1"
+    ):
         check({"p": {"adapter": "qasper", "metric_set": "qasper", "files": ["a.json", "b.json"],
                      "source": {"files": [{"huggingface": {"id": "x", "split": "test"}}]}}})
 

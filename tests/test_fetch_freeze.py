@@ -1,4 +1,5 @@
-"""The freeze records each declared source's lock entry: a study frozen on one hub revision refuses another."""
+"""The freeze records each declared source's lock entry: a study frozen on one hub revision refuses
+another."""
 
 from __future__ import annotations
 
@@ -48,5 +49,7 @@ def test_a_study_frozen_on_one_revision_refuses_another(study):
     assert read_json(study.frozen_path)["sources"]["data/papers/questions.jsonl"]["revision"] == "a" * 40
     check_frozen(Study.at(study.root), stage="build-arms", note=lambda text: None)  # unchanged: no drift
     relock(study, "b" * 40)
-    with pytest.raises(DriftError, match=r'sources\["data/papers/questions.jsonl"\].revision: "a{40}" -> "b{40}"'):
+    with pytest.raises(
+        DriftError, match=r'sources\["data/papers/questions.jsonl"\].revision: "a{40}" -> "b{40}"'
+    ):
         check_frozen(Study.at(study.root), stage="build-arms", note=lambda text: None)

@@ -19,7 +19,13 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COM
 
 
 def run_git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True, env={**os.environ, **GIT_ENV})
+    proc = subprocess.run(
+        ["git", "-C", str(cwd), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **GIT_ENV},
+    )
     return proc.stdout.strip()
 
 
@@ -37,13 +43,20 @@ def docs_repo(tmp_path) -> tuple[Path, str, str]:
     run_git(work, "commit", "--quiet", "-am", "two")
     second = run_git(work, "rev-parse", "HEAD")
     bare = tmp_path / "docs.git"
-    subprocess.run(["git", "clone", "--quiet", "--bare", str(work), str(bare)], check=True, env={**os.environ, **GIT_ENV})
+    subprocess.run(
+        ["git", "clone", "--quiet", "--bare", str(work), str(bare)], check=True, env={**os.environ, **GIT_ENV}
+    )
     return bare, first, second
 
 
 def docs_study(root: Path, repository: Path, commit: str):
-    domain = {"queries": "data/q.jsonl", "corpus": "data/c.jsonl", "checkout": "data/checkouts/docs", "commit": commit,
-              "source": {"checkout": {"git": {"repository": repository.as_uri(), "commit": commit}}}}
+    domain = {
+        "queries": "data/q.jsonl",
+        "corpus": "data/c.jsonl",
+        "checkout": "data/checkouts/docs",
+        "commit": commit,
+        "source": {"checkout": {"git": {"repository": repository.as_uri(), "commit": commit}}},
+    }
     return study_with(root, {"fs": {"adapter": "freshstack", "metric_set": "freshstack",
                                     "domains": {"docs": domain}, "selection": {"seed": 1}}})
 
@@ -68,7 +81,9 @@ def test_a_commit_the_repository_lacks_is_an_error_naming_it(tmp_path, docs_repo
     bare, _, _ = docs_repo
     study = docs_study(tmp_path / "study", bare, "0123456789abcdef0123456789abcdef01234567")
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 1
-    assert "commit 0123456789abcdef0123456789abcdef01234567 is not in the repository" in capsys.readouterr().err
+    assert (
+        "commit 0123456789abcdef0123456789abcdef01234567 is not in the repository" in capsys.readouterr().err
+    )
     assert not (study.root / "data" / "checkouts" / "docs").exists()
 
 
@@ -85,11 +100,16 @@ def test_a_checkout_moved_off_its_commit_or_edited_is_refused(tmp_path, docs_rep
     run_git(checkout, "fetch", "--quiet", "origin", second)
     run_git(checkout, "checkout", "--quiet", "--detach", second)
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 2
-    assert f"data/checkouts/docs: HEAD expected {first} (SOURCES.lock), actual {second}" in capsys.readouterr().err
+    assert (
+        f"data/checkouts/docs: HEAD expected {first} (SOURCES.lock), actual {second}"
+        in capsys.readouterr().err
+    )
 
 
 def test_an_unreachable_repository_names_the_source_and_the_folder_to_place(tmp_path, capsys):
-    study = docs_study(tmp_path / "study", tmp_path / "no-such-repo.git", "0123456789abcdef0123456789abcdef01234567")
+    study = docs_study(
+        tmp_path / "study", tmp_path / "no-such-repo.git", "0123456789abcdef0123456789abcdef01234567"
+    )
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert "source `datasets.fs.domains.docs.source.checkout` (git file://" in err

@@ -46,10 +46,15 @@ def test_qasper_from_the_hub_layout_loads_as_the_shipped_original_schema_file(tm
     out = capsys.readouterr().out
     assert "written          data/qasper/train.json" in out and "10 rows" in out
     written = study.root / "data" / "qasper" / "train.json"
-    assert list(read_json(written)) == list(read_json(QASPER_ORIGINAL))  # the original schema, keyed by paper id
+    assert list(read_json(written)) == list(
+        read_json(QASPER_ORIGINAL)
+    )  # the original schema, keyed by paper id
     shipped = study_with(tmp_path / "shipped", {"papers": {"adapter": "qasper", "metric_set": "qasper",
                                                            "files": [str(QASPER_ORIGINAL)]}})
-    fetched, expected = load_dataset(study, "papers", selection=None), load_dataset(shipped, "papers", selection=None)
+    fetched, expected = (
+        load_dataset(study, "papers", selection=None),
+        load_dataset(shipped, "papers", selection=None),
+    )
     assert len(fetched.questions) > 40 and fetched.questions == expected.questions
     assert fetched.documents == expected.documents
     entry = read_lock(study)["data/qasper/train.json"]
@@ -59,7 +64,9 @@ def test_qasper_from_the_hub_layout_loads_as_the_shipped_original_schema_file(tm
 
 @needs_qasper
 def test_a_wrong_row_count_is_refused_before_anything_is_written(tmp_path, capsys):
-    study = qasper_study(tmp_path / "study", hub_folder(tmp_path / "hub", "qasper", "train", qasper_rows()), rows=11)
+    study = qasper_study(
+        tmp_path / "study", hub_folder(tmp_path / "hub", "qasper", "train", qasper_rows()), rows=11
+    )
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 2
     assert "has 10 rows, expected 11 (config)" in capsys.readouterr().err
     assert not (study.root / "data" / "qasper").exists()
@@ -76,11 +83,14 @@ def test_a_wrong_schema_is_refused_before_anything_is_written(tmp_path, capsys):
 
 
 def freshstack_pair(tmp_path: Path):
-    """The data tests' hand-written FreshStack files, and a study fetching the same rows from the hub layout."""
+    """The data tests' hand-written FreshStack files, and a study fetching the same rows from the hub
+    layout."""
     (tmp_path / "shipped").mkdir()
     shipped = freshstack_study(tmp_path / "shipped")
     domain = shipped.raw_config["datasets"]["fs"]["domains"]["laravel"]
-    queries = [json.loads(line) for line in (shipped.root / "data" / "queries.jsonl").read_text().splitlines()]
+    queries = [
+        json.loads(line) for line in (shipped.root / "data" / "queries.jsonl").read_text().splitlines()
+    ]
     corpus = [json.loads(line) for line in (shipped.root / "data" / "corpus.jsonl").read_text().splitlines()]
     q_hub = hub_folder(tmp_path / "queries-hub", "laravel", "test", queries)
     c_hub = hub_folder(tmp_path / "corpus-hub", "laravel", "train", corpus)
@@ -98,7 +108,9 @@ def test_freshstack_domain_from_the_hub_layout_gives_the_same_questions(tmp_path
     shipped, fetched = freshstack_pair(tmp_path)
     report = fetching.fetch(fetched, progress=False)
     assert [(o.path, o.state) for o in report.outcomes] == [
-        ("data/freshstack/laravel/corpus.jsonl", "written"), ("data/freshstack/laravel/queries.jsonl", "written")]
+        ("data/freshstack/laravel/corpus.jsonl", "written"),
+        ("data/freshstack/laravel/queries.jsonl", "written"),
+    ]
     got, expected = load_dataset(fetched, "fs", selection=None), load_dataset(shipped, "fs", selection=None)
     assert [q.qid for q in got.questions] == ["q1", "q3"] and got.questions == expected.questions
     assert got.documents == expected.documents
@@ -117,7 +129,11 @@ def test_second_fetch_verifies_and_a_changed_file_is_refused_naming_both_hashes(
     corpus.write_text(corpus.read_text() + "\n", encoding="utf-8")
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert f"data/freshstack/laravel/corpus.jsonl: sha256 expected {expected} (SOURCES.lock), actual {sha256_file(corpus)}" in err
+    assert (
+        f"data/freshstack/laravel/corpus.jsonl: sha256 expected {expected} (SOURCES.lock), actual "
+        f"{sha256_file(corpus)}"
+        in err
+    )
 
 
 @needs_laravel
@@ -137,7 +153,11 @@ def test_upstream_content_changed_under_the_lock_is_refused_unless_update(tmp_pa
     assert not queries.exists()  # refused before writing
     assert main(["fetch", "--study", str(study.root), "--no-progress", "--update"]) == 0
     out = capsys.readouterr().out
-    assert "written          data/freshstack/laravel/queries.jsonl" in out and "updated" in out and "SOURCES.lock" in out
+    assert (
+        "written          data/freshstack/laravel/queries.jsonl" in out
+        and "updated" in out
+        and "SOURCES.lock" in out
+    )
     assert read_lock(study)["data/freshstack/laravel/queries.jsonl"]["sha256"] == sha256_file(queries)
     assert b"Changed upstream, and longer?" in queries.read_bytes()
 
@@ -161,19 +181,37 @@ def test_an_interrupted_fetch_resumes_with_what_it_had_written(tmp_path, monkeyp
     monkeypatch.setattr(fetching, "load_rows", real)
     report = fetching.fetch(study, progress=False)
     assert [(o.path, o.state) for o in report.outcomes] == [
-        ("data/freshstack/laravel/corpus.jsonl", "verified"), ("data/freshstack/laravel/queries.jsonl", "written")]
+        ("data/freshstack/laravel/corpus.jsonl", "verified"),
+        ("data/freshstack/laravel/queries.jsonl", "written"),
+    ]
 
 
 def test_offline_each_missing_source_names_itself_and_the_file_to_place(tmp_path, capsys):
-    study = study_with(tmp_path, {"papers": {
-        "adapter": "qasper", "metric_set": "qasper", "files": ["data/dev.json", "data/test.json"],
-        "source": {"files": [hub("allenai/qasper", "validation", "qasper"), hub("allenai/qasper", "test", "qasper")]}}})
+    study = study_with(
+        tmp_path,
+        {
+            "papers": {
+                "adapter": "qasper",
+                "metric_set": "qasper",
+                "files": ["data/dev.json", "data/test.json"],
+                "source": {
+                    "files": [
+                        hub("allenai/qasper", "validation", "qasper"),
+                        hub("allenai/qasper", "test", "qasper"),
+                    ]
+                },
+            }
+        },
+    )
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert "2 source(s) not fetched" in err
     for i, (split, path) in enumerate([("validation", "data/dev.json"), ("test", "data/test.json")]):
-        assert (f"source `datasets.papers.source.files[{i}]` (huggingface allenai/qasper (config qasper, split {split}, "
-                f"revision pinned on first fetch)) cannot be fetched: HF_HUB_OFFLINE is set") in err
+        assert (
+            f"source `datasets.papers.source.files[{i}]` (huggingface allenai/qasper (config qasper, split "
+            f"{split}, "
+            f"revision pinned on first fetch)) cannot be fetched: HF_HUB_OFFLINE is set"
+        ) in err
         assert f"place {path} by hand (a Qasper file in the original schema" in err
     assert not (tmp_path / "data" / "SOURCES.lock").exists()
 
@@ -216,15 +254,43 @@ def test_the_demo_jsonl_files_from_the_hub_layout_give_the_demo_questions(tmp_pa
     shipped_cfg = Study.at(demo).raw_config["datasets"][dataset]
     source = {}
     for key in ("documents", "questions"):
-        rows = [json.loads(line) for line in (demo / shipped_cfg[key]).read_text().splitlines() if line.strip()]
+        rows = [
+            json.loads(line) for line in (demo / shipped_cfg[key]).read_text().splitlines() if line.strip()
+        ]
         source[key] = hub(hub_folder(tmp_path / f"{key}-hub", "default", "train", rows), "train", "default",
                           rows=len(rows))
-    study = study_with(tmp_path / "study", {dataset: {
-        "adapter": "jsonl", "metric_set": shipped_cfg["metric_set"], "documents": f"data/{dataset}/documents.jsonl",
-        "questions": f"data/{dataset}/questions.jsonl", "source": source}})
-    shutil.copytree(demo / "data" / dataset / "docs", study.root / "data" / dataset / "docs")  # the bodies `path` names
+    study = study_with(
+        tmp_path / "study",
+        {
+            dataset: {
+                "adapter": "jsonl",
+                "metric_set": shipped_cfg["metric_set"],
+                "documents": f"data/{dataset}/documents.jsonl",
+                "questions": f"data/{dataset}/questions.jsonl",
+                "source": source,
+            }
+        },
+    )
+    shutil.copytree(
+        demo / "data" / dataset / "docs", study.root / "data" / dataset / "docs"
+    )  # the bodies `path` names
     assert [o.state for o in fetching.fetch(study, progress=False).outcomes] == ["written", "written"]
-    shipped = study_with(tmp_path / "shipped", {dataset: dict(
-        shipped_cfg, documents=str(demo / shipped_cfg["documents"]), questions=str(demo / shipped_cfg["questions"]))})
-    got, expected = load_dataset(study, dataset, selection=None), load_dataset(shipped, dataset, selection=None)
-    assert len(got.questions) > 40 and got.questions == expected.questions and got.documents == expected.documents
+    shipped = study_with(
+        tmp_path / "shipped",
+        {
+            dataset: dict(
+                shipped_cfg,
+                documents=str(demo / shipped_cfg["documents"]),
+                questions=str(demo / shipped_cfg["questions"]),
+            )
+        },
+    )
+    got, expected = (
+        load_dataset(study, dataset, selection=None),
+        load_dataset(shipped, dataset, selection=None),
+    )
+    assert (
+        len(got.questions) > 40
+        and got.questions == expected.questions
+        and got.documents == expected.documents
+    )

@@ -17,8 +17,18 @@ QUESTIONS = [{"qid": "q1", "question": "Where?", "evidence": []}]
 
 def jsonl_study(root, href: str, sha256: str, member: str | None = None):
     url = {"href": href, "sha256": sha256, **({"member": member} if member else {})}
-    return study_with(root, {"d": {"adapter": "jsonl", "metric_set": "qasper", "documents": "data/documents.jsonl",
-                                   "questions": "data/questions.jsonl", "source": {"questions": {"url": url}}}})
+    return study_with(
+        root,
+        {
+            "d": {
+                "adapter": "jsonl",
+                "metric_set": "qasper",
+                "documents": "data/documents.jsonl",
+                "questions": "data/questions.jsonl",
+                "source": {"questions": {"url": url}},
+            }
+        },
+    )
 
 
 def test_a_plain_file_is_written_as_downloaded_and_locked(tmp_path, capsys):
@@ -37,7 +47,11 @@ def test_a_download_with_another_hash_is_refused_before_writing(tmp_path, capsys
     study = jsonl_study(tmp_path / "study", (tmp_path / "questions.jsonl").as_uri(), "0" * 64)
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert f"data/questions.jsonl: {(tmp_path / 'questions.jsonl').as_uri()} sha256 expected {'0' * 64} (config), actual" in err
+    assert (
+        f"data/questions.jsonl: {(tmp_path / 'questions.jsonl').as_uri()} sha256 expected {'0' * 64} "
+        "(config), actual"
+        in err
+    )
     assert not (study.root / "data" / "questions.jsonl").exists()
 
 
@@ -50,10 +64,14 @@ def test_a_member_of_a_tar_archive(tmp_path):
         archive.addfile(info, io.BytesIO(payload))
     (tmp_path / "release.tgz").write_bytes(buffer.getvalue())
     digest = hashlib.sha256(buffer.getvalue()).hexdigest()
-    study = jsonl_study(tmp_path / "study", (tmp_path / "release.tgz").as_uri(), digest, "release/questions.jsonl")
+    study = jsonl_study(
+        tmp_path / "study", (tmp_path / "release.tgz").as_uri(), digest, "release/questions.jsonl"
+    )
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 0
     assert (study.root / "data" / "questions.jsonl").read_bytes() == payload
-    missing = jsonl_study(tmp_path / "other", (tmp_path / "release.tgz").as_uri(), digest, "release/nope.jsonl")
+    missing = jsonl_study(
+        tmp_path / "other", (tmp_path / "release.tgz").as_uri(), digest, "release/nope.jsonl"
+    )
     assert main(["fetch", "--study", str(missing.root), "--no-progress"]) == 1
 
 
@@ -74,7 +92,9 @@ def test_a_file_placed_by_hand_is_kept_unlocked_if_the_adapter_reads_it(tmp_path
     assert "data/questions.jsonl: placed by hand, but the adapter refuses it" in capsys.readouterr().err
     placed.write_text(json.dumps(QUESTIONS[0]) + "\n")
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 0
-    assert "already present  data/questions.jsonl  (not in the lock: placed by hand" in capsys.readouterr().out
+    assert (
+        "already present  data/questions.jsonl  (not in the lock: placed by hand" in capsys.readouterr().out
+    )
     assert read_lock(study) == {}
 
 
@@ -103,11 +123,16 @@ def test_the_configs_sha256_outranks_the_lock_for_a_file_present(tmp_path, capsy
     _edit_lock(study, sha256=hashlib.sha256(forged).hexdigest(), bytes=len(forged))
     capsys.readouterr()
     assert main(["fetch", "--study", str(study.root), "--no-progress"]) == 2
-    assert (f"data/questions.jsonl: sha256 expected {digest} (config), actual {hashlib.sha256(forged).hexdigest()}"
-            in capsys.readouterr().err)
+    assert (
+        f"data/questions.jsonl: sha256 expected {digest} (config), actual "
+        f"{hashlib.sha256(forged).hexdigest()}"
+        in capsys.readouterr().err
+    )
 
 
-def test_a_lock_that_disagrees_with_the_config_is_corrected_when_the_file_matches_the_config(tmp_path, capsys):
+def test_a_lock_that_disagrees_with_the_config_is_corrected_when_the_file_matches_the_config(
+    tmp_path, capsys
+):
     study, digest = _fetched(tmp_path)
     _edit_lock(study, sha256="f" * 64)
     capsys.readouterr()

@@ -1,4 +1,5 @@
-"""Re-renderings of E: E's cached outputs re-rendered without one field, with one field, or with a field E does
+"""Re-renderings of E: E's cached outputs re-rendered without one field, with one field, or with a field E
+does
 not index (E+keys, E+entities), no LLM call."""
 
 from __future__ import annotations
@@ -51,14 +52,17 @@ def test_ablations_reuse_e_chunks_and_drop_exactly_their_fields(study_root):
         title = " ".join(full.generated["title"].split())
         # E's prefix is one line per non-empty field, title first: the ablation drops exactly that line
         lines = prefix_full.strip("\n").split("\n")
-        assert prefix_cut.strip("\n").split("\n") == (lines[1:] if title else lines) or (title and len(lines) == 1
-                                                                                         and prefix_cut == "")
+        assert prefix_cut.strip("\n").split("\n") == (lines[1:] if title else lines) or (
+            title and len(lines) == 1 and prefix_cut == ""
+        )
         if title:
             assert lines[0] == title
     for full, q in zip(e, only_q):
         questions = " ".join(" ".join(x.split()) for x in full.generated["questions"] if x.strip())
         assert q.indexed_text == (f"{questions}\n\n{q.text}" if questions else q.text)
-    manifest = json.loads((study_root / "results" / "chunks" / "papers" / "E-no-title.manifest.json").read_text())
+    manifest = json.loads(
+        (study_root / "results" / "chunks" / "papers" / "E-no-title.manifest.json").read_text()
+    )
     assert manifest["ablation"]["source_arm"] == "E" and "llm" not in manifest
 
 
@@ -77,10 +81,15 @@ def test_keys_and_entities_are_indexed_after_e_fields(study_root):
             prefix = full.indexed_text[: -len(full.text)].strip("\n")
             extra = line(full.generated)
             lines = [ln for ln in (prefix, extra) if ln]
-            assert x.indexed_text == ("\n".join(lines) + "\n\n" + x.text if lines else x.text), (arm, x.chunk_id)
+            assert x.indexed_text == ("\n".join(lines) + "\n\n" + x.text if lines else x.text), (
+                arm,
+                x.chunk_id,
+            )
             added += bool(extra)
         assert added, f"the demo's E outputs have a non-empty {arm[2:]} field"
-        manifest = json.loads((study_root / "results" / "chunks" / "papers" / f"{arm}.manifest.json").read_text())
+        manifest = json.loads(
+            (study_root / "results" / "chunks" / "papers" / f"{arm}.manifest.json").read_text()
+        )
         assert manifest["rerendering"]["fields_indexed"] == list(RERENDERINGS[arm])
         assert manifest["rerendering"]["source_arm"] == "E" and "llm" not in manifest
 
@@ -127,7 +136,9 @@ def test_of_names_the_source_among_several_e_arms(tmp_path):
     edit_config(tmp_path, arms)
     study = Study.at(tmp_path)
     assert source_arm(study, "E-no-title", "papers") == "E2"
-    with pytest.raises(HarnessError, match=r"`of: S` must name an arm of kind E built on dataset papers \(those: E, E2\)"):
+    with pytest.raises(
+        HarnessError, match=r"`of: S` must name an arm of kind E built on dataset papers \(those: E, E2\)"
+    ):
         source_arm(study, "E-no-summary", "papers")
 
 
@@ -142,7 +153,10 @@ def test_of_is_refused_on_an_arm_that_re_renders_nothing():
     from harness.config import load_study_config
     from harness.errors import HarnessError
 
-    raw = {"study": "x", "arms": {"S": {"kind": "S", "of": "E"}},
-           "datasets": {"p": {"adapter": "jsonl", "metric_set": "qasper", "documents": "d", "questions": "q"}}}
+    raw = {
+        "study": "x",
+        "arms": {"S": {"kind": "S", "of": "E"}},
+        "datasets": {"p": {"adapter": "jsonl", "metric_set": "qasper", "documents": "d", "questions": "q"}},
+    }
     with pytest.raises(HarnessError, match=r"arms\.S\.of.*does not apply to an arm of kind S"):
         load_study_config(raw, path="configs/study.yaml", default_name="x")

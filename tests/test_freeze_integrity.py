@@ -84,13 +84,21 @@ def test_case1_edited_plan_is_refused_by_stats_and_every_outcome_stage(released,
 
 
 def _git(root: Path, env: dict, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        ["git", "-C", str(root), *args], check=True, capture_output=True, text=True, env=env
+    )
     return proc.stdout.strip()
 
 
 def _git_env(date: str) -> dict:
-    return os.environ | {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-                         "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    return os.environ | {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_DATE": date,
+    }
 
 
 def _date_first_outcome(study: Study, date: str) -> None:
@@ -121,7 +129,11 @@ def test_case2_forged_freeze_fails_the_audit_in_git(released, tmp_path, capsys):
     _commit(study.root, "2025-01-02T00:00:00+00:00", "release", "results", "frozen_config.json")
     code, out, _ = run(capsys, "audit", "--study", root)
     assert code == 0, out  # the honest release verifies against git
-    assert f"PASS  (registration)/plan/plan.yaml: registered in commit {registering[:12]} at 2025-01-01T00:00:00Z" in out
+    assert (
+        f"PASS  (registration)/plan/plan.yaml: registered in commit {registering[:12]} at "
+        "2025-01-01T00:00:00Z"
+        in out
+    )
 
     edit_margin(study)
     edit = _commit(study.root, "2025-01-03T00:00:00+00:00", "widen the margin", "plan/plan.yaml")
@@ -129,9 +141,12 @@ def test_case2_forged_freeze_fails_the_audit_in_git(released, tmp_path, capsys):
     rebuild(study, capsys)
     code, out, _ = run(capsys, "audit", "--study", root)
     assert code == 1, out
-    assert (f"FAIL  (registration)/plan/plan.yaml: registered in commit {edit[:12]} at 2025-01-03T00:00:00Z "
-            f"(replacing the version of commit {registering[:12]} at 2025-01-01T00:00:00Z), after the first outcome "
-            f"(2025-01-02T00:00:00Z): the plan moved once outcomes existed") in out
+    assert (
+        f"FAIL  (registration)/plan/plan.yaml: registered in commit {edit[:12]} at 2025-01-03T00:00:00Z "
+        f"(replacing the version of commit {registering[:12]} at 2025-01-01T00:00:00Z), after the first "
+        "outcome "
+        f"(2025-01-02T00:00:00Z): the plan moved once outcomes existed"
+    ) in out
     # a later commit to a registered file is named with its time
     note = study.root / "plan" / "PLAN.md"
     note.write_text(note.read_text(encoding="utf-8") + "Margins widened.\n", encoding="utf-8")
@@ -250,7 +265,11 @@ def test_results_manifest_covers_stats_runs_chunks_and_unlisted_files(released, 
 
 def test_case4_noop_refreeze_writes_nothing_and_orphans_nothing(released, tmp_path, capsys):
     study = copy_of(released, tmp_path)
-    before, mtime, digest = study.frozen_path.read_bytes(), study.frozen_path.stat().st_mtime_ns, frozen_hash(study)
+    before, mtime, digest = (
+        study.frozen_path.read_bytes(),
+        study.frozen_path.stat().st_mtime_ns,
+        frozen_hash(study),
+    )
     code, out, _ = run(capsys, "freeze", "--study", str(study.root))  # outcomes exist, no --force
     assert code == 0 and "unchanged" in out and f"frozen hash {digest}" in out
     assert study.frozen_path.read_bytes() == before and study.frozen_path.stat().st_mtime_ns == mtime

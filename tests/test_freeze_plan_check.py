@@ -53,16 +53,36 @@ def _unknown_stratum(plan):
 
 
 def _arm_not_built_for_the_dataset(plan):
-    plan["families"][1]["tests"][2].update(a="E", b="S+T")  # H3-F512c-docs; the demo builds E on papers (and papers-pooled) only
+    plan["families"][1]["tests"][2].update(
+        a="E", b="S+T"
+    )  # H3-F512c-docs; the demo builds E on papers (and papers-pooled) only
 
 
 CASES = [
-    (_arm_not_built_for_the_dataset, r"test 'H3-F512c-docs' \(family H3\): a: arm 'E' is built for datasets papers, papers-pooled only, not 'docs'"),
-    (_unknown_arm, r"plan\.yaml: test 'H1-papers' \(family primary\): b: unknown arm 'Z' .*configs/study\.yaml defines it nowhere"),
+    (
+        _arm_not_built_for_the_dataset,
+        r"test 'H3-F512c-docs' \(family H3\): a: arm 'E' is built for datasets papers, papers-pooled only, "
+        r"not 'docs'",
+    ),
+    (
+        _unknown_arm,
+        r"plan\.yaml: test 'H1-papers' \(family primary\): b: unknown arm 'Z' .*configs/study\.yaml defines "
+        r"it nowhere",
+    ),
     (_unknown_retriever, r"plan\.yaml: test 'H1-papers' \(family primary\): unknown retriever 'splade'"),
-    (_unknown_metric, r"plan\.yaml: test 'H1-papers' \(family primary\): unknown metric 'rec@2048t' for dataset 'papers'"),
-    (_unknown_stratum, r"plan\.yaml: test 'H3-F512c-docs' \(family H3\): unknown stratum 'symfony' of dataset 'docs' \(declared strata: none\)"),
-    (lambda p: _first_test(p).update(rule="bayes"), r"plan\.yaml: families\[0\]\.tests\[0\]\.rule: unknown decision rule 'bayes' .*\[test H1-papers\]"),
+    (
+        _unknown_metric,
+        r"plan\.yaml: test 'H1-papers' \(family primary\): unknown metric 'rec@2048t' for dataset 'papers'",
+    ),
+    (
+        _unknown_stratum,
+        r"plan\.yaml: test 'H3-F512c-docs' \(family H3\): unknown stratum 'symfony' of dataset 'docs' "
+        r"\(declared strata: none\)",
+    ),
+    (
+        lambda p: _first_test(p).update(rule="bayes"),
+        r"plan\.yaml: families\[0\]\.tests\[0\]\.rule: unknown decision rule 'bayes' .*\[test H1-papers\]",
+    ),
 ]
 
 
@@ -98,8 +118,9 @@ def _strata(entry: dict) -> tuple[str, ...]:
 
 
 def test_declared_strata():
-    assert _strata({"adapter": "freshstack", "metric_set": "freshstack", "domains": {"laravel": {}, "yolo": {}}}) == (
-        "laravel", "yolo")
+    assert _strata(
+        {"adapter": "freshstack", "metric_set": "freshstack", "domains": {"laravel": {}, "yolo": {}}}
+    ) == ("laravel", "yolo")
     assert _strata({"adapter": "question_evidence", "metric_set": "qasper", "document": "d.md",
                     "questions": "q.json"}) == ("train", "held-out")
     assert _strata({"adapter": "jsonl", "metric_set": "qasper"}) == ()
@@ -116,14 +137,19 @@ def _drop_reader_arm(dataset: str, arm: str):
 def test_an_answer_test_the_reader_does_not_answer_fails_at_freeze(study):
     edit_yaml(study.config_path, _drop_reader_arm("papers", "S+T"))
     study = Study.at(study.root)
-    with pytest.raises(InputError, match=r"plan\.yaml: test 'A1-papers' \(family answers\): metric answer_f1@512t is "
-                                         r"measured by the answer stage, but no reader cell papers/S\+T/hybrid;"):
+    with pytest.raises(
+        InputError,
+        match=r"plan\.yaml: test 'A1-papers' \(family answers\): metric answer_f1@512t is "
+        r"measured by the answer stage, but no reader cell papers/S\+T/hybrid;",
+    ):
         freeze(study)
     assert not study.frozen_path.exists()
 
 
 def test_an_answer_test_on_another_budget_than_the_reader_fails_at_freeze(study):
-    edit_yaml(study.config_path, lambda cfg: cfg["reader"].update(budgets={"qasper": 256, "freshstack": 1024}))
+    edit_yaml(
+        study.config_path, lambda cfg: cfg["reader"].update(budgets={"qasper": 256, "freshstack": 1024})
+    )
     study = Study.at(study.root)
     with pytest.raises(InputError, match=r"test 'A1-papers' .* the reader's budget is 256 tokens"):
         check_plan_against_config(study)

@@ -52,7 +52,11 @@ def test_every_module_imports_alone_and_leaves_the_environment_alone():
     names = module_names()
     assert len(names) > 50 and "harness.files" in names and "harness.llm.ollama_client" in names
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, json.dumps(names)], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", SCRIPT, json.dumps(names)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.strip().splitlines()[-1])
@@ -77,7 +81,11 @@ def test_low_level_file_helpers_import_nothing_above_them():
 def _environ_writes(tree: ast.AST) -> list[int]:
     """Lines that assign into, delete from or call a mutating method of os.environ, or call os.putenv."""
     def is_environ(node) -> bool:
-        return isinstance(node, ast.Attribute) and node.attr == "environ" and getattr(node.value, "id", None) == "os"
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr == "environ"
+            and getattr(node.value, "id", None) == "os"
+        )
 
     lines = []
     for node in ast.walk(tree):
@@ -86,7 +94,14 @@ def _environ_writes(tree: ast.AST) -> list[int]:
             lines += [node.lineno for t in targets if isinstance(t, ast.Subscript) and is_environ(t.value)]
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             f = node.func
-            if is_environ(f.value) and f.attr in ("setdefault", "update", "pop", "popitem", "clear", "__setitem__"):
+            if is_environ(f.value) and f.attr in (
+                "setdefault",
+                "update",
+                "pop",
+                "popitem",
+                "clear",
+                "__setitem__",
+            ):
                 lines.append(node.lineno)
             if f.attr in ("putenv", "unsetenv") and getattr(f.value, "id", None) == "os":
                 lines.append(node.lineno)
@@ -100,7 +115,9 @@ def test_no_harness_module_writes_os_environ():
         if (lines := _environ_writes(ast.parse(path.read_text())))
     }
     assert writes == {}
-    assert _environ_writes(ast.parse('import os\nos.environ.setdefault("HF_HUB_OFFLINE", "1")\nos.environ["X"] = "1"'))
+    assert _environ_writes(
+        ast.parse('import os\nos.environ.setdefault("HF_HUB_OFFLINE", "1")\nos.environ["X"] = "1"')
+    )
 
 
 def test_the_llm_arm_builder_does_not_read_the_environment():

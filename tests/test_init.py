@@ -37,9 +37,17 @@ def corpus(folder: Path) -> tuple[Path, Path]:
                 lines += [f"The {topic} keeps its {w} records in room {t}{s}{p}. Each {w} record lists the "
                           f"{topic} inspections of season {s} and the keeper who signed them.", ""]
                 if len(questions) < 20:
-                    questions.append({"qid": f"q{len(questions):02d}", "query": f"Where does the {topic} keep its {w} records?",
-                                      "scope": {"domain": "docs"}, "cluster": "question",
-                                      "evidence": [{"doc_id": topic, "text": f"keeps its {w} records in room {t}{s}{p}"}]})
+                    questions.append(
+                        {
+                            "qid": f"q{len(questions):02d}",
+                            "query": f"Where does the {topic} keep its {w} records?",
+                            "scope": {"domain": "docs"},
+                            "cluster": "question",
+                            "evidence": [
+                                {"doc_id": topic, "text": f"keeps its {w} records in room {t}{s}{p}"}
+                            ],
+                        }
+                    )
         (folder / "docs" / f"{topic}.md").write_text("\n".join(lines), encoding="utf-8")
         documents.append({"doc_id": topic, "domain": "docs", "path": f"docs/{topic}.md"})
     write_jsonl(folder / "documents.jsonl", documents)
@@ -107,14 +115,23 @@ def test_markdown_folder_through_init_and_run_all_to_a_report(tmp_path, git_iden
     corpus(tmp_path / "in")
     questions = markdown_questions(tmp_path / "in", tmp_path / "md_questions.jsonl")
     study = tmp_path / "study"
-    assert main(["init", str(study), "--markdown", str(tmp_path / "in" / "docs"), "--questions", str(questions)]) == 0
+    assert (
+        main(["init", str(study), "--markdown", str(tmp_path / "in" / "docs"), "--questions", str(questions)])
+        == 0
+    )
     out = capsys.readouterr().out
-    assert ("evidence strings: 18 located verbatim, 1 located after collapsing whitespace, 2 not found in any "
-            "document; 1 question(s) with none located") in out
+    assert (
+        "evidence strings: 18 located verbatim, 1 located after collapsing whitespace, 2 not found in any "
+        "document; 1 question(s) with none located"
+    ) in out
     assert "4 documents, 19 questions in 19 clusters" in out
     assert "questions_dropped_no_located_evidence 1" in out
-    proc = subprocess.run([sys.executable, "-m", "harness", "run-all", "--study", str(study), "--rescore", "0"],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run-all", "--study", str(study), "--rescore", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     # outside any repository, init made the study its own and committed it: the audit anchors the plan there
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "NOT VERIFIABLE" not in proc.stdout + proc.stderr
@@ -154,7 +171,10 @@ def test_init_errors_name_the_users_file_not_its_staging_copy(tmp_path, capsys):
     rows = documents.read_text().splitlines()
     rows[2] = rows[2].replace('"doc_id": "glacier"', '"doc_id": "gla cier"')
     documents.write_text("\n".join(rows) + "\n")
-    assert main(["init", str(tmp_path / "study"), "--documents", str(documents), "--questions", str(questions)]) == 1
+    assert (
+        main(["init", str(tmp_path / "study"), "--documents", str(documents), "--questions", str(questions)])
+        == 1
+    )
     err = capsys.readouterr().err
     assert f"{documents} (record line 3): doc_id 'gla cier' contains ' '" in err
     assert ".init-" not in err
@@ -181,7 +201,10 @@ def test_init_says_when_it_follows_a_symbolic_link_out_of_the_input_folder(tmp_p
     (tmp_path / "md" / "orchard.md").symlink_to(elsewhere / "orchard.md")
     qs = tmp_path / "md-questions.jsonl"
     write_jsonl(qs, [{"question": "Where are the amber records?", "evidence": ["keeps its"]}])
-    assert main(["init", str(tmp_path / "study2"), "--markdown", str(tmp_path / "md"), "--questions", str(qs)]) == 0
+    assert (
+        main(["init", str(tmp_path / "study2"), "--markdown", str(tmp_path / "md"), "--questions", str(qs)])
+        == 0
+    )
     assert (f"note: followed a symbolic link out of {tmp_path / 'md'}: {tmp_path / 'md' / 'orchard.md'} -> "
             f"{elsewhere / 'orchard.md'} (copied into the study)") in capsys.readouterr().out
 
@@ -199,8 +222,12 @@ def test_init_writes_a_valid_llm_free_study_registered_by_a_record_where_git_can
     assert list(study.retrievers) == ["bm25", "minilm", "hybrid"]
     plan = load_study_plan(study)
     assert [(f.id, [t.id for t in f.tests]) for f in plan.families] == [("structure", list(TESTS))]
-    assert "#     - {id: H1, a: E, b: S+T" in (target / "plan" / "plan.yaml").read_text()  # the commented family
-    assert (target / "data" / "docs" / "harbour.md").read_bytes() == (tmp_path / "in" / "docs" / "harbour.md").read_bytes()
+    assert (
+        "#     - {id: H1, a: E, b: S+T" in (target / "plan" / "plan.yaml").read_text()
+    )  # the commented family
+    assert (target / "data" / "docs" / "harbour.md").read_bytes() == (
+        tmp_path / "in" / "docs" / "harbour.md"
+    ).read_bytes()
     [entry] = timeline(study)
     assert (entry.time_source, entry.changed_since_registration) == (SOURCE_RECORD, False)
     plan_file = target / "plan" / "plan.yaml"
@@ -216,7 +243,9 @@ def test_init_outside_any_repository_makes_the_study_its_own_and_commits_it(tmp_
     assert (target / ".git").is_dir() and not (target / "plan" / "REGISTRATION.json").exists()
     [entry] = timeline(Study.at(target))
     assert entry.time_source == SOURCE_GIT
-    status = subprocess.run(["git", "-C", str(target), "status", "--porcelain"], capture_output=True, text=True)
+    status = subprocess.run(
+        ["git", "-C", str(target), "status", "--porcelain"], capture_output=True, text=True
+    )
     assert status.stdout == ""
 
 
@@ -261,17 +290,25 @@ def test_init_in_a_repository_commits_the_study(tmp_path, git_identity, capsys):
     assert not (target / "plan" / "REGISTRATION.json").exists()
     [entry] = timeline(Study.at(target))
     assert entry.time_source == SOURCE_GIT
-    status = subprocess.run(["git", "-C", str(target), "status", "--porcelain"], capture_output=True, text=True)
+    status = subprocess.run(
+        ["git", "-C", str(target), "status", "--porcelain"], capture_output=True, text=True
+    )
     assert status.stdout == ""
 
 
-@pytest.mark.parametrize("extra, backend", [(["--llm", "qwen2.5:7b"], "ollama"),
-                                            (["--llm", "my-model", "--llm-base-url", "http://localhost:8000/v1"],
-                                             "openai-compatible")])
+@pytest.mark.parametrize(
+    "extra, backend",
+    [
+        (["--llm", "qwen2.5:7b"], "ollama"),
+        (["--llm", "my-model", "--llm-base-url", "http://localhost:8000/v1"], "openai-compatible"),
+    ],
+)
 def test_llm_adds_the_paid_arms_their_prompts_and_the_primary_family(tmp_path, extra, backend):
     documents, questions = corpus(tmp_path / "in")
     target = tmp_path / "study"
-    assert main(["init", str(target), "--documents", str(documents), "--questions", str(questions), *extra]) == 0
+    assert (
+        main(["init", str(target), "--documents", str(documents), "--questions", str(questions), *extra]) == 0
+    )
     study = Study.at(target)
     assert study.models["llm"].backend == backend and study.models["llm"].name == extra[1]
     assert {arm: getattr(study.arms[arm], "model", None) for arm in ("E", "CR")} == {"E": "llm", "CR": "llm"}
@@ -279,11 +316,16 @@ def test_llm_adds_the_paid_arms_their_prompts_and_the_primary_family(tmp_path, e
     plan = load_study_plan(study)
     primary = plan.families[0]
     assert primary.id == "primary" and primary.tier == "confirmatory"
-    assert [(t.id, t.a, t.b, t.margin) for t in primary.tests] == [("H1", "E", "S+T", 5), ("H2", "E", "CR", 5)]
+    assert [(t.id, t.a, t.b, t.margin) for t in primary.tests] == [
+        ("H1", "E", "S+T", 5),
+        ("H2", "E", "CR", 5),
+    ]
     assert [f.id for f in plan.families] == ["primary", "structure"]
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "qasper-train10").is_dir(), reason="../shared/data/qasper-train10 is absent")
+@pytest.mark.skipif(
+    not (SHARED_DATA / "qasper-train10").is_dir(), reason="../shared/data/qasper-train10 is absent"
+)
 def test_init_from_a_qasper_file(tmp_path, capsys):
     source = SHARED_DATA / "qasper-train10" / "qasper-train10.original-schema.json"
     assert main(["init", str(tmp_path / "study"), "--qasper", str(source)]) == 0
@@ -303,7 +345,10 @@ def test_init_from_freshstack_domains(tmp_path, capsys):
         (domain / name).write_bytes((tmp_path / "source" / "data" / name).read_bytes())
     (domain / "checkout").symlink_to(CHECKOUT.resolve())
     target = tmp_path / "study"
-    assert main(["init", str(target), "--freshstack", str(tmp_path / "fs"), "--corpus-path-prefix", "docs/"]) == 0
+    assert (
+        main(["init", str(target), "--freshstack", str(tmp_path / "fs"), "--corpus-path-prefix", "docs/"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "2 questions in 2 clusters" in out and "questions_dropped_no_located_gold 1" in out
     study = Study.at(target)
@@ -322,7 +367,9 @@ def test_run_all_stops_at_the_first_failing_stage_and_names_it(tmp_path, capsys)
                           cwd=ROOT, capture_output=True, text=True, env=os.environ)
     assert proc.returncode != 0
     assert "stopped at stage select" in proc.stderr and "completed before it: none" in proc.stderr
-    assert [line for line in proc.stdout.splitlines() if line.startswith("== ")] == ["== harness select (1/8)"]
+    assert [line for line in proc.stdout.splitlines() if line.startswith("== ")] == [
+        "== harness select (1/8)"
+    ]
 
 
 def test_markdown_questions_naming_their_document_are_clustered_by_it_and_a_mix_is_refused(tmp_path, capsys):
@@ -334,7 +381,12 @@ def test_markdown_questions_naming_their_document_are_clustered_by_it_and_a_mix_
              "document": "harbour.md", "qid": "cobalt"}]
     questions.write_text(json.dumps(rows))
     target = tmp_path / "study"
-    assert main(["init", str(target), "--markdown", str(tmp_path / "in" / "docs"), "--questions", str(questions)]) == 0
+    assert (
+        main(
+            ["init", str(target), "--markdown", str(tmp_path / "in" / "docs"), "--questions", str(questions)]
+        )
+        == 0
+    )
     assert "2 questions in 1 clusters" in capsys.readouterr().out
     converted = [json.loads(line) for line in (target / "data" / "questions.jsonl").read_text().splitlines()]
     assert [(q["qid"], q["scope"], q["cluster"]) for q in converted] == [

@@ -77,25 +77,42 @@ def test_lab_tokens_drop_stop_words_then_stem():
 
 def test_bm25_tokeniser_option_tokenises_queries_like_chunks():
     texts = ["booking the laser", "quiet hours", "open door"]
-    chunks = [Chunk("d", f"d#{i}", t, ((0, len(t)),), "", 1, 1, (), indexed_text=t) for i, t in enumerate(texts)]
+    chunks = [
+        Chunk("d", f"d#{i}", t, ((0, len(t)),), "", 1, 1, (), indexed_text=t) for i, t in enumerate(texts)
+    ]
     plain = BM25Retriever("b", k1=1.2).index("s", chunks).scores("the booked")
     stemmed = BM25Retriever("b", k1=1.2, tokenize=lab_tokens).index("s", chunks).scores("the booked")
     # plain: only "the" matches; lab tokens: "the" is dropped and booked/booking meet as "book"
     assert plain[0] > 0 and stemmed[0] > 0 and plain[0] != stemmed[0]
     assert plain[1:].tolist() == stemmed[1:].tolist() == [0.0, 0.0]
-    assert BM25Retriever("b", k1=1.2, tokenize=lab_tokens).index("s", chunks).scores("the").tolist() == [0.0, 0.0, 0.0]
+    assert BM25Retriever("b", k1=1.2, tokenize=lab_tokens).index("s", chunks).scores("the").tolist() == [
+        0.0,
+        0.0,
+        0.0,
+    ]
 
 
 def test_adapter_locates_evidence_as_exact_spans():
     text = "Intro. The gate closes at ten. Bye."
-    (q,) = lab_questions(text, [{"question": "When?", "evidence": ["The gate closes at ten."], "split": "train"}], doc_id="d")
+    (q,) = lab_questions(
+        text, [{"question": "When?", "evidence": ["The gate closes at ten."], "split": "train"}], doc_id="d"
+    )
     (s, e), = q.spans
     assert text[s:e] == "The gate closes at ten." and q.split == "train" and q.question.qid == "q001"
 
 
 def test_adapter_names_a_missing_evidence_string():
-    items = [{"question": "When?", "evidence": ["The gate closes at ten.", "The gate opens at nine."], "split": "held-out"}]
-    with pytest.raises(InputError, match=r"qe.json \(record 0\): evidence string not found in the document: 'The gate opens at nine.'"):
+    items = [
+        {
+            "question": "When?",
+            "evidence": ["The gate closes at ten.", "The gate opens at nine."],
+            "split": "held-out",
+        }
+    ]
+    with pytest.raises(
+        InputError,
+        match=r"qe.json \(record 0\): evidence string not found in the document: 'The gate opens at nine.'",
+    ):
         lab_questions("The gate closes at ten.", items, doc_id="d", path="qe.json")
 
 
@@ -104,7 +121,10 @@ def test_adapter_names_a_missing_evidence_string():
     [
         ({"question": "", "evidence": ["a"], "split": "train"}, "'question' must be a non-empty string"),
         ({"question": "q", "evidence": [], "split": "train"}, "'evidence' must be a non-empty list"),
-        ({"question": "q", "evidence": ["a"], "split": "test"}, "'split' must be one of train, held-out, got 'test'"),
+        (
+            {"question": "q", "evidence": ["a"], "split": "test"},
+            "'split' must be one of train, held-out, got 'test'",
+        ),
     ],
 )
 def test_adapter_rejects_malformed_records(item, message):

@@ -15,7 +15,9 @@ CHUNKERS = ["fixed", "sentence", "provisions", "provisions-noref", "qes-dp", "qe
 
 def fixture_questions():
     text = DOC.read_text(encoding="utf-8")
-    return Document("h", "", text), lab_questions(text, json.loads(QE.read_text(encoding="utf-8")), doc_id="h")
+    return Document("h", "", text), lab_questions(
+        text, json.loads(QE.read_text(encoding="utf-8")), doc_id="h"
+    )
 
 
 def test_lab_prints_every_chunker_under_both_modes(capsys):
@@ -36,7 +38,9 @@ def test_lab_rows_respect_the_budget_and_report_each_split():
     assert all(r.mean_context_words <= 60 for r in rows)
     # at the lab's 120 words every training question of the fixture is complete under provision chunks
     rows = run_lab(d, questions, LabSettings())
-    provisions = next(r for r in rows if r.chunker == "provisions" and r.mode == "flat" and r.split == "train")
+    provisions = next(
+        r for r in rows if r.chunker == "provisions" and r.mode == "flat" and r.split == "train"
+    )
     assert provisions.chunks == 16 and provisions.complete == 1.0
 
 

@@ -73,7 +73,14 @@ def test_the_appended_excerpt_is_capped_at_320_characters():
     prefix = "Section 3.1 Many rules: "
     assert line.startswith(prefix) and len(LONG_BODY) > 320
     assert line[len(prefix):] == LONG_BODY[:320]
-    assert len(by_heading(provision_chunks(doc(TEXT), ref_chars=40), "## 4 Users")[0].indexed_text.split(": ", 1)[1]) == 40
+    assert (
+        len(
+            by_heading(provision_chunks(doc(TEXT), ref_chars=40), "## 4 Users")[0].indexed_text.split(
+                ": ", 1
+            )[1]
+        )
+        == 40
+    )
 
 
 def test_resolution_can_be_switched_off_and_never_changes_source_text():

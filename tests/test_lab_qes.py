@@ -138,7 +138,13 @@ def test_held_out_questions_cannot_change_qes_chunk_sets():
     text, items = fixture_items()
     before = qes_chunk_sets(text, items)
     changed = [dict(q) for q in items if q["split"] == "train"]
-    changed.append({"question": "x", "evidence": ["Quiet hours are the period", "It includes the soldering benches"], "split": "held-out"})
+    changed.append(
+        {
+            "question": "x",
+            "evidence": ["Quiet hours are the period", "It includes the soldering benches"],
+            "split": "held-out",
+        }
+    )
     assert qes_chunk_sets(text, changed) == before
     # the same change made to the training split does move boundaries (the check can fail)
     changed[-1] = dict(changed[-1], split="train")
@@ -155,7 +161,9 @@ def test_fixture_qes_chunks_are_exact_slices_and_cover_every_unit():
             assert any(cs <= s and e <= ce for c in chunks for cs, ce in c.spans)
 
 
-def _greedy_by_plain_loops(units, items, L, *, doc_chars, alpha=ALPHA, floor=FLOOR, budget_factor=BUDGET_FACTOR):
+def _greedy_by_plain_loops(
+    units, items, L, *, doc_chars, alpha=ALPHA, floor=FLOOR, budget_factor=BUDGET_FACTOR
+):
     """The greedy of the issue written as plain loops (every gain recounted each round): the vectorised
     `greedy_ranges` must choose the same windows in the same order."""
     n = len(units)
@@ -169,7 +177,11 @@ def _greedy_by_plain_loops(units, items, L, *, doc_chars, alpha=ALPHA, floor=FLO
             if spent + width(j, i) > budget_factor * doc_chars:
                 continue
             gain = sum(1 for k, (a, b) in enumerate(items.spans) if not span_done[k] and j <= a and b < i)
-            gain += sum(1 for k, q in enumerate(items.questions) if not q_done[k] and all(j <= a and b < i for a, b in q))
+            gain += sum(
+                1
+                for k, q in enumerate(items.questions)
+                if not q_done[k] and all(j <= a and b < i for a, b in q)
+            )
             gain += alpha * sum(1 for u in range(j, i) if not unit_done[u])
             if gain > 0 and gain / width(j, i) > best_rate:
                 best, best_rate = (j, i), gain / width(j, i)

@@ -99,7 +99,10 @@ def test_the_inputs_hash_covers_training_evidence_only(tmp_path):
     before = inputs_hash(study, dataset, arm)
     held_out = [q if q.stratum == "train" else dataclasses.replace(q, query="x") for q in dataset.questions]
     assert inputs_hash(study, dataclasses.replace(dataset, questions=tuple(held_out)), arm) == before
-    train = [q if q.stratum != "train" else dataclasses.replace(q, evidence=q.evidence[:1]) for q in dataset.questions]
+    train = [
+        q if q.stratum != "train" else dataclasses.replace(q, evidence=q.evidence[:1])
+        for q in dataset.questions
+    ]
     assert inputs_hash(study, dataclasses.replace(dataset, questions=tuple(train)), arm) != before
 
 
@@ -124,15 +127,24 @@ def test_l_lists_expand_into_one_arm_per_value_with_defaults_written_once():
     assert config.retrievers["graph"].base == "bm25" and config.retrievers["graph"].restart == 0.5
     assert config.assembly is None  # unset: today's token cut, and configs without it freeze unchanged
     clash = _config(arms={"fx": {"kind": "fixed", "L": [250]}, "fx@L250": {"kind": "fixed"}})
-    with pytest.raises(HarnessError, match=r"`arms.fx.L` expands to arm `fx@L250`, which is already configured"):
+    with pytest.raises(
+        HarnessError, match=r"`arms.fx.L` expands to arm `fx@L250`, which is already configured"
+    ):
         load_study_config(clash, path="study.yaml", default_name="t")
     with pytest.raises(HarnessError, match=r"`arms.fx.overlap` must be an integer < L \(40\)"):
-        load_study_config(_config(arms={"fx": {"kind": "fixed", "L": 40, "overlap": 50}}), path="s.yaml", default_name="t")
+        load_study_config(
+            _config(arms={"fx": {"kind": "fixed", "L": 40, "overlap": 50}}), path="s.yaml", default_name="t"
+        )
 
 
 def test_assembly_options_are_refused_for_freshstack_sets():
     raw = _config(assembly={"unit": "words"})
-    raw["datasets"]["fs"] = {"adapter": "jsonl", "metric_set": "freshstack", "documents": "d", "questions": "q"}
+    raw["datasets"]["fs"] = {
+        "adapter": "jsonl",
+        "metric_set": "freshstack",
+        "documents": "d",
+        "questions": "q",
+    }
     with pytest.raises(HarnessError, match=r"`assembly` applies to the qasper metric set only; dataset `fs`"):
         load_study_config(raw, path="study.yaml", default_name="t")
     raw["assembly"] = {"unit": "tokens"}  # today's behaviour spelled out: allowed everywhere
@@ -202,8 +214,12 @@ def _qe_study(tmp_path, items, split=None) -> Study:
 
 
 def test_a_missing_evidence_string_is_an_error_naming_it(tmp_path):
-    study = _qe_study(tmp_path, [{"question": "q?", "evidence": ["No such sentence here."], "split": "train"}])
-    with pytest.raises(InputError, match=r"q.json.*evidence string not found in the document: 'No such sentence here.'"):
+    study = _qe_study(
+        tmp_path, [{"question": "q?", "evidence": ["No such sentence here."], "split": "train"}]
+    )
+    with pytest.raises(
+        InputError, match=r"q.json.*evidence string not found in the document: 'No such sentence here.'"
+    ):
         load_dataset(study, "h", selection=None)
 
 
@@ -240,7 +256,9 @@ def test_the_handbook_study_runs_end_to_end_with_per_split_results(tmp_path):
     assert "## Chunking lab: per split and chunk-size sweep" in report
     assert "| qes-greedy@L450 | graph | 120w |" in report
     # amendment 0001's contextual-headers arms: built with the option, in the lab table and the family table
-    manifest = json.loads((root / "results" / "chunks" / "handbook" / "sentence-headers.manifest.json").read_text())
+    manifest = json.loads(
+        (root / "results" / "chunks" / "handbook" / "sentence-headers.manifest.json").read_text()
+    )
     assert manifest["contextual_headers"]["chunks_with_headers"] == manifest["chunk_set"]["chunks"]
     assert manifest["contextual_headers"]["documents_without_headings"] == 0
     assert "| sentence-headers | bm25 | 120w |" in report and "| fixed-headers | graph | 120w |" in report

@@ -124,24 +124,39 @@ def test_the_retriever_ranks_and_caches_late_vectors(tmp_path, models):
 
 def test_chunks_indexing_other_text_than_their_source_are_refused(tmp_path, models):
     retriever = late(tmp_path, models["short"])
-    with pytest.raises(HarnessError, match=r"chunk t/doc.md#0000-\w+ indexes text that is not its source text.*`arms: \[S\]`"):
+    with pytest.raises(
+        HarnessError, match=r"chunk t/doc.md#0000-\w+ indexes text that is not its source text.*`arms: \[S\]`"
+    ):
         retriever.index("s", chunks(render=lambda t: f"Intro\n\n{t}"))
 
 
 def test_a_document_the_context_was_not_given_is_an_error(tmp_path, models):
-    retriever = LateChunkingRetriever("late", SentenceTransformerEmbedder(str(models["short"])), cache_dir=tmp_path,
-                                      documents={}, overlap=4)
+    retriever = LateChunkingRetriever(
+        "late", SentenceTransformerEmbedder(str(models["short"])), cache_dir=tmp_path, documents={}, overlap=4
+    )
     with pytest.raises(HarnessError, match="the text of document t/doc.md was not given"):
         retriever.index("s", chunks())
 
 
-@pytest.mark.parametrize("entry, message", [
-    ({"backend": "ollama", "model": "m", "pooling": "late"}, r"`retrievers\.x\.pooling` late needs token embeddings"),
-    ({"late_overlap": 8}, r"`retrievers\.x\.late_overlap` applies only with `pooling: late`"),
-    ({"backend": "ollama", "model": "m", "truncate_tokens": 30}, r"`retrievers\.x\.tokenizer` is required with `truncate_tokens:`"),
-    ({"truncation_side": "left"}, r"`retrievers\.x\.truncation_side` applies only with `truncate_tokens:`"),
-    ({"num_batch": 512}, r"`retrievers\.x\.num_batch` applies only to backend ollama"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        (
+            {"backend": "ollama", "model": "m", "pooling": "late"},
+            r"`retrievers\.x\.pooling` late needs token embeddings",
+        ),
+        ({"late_overlap": 8}, r"`retrievers\.x\.late_overlap` applies only with `pooling: late`"),
+        (
+            {"backend": "ollama", "model": "m", "truncate_tokens": 30},
+            r"`retrievers\.x\.tokenizer` is required with `truncate_tokens:`",
+        ),
+        (
+            {"truncation_side": "left"},
+            r"`retrievers\.x\.truncation_side` applies only with `truncate_tokens:`",
+        ),
+        ({"num_batch": 512}, r"`retrievers\.x\.num_batch` applies only to backend ollama"),
+    ],
+)
 def test_config_errors_name_the_key(tmp_path, entry, message):
     with pytest.raises(HarnessError, match=message):
         RetrieverContext(tmp_path, {"x": {"type": "dense"} | entry}).get("x")
@@ -153,7 +168,10 @@ def test_token_cut_keeps_the_prefix_and_cuts_the_chosen_side(models):
     tokenizer = AutoTokenizer.from_pretrained(str(models["short"]), local_files_only=True)
     right = TokenCut(lambda: tokenizer, limit=6, side="right", identity="t")
     left = TokenCut(lambda: tokenizer, limit=6, side="left", identity="t")
-    assert right.apply("query :", "redis cache is fast .") == ("redis cache is fast", True)  # 2 prefix + 4 tokens
+    assert right.apply("query :", "redis cache is fast .") == (
+        "redis cache is fast",
+        True,
+    )  # 2 prefix + 4 tokens
     assert left.apply("query :", "redis cache is fast .") == ("cache is fast .", True)
     assert right.apply("", "redis cache") == ("redis cache", False)
 
@@ -173,8 +191,16 @@ def test_the_simulated_backend_late_pools_hashed_token_vectors_with_their_docume
     from harness.retrieval.late import span_mean
     from harness.retrieval.simulated import HashedLateEncoder
 
-    configs = {"late": {"type": "dense", "backend": "simulated", "model": "jina", "pooling": "late", "late_overlap": 2},
-               "plain": {"type": "dense", "backend": "simulated", "model": "jina"}}
+    configs = {
+        "late": {
+            "type": "dense",
+            "backend": "simulated",
+            "model": "jina",
+            "pooling": "late",
+            "late_overlap": 2,
+        },
+        "plain": {"type": "dense", "backend": "simulated", "model": "jina"},
+    }
     context = RetrieverContext(tmp_path, configs)
     other = "Kafka STREAMS partition offsets. " + DOC  # the same sentences after an unrelated one
     context.add_documents([Document("t/doc.md", "t", DOC), Document("t/other.md", "t", other)])
@@ -210,7 +236,15 @@ def test_one_documents_token_vectors_are_held_at_a_time_and_rows_keep_chunk_orde
             return offsets, vectors, windows
 
     other = "Kafka STREAMS partition offsets. " + DOC
-    configs = {"late": {"type": "dense", "backend": "simulated", "model": "jina", "pooling": "late", "late_overlap": 2}}
+    configs = {
+        "late": {
+            "type": "dense",
+            "backend": "simulated",
+            "model": "jina",
+            "pooling": "late",
+            "late_overlap": 2,
+        }
+    }
     one_by_one = RetrieverContext(tmp_path / "a", configs)
     one_by_one.add_documents([Document("t/doc.md", "t", DOC), Document("t/other.md", "t", other)])
     here, there = chunks(), chunks("t/other.md", other)

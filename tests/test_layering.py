@@ -93,7 +93,11 @@ def harness_imports(path: Path, root: Path = ROOT) -> list[tuple[str, int, bool]
             targets = [a.name for a in node.names]
         else:
             continue
-        out += [(t, node.lineno, id(node) in in_function) for t in targets if t == "harness" or t.startswith("harness.")]
+        out += [
+            (t, node.lineno, id(node) in in_function)
+            for t in targets
+            if t == "harness" or t.startswith("harness.")
+        ]
     return out
 
 
@@ -157,9 +161,13 @@ def test_no_harness_module_is_imported_by_a_string():
     found = []
     for path in package_files():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
-                    and node.args and isinstance(node.args[0], ast.Constant)
-                    and str(node.args[0].value).startswith("harness")):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and str(node.args[0].value).startswith("harness")
+            ):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: import_module({node.args[0].value!r})")
     assert not found, "harness modules reached through importlib strings:\n" + "\n".join(found)
 

@@ -75,16 +75,23 @@ def test_put_writes_at_once_and_one_background_flush_covers_many_lines(tmp_path,
     monkeypatch.setattr(os, "fsync", slow_fsync)
     cache = GenerationCache(path)
     start = time.perf_counter()
-    threads = [threading.Thread(target=lambda i=i: [cache.put(record(f"k{i}-{j}")) for j in range(5)]) for i in range(8)]
+    threads = [
+        threading.Thread(target=lambda i=i: [cache.put(record(f"k{i}-{j}")) for j in range(5)])
+        for i in range(8)
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     took = time.perf_counter() - start
     assert took < 0.2, f"40 puts took {took:.2f} s: they waited for the disk"  # waiting: 5 x 50 ms at least
-    assert len(path.read_bytes().splitlines()) == 40  # in the file (a killed process keeps them) before any close
+    assert (
+        len(path.read_bytes().splitlines()) == 40
+    )  # in the file (a killed process keeps them) before any close
     cache.close()
-    assert flushed_sizes and flushed_sizes[-1] == path.stat().st_size  # close returns only once all is flushed
+    assert (
+        flushed_sizes and flushed_sizes[-1] == path.stat().st_size
+    )  # close returns only once all is flushed
     assert len(flushed_sizes) < 40  # flushes were shared between lines
 
 
@@ -193,7 +200,9 @@ def test_killed_build_leaves_no_corrupt_line_and_rerun_repeats_no_cached_call(tm
         model = {"backend": "ollama", "name": "fake", "host": fake.host, "num_ctx": 4096, "num_predict": 256}
         study = make_study(tmp_path / "study", {"m": model}, {"E": {"kind": "E", "model": "m"}})
         script.write_text(
-            textwrap.dedent(BUILD_SCRIPT).format(root=str(ROOT), tests=str(ROOT / "tests"), study=str(study.root))
+            textwrap.dedent(BUILD_SCRIPT).format(
+                root=str(ROOT), tests=str(ROOT / "tests"), study=str(study.root)
+            )
         )
         cache_file = generations_path(study, "m")
         raw = kill_after_lines(script, cache_file, 8)
@@ -202,7 +211,9 @@ def test_killed_build_leaves_no_corrupt_line_and_rerun_repeats_no_cached_call(tm
         assert 8 <= len(complete) < 24
         cached_prompts = {json.loads(line)["prompt_sha256"] for line in complete}  # every line parses
 
-        result = build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
+        result = build_llm_arm(
+            study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False
+        )
     repeated = {prompt for (prompt, _), n in fake.chat_calls.items() if n > 1}
     assert not repeated & cached_prompts  # nothing in the cache is asked again
     assert len(repeated) <= 2  # at most the calls in flight (two workers) are lost
@@ -240,7 +251,9 @@ def test_retries_sample_at_the_retry_temperature_and_are_cached_apart(tmp_path):
     assert len(backend.seen) == 2  # the rerun was answered from the cache, retry included
     without = ScriptedBackend(["not json", '{"a": 1}'])
     with GenerationCache(tmp_path / "h.jsonl") as cache:
-        LlmSession(without, cache, SpendLedger("E", None)).call_json("p", schema={}, seeds=[0, 1], validate=lambda v: v)
+        LlmSession(without, cache, SpendLedger("E", None)).call_json(
+            "p", schema={}, seeds=[0, 1], validate=lambda v: v
+        )
     assert without.seen == [(0, 0), (1, 0)]
 
 

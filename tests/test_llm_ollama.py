@@ -17,12 +17,27 @@ from harness.grid.paths import generations_path
 
 
 def ollama_model(fake: FakeOllama, name: str = "fake") -> dict:
-    return {"backend": "ollama", "name": name, "host": fake.host, "seed": 0, "num_ctx": 4096, "num_predict": 256}
+    return {
+        "backend": "ollama",
+        "name": name,
+        "host": fake.host,
+        "seed": 0,
+        "num_ctx": 4096,
+        "num_predict": 256,
+    }
 
 
 def build(study, arm: str, docs, chunks, **kw):
-    return build_llm_arm(study, arm, study.arms[arm], docs, chunks, render=BUILDERS[study.arms[arm].kind].render,
-                         progress=False, **kw)
+    return build_llm_arm(
+        study,
+        arm,
+        study.arms[arm],
+        docs,
+        chunks,
+        render=BUILDERS[study.arms[arm].kind].render,
+        progress=False,
+        **kw,
+    )
 
 
 def test_valid_json_fills_every_field_and_counts_tokens(tmp_path):
@@ -70,7 +85,14 @@ def test_always_invalid_leaves_empty_fields_and_counts_failures(tmp_path):
     for c in result.chunks:
         g = c.generated
         assert g["llm_failed"] is True
-        assert (g["title"], g["summary"], g["key"], g["keywords"], g["questions"], g["entities"]) == ("", "", "", [], [], [])
+        assert (g["title"], g["summary"], g["key"], g["keywords"], g["questions"], g["entities"]) == (
+            "",
+            "",
+            "",
+            [],
+            [],
+            [],
+        )
         assert c.indexed_text == c.text  # empty fields render nothing
     assert result.manifest["cost"]["failures"] == 2 and result.manifest["cost"]["calls"] == 8
     assert {seed for _, seed in fake.chat_calls} == {0, 1, 2, 3}
@@ -79,7 +101,9 @@ def test_always_invalid_leaves_empty_fields_and_counts_failures(tmp_path):
 def test_model_not_found_stops_at_once_and_says_ollama_pull(tmp_path):
     docs, chunks = small_corpus(n_docs=2, n_chunks=2)
     with FakeOllama(models=("other",)) as fake:
-        study = make_study(tmp_path, {"m": ollama_model(fake, "qwen9:1b")}, {"E": {"kind": "E", "model": "m"}})
+        study = make_study(
+            tmp_path, {"m": ollama_model(fake, "qwen9:1b")}, {"E": {"kind": "E", "model": "m"}}
+        )
         with pytest.raises(ModelNotFound, match=r"ollama pull qwen9:1b"):
             build(study, "E", docs, chunks)
     assert fake.total_chat_calls == 0
@@ -137,7 +161,11 @@ def test_warm_rebuild_makes_no_call_and_same_chunks(tmp_path):
         study = make_study(
             tmp_path,
             {"m": ollama_model(fake)},
-            {"E": {"kind": "E", "model": "m"}, "E-K": {"kind": "E-K", "model": "m"}, "CR": {"kind": "CR", "model": "m"}},
+            {
+                "E": {"kind": "E", "model": "m"},
+                "E-K": {"kind": "E-K", "model": "m"},
+                "CR": {"kind": "CR", "model": "m"},
+            },
         )
         first = {arm: build(study, arm, docs, chunks) for arm in ("E", "E-K", "CR")}
         calls = fake.total_chat_calls
@@ -148,7 +176,9 @@ def test_warm_rebuild_makes_no_call_and_same_chunks(tmp_path):
         assert first[arm].manifest["cost"] == second[arm].manifest["cost"]
         assert second[arm].manifest["run"]["fresh_calls"] == 0
     cr = second["CR"].chunks[0]
-    assert cr.generated["context"] == "Context for intro." and cr.indexed_text.startswith("Context for intro.\n\n")
+    assert cr.generated["context"] == "Context for intro." and cr.indexed_text.startswith(
+        "Context for intro.\n\n"
+    )
     assert all(c.generated["related_keys"] == [] for c in second["E-K"].chunks)
 
 
@@ -162,20 +192,30 @@ def test_fresh_regenerates_and_replay_needs_no_server(tmp_path):
     # server gone: replay answers from the cache under the recorded digest
     replayed = build(study, "E", docs, chunks, replay=True)
     assert replayed.manifest["backend"]["digest"] == DIGEST
-    assert replayed.manifest["run"]["fresh_calls"] == 0 and replayed.chunks[0].generated["title"] == "About intro"
+    assert (
+        replayed.manifest["run"]["fresh_calls"] == 0
+        and replayed.chunks[0].generated["title"] == "About intro"
+    )
 
 
 def test_pf_makes_four_calls_per_chunk_on_a_seeded_subset(tmp_path):
     docs, chunks = small_corpus(n_docs=4, n_chunks=2)
     with FakeOllama() as fake:
         study = make_study(
-            tmp_path, {"m": ollama_model(fake)}, {"PF": {"kind": "PF", "model": "m", "documents": 2, "seed": 7}}
+            tmp_path,
+            {"m": ollama_model(fake)},
+            {"PF": {"kind": "PF", "model": "m", "documents": 2, "seed": 7}},
         )
         result = build(study, "PF", docs, chunks)
         again = build(study, "PF", docs, chunks)
         assert fake.total_chat_calls == 2 * 2 * 4
-    assert result.manifest["documents"] == 2 and result.manifest["document_ids"] == again.manifest["document_ids"]
-    assert [d.doc_id for d in docs if d.doc_id in result.manifest["document_ids"]] == result.manifest["document_ids"]
+    assert (
+        result.manifest["documents"] == 2
+        and result.manifest["document_ids"] == again.manifest["document_ids"]
+    )
+    assert [d.doc_id for d in docs if d.doc_id in result.manifest["document_ids"]] == result.manifest[
+        "document_ids"
+    ]
     g = result.chunks[0].generated
     assert g["title"].startswith("About") and len(g["keywords"]) == 5 and len(g["questions"]) == 2
     assert g["key"] == "" and g["entities"] == []
@@ -202,7 +242,9 @@ def test_a_serial_backend_runs_documents_one_after_another(tmp_path, monkeypatch
     monkeypatch.setattr(OllamaBackend, "serial", True)
     docs, chunks = small_corpus(n_docs=3, n_chunks=2)
     with FakeOllama() as fake:
-        study = make_study(tmp_path, {"m": ollama_model(fake)}, {"E": {"kind": "E", "model": "m"}}, llm={"workers": 2})
+        study = make_study(
+            tmp_path, {"m": ollama_model(fake)}, {"E": {"kind": "E", "model": "m"}}, llm={"workers": 2}
+        )
         result = build(study, "E", docs, chunks)
     prompts = [r["messages"][-1]["content"] for r in fake.requests if r["path"] == "/api/chat"]
     order = [next(d for d in range(3) if f"in document {d}," in p) for p in prompts]

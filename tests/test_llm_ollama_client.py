@@ -63,7 +63,9 @@ def test_every_path_reads_the_digest_through_model_digest(monkeypatch):
         chat = chat_backend(fake.host).digest
         embed = OllamaEmbedder(MODEL, host=fake.host).digest
         frozen_model = resolve_digest({"backend": "ollama", "name": MODEL, "host": fake.host})
-        nomic = retriever_settings("nomic", {"type": "dense", "backend": "ollama", "model": MODEL, "host": fake.host})
+        nomic = retriever_settings(
+            "nomic", {"type": "dense", "backend": "ollama", "model": MODEL, "host": fake.host}
+        )
         context = RetrieverContext(Path("unused-cache"), {"nomic": nomic})
         frozen_retriever = frozen_record._retriever_model_identity(context, "nomic", nomic)
     assert chat == embed == frozen_model == frozen_retriever == DIGEST
@@ -85,7 +87,10 @@ def test_missing_model_is_the_same_error_in_both_paths(doing):
         if doing == "digest":
             errors = [_raised(lambda: chat.digest), _raised(lambda: embedder.digest)]
         else:
-            errors = [_raised(lambda: chat.complete("x", schema=None, seed=0)), _raised(lambda: embedder.embed(["x"]))]
+            errors = [
+                _raised(lambda: chat.complete("x", schema=None, seed=0)),
+                _raised(lambda: embedder.embed(["x"])),
+            ]
     for e in errors:
         assert type(e) is ModelNotFound
         assert f"ollama at {fake.host} does not have model '{MODEL}'" in str(e)
@@ -100,7 +105,10 @@ def test_unreachable_host_is_the_same_error_in_both_paths():
     host = closed_port_host()
     chat, embedder = chat_backend(host), OllamaEmbedder(MODEL, host=host, num_ctx=8)
     digest_errors = [_raised(lambda: chat.digest), _raised(lambda: embedder.digest)]
-    call_errors = [_raised(lambda: chat.complete("x", schema=None, seed=0)), _raised(lambda: embedder.embed(["x"]))]
+    call_errors = [
+        _raised(lambda: chat.complete("x", schema=None, seed=0)),
+        _raised(lambda: embedder.embed(["x"])),
+    ]
     assert str(digest_errors[0]) == str(digest_errors[1])
     for e in digest_errors + call_errors:
         assert type(e) is BackendUnavailable
@@ -112,7 +120,10 @@ def test_server_error_is_the_same_error_in_both_paths():
     with FakeOllama(models=(MODEL,), fail_status=500) as fake:
         chat, embedder = chat_backend(fake.host), OllamaEmbedder(MODEL, host=fake.host, num_ctx=8)
         digest_errors = [_raised(lambda: chat.digest), _raised(lambda: embedder.digest)]
-        call_errors = [_raised(lambda: chat.complete("x", schema=None, seed=0)), _raised(lambda: embedder.embed(["x"]))]
+        call_errors = [
+            _raised(lambda: chat.complete("x", schema=None, seed=0)),
+            _raised(lambda: embedder.embed(["x"])),
+        ]
     assert str(digest_errors[0]) == str(digest_errors[1])
     for e in digest_errors + call_errors:
         assert type(e) is ServerFailed  # not a missing model, not an outage: the server answered 500

@@ -31,7 +31,11 @@ def test_missing_key_stops_before_any_request(monkeypatch):
 def test_identity_pins_provider_routing_without_fallbacks():
     backend = make_backend(HOSTED)
     assert backend.billed is True
-    assert backend.options["provider"] == {"order": ["one-provider"], "allow_fallbacks": False, "data_collection": "deny"}
+    assert backend.options["provider"] == {
+        "order": ["one-provider"],
+        "allow_fallbacks": False,
+        "data_collection": "deny",
+    }
     assert resolve_digest(HOSTED) == backend.digest
     assert resolve_digest(HOSTED | {"provider": {"order": ["another"]}}) != backend.digest
     # cost bound: prompt tokens (cl100k + 8 per message) at $1/M plus max_tokens at $2/M

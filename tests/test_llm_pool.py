@@ -17,7 +17,14 @@ from harness.config.fields import Where
 from harness.config.models import MODEL
 from harness.errors import HarnessError
 from harness.files import atomic_write_jsonl
-from harness.llm.base import Backend, BackendUnavailable, Completion, ModelMismatch, ServerFailed, SpendCapReached
+from harness.llm.base import (
+    Backend,
+    BackendUnavailable,
+    Completion,
+    ModelMismatch,
+    ServerFailed,
+    SpendCapReached,
+)
 from harness.llm.cache import GenerationCache
 from harness.llm.ledger import SpendLedger, study_spend_usd
 from harness.llm.pool import HostPool
@@ -44,7 +51,9 @@ def pooled(urls, *, concurrency=2, timeout_s=30.0, failover=FAST) -> dict:
 def build_e(tmp_path, model: dict, docs, chunks, *, workers=2):
     study = make_study(tmp_path, {"m": model}, {"E": {"kind": "E", "model": "m"}},
                        llm={"workers": workers, "retry_seeds": [1, 2, 3], "spend_cap_usd": None})
-    return study, build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
+    return study, build_llm_arm(
+        study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False
+    )
 
 
 def chunk_bytes(path, result) -> bytes:
@@ -60,7 +69,11 @@ def test_one_and_three_hosts_give_byte_identical_chunk_sets_even_when_one_dies(t
     docs, chunks = small_corpus(n_docs=6, n_chunks=4)
     with FakeOllama() as one:
         study1, single = build_e(tmp_path / "one", pooled([one.host]), docs, chunks)
-    with FakeOllama(delay_s=0.01) as a, FakeOllama(delay_s=0.01, go_down_after=3) as b, FakeOllama(delay_s=0.01) as c:
+    with (
+        FakeOllama(delay_s=0.01) as a,
+        FakeOllama(delay_s=0.01, go_down_after=3) as b,
+        FakeOllama(delay_s=0.01) as c,
+    ):
         study3, three = build_e(tmp_path / "three", pooled([a.host, b.host, c.host]), docs, chunks)
         served = {s["url"]: s["served"] for s in three.manifest["run"]["servers"]}
         assert b.down and served[b.host] >= 3  # the dying server took part, then went away mid-run
@@ -74,7 +87,11 @@ def test_one_and_three_hosts_give_byte_identical_chunk_sets_even_when_one_dies(t
 
 def test_failover_past_refused_timed_out_and_failing_servers(tmp_path):
     docs, chunks = small_corpus(n_docs=4, n_chunks=3)
-    with FakeOllama(delay_s=0.01) as good, FakeOllama(delay_s=5.0) as slow, FakeOllama(fail_status=500) as broken:
+    with (
+        FakeOllama(delay_s=0.01) as good,
+        FakeOllama(delay_s=5.0) as slow,
+        FakeOllama(fail_status=500) as broken,
+    ):
         model = pooled([refused_url(), slow.host, broken.host, good.host], concurrency=1, timeout_s=0.5)
         study, result = build_e(tmp_path, model, docs, chunks)
     assert all(not c.generated["llm_failed"] for c in result.chunks)
@@ -88,7 +105,9 @@ def test_failover_past_refused_timed_out_and_failing_servers(tmp_path):
 def test_a_digest_mismatch_names_both_servers(tmp_path):
     docs, chunks = small_corpus(n_docs=1, n_chunks=1)
     with FakeOllama() as a, FakeOllama(blob="ef" * 32) as b:
-        with pytest.raises(ModelMismatch, match=rf"server {b.host} serves sha256:{'ef' * 32}, but server {a.host}"):
+        with pytest.raises(
+            ModelMismatch, match=rf"server {b.host} serves sha256:{'ef' * 32}, but server {a.host}"
+        ):
             build_e(tmp_path, pooled([a.host, b.host]), docs, chunks)
         assert a.total_chat_calls == b.total_chat_calls == 0  # refused before any call
 
@@ -227,8 +246,17 @@ def test_pool_config_errors(entry, message):
 
 
 def test_openai_pool_needs_a_server():
-    with pytest.raises(HarnessError, match=r"`models\.m\.base_url` is required \(or list the servers under `hosts:`\)"):
+    with pytest.raises(
+        HarnessError, match=r"`models\.m\.base_url` is required \(or list the servers under `hosts:`\)"
+    ):
         MODEL({"backend": "openai-compatible", "name": "x"}, Where(None, ("models", "m")))
-    cfg = MODEL({"backend": "openai-compatible", "name": "x", "revision": "abc",
-                 "hosts": [{"url": "http://a/v1", "concurrency": 8}, {"url": "http://b/v1"}]}, Where(None, ("models", "m")))
+    cfg = MODEL(
+        {
+            "backend": "openai-compatible",
+            "name": "x",
+            "revision": "abc",
+            "hosts": [{"url": "http://a/v1", "concurrency": 8}, {"url": "http://b/v1"}],
+        },
+        Where(None, ("models", "m")),
+    )
     assert [(h.url, h.concurrency) for h in cfg.hosts] == [("http://a/v1", 8), ("http://b/v1", 4)]

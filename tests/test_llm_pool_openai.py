@@ -18,7 +18,9 @@ class FakeOpenAI:
     """/v1/models lists `served` with vLLM's `root`; /v1/chat/completions echoes the prompt; a per-server
     `created` time (which the pool must ignore); `fail_status` answers every chat call with that status."""
 
-    def __init__(self, served: str = "org/model-7b", root: str = "/models/org/model-7b@abc", fail_status=None):
+    def __init__(
+        self, served: str = "org/model-7b", root: str = "/models/org/model-7b@abc", fail_status=None
+    ):
         self.served, self.root, self.fail_status, self.chats = served, root, fail_status, 0
         fake = self
 
@@ -38,9 +40,22 @@ class FakeOpenAI:
 
             def do_GET(self):
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{
-                        "id": fake.served, "object": "model", "created": id(fake) % 100000, "owned_by": "vllm",
-                        "root": fake.root, "parent": None}]})
+                    self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [
+                                {
+                                    "id": fake.served,
+                                    "object": "model",
+                                    "created": id(fake) % 100000,
+                                    "owned_by": "vllm",
+                                    "root": fake.root,
+                                    "parent": None,
+                                }
+                            ],
+                        },
+                    )
                 else:
                     self._send(404, {"error": {"message": "no such endpoint"}})
 
@@ -51,11 +66,23 @@ class FakeOpenAI:
                     self._send(fake.fail_status, {"error": {"message": "upstream failure"}})
                     return
                 text = json.dumps({"echo": body["messages"][-1]["content"], "seed": body.get("seed")})
-                self._send(200, {
-                    "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": "c1",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": text},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+                    },
+                )
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -72,9 +99,15 @@ class FakeOpenAI:
 
 
 def pool(*fakes, revision="abc") -> dict:
-    return {"backend": "openai-compatible", "name": "org/model-7b", "api_key_env": KEY_ENV, "revision": revision,
-            "timeout_s": 5, "failover": {"backoff_s": 0.01, "max_backoff_s": 0.05, "failures_before_down": 3},
-            "hosts": [{"url": f.url, "concurrency": 2} for f in fakes]}
+    return {
+        "backend": "openai-compatible",
+        "name": "org/model-7b",
+        "api_key_env": KEY_ENV,
+        "revision": revision,
+        "timeout_s": 5,
+        "failover": {"backoff_s": 0.01, "max_backoff_s": 0.05, "failures_before_down": 3},
+        "hosts": [{"url": f.url, "concurrency": 2} for f in fakes],
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -95,13 +128,17 @@ def test_servers_agreeing_give_one_digest_whatever_their_number():
 
 def test_a_server_serving_other_weights_is_refused_naming_both():
     with FakeOpenAI() as a, FakeOpenAI(root="/models/org/model-7b@other") as b:
-        with pytest.raises(ModelMismatch, match=rf"server {b.url} serves .*@other.*but server {a.url} serves"):
+        with pytest.raises(
+            ModelMismatch, match=rf"server {b.url} serves .*@other.*but server {a.url} serves"
+        ):
             make_backend(pool(a, b)).digest  # noqa: B018
 
 
 def test_a_server_without_the_model_is_model_not_found():
     with FakeOpenAI(served="org/other") as a:
-        with pytest.raises(ModelNotFound, match=r"does not serve model 'org/model-7b' \(its /v1/models lists org/other\)"):
+        with pytest.raises(
+            ModelNotFound, match=r"does not serve model 'org/model-7b' \(its /v1/models lists org/other\)"
+        ):
             make_backend(pool(a)).digest  # noqa: B018
 
 

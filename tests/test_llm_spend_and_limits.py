@@ -60,7 +60,14 @@ def test_build_counts_earlier_spend_against_the_cap(tmp_path, monkeypatch):
     monkeypatch.setattr("harness.arms.llm_arms.SpendLedger", Recording)
     docs, chunks = small_corpus(n_docs=1, n_chunks=2)
     with FakeOllama() as fake:
-        model = {"backend": "ollama", "name": "fake", "host": fake.host, "seed": 0, "num_ctx": 4096, "num_predict": 256}
+        model = {
+            "backend": "ollama",
+            "name": "fake",
+            "host": fake.host,
+            "seed": 0,
+            "num_ctx": 4096,
+            "num_predict": 256,
+        }
         study = make_study(tmp_path, {"m": model}, {"E": {"kind": "E", "model": "m"}},
                            llm={"workers": 1, "retry_seeds": [1], "spend_cap_usd": 5.5})
         other = generations_path(study, "strong")
@@ -84,11 +91,19 @@ def options(model) -> dict:
 
 
 def test_model_options_apply_per_arm_and_dataset():
-    cr = typed_arm({"kind": "CR", "model": "m", "model_options": {"num_predict": 120, "num_ctx": {"freshstack": 32768}}})
-    assert options(effective_model_config("CR", cr, MODEL, "qasper", DATASETS)) == {"num_ctx": 16384, "num_predict": 120}
+    cr = typed_arm(
+        {"kind": "CR", "model": "m", "model_options": {"num_predict": 120, "num_ctx": {"freshstack": 32768}}}
+    )
+    assert options(effective_model_config("CR", cr, MODEL, "qasper", DATASETS)) == {
+        "num_ctx": 16384,
+        "num_predict": 120,
+    }
     assert options(effective_model_config("CR", cr, MODEL, "freshstack", DATASETS)) == {"num_ctx": 32768,
                                                                                           "num_predict": 120}
-    assert effective_model_config("E", typed_arm({"kind": "E", "model": "m"}), MODEL, "freshstack", DATASETS) == MODEL
+    assert (
+        effective_model_config("E", typed_arm({"kind": "E", "model": "m"}), MODEL, "freshstack", DATASETS)
+        == MODEL
+    )
 
 
 @pytest.mark.parametrize("options, message", [
@@ -106,7 +121,14 @@ def test_model_options_errors(options, message):
 def test_built_arm_uses_its_dataset_limits(tmp_path):
     docs, chunks = small_corpus(n_docs=1, n_chunks=2)
     with FakeOllama() as fake:
-        model = {"backend": "ollama", "name": "fake", "host": fake.host, "seed": 0, "num_ctx": 4096, "num_predict": 256}
+        model = {
+            "backend": "ollama",
+            "name": "fake",
+            "host": fake.host,
+            "seed": 0,
+            "num_ctx": 4096,
+            "num_predict": 256,
+        }
         arm = {"kind": "CR", "model": "m", "model_options": {"num_predict": 120, "num_ctx": {"papers": 8192}}}
         study = make_study(tmp_path, {"m": model}, {"CR": arm})
         on_papers = build_llm_arm(study, "CR", study.arms["CR"], docs, chunks, render=BUILDERS["CR"].render,
@@ -142,14 +164,27 @@ def test_arm_allowed_to_fall_short_keeps_completed_documents(tmp_path, monkeypat
     monkeypatch.setattr(llm_arms, "make_backend", lambda cfg, replay_from=None: Billed(real(cfg), 0.25))
     docs, chunks = small_corpus(n_docs=3, n_chunks=2)  # two calls per document; the cap pays for four
     with FakeOllama() as fake:
-        model = {"backend": "ollama", "name": "fake", "host": fake.host, "seed": 0, "num_ctx": 4096, "num_predict": 256}
+        model = {
+            "backend": "ollama",
+            "name": "fake",
+            "host": fake.host,
+            "seed": 0,
+            "num_ctx": 4096,
+            "num_predict": 256,
+        }
         arm = {"kind": "E", "model": "m", "allow_shortfall": allow}
-        study = make_study(tmp_path, {"m": model}, {"E": arm}, llm={"workers": 1, "retry_seeds": [1], "spend_cap_usd": 1.0})
+        study = make_study(
+            tmp_path, {"m": model}, {"E": arm}, llm={"workers": 1, "retry_seeds": [1], "spend_cap_usd": 1.0}
+        )
         if not allow:
             with pytest.raises(SpendCapReached):
-                build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
+                build_llm_arm(
+                    study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False
+                )
             return
-        result = build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
+        result = build_llm_arm(
+            study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False
+        )
     short = result.manifest["shortfall"]
     assert (short["planned_documents"], short["completed_documents"]) == (3, 2)
     assert short["missing_document_ids"] == [docs[2].doc_id] and "spend cap" in short["stopped_by"]

@@ -69,7 +69,9 @@ def test_issue23_case8_a_silent_ollama_server_fails_as_stalled_naming_the_host()
     with SilentServer() as silent:
         error, waited = _stalled(make_backend(ollama(silent.url, stall_s=0.3)))
     assert type(error).__name__ == "ServerStalled" and waited < 5
-    assert str(error).startswith(f"ollama at {silent.url}: no answer in 0.3 s (while generating for model 'fake')")
+    assert str(error).startswith(
+        f"ollama at {silent.url}: no answer in 0.3 s (while generating for model 'fake')"
+    )
     assert "unreachable" not in str(error) and "ollama serve" not in str(error)
 
 
@@ -89,9 +91,16 @@ def test_stall_time_defaults_to_the_timeout():
 
 def test_issue23_case8_the_pool_moves_a_stalled_call_to_another_host():
     with SilentServer() as silent, FakeOllama() as good:
-        pool = make_backend({"backend": "ollama", "name": "fake", "stall_s": 0.3, "timeout_s": 30,
-                             "failover": {"backoff_s": 0.05, "max_backoff_s": 0.1, "failures_before_down": 3},
-                             "hosts": [{"url": silent.url, "concurrency": 1}, {"url": good.host, "concurrency": 1}]})
+        pool = make_backend(
+            {
+                "backend": "ollama",
+                "name": "fake",
+                "stall_s": 0.3,
+                "timeout_s": 30,
+                "failover": {"backoff_s": 0.05, "max_backoff_s": 0.1, "failures_before_down": 3},
+                "hosts": [{"url": silent.url, "concurrency": 1}, {"url": good.host, "concurrency": 1}],
+            }
+        )
         assert isinstance(pool, HostPool)
         # the silent server is checked at the first call, where it stalls: the digest comes from the live one
         done = pool.complete("hi", schema=None, seed=0)
@@ -169,6 +178,7 @@ def test_which_openai_compatible_calls_are_billed(url, prices, billed):
 def test_a_remote_server_still_needs_its_key(monkeypatch):
     monkeypatch.delenv("HARNESS_TEST_UNSET_KEY", raising=False)
     backend = make_backend(openai("https://api.example.invalid"))
-    with pytest.raises(AuthError,
-                       match=r"set the environment variable HARNESS_TEST_UNSET_KEY .*only a server on loopback"):
+    with pytest.raises(
+        AuthError, match=r"set the environment variable HARNESS_TEST_UNSET_KEY .*only a server on loopback"
+    ):
         backend.complete("hi", schema=None, seed=0)

@@ -41,11 +41,15 @@ def test_punctuation_and_articles_only_scores_zero_even_against_itself():
 def test_references_by_answer_type():
     ext = reference_from_annotation(annotation(spans=["BiLSTM", "CRF"], free="ignored", evidence=["p1"]))
     assert ext == Reference("BiLSTM, CRF", "extractive", ("p1",))
-    assert reference_from_annotation(annotation(free="a seed lexicon")) == Reference("a seed lexicon", "abstractive", ())
+    assert reference_from_annotation(annotation(free="a seed lexicon")) == Reference(
+        "a seed lexicon", "abstractive", ()
+    )
     assert reference_from_annotation(annotation(yes_no=True)).answer == "Yes"
     assert reference_from_annotation(annotation(yes_no=False)) == Reference("No", "boolean", ())
     # unanswerable wins and drops its evidence
-    assert reference_from_annotation(annotation(unanswerable=True, evidence=["x"])) == Reference("Unanswerable", "none", ())
+    assert reference_from_annotation(annotation(unanswerable=True, evidence=["x"])) == Reference(
+        "Unanswerable", "none", ()
+    )
     assert reference_from_annotation(annotation()) is None  # no usable answer
 
 

@@ -110,5 +110,12 @@ def test_cl100k_cut_inside_a_character_decodes_to_the_replacement_character():
     # "a 🦜 bird" is a| \xf0\x9f|\xa6|\x9c| bird: two tokens end inside the parrot's UTF-8 bytes
     tokens = TokenCache()
     assert tokens.count("a 🦜 bird") == 5
-    assert [tokens.prefix("a 🦜 bird", n) for n in range(6)] == ["", "a", "a \ufffd", "a \ufffd", "a 🦜", "a 🦜 bird"]
+    assert [tokens.prefix("a 🦜 bird", n) for n in range(6)] == [
+        "",
+        "a",
+        "a \ufffd",
+        "a \ufffd",
+        "a 🦜",
+        "a 🦜 bird",
+    ]
     assert kept(fill_budget(chunks("naïve café", "x"), 3, tokens)) == [(1, "naïve", 3, True)]

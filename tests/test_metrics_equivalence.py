@@ -72,7 +72,11 @@ def reference_qasper(evidence, texts, budgets, tokens):
     out = {}
     for b in budgets:
         flags = [retrieved(e, [u.text for u in fill_budget(chunks(*texts), b, tokens)]) for e in gold]
-        out |= {f"rec@{b}t": sum(flags) / len(flags), f"complete@{b}t": float(all(flags)), f"partial@{b}t": float(any(flags))}
+        out |= {
+            f"rec@{b}t": sum(flags) / len(flags),
+            f"complete@{b}t": float(all(flags)),
+            f"partial@{b}t": float(any(flags)),
+        }
     for k in (1, 3, 5):
         flags = [retrieved(e, texts[:k]) for e in gold]
         out |= {f"rec@{k}": sum(flags) / len(flags), f"hit@{k}": float(any(flags))}

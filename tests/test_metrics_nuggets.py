@@ -66,7 +66,9 @@ def test_positive_control_arithmetic():
     # recalls 1, 2/3, 4/5: mean (1 + 2/3 + 4/5) / 3 = 37/45 = 0.822 < 0.85
     failed = positive_control(scores((4, 4, 0), (3, 2, 0), (5, 4, 0)))
     assert failed.mean_recall == pytest.approx(37 / 45) and not failed.passed
-    assert failed.reason == "positive control failed: mean strict recall 0.822, required >= 0.85 (3 questions)"
+    assert (
+        failed.reason == "positive control failed: mean strict recall 0.822, required >= 0.85 (3 questions)"
+    )
 
 
 def test_negative_control_arithmetic_and_its_boundary():
@@ -111,14 +113,17 @@ ROWS = [{"test": "N1", "metric": "nugget_recall@1024t", "tier": "secondary", "ve
 
 
 def test_rows_stay_when_the_judge_is_accepted():
-    passing = JudgeAcceptance(positive_control(scores((2, 2, 0))), negative_control(scores((2, 0, 0))), kappa_ok())
+    passing = JudgeAcceptance(
+        positive_control(scores((2, 2, 0))), negative_control(scores((2, 0, 0))), kappa_ok()
+    )
     assert passing.accepted and passing.reasons == ()
     assert label_nugget_rows(ROWS, passing) == ROWS
 
 
 def test_nugget_rows_turn_exploratory_with_every_reason():
-    failing = JudgeAcceptance(positive_control(scores((2, 2, 0))), negative_control(scores((5, 1, 0), (5, 0, 0))),
-                              None)
+    failing = JudgeAcceptance(
+        positive_control(scores((2, 2, 0))), negative_control(scores((5, 1, 0), (5, 0, 0))), None
+    )
     labelled = label_nugget_rows(ROWS, failing)
     assert labelled[1] == ROWS[1]  # not a nugget row
     assert labelled[0]["tier"] == "exploratory"
@@ -128,7 +133,9 @@ def test_nugget_rows_turn_exploratory_with_every_reason():
     assert ROWS[0]["tier"] == "secondary"  # the input is not modified
     no_reference = JudgeAcceptance(positive_control({}), negative_control({}), kappa_ok())
     assert label_nugget_rows(ROWS, no_reference)[0]["exploratory_reason"] == (
-        "positive control not computable: no reference answers; negative control not computable: no reference answers")
+        "positive control not computable: no reference answers; negative control not computable: no "
+        "reference answers"
+    )
 
 
 # --- Cohen's kappa ---------------------------------------------------------------------------------------
@@ -144,7 +151,8 @@ def test_kappa_hand_computed():
     assert (result.observed_agreement, result.expected_agreement) == pytest.approx((0.8, 0.52))
     assert result.kappa == pytest.approx(7 / 12) and not result.passed
     assert result.reason == "human spot check: kappa 0.583 < 0.6 (10 rows)"
-    # one more agreement (row 10 relabelled n): p_o 0.9, human 5 s / 5 n, p_e 0.6*0.5 + 0.4*0.5 = 0.5, kappa 0.8
+    # one more agreement (row 10 relabelled n): p_o 0.9, human 5 s / 5 n, p_e 0.6*0.5 + 0.4*0.5 = 0.5, kappa
+    # 0.8
     better = cohens_kappa(JUDGE, HUMAN[:9] + ["n"])
     assert better.kappa == pytest.approx(0.8) and better.passed
 

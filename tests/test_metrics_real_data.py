@@ -19,13 +19,18 @@ LARAVEL_BLADE = SHARED_DATA / "laravel-docs-724c31cc" / "blade.md"
 
 
 def make_chunks(doc_id, texts):
-    return [Chunk(doc_id, f"{doc_id}#{i:04d}", t, ((0, 0),), "", 1, 1, ("paragraph",)) for i, t in enumerate(texts)]
+    return [
+        Chunk(doc_id, f"{doc_id}#{i:04d}", t, ((0, 0),), "", 1, 1, ("paragraph",))
+        for i, t in enumerate(texts)
+    ]
 
 
 def qasper_cases():
     papers = json.loads(QASPER.read_text(encoding="utf-8"))
     for paper_id, paper in sorted(papers.items()):
-        paragraphs = [paper["abstract"]] + [p for s in paper["full_text"] for p in s["paragraphs"] if p.strip()]
+        paragraphs = [paper["abstract"]] + [
+            p for s in paper["full_text"] for p in s["paragraphs"] if p.strip()
+        ]
         corpus = make_chunks(f"qasper/{paper_id}", paragraphs)
         for qa in paper["qas"]:
             gold = sorted(
@@ -38,8 +43,15 @@ def qasper_cases():
                 }
             )
             if gold:
-                q = Question(qa["question_id"], "qasper", qa["question"], paper_id, "", (f"qasper/{paper_id}",),
-                             tuple(Evidence(f"qasper/{paper_id}", e) for e in gold))
+                q = Question(
+                    qa["question_id"],
+                    "qasper",
+                    qa["question"],
+                    paper_id,
+                    "",
+                    (f"qasper/{paper_id}",),
+                    tuple(Evidence(f"qasper/{paper_id}", e) for e in gold),
+                )
                 yield q, corpus, set(gold)
 
 
@@ -64,7 +76,8 @@ def test_qasper_gold_first_and_gold_last(cache):
             assert first["rec@1024t"] == first["complete@1024t"] == 1.0, q.qid
         assert last["hit@5"] == last["rec@256t"] == 0.0, q.qid
     # of the sample's 51 questions, 43 have answerable evidence other than figures and section names
-    # (counted independently from the Hugging Face export of the same papers); all their gold fits 1,024 tokens
+    # (counted independently from the Hugging Face export of the same papers); all their gold fits 1,024
+    # tokens
     assert n_questions == 43
     assert n_fitting == 43
 

@@ -1,4 +1,5 @@
-"""The metric-set registry: canonical names, each metric exactly once, budgets from the config, one cache per run."""
+"""The metric-set registry: canonical names, each metric exactly once, budgets from the config, one cache per
+run."""
 
 import pytest
 
@@ -72,7 +73,9 @@ def test_one_cache_encodes_each_text_once_across_questions_and_retrievers():
 
 
 def test_unknown_metric_set_is_refused():
-    with pytest.raises(ValueError, match=r"unknown metric_set 'trec'; choose one of \['freshstack', 'qasper'\]"):
+    with pytest.raises(
+        ValueError, match=r"unknown metric_set 'trec'; choose one of \['freshstack', 'qasper'\]"
+    ):
         score_question("trec", question(GOLD), [], [512])
 
 
@@ -94,7 +97,8 @@ def test_budgets_come_from_the_config_section():
     section = {"qasper": [1024, 256, 512], "freshstack": [512, 1024, 2048]}
     assert budgets_from_config(section, "qasper") == (256, 512, 1024)
     assert budgets_from_config(section, "freshstack") == (512, 1024, 2048)
-    missing = r"`budgets.freshstack` is missing; register the token budgets, e.g. budgets: \{freshstack: \[512, 1024, 2048\]\}"
+    missing = (r"`budgets.freshstack` is missing; register the token budgets, "
+               r"e.g. budgets: \{freshstack: \[512, 1024, 2048\]\}")
     with pytest.raises(HarnessError, match=missing):
         budgets_from_config({"qasper": [512]}, "freshstack")
     with pytest.raises(HarnessError, match="`budgets.qasper`: budget must be a positive integer"):
@@ -107,7 +111,9 @@ def test_demo_config_budgets_are_valid():
     import yaml
     from pathlib import Path
 
-    cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "examples/demo/configs/study.yaml").read_text())
+    cfg = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "examples/demo/configs/study.yaml").read_text()
+    )
     for name, spec in cfg["datasets"].items():
         ms = get_metric_set(spec["metric_set"])
         assert budgets_from_config(cfg["budgets"], ms.name) == ms.default_budgets

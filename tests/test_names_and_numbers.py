@@ -82,9 +82,17 @@ def test_the_rule_takes_every_name_the_shipped_studies_use():
         study = Study.at(root)
         plan = load_plan(study.plan_path, study.amendments_dir)
         config = study.config
-        names = [*config.datasets, *config.arms, *config.retrievers, *config.models, *plan.arms, *plan.retrievers,
-                 *(f.id for f in plan.families), *(t.id for f in plan.families for t in f.tests),
-                 *(d for ds in config.datasets.values() for d in getattr(ds, "domains", None) or {})]
+        names = [
+            *config.datasets,
+            *config.arms,
+            *config.retrievers,
+            *config.models,
+            *plan.arms,
+            *plan.retrievers,
+            *(f.id for f in plan.families),
+            *(t.id for f in plan.families for t in f.tests),
+            *(d for ds in config.datasets.values() for d in getattr(ds, "domains", None) or {}),
+        ]
         assert names and [n for n in names if not is_safe_name(n)] == []
     assert not is_safe_name("x" * (NAME_MAX + 1)) and is_safe_name("fixed@L250") and is_safe_name("E-K+M")
 
@@ -146,12 +154,21 @@ def _question(qid, doc_id="d1"):
             "evidence": [{"doc_id": doc_id, "text": "Spring tides"}]}
 
 
-@pytest.mark.parametrize("documents, questions, file, line, what", [
-    ([_doc("d1"), _doc("d 1")], [_question("q1")], "documents.jsonl", 2, "doc_id 'd 1' contains ' '"),
-    ([_doc("d1"), _doc("d\x001")], [_question("q1")], "documents.jsonl", 2, "doc_id 'd\\x001' contains '\\x00'"),
-    ([_doc("d1")], [_question("q1"), _question("q 3")], "questions.jsonl", 2, "qid 'q 3' contains ' '"),
-    ([_doc("d1")], [_question("q\u00853")], "questions.jsonl", 1, "qid 'q\\x853' contains '\\x85'"),
-])
+@pytest.mark.parametrize(
+    "documents, questions, file, line, what",
+    [
+        ([_doc("d1"), _doc("d 1")], [_question("q1")], "documents.jsonl", 2, "doc_id 'd 1' contains ' '"),
+        (
+            [_doc("d1"), _doc("d\x001")],
+            [_question("q1")],
+            "documents.jsonl",
+            2,
+            "doc_id 'd\\x001' contains '\\x00'",
+        ),
+        ([_doc("d1")], [_question("q1"), _question("q 3")], "questions.jsonl", 2, "qid 'q 3' contains ' '"),
+        ([_doc("d1")], [_question("q\u00853")], "questions.jsonl", 1, "qid 'q\\x853' contains '\\x85'"),
+    ],
+)
 def test_a_doc_id_or_qid_with_white_space_or_a_control_character_is_refused_at_load(
         tmp_path, documents, questions, file, line, what):
     study = _jsonl_study(tmp_path, documents, questions)
@@ -174,40 +191,81 @@ def test_a_qasper_question_id_with_white_space_is_refused_naming_the_paper(tmp_p
     with pytest.raises(InputError, match=re.escape(f"{path} (record 1909.00694): qid 'q 1' contains ' '")):
         convert_paper("1909.00694", papers["1909.00694"], path=path)
     path.write_text(json.dumps({"1909 00694": paper}), encoding="utf-8")
-    with pytest.raises(InputError, match=re.escape("(record paper '1909 00694'): doc_id 'qasper/1909 00694'")):
+    with pytest.raises(
+        InputError, match=re.escape("(record paper '1909 00694'): doc_id 'qasper/1909 00694'")
+    ):
         read_qasper_file(path)
 
 
 # --- case 12: numbers ---
 
 
-@pytest.mark.parametrize("change, match", [
-    (lambda d: d["datasets"]["papers"].update(margin=float("nan")), r"datasets\.papers\.margin: must be a finite"),
-    (lambda d: d["datasets"]["papers"].update(margin=float("inf")), r"datasets\.papers\.margin: must be a finite"),
-    (lambda d: d["datasets"]["papers"].update(margin=250), r"datasets\.papers\.margin: must be positive and at most "
-                                                           r"100 points"),
-    (lambda d: d["families"][0]["tests"][1].update(margin=float("nan")), r"tests\[1\]\.margin: must be a finite"),
-    (lambda d: d["families"][0]["tests"][1].update(margin=float("inf")), r"tests\[1\]\.margin: must be a finite"),
-    (lambda d: d.update(alpha=float("nan")), r"alpha: must be a finite"),
-    (lambda d: d["bootstrap"].update(resamples=10**20), r"bootstrap\.resamples: expected an integer >= 2 and "
-                                                        r"<= 1000000; got 100000000000000000000"),
-    (lambda d: d["permutation"].update(max_flips=10**7), r"permutation\.max_flips: expected an integer >= 1 and "
-                                                         r"<= 1000000"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (
+            lambda d: d["datasets"]["papers"].update(margin=float("nan")),
+            r"datasets\.papers\.margin: must be a finite",
+        ),
+        (
+            lambda d: d["datasets"]["papers"].update(margin=float("inf")),
+            r"datasets\.papers\.margin: must be a finite",
+        ),
+        (
+            lambda d: d["datasets"]["papers"].update(margin=250),
+            r"datasets\.papers\.margin: must be positive and at most "
+            r"100 points",
+        ),
+        (
+            lambda d: d["families"][0]["tests"][1].update(margin=float("nan")),
+            r"tests\[1\]\.margin: must be a finite",
+        ),
+        (
+            lambda d: d["families"][0]["tests"][1].update(margin=float("inf")),
+            r"tests\[1\]\.margin: must be a finite",
+        ),
+        (lambda d: d.update(alpha=float("nan")), r"alpha: must be a finite"),
+        (
+            lambda d: d["bootstrap"].update(resamples=10**20),
+            r"bootstrap\.resamples: expected an integer >= 2 and "
+            r"<= 1000000; got 100000000000000000000",
+        ),
+        (
+            lambda d: d["permutation"].update(max_flips=10**7),
+            r"permutation\.max_flips: expected an integer >= 1 and "
+            r"<= 1000000",
+        ),
+    ],
+)
 def test_a_plan_number_that_is_not_finite_or_past_its_bound_is_refused(plan_copy, change, match):
     _edit_plan(plan_copy, change)
     with pytest.raises(InputError, match=match):
         _load(plan_copy)
 
 
-@pytest.mark.parametrize("change, match", [
-    (lambda raw: raw.update(chunking={"tau_max": 10**32}), r"`chunking\.tau_max` must be a finite number of at most "
-                                                            r"9,007,199,254,740,992 in size"),
-    (lambda raw: raw.update(budgets={"qasper": [float("inf")]}), r"`budgets\.qasper\[0\]` must be an integer"),
-    (lambda raw: raw.update(llm={"spend_cap_usd": float("inf")}), r"`llm\.spend_cap_usd` must be a finite"),
-    (lambda raw: raw.update(llm={"spend_cap_usd": float("nan")}), r"`llm\.spend_cap_usd` must be a number >= 0, "
-                                                                   r"got nan"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (
+            lambda raw: raw.update(chunking={"tau_max": 10**32}),
+            r"`chunking\.tau_max` must be a finite number of at most "
+            r"9,007,199,254,740,992 in size",
+        ),
+        (
+            lambda raw: raw.update(budgets={"qasper": [float("inf")]}),
+            r"`budgets\.qasper\[0\]` must be an integer",
+        ),
+        (
+            lambda raw: raw.update(llm={"spend_cap_usd": float("inf")}),
+            r"`llm\.spend_cap_usd` must be a finite",
+        ),
+        (
+            lambda raw: raw.update(llm={"spend_cap_usd": float("nan")}),
+            r"`llm\.spend_cap_usd` must be a number >= 0, "
+            r"got nan",
+        ),
+    ],
+)
 def test_a_config_number_that_is_not_finite_or_too_large_is_refused(change, match):
     with pytest.raises(HarnessError, match=match):
         _config(change)
@@ -220,7 +278,22 @@ def test_a_config_number_that_is_not_finite_or_too_large_is_refused(change, matc
     ("--margin", "inf", "compare: --margin must be positive and at most 100 points; got inf"),
 ])
 def test_compare_refuses_numbers_past_the_plans_bounds_before_reading(tmp_path, capsys, flag, value, match):
-    args = ["compare", "--results", str(tmp_path / "absent.parquet"), "--dataset", "d", "--a", "A", "--b", "B",
-            "--retriever", "bm25", "--metric", "rec@512t", flag, value]
+    args = [
+        "compare",
+        "--results",
+        str(tmp_path / "absent.parquet"),
+        "--dataset",
+        "d",
+        "--a",
+        "A",
+        "--b",
+        "B",
+        "--retriever",
+        "bm25",
+        "--metric",
+        "rec@512t",
+        flag,
+        value,
+    ]
     assert main(args) == 1
     assert match in capsys.readouterr().err

@@ -29,7 +29,17 @@ def scored(tmp_path_factory):
         "W+AX": {"kind": "E+AX", "of": "F512c", "datasets": ["papers"]},
     }))
     for command in ("select", "freeze", "build-arms", "score"):
-        assert main([command, "--study", str(study.root), *(["--no-progress"] if command in ("build-arms", "score") else [])]) == 0
+        assert (
+            main(
+                [
+                    command,
+                    "--study",
+                    str(study.root),
+                    *(["--no-progress"] if command in ("build-arms", "score") else []),
+                ]
+            )
+            == 0
+        )
     return study.__class__.at(study.root)
 
 
@@ -73,17 +83,25 @@ def test_insertions_per_expansion_are_recorded(scored):
 
 
 def _tagged(variant: str, n: int) -> list[Chunk]:
-    return [Chunk("d", f"d#{i}@{variant}", "t", ((0, 1),), "", 1, 1, (), "t", {"variant": variant}) for i in range(n)]
+    return [
+        Chunk("d", f"d#{i}@{variant}", "t", ((0, 1),), "", 1, 1, (), "t", {"variant": variant})
+        for i in range(n)
+    ]
 
 
 def test_variants_split_in_order_and_average_per_metric():
-    assert chunk_variants(_tagged("s0", 2) + _tagged("s1", 3)) == [("@s0", _tagged("s0", 2)), ("@s1", _tagged("s1", 3))]
+    assert chunk_variants(_tagged("s0", 2) + _tagged("s1", 3)) == [
+        ("@s0", _tagged("s0", 2)),
+        ("@s1", _tagged("s1", 3)),
+    ]
     plain = [Chunk("d", "d#0", "t", ((0, 1),), "", 1, 1, ())]
     assert chunk_variants(plain) == [("", plain)]
     with pytest.raises(Exception, match="mixes chunks with and without"):
         chunk_variants(plain + _tagged("s0", 1))
-    assert mean_over_variants([[("a", 0.2), ("b", 1.0)], [("a", 0.4), ("b", 0.0)]]) == [("a", pytest.approx(0.3)),
-                                                                                        ("b", 0.5)]
+    assert mean_over_variants([[("a", 0.2), ("b", 1.0)], [("a", 0.4), ("b", 0.0)]]) == [
+        ("a", pytest.approx(0.3)),
+        ("b", 0.5),
+    ]
     assert mean_over_variants([[("a", 0.1)]]) == [("a", 0.1)]
 
 
@@ -97,10 +115,20 @@ def _random_chunk_set(rng, n_docs=4, per_doc=9):
         for i in range(per_doc):
             key = f"k{rng.randrange(4)}" if rng.random() < 0.7 else ""
             related = [f"k{rng.randrange(4)}" for _ in range(rng.randrange(3))]
-            chunks.append(Chunk(doc_id=f"d{d}", chunk_id=f"d{d}#{i}", text=f"chunk {d} {i}", spans=((i, i + 1),),
-                                section_path=f"s{rng.randrange(3)}" if rng.random() < 0.8 else "", start_line=i + 1,
-                                end_line=i + 1, block_types=("paragraph",), indexed_text=f"chunk {d} {i}",
-                                generated={"key": key, "related_keys": related}))
+            chunks.append(
+                Chunk(
+                    doc_id=f"d{d}",
+                    chunk_id=f"d{d}#{i}",
+                    text=f"chunk {d} {i}",
+                    spans=((i, i + 1),),
+                    section_path=f"s{rng.randrange(3)}" if rng.random() < 0.8 else "",
+                    start_line=i + 1,
+                    end_line=i + 1,
+                    block_types=("paragraph",),
+                    indexed_text=f"chunk {d} {i}",
+                    generated={"key": key, "related_keys": related},
+                )
+            )
     return chunks
 
 

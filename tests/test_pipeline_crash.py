@@ -42,8 +42,12 @@ def test_issue23_case6_a_killed_score_resumes_with_every_cell_count_and_no_tempo
     for root in (killed, whole):
         make_llm_free_study(root)
         assert main(["build-arms", "--study", str(root), "--no-progress"]) == 0
-    crash = subprocess.run([sys.executable, "-c", KILL_AT_THIRD_MARKER, str(killed)], capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    crash = subprocess.run(
+        [sys.executable, "-c", KILL_AT_THIRD_MARKER, str(killed)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
     assert crash.returncode == 137, crash.stderr
     assert len(_temporaries(killed / "results")) == 1  # the third marker's, written but never renamed
     assert main(["score", "--study", str(killed), "--no-progress"]) == 0
@@ -66,7 +70,9 @@ def test_only_a_dead_writers_temporary_is_removed(tmp_path):
     from harness.files import remove_stale_temporaries
 
     host = socket.gethostname()
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     files = {
         "dead": tmp_path / f"a/.x.json.tmp-{host}-{int(dead.stdout)}-abc123.tmp",
         "alive": tmp_path / f".y.json.tmp-{host}-{os.getpid()}-abc123.tmp",

@@ -21,13 +21,19 @@ from harness.provenance.freeze import frozen_hash
 
 def outputs(study: Study) -> dict[str, bytes]:
     """Per-question tables, run files and statistics (JSON and CSV), by path under results/."""
-    wanted = [*(results_dir(study) / "per_question").glob("*.parquet"), *(results_dir(study) / "per_question").glob("*.csv"),
-              *(results_dir(study) / "runs").rglob("*.run"), *stats_dir(study).glob("*.json"), *stats_dir(study).glob("*.csv")]
+    wanted = [
+        *(results_dir(study) / "per_question").glob("*.parquet"),
+        *(results_dir(study) / "per_question").glob("*.csv"),
+        *(results_dir(study) / "runs").rglob("*.run"),
+        *stats_dir(study).glob("*.json"),
+        *stats_dir(study).glob("*.csv"),
+    ]
     return {str(p.relative_to(results_dir(study))): p.read_bytes() for p in sorted(wanted) if p.is_file()}
 
 
 RETRIEVERS = ("bm25", "minilm", "hybrid")  # lexical, dense (its encoding a task of its own on Ray) and fused
-# two arms: every executor path (arm tasks, encoding tasks, fusion) runs on each, at a third of the six arms' cost
+# two arms: every executor path (arm tasks, encoding tasks, fusion) runs on each, at a third of the six arms'
+# cost
 ARMS = ("S", "F256t")
 
 
@@ -58,8 +64,14 @@ def local_run(built_once) -> tuple[Study, str]:
 def test_ray_and_local_give_byte_identical_results_and_stats(tmp_path, capsys, local_run):
     ray = pytest.importorskip("ray")
     local = outputs(local_run[0])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parents[1])}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={
+            "env_vars": {"PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parents[1])}
+        },
+    )
     try:
         on_ray = outputs(run_pipeline(tmp_path / "ray", "--executor", "ray"))
     finally:
@@ -127,7 +139,9 @@ def test_arm_tasks_start_heaviest_first_and_counts_come_back_in_grid_order(tmp_p
              for arm in tasks}
     weights = [sizes[arm] * len(tasks[arm][3]) for arm in tasks]
     assert len(set(weights)) > 1 and weights == sorted(weights, reverse=True)
-    by_arm = {arm: {f"docs/{arm}/{r}": {"n": i} for i, r in enumerate(task[3])} for arm, task in tasks.items()}
+    by_arm = {
+        arm: {f"docs/{arm}/{r}": {"n": i} for i, r in enumerate(task[3])} for arm, task in tasks.items()
+    }
     assert list(_in_grid_order(cells, by_arm)) == [str(c) for c in cells]
 
 
@@ -168,7 +182,9 @@ def test_score_study_leaves_each_dataset_s_unscored_cells_to_the_chosen_strategy
 def test_the_config_sets_the_executor_and_the_command_line_wins(tmp_path):
     study = make_llm_free_study(tmp_path, freeze=False)
     assert choose_executor(study, None, None) == Executor("local")
-    edit_config(tmp_path, lambda cfg: cfg.__setitem__("executor", {"kind": "ray", "ray_address": "ray://h:1"}))
+    edit_config(
+        tmp_path, lambda cfg: cfg.__setitem__("executor", {"kind": "ray", "ray_address": "ray://h:1"})
+    )
     study = Study.at(tmp_path)
     assert choose_executor(study, None, None) == Executor("ray", "ray://h:1")
     assert choose_executor(study, "local", None).kind == "local"
@@ -195,7 +211,9 @@ def test_each_cell_ranking_with_embeddings_names_its_chunk_sets_once(tmp_path):
 
 
 @pytest.mark.slow
-def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_results(tmp_path, capsys, local_run):
+def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_results(
+    tmp_path, capsys, local_run
+):
     """The encoding task, run before scoring (as on Ray), leaves scoring nothing to embed, and the results
     are byte-identical to a plain local run."""
     pytest.importorskip("sentence_transformers")
@@ -220,8 +238,12 @@ def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_result
     assert main(["score", "--study", str(encoded.root), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "retriever counters" in printed and "'cache_misses': 0" in printed
-    assert "'cache_misses': " not in printed.replace("'cache_misses': 0", "")  # every vector came from the cache
-    ours = {k: v for k, v in outputs(plain).items() if not k.startswith("stats")}  # only the shared run has stats
+    assert "'cache_misses': " not in printed.replace(
+        "'cache_misses': 0", ""
+    )  # every vector came from the cache
+    ours = {
+        k: v for k, v in outputs(plain).items() if not k.startswith("stats")
+    }  # only the shared run has stats
     theirs = outputs(encoded)
     assert ours.keys() == theirs.keys() and any(k.startswith("runs") for k in ours)
     for name in ours:

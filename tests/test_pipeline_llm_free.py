@@ -22,7 +22,14 @@ from harness.files import atomic_write_json, read_json
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 from pipeline_support import LLM_FREE, make_llm_free_study
-from harness.grid.paths import chunk_manifest_path, chunks_path, per_question_path, results_dir, run_path, stats_dir
+from harness.grid.paths import (
+    chunk_manifest_path,
+    chunks_path,
+    per_question_path,
+    results_dir,
+    run_path,
+    stats_dir,
+)
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +85,16 @@ def test_chunk_set_from_other_inputs_is_refused(built, tmp_path):
 def test_per_question_table(built):
     for dataset, n_questions, metric in (("papers", 48, "rec@512t"), ("docs", 47, "prec@1024t")):
         df = pd.read_parquet(per_question_path(built, dataset))
-        assert list(df.columns) == ["dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value"]
+        assert list(df.columns) == [
+            "dataset",
+            "arm",
+            "retriever",
+            "qid",
+            "cluster",
+            "stratum",
+            "metric",
+            "value",
+        ]
         assert set(df["arm"]) == set(LLM_FREE) and set(df["retriever"]) == {"bm25"}
         # every question has every metric exactly once per cell
         counts = df.groupby(["arm", "retriever", "metric"])["qid"].nunique()
@@ -116,15 +132,33 @@ def test_build_without_freeze_says_what_to_do(tmp_path, capsys):
     assert "run `harness freeze` first" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("edit, named", [
-    (lambda root: _edit_config(root, lambda c: c["chunking"].__setitem__("tau_max", 1400)), "chunking.tau_max"),
-    (lambda root: _edit_config(root, lambda c: c["datasets"]["papers"]["selection"].__setitem__("seed", 7)),
-     "selection.seed"),
-    (lambda root: (root / "prompts" / "enrich.txt").write_text(
-        (root / "prompts" / "enrich.txt").read_text(encoding="utf-8") + " ", encoding="utf-8"), "enrich.txt"),
-    (lambda root: (root / "selection" / "selection.json").write_text(
-        (root / "selection" / "selection.json").read_text(encoding="utf-8") + "\n", encoding="utf-8"), "selection.sha256"),
-])
+@pytest.mark.parametrize(
+    "edit, named",
+    [
+        (
+            lambda root: _edit_config(root, lambda c: c["chunking"].__setitem__("tau_max", 1400)),
+            "chunking.tau_max",
+        ),
+        (
+            lambda root: _edit_config(
+                root, lambda c: c["datasets"]["papers"]["selection"].__setitem__("seed", 7)
+            ),
+            "selection.seed",
+        ),
+        (
+            lambda root: (root / "prompts" / "enrich.txt").write_text(
+                (root / "prompts" / "enrich.txt").read_text(encoding="utf-8") + " ", encoding="utf-8"
+            ),
+            "enrich.txt",
+        ),
+        (
+            lambda root: (root / "selection" / "selection.json").write_text(
+                (root / "selection" / "selection.json").read_text(encoding="utf-8") + "\n", encoding="utf-8"
+            ),
+            "selection.sha256",
+        ),
+    ],
+)
 def test_build_and_score_refuse_drift_with_a_diff(tmp_path, capsys, edit, named):
     study = make_llm_free_study(tmp_path / "s")
     edit(study.root)
@@ -148,9 +182,14 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
     """select, freeze, build-arms, score, stats, audit, report on real demo data: the families whose arms
     exist run (no deviation needed, every configured cell is scored), the others say what is missing."""
     study = make_llm_free_study(tmp_path / "s", ("bm25", "minilm", "hybrid"))
-    published = ["--registered-hash", frozen_hash(study)]  # outside git, the published hash anchors the freeze
+    published = [
+        "--registered-hash",
+        frozen_hash(study),
+    ]  # outside git, the published hash anchors the freeze
     for command in ("build-arms", "score", "stats", "audit", "report"):
-        extra = {"build-arms": ["--no-progress"], "score": ["--no-progress"], "audit": published}.get(command, [])
+        extra = {"build-arms": ["--no-progress"], "score": ["--no-progress"], "audit": published}.get(
+            command, []
+        )
         assert main([command, "--study", str(study.root), *extra]) == 0, command
     out = capsys.readouterr().out
     assert "audit: " in out and " 0 FAIL" in out
@@ -167,10 +206,17 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
         seen_chunks |= chunks
         seen_queries |= queries
     assert list(misses) == ["papers", "papers-pooled", "docs"] and encoded["papers-pooled"] == 0
-    assert misses == encoded  # first run: each distinct chunk text and query encoded once, by its first dataset
+    assert (
+        misses == encoded
+    )  # first run: each distinct chunk text and query encoded once, by its first dataset
     h3 = read_json(stats_dir(study) / "H3.json")
     assert h3["status"] == "ran" and h3["frozen_config_hash"] == frozen_hash(study)
-    assert [r["test"] for r in h3["rows"]] == ["H3-F512c-papers", "H3-F256t-papers", "H3-F512c-docs", "H3-F256t-docs"]
+    assert [r["test"] for r in h3["rows"]] == [
+        "H3-F512c-papers",
+        "H3-F256t-papers",
+        "H3-F512c-docs",
+        "H3-F256t-docs",
+    ]
     assert all(r["n_questions"] == {"papers": 48, "docs": 47}[r["dataset"]] for r in h3["rows"])
     # LLM-free families only; robustness runs on its one LLM-free test (the section-path prefix, pooled)
     assert sorted(p.stem for p in stats_dir(study).glob("*.json")) == ["H3", "exploratory", "robustness"]
@@ -205,7 +251,10 @@ def test_issue23_case7_select_freeze_and_build_arms_name_every_drop_in_one_line_
                 "questions_dropped_no_located_evidence 1, texts_bom_stripped 1")
     for command in ("select", "freeze", "build-arms"):
         capsys.readouterr()
-        assert main([command, "--study", str(root), *(["--no-progress"] if command == "build-arms" else [])]) == 0
+        assert (
+            main([command, "--study", str(root), *(["--no-progress"] if command == "build-arms" else [])])
+            == 0
+        )
         lines = capsys.readouterr().out.splitlines()
         assert expected in lines, (command, lines)
         assert "docs: nothing dropped or changed on loading (47 questions kept)" in lines
@@ -231,8 +280,16 @@ def test_questions_ranked_in_small_batches_give_the_same_rows_and_run_files(buil
 
             def run(n):
                 monkeypatch.setattr(score, "QUESTIONS_PER_SEARCH", n)
-                rows = score.score_cell(built, dataset, cell, scoped, RetrieverContext.for_study(built), ScoringCache(),
-                                        budgets, run_depth=built.config.run_depth)
+                rows = score.score_cell(
+                    built,
+                    dataset,
+                    cell,
+                    scoped,
+                    RetrieverContext.for_study(built),
+                    ScoringCache(),
+                    budgets,
+                    run_depth=built.config.run_depth,
+                )
                 return rows, run_path(built, *cell.names).read_bytes()
 
             whole = run(10_000)
@@ -280,7 +337,9 @@ def test_a_scopes_indexes_are_released_once_every_cell_is_past_it(tmp_path, monk
 
 
 @pytest.mark.slow
-def test_an_arms_cells_scored_together_equal_each_scored_alone_and_fusions_reuse_their_members(tmp_path, monkeypatch):
+def test_an_arms_cells_scored_together_equal_each_scored_alone_and_fusions_reuse_their_members(
+    tmp_path, monkeypatch
+):
     """score_cells ranks a batch with every retriever of the arm; the fusion reads its members' rankings of
     the batch (search_batch) instead of ranking again. Rows, counts and run files equal scoring each cell
     alone, with no index shared."""
@@ -296,7 +355,9 @@ def test_an_arms_cells_scored_together_equal_each_scored_alone_and_fusions_reuse
     frozen = frozen_hash(study)
     searched = []
     original = BM25Index.search_many
-    monkeypatch.setattr(BM25Index, "search_many", lambda self, queries: searched.append(1) or original(self, queries))
+    monkeypatch.setattr(
+        BM25Index, "search_many", lambda self, queries: searched.append(1) or original(self, queries)
+    )
     monkeypatch.setattr(score, "QUESTIONS_PER_SEARCH", 5)  # several batches per pooled scope
     for name in ("papers-pooled", "docs"):
         dataset = load_dataset(study, name, selection=read_selection(study))
@@ -309,15 +370,35 @@ def test_an_arms_cells_scored_together_equal_each_scored_alone_and_fusions_reuse
             scoped = score.scopes(dataset, chunks)
             alone = []
             for cell in arm_cells:
-                alone.append((score.score_cell(study, dataset, cell, scoped, RetrieverContext.for_study(study),
-                                               ScoringCache(), budgets, run_depth=study.config.run_depth),
-                              run_path(study, *cell.names).read_bytes()))
+                alone.append(
+                    (
+                        score.score_cell(
+                            study,
+                            dataset,
+                            cell,
+                            scoped,
+                            RetrieverContext.for_study(study),
+                            ScoringCache(),
+                            budgets,
+                            run_depth=study.config.run_depth,
+                        ),
+                        run_path(study, *cell.names).read_bytes(),
+                    )
+                )
                 run_path(study, *cell.names).unlink()
             searched.clear()
-            together = score.score_cells(study, dataset, arm_cells, scoped,
-                                         RetrieverContext.for_study(study, share_indexes=True), ScoringCache(),
-                                         budgets, run_depth=study.config.run_depth)
+            together = score.score_cells(
+                study,
+                dataset,
+                arm_cells,
+                scoped,
+                RetrieverContext.for_study(study, share_indexes=True),
+                ScoringCache(),
+                budgets,
+                run_depth=study.config.run_depth,
+            )
             batches = sum(-(-len(s.questions) // 5) for s in scoped if s.chunks)
             assert len(searched) == batches  # bm25 ranked each batch once, for its own cell and the hybrid's
-            assert [(outcome, run_path(study, *c.names).read_bytes()) for c, outcome in zip(arm_cells, together)] \
-                == alone
+            assert [
+                (outcome, run_path(study, *c.names).read_bytes()) for c, outcome in zip(arm_cells, together)
+            ] == alone

@@ -12,7 +12,9 @@ from harness.grid.results import COLUMNS, ResultRow, question_rows, read_per_que
 from metrics_support import question
 
 
-def row(arm="S", retriever="bm25", qid="q1", metric="rec@512t", value=0.5, cluster="c1", stratum="", dataset="d"):
+def row(
+    arm="S", retriever="bm25", qid="q1", metric="rec@512t", value=0.5, cluster="c1", stratum="", dataset="d"
+):
     return ResultRow(dataset, arm, retriever, qid, cluster, stratum, metric, value)
 
 
@@ -39,7 +41,10 @@ def test_round_trip_is_exact_and_sorted(tmp_path):
 
 def test_read_ids_share_one_object_per_distinct_value(tmp_path):
     # Millions of rows repeat a few dozen ids; one str object per cell made the paper-size table 1.5 GB.
-    rows = [row(arm=f"A{i % 3}", qid=f"q{i % 50}", cluster=f"c{i % 50}", metric=f"m{i // 150}") for i in range(600)]
+    rows = [
+        row(arm=f"A{i % 3}", qid=f"q{i % 50}", cluster=f"c{i % 50}", metric=f"m{i // 150}")
+        for i in range(600)
+    ]
     write_per_question(rows, tmp_path / "d.parquet", tmp_path / "d.csv")
     for path in (tmp_path / "d.parquet", tmp_path / "d.csv"):
         df = read_per_question(path)
@@ -73,20 +78,30 @@ def test_question_rows_carry_cluster_and_stratum():
 
 
 def test_repeated_result_is_refused(tmp_path):
-    with pytest.raises(ValueError, match=r"x.parquet: row 1: repeated result for dataset 'd', arm 'S', retriever 'bm25', "
-                                         r"qid 'q1', metric 'rec@512t' \(first at row 0\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"x.parquet: row 1: repeated result for dataset 'd', arm 'S', retriever 'bm25', "
+        r"qid 'q1', metric 'rec@512t' \(first at row 0\)",
+    ):
         write_per_question([row(), row(value=0.25)], tmp_path / "x.parquet", None)
 
 
 @pytest.mark.parametrize("value", [1.5, -0.1, float("nan")])
 def test_value_outside_unit_interval_is_refused(tmp_path, value):
-    with pytest.raises(ValueError, match=r"row 0: metric values must lie in \[0, 1\]; rec@512t = (1.5|-0.1|nan) for qid 'q1' \(S / bm25\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"row 0: metric values must lie in \[0, 1\]; rec@512t = (1.5|-0.1|nan) for qid 'q1' \(S / "
+              r"bm25\)",
+    ):
         write_per_question([row(value=value)], tmp_path / "x.parquet", None)
 
 
 def test_qid_with_two_clusters_is_refused(tmp_path):
-    with pytest.raises(ValueError, match=r"row 1: qid 'q1' of dataset 'd' has more than one cluster or stratum "
-                                         r"\('c2' / '', before 'c1' / ''\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"row 1: qid 'q1' of dataset 'd' has more than one cluster or stratum "
+        r"\('c2' / '', before 'c1' / ''\)",
+    ):
         write_per_question([row(), row(metric="hit@1", cluster="c2")], tmp_path / "x.parquet", None)
 
 
@@ -112,8 +127,11 @@ def test_read_errors_name_the_file(tmp_path):
         read_per_question(tmp_path / "missing.parquet")
     bad = tmp_path / "bad.csv"
     bad.write_text("dataset,arm,qid,value,note\nd,S,q1,0.5,x\n")
-    with pytest.raises(InputError, match=r"bad.csv: columns are \['dataset', 'arm', 'qid', 'value', 'note'\], expected "
-                                         r"\[.*\] \(missing: retriever, cluster, stratum, metric; unexpected: note\)"):
+    with pytest.raises(
+        InputError,
+        match=r"bad.csv: columns are \['dataset', 'arm', 'qid', 'value', 'note'\], expected "
+        r"\[.*\] \(missing: retriever, cluster, stratum, metric; unexpected: note\)",
+    ):
         read_per_question(bad)
     other = tmp_path / "x.json"
     other.write_text("{}")
@@ -127,7 +145,10 @@ HEADER = "dataset,arm,retriever,qid,cluster,stratum,metric,value\n"
 def test_csv_errors_name_the_line(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text(HEADER + "d,S,bm25,007,p7,,hit@1,1\nd,S,bm25,008,p8,,hit@1,1\nd,S,bm25,007,p7,,hit@1,0\n")
-    with pytest.raises(InputError, match=r"d\.csv: line 4: repeated result for .* qid '007', metric 'hit@1' \(first at line 2\)"):
+    with pytest.raises(
+        InputError,
+        match=r"d\.csv: line 4: repeated result for .* qid '007', metric 'hit@1' \(first at line 2\)",
+    ):
         read_per_question(path)
     path.write_text(HEADER + "d,S,bm25,007,p7,,hit@1,1\nd,S,bm25,008,p8,,hit@1,n/a\n")
     with pytest.raises(InputError, match=r"d\.csv: line 3: value 'n/a' is not a number"):
@@ -135,13 +156,25 @@ def test_csv_errors_name_the_line(tmp_path):
 
 
 def test_parquet_null_reads_as_empty_and_errors_name_the_row(tmp_path):
-    frame = pd.DataFrame({"dataset": ["d", "d"], "arm": ["S", "S"], "retriever": ["r", "r"], "qid": ["1", "2"],
-                          "cluster": ["1", "2"], "stratum": [None, None], "metric": ["m", "m"], "value": [0.25, 1.0]})
+    frame = pd.DataFrame(
+        {
+            "dataset": ["d", "d"],
+            "arm": ["S", "S"],
+            "retriever": ["r", "r"],
+            "qid": ["1", "2"],
+            "cluster": ["1", "2"],
+            "stratum": [None, None],
+            "metric": ["m", "m"],
+            "value": [0.25, 1.0],
+        }
+    )
     frame.to_parquet(tmp_path / "d.parquet")
     assert read_per_question(tmp_path / "d.parquet").stratum.tolist() == ["", ""]
     frame.loc[1, "value"] = 2.0
     frame.to_parquet(tmp_path / "d.parquet")
-    with pytest.raises(InputError, match=r"d\.parquet: row 1: metric values must lie in \[0, 1\]; m = 2\.0 for qid '2'"):
+    with pytest.raises(
+        InputError, match=r"d\.parquet: row 1: metric values must lie in \[0, 1\]; m = 2\.0 for qid '2'"
+    ):
         read_per_question(tmp_path / "d.parquet")
 
 
@@ -167,11 +200,15 @@ def test_combine_refuses_missing_cells(tmp_path):
     root = tmp_path / "per_question"
     write_part(root, "d", "S", "bm25", [row()])
     with pytest.raises(HarnessError, match="dataset 'd': 2 cell\\(s\\) not scored yet: E / bm25, S / hybrid"):
-        combine_parts(root, "d", [("S", "bm25"), ("S", "hybrid"), ("E", "bm25")], tmp_path / "d.parquet", None)
+        combine_parts(
+            root, "d", [("S", "bm25"), ("S", "hybrid"), ("E", "bm25")], tmp_path / "d.parquet", None
+        )
 
 
 def test_part_refuses_rows_of_another_cell(tmp_path):
-    with pytest.raises(ValueError, match=r"S__bm25.parquet: rows of cells \[\('d', 'E', 'bm25'\)\] do not belong"):
+    with pytest.raises(
+        ValueError, match=r"S__bm25.parquet: rows of cells \[\('d', 'E', 'bm25'\)\] do not belong"
+    ):
         write_part(tmp_path, "d", "S", "bm25", [row(arm="E")])
 
 
@@ -191,16 +228,29 @@ def test_names_that_cannot_name_a_part_are_refused(tmp_path, arm):
 
 def test_combined_file_equals_direct_write(tmp_path):
     root = tmp_path / "per_question"
-    rows = [row(arm=a, retriever=r, qid=q, metric=m, value=v / 7)
-            for a in ("S", "E") for r in ("bm25", "hybrid") for q in ("q1", "q2") for v, m in enumerate(("hit@1", "rec@1"))]
+    rows = [
+        row(arm=a, retriever=r, qid=q, metric=m, value=v / 7)
+        for a in ("S", "E")
+        for r in ("bm25", "hybrid")
+        for q in ("q1", "q2")
+        for v, m in enumerate(("hit@1", "rec@1"))
+    ]
     for a in ("S", "E"):
         for r in ("bm25", "hybrid"):
             write_part(root, "d", a, r, [x for x in rows if (x.arm, x.retriever) == (a, r)])
-    combine_parts(root, "d", [(a, r) for a in ("S", "E") for r in ("bm25", "hybrid")], tmp_path / "c.parquet", tmp_path / "c.csv")
+    combine_parts(
+        root,
+        "d",
+        [(a, r) for a in ("S", "E") for r in ("bm25", "hybrid")],
+        tmp_path / "c.parquet",
+        tmp_path / "c.csv",
+    )
     write_per_question(rows, tmp_path / "w.parquet", tmp_path / "w.csv")
     assert (tmp_path / "c.csv").read_bytes() == (tmp_path / "w.csv").read_bytes()
     assert (tmp_path / "c.parquet").read_bytes() == (tmp_path / "w.parquet").read_bytes()
-    pd.testing.assert_frame_equal(read_per_question(tmp_path / "c.parquet"), read_per_question(tmp_path / "w.parquet"))
+    pd.testing.assert_frame_equal(
+        read_per_question(tmp_path / "c.parquet"), read_per_question(tmp_path / "w.parquet")
+    )
 
 
 def test_csv_written_in_blocks_equals_one_block_and_a_failed_write_leaves_nothing(tmp_path):
@@ -223,18 +273,34 @@ def test_csv_written_in_blocks_equals_one_block_and_a_failed_write_leaves_nothin
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "d.parquet"]
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda lines: lines, None),
-    (lambda lines: [lines[0]] + [lines[1].replace("mrr@10", "mrr@5")] + lines[2:],
-     "1 value(s) differ from d.parquet: line 2 metric: 'mrr@5' in the CSV, 'mrr@10' in d.parquet"),
-    (lambda lines: lines[:-1], "1 value(s) differ from d.parquet: 3 rows in the CSV, 4 in d.parquet"),
-    (lambda lines: lines + [lines[-1]], "1 value(s) differ from d.parquet: 5 rows in the CSV, 4 in d.parquet"),
-    (lambda lines: lines[:2] + [lines[2] + ",x"] + lines[3:], "1 value(s) differ from d.parquet: 4 rows in the CSV"),
-    (lambda lines: [lines[0].replace("qid", "question")] + lines[1:], "header ['dataset', 'arm', 'retriever', 'question'"),
-    (lambda lines: [], "header (empty file) is not"),
-    (lambda lines: lines[:1] + [lines[1].replace(",0.0", ",0.0000001")] + lines[2:],
-     "line 2 value: '0.0000001' in the CSV, 0.0 in d.parquet"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda lines: lines, None),
+        (
+            lambda lines: [lines[0]] + [lines[1].replace("mrr@10", "mrr@5")] + lines[2:],
+            "1 value(s) differ from d.parquet: line 2 metric: 'mrr@5' in the CSV, 'mrr@10' in d.parquet",
+        ),
+        (lambda lines: lines[:-1], "1 value(s) differ from d.parquet: 3 rows in the CSV, 4 in d.parquet"),
+        (
+            lambda lines: lines + [lines[-1]],
+            "1 value(s) differ from d.parquet: 5 rows in the CSV, 4 in d.parquet",
+        ),
+        (
+            lambda lines: lines[:2] + [lines[2] + ",x"] + lines[3:],
+            "1 value(s) differ from d.parquet: 4 rows in the CSV",
+        ),
+        (
+            lambda lines: [lines[0].replace("qid", "question")] + lines[1:],
+            "header ['dataset', 'arm', 'retriever', 'question'",
+        ),
+        (lambda lines: [], "header (empty file) is not"),
+        (
+            lambda lines: lines[:1] + [lines[1].replace(",0.0", ",0.0000001")] + lines[2:],
+            "line 2 value: '0.0000001' in the CSV, 0.0 in d.parquet",
+        ),
+    ],
+)
 def test_csv_is_compared_with_its_parquet_twin_row_by_row(tmp_path, edit, message):
     from harness.provenance.release import csv_matches_parquet
 

@@ -64,8 +64,13 @@ def test_status_loads_no_model_library(tmp_path):
     code = ("import sys; from harness.cli.main import main; rc = main(['status', '--study', sys.argv[1]]); "
             "heavy = [m for m in ('torch', 'sentence_transformers', 'llama_cpp') if m in sys.modules]; "
             "print('HEAVY', heavy); sys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code, str(study.root)], cwd=REPO, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(study.root)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stdout
 
@@ -86,7 +91,9 @@ def test_partly_built_study(tmp_path, capsys):
     # the config was edited after the freeze: status names the drift first (build-arms would refuse) ...
     assert "next: the inputs drifted from the freeze (1 file(s) changed: configs/study.yaml)" in out
     # ... and counts the grid of the edited config: 3 x 6 + E, minus S and P on 3 datasets
-    assert replace(grid_status(study), drifted_files=[]).next_step() == "make build-arms (13 chunk sets missing)"
+    assert (
+        replace(grid_status(study), drifted_files=[]).next_step() == "make build-arms (13 chunk sets missing)"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +135,9 @@ def test_scored_under_an_older_freeze_is_stale(tmp_path, capsys):
     for command in ("build-arms", "score"):
         assert main([command, "--study", str(study.root), "--no-progress"]) == 0
     edit_config(study.root, lambda c: c["retrievers"]["bm25"].__setitem__("k1", 1.2))
-    assert main(["freeze", "--study", str(study.root), "--force", "test: a re-freeze orphans the results"]) == 0
+    assert (
+        main(["freeze", "--study", str(study.root), "--force", "test: a re-freeze orphans the results"]) == 0
+    )
     out = status_text(capsys, study)
     assert f"chunk sets: {N_SETS} ({N_SETS} stale); cells: {N_SETS} ({N_SETS} stale)" in out
     assert row(out, "papers", "S", "S").split()[3] == "stale"
@@ -159,7 +168,9 @@ def test_flagship_add_on_arms_are_buildable_and_have_cells(capsys):
     assert {tuple(line.split()) for line in answer_block.splitlines()[2:]} >= {
         ("qasper", "E", "hybrid", "missing"), ("qasper", "S+T", "hybrid", "missing")}
     assert {"M", "E-K+M", "RM", "SM", "M-TP", "E+KX", "E+AX", "E+SX", "E+keys", "E+entities"} <= cell_arms
-    not_implemented = {line.split()[1] for line in out.split("cells (")[0].splitlines() if "not implemented" in line}
+    not_implemented = {
+        line.split()[1] for line in out.split("cells (")[0].splitlines() if "not implemented" in line
+    }
     assert not_implemented == set()
 
 
@@ -193,9 +204,14 @@ def test_answer_cells_are_answered_missing_or_stale_by_their_marker(tmp_path, ca
     current = status.frozen_hash
     assert [(str(a.cell), a.state) for a in status.answer_cells] == [
         ("papers/S/bm25", MISSING), ("papers/S+T/bm25", MISSING), ("docs/S/bm25", MISSING)]
-    s, st, docs = (cell_of(study, *names) for names in (("papers", "S", "bm25"), ("papers", "S+T", "bm25"), ("docs", "S", "bm25")))
+    s, st, docs = (
+        cell_of(study, *names)
+        for names in (("papers", "S", "bm25"), ("papers", "S+T", "bm25"), ("docs", "S", "bm25"))
+    )
     for cell, frozen in ((s, current), (st, "an-older-freeze"), (docs, current)):
-        write_part(answers_dir(study), *cell.names, [ResultRow(*cell.names, "q1", "c1", "", "answer_f1@512t", 0.5)])
+        write_part(
+            answers_dir(study), *cell.names, [ResultRow(*cell.names, "q1", "c1", "", "answer_f1@512t", 0.5)]
+        )
         answers_path(study, cell).write_text('{"qid": "q1"}\n', encoding="utf-8")
         mark_answer_done(study, cell, frozen_hash=frozen, counts={"questions": 1})
     answers_path(study, docs).unlink()  # a marker without its answers file proves nothing

@@ -70,13 +70,25 @@ def test_estimate_counts_the_real_prompts_without_a_model(tmp_path, capsys, monk
 
 def _billed(study: Study, cap: float, prices: dict) -> None:
     """A hosted (not loopback, so billed) OpenAI-compatible model with these prices."""
-    edit_config(study.root, lambda cfg: (
-        cfg.__setitem__("models", {"embedded": {"backend": "openai-compatible", "name": "some/model",
-                                                "base_url": "https://api.example.invalid/v1", "max_tokens": 200,
-                                                **prices}}),
-        cfg["llm"].__setitem__("spend_cap_usd", cap),
-        cfg["retrievers"].pop("rerank", None),
-    ))
+    edit_config(
+        study.root,
+        lambda cfg: (
+            cfg.__setitem__(
+                "models",
+                {
+                    "embedded": {
+                        "backend": "openai-compatible",
+                        "name": "some/model",
+                        "base_url": "https://api.example.invalid/v1",
+                        "max_tokens": 200,
+                        **prices,
+                    }
+                },
+            ),
+            cfg["llm"].__setitem__("spend_cap_usd", cap),
+            cfg["retrievers"].pop("rerank", None),
+        ),
+    )
 
 
 def test_estimate_prices_billed_arms_and_checks_the_cap(tmp_path, capsys):
@@ -103,8 +115,14 @@ def test_estimate_refuses_a_billed_model_without_prices(tmp_path, capsys):
 
 
 def test_power_prints_the_cluster_count_from_a_pilot(tmp_path, capsys):
-    table = long_table(np.random.default_rng(5), [SyntheticDataset("papers", 25, 3.0)], {"E": 0.0, "S+T": 0.0},
-                       ["hybrid"], {"papers": ["rec@512t"]}, noise=0.2)
+    table = long_table(
+        np.random.default_rng(5),
+        [SyntheticDataset("papers", 25, 3.0)],
+        {"E": 0.0, "S+T": 0.0},
+        ["hybrid"],
+        {"papers": ["rec@512t"]},
+        noise=0.2,
+    )
     pilot = tmp_path / "pilot.csv"
     table.to_csv(pilot, index=False)
     args = ["power", "--pilot", str(pilot), "--dataset", "papers", "--a", "E", "--b", "S+T", "--retriever",

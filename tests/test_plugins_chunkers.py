@@ -32,8 +32,15 @@ def _arm(raw: dict):
 
 def _build(raw: dict, root: Path | None, documents=(DOC,)):
     cfg = _arm(raw)
-    inputs = BuildInputs(list(documents), None, dict, study=SimpleNamespace(root=root) if root else None, arm="x",
-                         arm_config=cfg, progress=False)
+    inputs = BuildInputs(
+        list(documents),
+        None,
+        dict,
+        study=SimpleNamespace(root=root) if root else None,
+        arm="x",
+        arm_config=cfg,
+        progress=False,
+    )
     return build_chunks(get_kind(cfg.kind), inputs)
 
 
@@ -43,7 +50,13 @@ def _plugin(root: Path, body: str, name: str = "cutter") -> None:
 
 
 def test_texts_are_located_in_order_verbatim_or_with_whitespace_collapsed():
-    pieces = ["# Title", "First paragraph here.", "Second paragraph wraps here.", "First paragraph here.", "  "]
+    pieces = [
+        "# Title",
+        "First paragraph here.",
+        "Second paragraph wraps here.",
+        "First paragraph here.",
+        "  ",
+    ]
     slices, counts = locate_pieces(DOC, pieces, what="arm x")
     # the repeated paragraph is placed on its second occurrence: pieces are searched after the previous one
     first, second = TEXT.index("First"), TEXT.rindex("First")
@@ -74,11 +87,20 @@ def test_a_python_arm_from_the_study_plugins_folder(tmp_path):
                       "    return [p for p in text.split(sep)] + ['made up by ' + doc_id]\n")
     built = _build({"kind": "python", "callable": "cutter:cut", "params": {"sep": "\n\n"}}, tmp_path)
     texts = [c.text for c in built.chunks]
-    assert texts == ["# Title", "First paragraph here.", "Second   paragraph\nwraps here.", "First paragraph here.\n"]
+    assert texts == [
+        "# Title",
+        "First paragraph here.",
+        "Second   paragraph\nwraps here.",
+        "First paragraph here.\n",
+    ]
     assert all(TEXT[c.spans[0][0]:c.spans[0][1]] == c.text for c in built.chunks)
     assert built.manifest["chunker"] == "python"
-    assert built.manifest["pieces"]["unlocated"] == 1 and built.manifest["unlocated_by_document"] == {"d/one.md": 1}
-    assert "1 chunk(s) from 1 document(s) are not in the source text" in unlocated_warning("c/x", built.manifest)
+    assert built.manifest["pieces"]["unlocated"] == 1 and built.manifest["unlocated_by_document"] == {
+        "d/one.md": 1
+    }
+    assert "1 chunk(s) from 1 document(s) are not in the source text" in unlocated_warning(
+        "c/x", built.manifest
+    )
     again = _build({"kind": "python", "callable": "cutter:cut", "params": {"sep": "\n\n"}}, tmp_path)
     assert [c.chunk_id for c in again.chunks] == [c.chunk_id for c in built.chunks]
 
@@ -89,8 +111,11 @@ def test_a_python_arm_returning_spans_and_its_errors(tmp_path):
                       "def scalar(text, doc_id):\n    return 'one chunk'\n")
     assert [c.spans for c in _build({"kind": "python", "callable": "cutter:spans"}, tmp_path).chunks] == [
         ((0, 7),), ((9, len(TEXT)),)]
-    with pytest.raises(HarnessError, match=r"arm `x` \(kind python\): the chunker failed on document d/one.md: "
-                                           "ValueError: no luck"):
+    with pytest.raises(
+        HarnessError,
+        match=r"arm `x` \(kind python\): the chunker failed on document d/one.md: "
+        "ValueError: no luck",
+    ):
         _build({"kind": "python", "callable": "cutter:broken"}, tmp_path)
     with pytest.raises(HarnessError, match="returned a str, not a list"):
         _build({"kind": "python", "callable": "cutter:scalar"}, tmp_path)
@@ -122,7 +147,10 @@ def test_an_edited_plugin_is_loaded_afresh_and_a_package_keeps_its_relative_impo
 
 def test_the_freeze_identity_of_a_study_plugin_and_of_an_installed_module(tmp_path):
     _plugin(tmp_path, "def cut(text, doc_id):\n    return [text]\n")
-    assert callable_identity("cutter:cut", tmp_path) == {"callable": "cutter:cut", "study_plugin": "plugins/cutter.py"}
+    assert callable_identity("cutter:cut", tmp_path) == {
+        "callable": "cutter:cut",
+        "study_plugin": "plugins/cutter.py",
+    }
     installed = callable_identity("yaml:safe_load", tmp_path)
     assert installed["package"] == "PyYAML" and installed["version"] and len(installed["sha256"]) == 64
     with pytest.raises(HarnessError, match="module `nosuchmodule` is neither under the study's plugins/"):
@@ -172,10 +200,14 @@ def test_library_adapters_give_chunks_of_source_text(raw, module):
     assert len(built.chunks) > 2
     assert all(LONG.text[c.spans[0][0]:c.spans[0][1]] == c.text for c in built.chunks)
     assert built.manifest["pieces"]["unlocated"] == 0 and built.manifest["chunker"] == raw["kind"]
-    assert [c.chunk_id for c in _build(raw, None, documents=(LONG,)).chunks] == [c.chunk_id for c in built.chunks]
+    assert [c.chunk_id for c in _build(raw, None, documents=(LONG,)).chunks] == [
+        c.chunk_id for c in built.chunks
+    ]
 
 
 def test_an_unknown_library_class_is_refused_naming_the_arm():
     _library("chonkie")
-    with pytest.raises(HarnessError, match=r"arm `x` \(kind chonkie\): `chonkie` has no class `NoSuchChunker`"):
+    with pytest.raises(
+        HarnessError, match=r"arm `x` \(kind chonkie\): `chonkie` has no class `NoSuchChunker`"
+    ):
         _build({"kind": "chonkie", "chunker": "NoSuchChunker"}, None)

@@ -59,14 +59,23 @@ def short(query, chunks):
 
 def test_a_python_retriever_scores_or_ranks_a_scope(tmp_path):
     _plugin(tmp_path, PLUGIN)
-    ctx = context(tmp_path, {"words": {"type": "python", "callable": "rank:overlap", "params": {"weight": 2.0}},
-                             "ids": {"type": "python", "callable": "rank:by_ids"}})
+    ctx = context(
+        tmp_path,
+        {
+            "words": {"type": "python", "callable": "rank:overlap", "params": {"weight": 2.0}},
+            "ids": {"type": "python", "callable": "rank:by_ids"},
+        },
+    )
     chunks = [c.__class__(**{**c.__dict__, "indexed_text": c.text}) for c in CHUNKS]
     ranking = ctx.get("words").index("scope", chunks).search("harbour nets")
     assert order(ranking) == [3, 0, 1, 2] and ranking.scores.tolist()[:2] == [4.0, 2.0]
     # chunk ids best first; the chunks it leaves out follow in corpus order
     assert order(ctx.get("ids").index("scope", chunks).search("anything")) == [2, 0, 1, 3]
-    assert ctx.get("words").describe() == {"type": "python", "callable": "rank:overlap", "params": {"weight": 2.0}}
+    assert ctx.get("words").describe() == {
+        "type": "python",
+        "callable": "rank:overlap",
+        "params": {"weight": 2.0},
+    }
 
 
 @pytest.mark.parametrize("function, message", [
@@ -111,7 +120,10 @@ def test_a_run_file_is_refused_with_every_problem_counted_and_its_first_lines_na
     with pytest.raises(HarnessError) as refused:
         ctx.get("ext").index("scope", CHUNKS)
     message = str(refused.value)
-    assert f"{tmp_path / 'runs' / 'S.trec'}: retriever `ext` (type run-file), arm S on dataset d: refused:" in message
+    assert (
+        f"{tmp_path / 'runs' / 'S.trec'}: retriever `ext` (type run-file), arm S on dataset d: refused:"
+        in message
+    )
     assert "1 duplicate lines (line 2 repeats line 1)" in message
     assert "2 unknown chunk ids (line 3: other#0000-00000000 is no chunk of arm S; line 4:" in message
     assert "1 questions without a line (q2)" in message
@@ -123,13 +135,17 @@ def test_a_run_line_outside_the_question_scope_is_refused(tmp_path):
     _run(tmp_path, [f"q1 Q0 {other[0].chunk_id} 1 1.0 t", f"q2 Q0 {IDS[1]} 1 1.0 t"])
     ctx = context(tmp_path, {"ext": {"type": "run-file", "runs": {"S": "runs/S.trec"}}})
     ctx.rank_arm("d", "S", QUESTIONS, CHUNKS + other)
-    with pytest.raises(HarnessError, match=r"1 chunks outside the question's scope \(line 1: t/other.md#0000"):
+    with pytest.raises(
+        HarnessError, match=r"1 chunks outside the question's scope \(line 1: t/other.md#0000"
+    ):
         ctx.get("ext").index("scope", CHUNKS)
 
 
 def test_a_run_file_needs_the_arm_score_ranks_and_a_run_for_it(tmp_path):
     ctx = context(tmp_path, {"ext": {"type": "run-file", "runs": {"S": "runs/S.trec"}}})
-    with pytest.raises(HarnessError, match=r"retriever `ext` \(type run-file\) ranks only the arm `harness score`"):
+    with pytest.raises(
+        HarnessError, match=r"retriever `ext` \(type run-file\) ranks only the arm `harness score`"
+    ):
         ctx.get("ext").index("scope", CHUNKS)
     ctx.rank_arm("d", "F512c", QUESTIONS, CHUNKS)
     with pytest.raises(HarnessError, match="has no run file for arm F512c"):

@@ -41,7 +41,13 @@ RETRIEVERS = {
     "words": {"type": "python", "callable": "my_retriever:overlap", "params": {"weight": 2.0}},
     "ext": {"type": "run-file", "runs": {arm: f"runs/{arm}.trec" for arm in ARMS}},
     "fused": {"type": "rrf", "of": ["bm25", "ext"]},
-    "reranked": {"type": "rerank", "first_stage": "ext", "backend": "simulated", "model": "stand-in", "depth": 5},
+    "reranked": {
+        "type": "rerank",
+        "first_stage": "ext",
+        "backend": "simulated",
+        "model": "stand-in",
+        "depth": 5,
+    },
 }
 TESTS = [
     {"id": "H-py", "a": "py", "b": "S", "retriever": "fused", "dataset": DATASET, "metric": "rec@512t"},
@@ -76,8 +82,12 @@ def write_runs(study: Path) -> None:
         lines = []
         for q in questions:
             words = set(q["query"].lower().split())
-            best = sorted(chunks, key=lambda c: (-len(words & set(c["text"].lower().split())), c["chunk_id"]))[:5]
-            lines += [f"{q['qid']} Q0 {c['chunk_id']} {rank} {10 - rank} toolkit" for rank, c in enumerate(best, 1)]
+            best = sorted(
+                chunks, key=lambda c: (-len(words & set(c["text"].lower().split())), c["chunk_id"])
+            )[:5]
+            lines += [
+                f"{q['qid']} Q0 {c['chunk_id']} {rank} {10 - rank} toolkit" for rank, c in enumerate(best, 1)
+            ]
         (study / "runs" / f"{arm}.trec").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -92,7 +102,10 @@ def test_a_study_of_outside_chunkers_and_retrievers_runs_to_the_report(tmp_path,
     _library("chonkie")
     study = plugin_study(tmp_path)
     run(study, "select", "freeze", "build-arms")  # the run files are written from the built chunk sets
-    assert read_json(study / "frozen_config.json")["plugins"]["retrievers"]["ext"]["files"]["runs/S.trec"] is None
+    assert (
+        read_json(study / "frozen_config.json")["plugins"]["retrievers"]["ext"]["files"]["runs/S.trec"]
+        is None
+    )
     write_runs(study)
     run(study, "freeze", "build-arms", "score", "stats")
     # the study is in no git repository: the frozen hash, as published, anchors the registration

@@ -26,13 +26,19 @@ from harness.grid.paths import per_question_path, run_path
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
-ICE = ("# Ice shelves\n\n## Setting\n\nWe surveyed the ice shelf front from a ship during two summers and logged every "
-       "iceberg that broke away from the front.\n\n## Methods\n\nPositions of the front were read from radar "
-       "images that the crew took every week from the bridge.\n\n## Findings\n\nThe calving rate doubled between the first and "
-       "the second summer, while the front itself advanced slightly.\n")
-GLACIER = ("# Glaciers\n\n## Glacier calving\n\nGlacier calving rate, glacier calving rate and again the glacier "
-           "calving rate: this review lists every glacier calving rate model we know of.\n\n## Other\n\n"
-           "Moraines and till are described elsewhere in this review of mountain landforms.\n")
+ICE = (
+    "# Ice shelves\n\n## Setting\n\nWe surveyed the ice shelf front from a ship during two summers and "
+    "logged every "
+    "iceberg that broke away from the front.\n\n## Methods\n\nPositions of the front were read from radar "
+    "images that the crew took every week from the bridge.\n\n## Findings\n\nThe calving rate doubled "
+    "between the first and "
+    "the second summer, while the front itself advanced slightly.\n"
+)
+GLACIER = (
+    "# Glaciers\n\n## Glacier calving\n\nGlacier calving rate, glacier calving rate and again the glacier "
+    "calving rate: this review lists every glacier calving rate model we know of.\n\n## Other\n\n"
+    "Moraines and till are described elsewhere in this review of mountain landforms.\n"
+)
 ICE_EVIDENCE = "The calving rate doubled between the first and the second summer"
 
 
@@ -41,13 +47,25 @@ def _tiny_study(root: Path) -> Study:
     docs = [{"doc_id": "p/ice", "domain": "papers", "text": ICE},
             {"doc_id": "p/glacier", "domain": "papers", "text": GLACIER}]
     questions = [
-        {"qid": "ice-q1", "query": "How did the glacier calving rate change?", "scope": {"doc": "p/ice"},
-         "cluster": "doc", "evidence": [{"doc_id": "p/ice", "text": ICE_EVIDENCE}]},
-        {"qid": "gla-q1", "query": "Which landforms are described elsewhere?", "scope": {"doc": "p/glacier"},
-         "cluster": "doc", "evidence": [{"doc_id": "p/glacier", "text": "Moraines and till are described elsewhere"}]},
+        {
+            "qid": "ice-q1",
+            "query": "How did the glacier calving rate change?",
+            "scope": {"doc": "p/ice"},
+            "cluster": "doc",
+            "evidence": [{"doc_id": "p/ice", "text": ICE_EVIDENCE}],
+        },
+        {
+            "qid": "gla-q1",
+            "query": "Which landforms are described elsewhere?",
+            "scope": {"doc": "p/glacier"},
+            "cluster": "doc",
+            "evidence": [{"doc_id": "p/glacier", "text": "Moraines and till are described elsewhere"}],
+        },
     ]
     for name, rows in (("documents", docs), ("questions", questions)):
-        (root / "data" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (root / "data" / f"{name}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+        )
     base = {"adapter": "jsonl", "metric_set": "qasper", "documents": "data/documents.jsonl",
             "questions": "data/questions.jsonl", "selection": {"seed": 1, "n_clusters": "all"}}
     config = {"study": "tiny", "chunking": {"tau_min": 20},
@@ -57,16 +75,45 @@ def _tiny_study(root: Path) -> Study:
               "budgets": {"qasper": [512], "freshstack": [1024]}}
     (root / "configs").mkdir()
     (root / "configs" / "study.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    plan = {"study": "tiny", "registered_at": "2025-01-01T00:00:00+00:00", "alpha": 0.05,
-            "bootstrap": {"method": "bca-cluster", "resamples": 1000},
-            "permutation": {"method": "cluster-sign-flip", "max_flips": 1000},
-            "datasets": {name: {"primary_metric": "rec@512t", "cluster": "paper", "stratified": False, "margin": 5,
-                                "metrics": ["rec@512t", "hit@1"]} for name in config["datasets"]},
-            "arms": ["S", "S+T"], "retrievers": ["bm25"],
-            "families": [{"id": "f", "description": "pooled against own paper", "tier": "exploratory",
-                          "multiplicity": "none", "decision": {"rule": "two-sided", "signflip_required": False},
-                          "seed": 1, "tests": [{"id": "t", "a": "S+T", "b": "S", "retriever": "bm25",
-                                                "dataset": "papers-pooled", "metric": "rec@512t"}]}]}
+    plan = {
+        "study": "tiny",
+        "registered_at": "2025-01-01T00:00:00+00:00",
+        "alpha": 0.05,
+        "bootstrap": {"method": "bca-cluster", "resamples": 1000},
+        "permutation": {"method": "cluster-sign-flip", "max_flips": 1000},
+        "datasets": {
+            name: {
+                "primary_metric": "rec@512t",
+                "cluster": "paper",
+                "stratified": False,
+                "margin": 5,
+                "metrics": ["rec@512t", "hit@1"],
+            }
+            for name in config["datasets"]
+        },
+        "arms": ["S", "S+T"],
+        "retrievers": ["bm25"],
+        "families": [
+            {
+                "id": "f",
+                "description": "pooled against own paper",
+                "tier": "exploratory",
+                "multiplicity": "none",
+                "decision": {"rule": "two-sided", "signflip_required": False},
+                "seed": 1,
+                "tests": [
+                    {
+                        "id": "t",
+                        "a": "S+T",
+                        "b": "S",
+                        "retriever": "bm25",
+                        "dataset": "papers-pooled",
+                        "metric": "rec@512t",
+                    }
+                ],
+            }
+        ],
+    }
     (root / "plan").mkdir()
     (root / "plan" / "plan.yaml").write_text(yaml.safe_dump(plan), encoding="utf-8")
     return Study.at(root)
@@ -88,7 +135,10 @@ def _value(study: Study, dataset: str, qid: str, metric: str) -> float:
 
 
 def _ranked_docs(study: Study, dataset: str, qid: str) -> list[str]:
-    lines = [line.split() for line in run_path(study, dataset, "S", "bm25").read_text(encoding="utf-8").splitlines()]
+    lines = [
+        line.split()
+        for line in run_path(study, dataset, "S", "bm25").read_text(encoding="utf-8").splitlines()
+    ]
     ranked = sorted((int(rank), chunk) for q, _, chunk, rank, _, _ in lines if q == qid)
     return [chunk.split("#")[0] for _, chunk in ranked]
 
@@ -128,7 +178,9 @@ def test_demo_papers_keep_their_own_paper_and_pooled_twin_pools(tmp_path):
     study = Study.at(DEMO)
     selection = read_selection(study)
     papers = load_dataset(study, "papers", selection=selection)
-    assert "retrieval_scope" not in to_plain(study.config.datasets["papers"])  # the default: nothing frozen changes
+    assert "retrieval_scope" not in to_plain(
+        study.config.datasets["papers"]
+    )  # the default: nothing frozen changes
     assert all(q.scope == (q.cluster,) for q in papers.questions)
     pooled = load_dataset(study, "papers-pooled", selection=selection)
     assert {q.scope for q in pooled.questions} == {tuple(d.doc_id for d in papers.documents)}
@@ -140,9 +192,22 @@ def test_demo_papers_keep_their_own_paper_and_pooled_twin_pools(tmp_path):
     ("docs", "pooled", r"datasets\.docs\.retrieval_scope"),  # FreshStack: its domain pool is fixed
 ])
 def test_bad_or_misplaced_scope_names_the_key(tmp_path, dataset, value, message):
-    config = {"study": "x", "datasets": {
-        "papers": {"adapter": "jsonl", "metric_set": "qasper", "documents": "d.jsonl", "questions": "q.jsonl"},
-        "docs": {"adapter": "freshstack", "metric_set": "freshstack", "domains": {"a": {"queries": "q.jsonl"}}}}}
+    config = {
+        "study": "x",
+        "datasets": {
+            "papers": {
+                "adapter": "jsonl",
+                "metric_set": "qasper",
+                "documents": "d.jsonl",
+                "questions": "q.jsonl",
+            },
+            "docs": {
+                "adapter": "freshstack",
+                "metric_set": "freshstack",
+                "domains": {"a": {"queries": "q.jsonl"}},
+            },
+        },
+    }
     config["datasets"][dataset]["retrieval_scope"] = value
     with pytest.raises(HarnessError, match=message):
         load_study_config(config, path="configs/study.yaml", default_name="x")

@@ -71,8 +71,13 @@ def test_round_trip_same_hash_no_drift(study):
 def test_record_holds_every_listed_input(study):
     record = current_record(study)
     files = record["input_files"]
-    assert {p for p in files if p.startswith("prompts/")} == {f"prompts/{p.name}" for p in study.prompts_dir.iterdir()}
-    assert files["prompts/enrich.txt"] == hashlib.sha256((study.prompts_dir / "enrich.txt").read_bytes()).hexdigest()
+    assert {p for p in files if p.startswith("prompts/")} == {
+        f"prompts/{p.name}" for p in study.prompts_dir.iterdir()
+    }
+    assert (
+        files["prompts/enrich.txt"]
+        == hashlib.sha256((study.prompts_dir / "enrich.txt").read_bytes()).hexdigest()
+    )
     assert record["tokenizer"]["sha256"] == hashlib.sha256(tokenizer_file().read_bytes()).hexdigest()
     assert record["retrieval"]["bm25_token_pattern"] == "[a-z0-9]+"
     rrf = [r for r in record["config"]["retrievers"].values() if r["type"] == "rrf"]
@@ -80,7 +85,9 @@ def test_record_holds_every_listed_input(study):
     assert set(record["registration"]) == {"plan", "0001-first"}
     assert record["registration"]["0001-first"]["registered_at"] == "2025-02-01T00:00:00Z"
     plan_files = {p for p in files if p.startswith(("plan/", "amendments/"))}
-    assert plan_files == {str(p.relative_to(study.root)) for p in [*study.root.glob("plan/*"), *study.root.glob("amendments/*")]}
+    assert plan_files == {
+        str(p.relative_to(study.root)) for p in [*study.root.glob("plan/*"), *study.root.glob("amendments/*")]
+    }
     assert {"plan/PLAN.md", "plan/plan.yaml", "amendments/0001-first.yaml"} <= plan_files
     assert {"configs/study.yaml", "selection/selection.json", "data/docs/docs/ledger/accounts.md",
             "data/docs/documents.jsonl", "data/papers/questions.jsonl"} <= set(files)
@@ -116,12 +123,16 @@ def test_seed_change_is_refused(study):
 
 def test_model_seed_change_is_refused(study):
     model = next(iter(study.models))
-    err = frozen_then(study, lambda: edit_yaml(study.config_path, lambda c: c["models"][model].update(seed=7)))
+    err = frozen_then(
+        study, lambda: edit_yaml(study.config_path, lambda c: c["models"][model].update(seed=7))
+    )
     assert f"config.models.{model}.seed: 0 -> 7" in str(err)
 
 
 def test_chunking_change_is_refused(study):
-    err = frozen_then(study, lambda: edit_yaml(study.config_path, lambda c: c["chunking"].update(tau_max=1200)))
+    err = frozen_then(
+        study, lambda: edit_yaml(study.config_path, lambda c: c["chunking"].update(tau_max=1200))
+    )
     assert "config.chunking.tau_max: 1500 -> 1200" in str(err)
     assert str(err).count("tau_max") == 1  # one line per change, not one per copy
 
@@ -143,7 +154,9 @@ def test_model_digest_change_is_refused(study, digests):
 def test_unreadable_digest_is_an_error_never_the_frozen_value(study, digests):
     freeze(study)
     digests.clear()
-    with pytest.raises(HarnessError, match=r"model `\w+` \([\w.]+\): cannot read its digest: server unreachable") as info:
+    with pytest.raises(
+        HarnessError, match=r"model `\w+` \([\w.]+\): cannot read its digest: server unreachable"
+    ) as info:
         check_frozen(fresh(study), stage="build-arms")
     assert not isinstance(info.value, DriftError)
 
@@ -156,7 +169,9 @@ def test_empty_digest_is_an_error(study, digests):
 
 
 def test_selection_change_is_refused(study):
-    err = frozen_then(study, lambda: study.selection_path.write_text('{"papers": {"seed": 2027, "clusters": ["a"]}}\n'))
+    err = frozen_then(
+        study, lambda: study.selection_path.write_text('{"papers": {"seed": 2027, "clusters": ["a"]}}\n')
+    )
     # the new selection cannot be loaded, so the check compares bytes and still names the file
     assert 'input_files["selection/selection.json"]: ' in str(err)
     assert "(the changed inputs no longer load: " in str(err) and "no selection for dataset" in str(err)
@@ -165,7 +180,9 @@ def test_selection_change_is_refused(study):
 def test_plan_and_amendment_changes_are_refused(study):
     def change():
         edit_yaml(study.plan_path, lambda p: p.update(families={}))
-        (study.amendments_dir / "0002-late.yaml").write_text("created_at: 2025-05-01T00:00:00Z\n", encoding="utf-8")
+        (study.amendments_dir / "0002-late.yaml").write_text(
+            "created_at: 2025-05-01T00:00:00Z\n", encoding="utf-8"
+        )
         (study.root / "plan" / "PLAN.md").write_text("# Plan, edited\n", encoding="utf-8")
 
     text = str(frozen_then(study, change))
@@ -189,7 +206,9 @@ def test_tokenizer_file_change_is_refused(study, monkeypatch, tmp_path):
 def test_reported_fields_are_noted_not_refused_unless_strict(study, monkeypatch):
     freeze(study)
     monkeypatch.setattr(frozen_record, "_version", lambda name: "0.0.1-test")
-    monkeypatch.setattr(frozen_record, "_harness_record", lambda: {"version": "9", "commit": "abc", "clean": False})
+    monkeypatch.setattr(
+        frozen_record, "_harness_record", lambda: {"version": "9", "commit": "abc", "clean": False}
+    )
     notes = []
     assert check_frozen(fresh(study), stage="score", note=notes.append) == frozen_hash(study)
     assert len(notes) == 1
@@ -245,7 +264,11 @@ def test_refreeze_after_outcomes_needs_force(study):
     record_first_outcome(study, frozen_hash=old)
     assert freeze(fresh(study)) == old  # nothing changed: re-freezing is harmless
     edit_yaml(study.config_path, lambda c: c["chunking"].update(tau_min=50))
-    with pytest.raises(HarnessError, match=r"re-freezing with 2 changed input\(s\) would orphan them:\n  config.chunking.tau_min: 100 -> 50\n  input_files\[\"configs/study.yaml\"\]"):
+    with pytest.raises(
+        HarnessError,
+        match=r"re-freezing with 2 changed input\(s\) would orphan them:\n  config.chunking.tau_min: 100 -> "
+              r"50\n  input_files\[\"configs/study.yaml\"\]",
+    ):
         freeze(fresh(study))
     assert frozen_hash(study) == old
     assert freeze(fresh(study), force=True) != old
@@ -261,9 +284,13 @@ def test_git_absent_records_null(study, monkeypatch):
 def test_unknown_retriever_model_names_the_retriever(study):
     edit_yaml(
         study.config_path,
-        lambda c: c["retrievers"].update(ghost={"type": "dense", "backend": "sentence-transformers", "model": "no-such-model-xyz"}),
+        lambda c: c["retrievers"].update(
+            ghost={"type": "dense", "backend": "sentence-transformers", "model": "no-such-model-xyz"}
+        ),
     )
-    with pytest.raises(HarnessError, match=r"retriever `ghost`: cannot identify model 'no-such-model-xyz': .*not found"):
+    with pytest.raises(
+        HarnessError, match=r"retriever `ghost`: cannot identify model 'no-such-model-xyz': .*not found"
+    ):
         current_record(fresh(study))
 
 
@@ -271,7 +298,12 @@ def test_local_retriever_model_is_hashed(study):
     model_dir = study.root / "models" / "tiny"
     model_dir.mkdir(parents=True)
     (model_dir / "weights.bin").write_bytes(b"\x00\x01")
-    edit_yaml(study.config_path, lambda c: c["retrievers"].update(local={"type": "dense", "backend": "sentence-transformers", "model": "models/tiny"}))
+    edit_yaml(
+        study.config_path,
+        lambda c: c["retrievers"].update(
+            local={"type": "dense", "backend": "sentence-transformers", "model": "models/tiny"}
+        ),
+    )
     dense = pytest.importorskip("harness.retrieval.dense")
 
     def change():
@@ -289,7 +321,11 @@ def test_default_dense_model_is_identified(study):
     expected = dense.directory_digest(dense.resolve_model_dir(dense.DEFAULT_SENTENCE_TRANSFORMER))
     assert record["retrieval"]["model_identity"]["plain"] == expected
     plain = record["config"]["retrievers"]["plain"]
-    assert (plain["model"], plain["query_prefix"], plain["document_prefix"]) == (dense.DEFAULT_SENTENCE_TRANSFORMER, "", "")
+    assert (plain["model"], plain["query_prefix"], plain["document_prefix"]) == (
+        dense.DEFAULT_SENTENCE_TRANSFORMER,
+        "",
+        "",
+    )
 
 
 def test_markdown_body_named_by_documents_jsonl_is_hashed(study):
@@ -304,7 +340,9 @@ def test_exclusion_list_named_by_a_dataset_is_hashed(study):
     pilot = study.root / "data" / "pilot.txt"
     pilot.write_text("nobody\n", encoding="utf-8")
     dataset = next(iter(study.config.datasets))
-    edit_yaml(study.config_path, lambda c: c["datasets"][dataset]["selection"].update(exclude="data/pilot.txt"))
+    edit_yaml(
+        study.config_path, lambda c: c["datasets"][dataset]["selection"].update(exclude="data/pilot.txt")
+    )
     err = frozen_then(fresh(study), lambda: pilot.write_text("nobody\nsomebody\n", encoding="utf-8"))
     assert 'input_files["data/pilot.txt"]: ' in str(err)
 
@@ -320,12 +358,19 @@ def test_unreadable_change_is_still_drift_naming_the_file(study):
 def test_deleted_input_file_is_drift(study):
     page = study.root / "data" / "papers" / "docs" / "tide-gauge-drift.md"
     err = frozen_then(study, page.unlink)
-    assert re.search(r'input_files\["data/papers/docs/tide-gauge-drift.md"\]: [0-9a-f]{12}… -> \(absent\)', str(err))
+    assert re.search(
+        r'input_files\["data/papers/docs/tide-gauge-drift.md"\]: [0-9a-f]{12}… -> \(absent\)', str(err)
+    )
 
 
 def test_embedding_prefixes_are_recorded(study, monkeypatch):
     pytest.importorskip("harness.retrieval.dense")
-    edit_yaml(study.config_path, lambda c: c["retrievers"].update(nomic={"type": "dense", "backend": "ollama", "model": "nomic-embed-text"}))
+    edit_yaml(
+        study.config_path,
+        lambda c: c["retrievers"].update(
+            nomic={"type": "dense", "backend": "ollama", "model": "nomic-embed-text"}
+        ),
+    )
     monkeypatch.setattr(frozen_record, "_retriever_model_identity", lambda study, name, cfg: "sha256:test")
     record = current_record(fresh(study))
     nomic = record["config"]["retrievers"]["nomic"]  # the schema fills in the model's preset prefixes
@@ -344,7 +389,10 @@ def test_unsupported_tokenizer_is_named(study):
 
 def test_compare_records_paths_and_classification():
     old = {"a": {"b.txt": 1, "list": [{"x": 1}, {"x": 2}], "flat": [1, 2]}, "packages": {"numpy": "1"}}
-    new = {"a": {"b.txt": 2, "list": [{"x": 1}, {"x": 3}], "flat": [1, 3], "added": True}, "packages": {"numpy": "2"}}
+    new = {
+        "a": {"b.txt": 2, "list": [{"x": 1}, {"x": 3}], "flat": [1, 3], "added": True},
+        "packages": {"numpy": "2"},
+    }
     diffs = compare_records(old, new)
     assert [d.path for d in diffs] == ['a.added', 'a["b.txt"]', "a.flat", "a.list[1].x", "packages.numpy"]
     assert [d.refused for d in diffs] == [True, True, True, True, False]
@@ -381,7 +429,11 @@ def test_key_path_brackets_odd_keys():
 def test_assert_same_frozen_hash(tmp_path):
     h1, h2 = "a" * 64, "b" * 64
     assert assert_same_frozen_hash([h1, h1]) == h1
-    with pytest.raises(HarnessError, match=r"results come from 2 different frozen configurations and cannot be combined: aaaaaaaaaaaa .*bbbbbbbbbbbb"):
+    with pytest.raises(
+        HarnessError,
+        match=r"results come from 2 different frozen configurations and cannot be combined: aaaaaaaaaaaa "
+              r".*bbbbbbbbbbbb",
+    ):
         assert_same_frozen_hash([h1, h2])
     with pytest.raises(HarnessError, match="no results to combine"):
         assert_same_frozen_hash([])
@@ -459,7 +511,10 @@ def test_moving_a_model_from_host_to_hosts_is_no_drift_but_other_weights_are(tmp
                         lambda cfg: real(cfg) if cfg.get("backend") == "ollama" else fake.resolve(cfg))
     config = root / "configs" / "study.yaml"
     with FakeOllama() as server, FakeOllama(blob="ef" * 32) as other_weights:
-        edit_yaml(config, lambda c: c["models"].update(served={"backend": "ollama", "name": "fake", "host": server.host}))
+        edit_yaml(
+            config,
+            lambda c: c["models"].update(served={"backend": "ollama", "name": "fake", "host": server.host}),
+        )
         study = Study.at(root)
         frozen = freeze(study)
 

@@ -10,7 +10,12 @@ from harness.grid.paths import done_marker_path, per_question_dir, run_path
 from harness.grid.states import mark_cell_done
 from harness.pipeline.parts import write_part
 from harness.grid.results import ResultRow
-from harness.provenance.interim import DEVIATIONS_HEADER, outcomes_allowed, record_deviation, require_outcomes_allowed
+from harness.provenance.interim import (
+    DEVIATIONS_HEADER,
+    outcomes_allowed,
+    record_deviation,
+    require_outcomes_allowed,
+)
 from harness.study import Study
 from provenance_support import edit_yaml, make_study
 
@@ -45,7 +50,11 @@ def test_configured_cells_cover_the_grid(study):
     cells = configured_cells(study)
     assert len(cells) == len(study.config.datasets) * len(study.arms) * len(study.retrievers)
     assert len(set(cells)) == len(cells)
-    first_dataset, first_arm, first_retriever = next(iter(study.config.datasets)), next(iter(study.arms)), next(iter(study.retrievers))
+    first_dataset, first_arm, first_retriever = (
+        next(iter(study.config.datasets)),
+        next(iter(study.arms)),
+        next(iter(study.retrievers)),
+    )
     assert cells[0].names == (first_dataset, first_arm, first_retriever)
 
 
@@ -60,7 +69,9 @@ def test_one_unscored_cell_is_named(study):
     for cell in cells[:-1]:
         score_cell(study, cell)
     assert outcomes_allowed(study) == (False, [cells[-1]])
-    with pytest.raises(HarnessError, match=rf"withheld .*1 cell\(s\) not scored under the current freeze: {cells[-1]}"):
+    with pytest.raises(
+        HarnessError, match=rf"withheld .*1 cell\(s\) not scored under the current freeze: {cells[-1]}"
+    ):
         require_outcomes_allowed(study, command="harness stats")
     score_cell(study, cells[-1])
     assert outcomes_allowed(study) == (True, [])
@@ -98,11 +109,18 @@ def test_arm_restricted_to_a_dataset(study):
     restricted = Study.at(study.root)
     cells = configured_cells(restricted)
     assert {c.dataset.name for c in cells if c.arm.name == arm} == {dataset}
-    assert len(cells) == len(restricted.retrievers) * (len(restricted.config.datasets) * len(restricted.arms) - (len(restricted.config.datasets) - 1))
+    assert len(cells) == len(restricted.retrievers) * (
+        len(restricted.config.datasets) * len(restricted.arms) - (len(restricted.config.datasets) - 1)
+    )
 
 
 def test_deviation_lets_the_look_through_and_is_logged(study):
-    assert require_outcomes_allowed(study, command="harness stats", deviation_reason="check the pipeline  runs\nend to end") is True
+    assert (
+        require_outcomes_allowed(
+            study, command="harness stats", deviation_reason="check the pipeline  runs\nend to end"
+        )
+        is True
+    )
     text = (study.root / "DEVIATIONS.md").read_text(encoding="utf-8")
     assert text.startswith(DEVIATIONS_HEADER)
     assert "— `harness stats`" in text

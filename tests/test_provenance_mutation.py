@@ -58,7 +58,9 @@ def study(tmp_path, monkeypatch) -> Study:
     root = tmp_path / "demo"
     for folder in INPUT_FOLDERS:
         shutil.copytree(DEMO / folder, root / folder)
-    digests = FakeDigests({key: f"sha256:{i:064d}" for i, key in enumerate(model_keys(root / "configs" / "study.yaml"))})
+    digests = FakeDigests(
+        {key: f"sha256:{i:064d}" for i, key in enumerate(model_keys(root / "configs" / "study.yaml"))}
+    )
     install_fake_digests(monkeypatch, digests)
 
     def no_build(*args, **kwargs):

@@ -13,7 +13,12 @@ import pytest
 from harness.errors import InputError
 from harness.provenance.registration import verify_first_outcome
 from harness.provenance.timeline import (
-    backdated_parents, first_outcome_time, format_timeline, record_first_outcome, recorded_first_outcome, timeline,
+    backdated_parents,
+    first_outcome_time,
+    format_timeline,
+    record_first_outcome,
+    recorded_first_outcome,
+    timeline,
 )
 from harness.study import Study
 from provenance_support import edit_yaml, make_study, write_yaml
@@ -49,7 +54,11 @@ def test_created_at_used_outside_git(study):
 def test_amendment_after_outcomes_is_post_outcome_whatever_it_claims(study):
     write_yaml(
         study.amendments_dir / "0002-late.yaml",
-        {"created_at": "2025-04-01T00:00:00Z", "before_outcomes": True, "reason": "written after seeing results"},
+        {
+            "created_at": "2025-04-01T00:00:00Z",
+            "before_outcomes": True,
+            "reason": "written after seeing results",
+        },
     )
     set_first_outcome(study, "2025-03-01T00:00:00Z")
     entries = by_id(study)
@@ -94,7 +103,10 @@ def test_record_first_outcome_is_written_once(study):
 def test_results_without_marker_count_from_their_oldest_file(study):
     folder = results_dir(study) / "per_question"
     folder.mkdir(parents=True)
-    for name, when in [("papers.csv", "2025-03-05T00:00:00+00:00"), ("papers.parquet", "2025-03-01T00:00:00+00:00")]:
+    for name, when in [
+        ("papers.csv", "2025-03-05T00:00:00+00:00"),
+        ("papers.parquet", "2025-03-01T00:00:00+00:00"),
+    ]:
         (folder / name).write_text("x")
         stamp = dt.datetime.fromisoformat(when).timestamp()
         os.utime(folder / name, (stamp, stamp))
@@ -113,7 +125,9 @@ def test_times_are_normalised_to_utc(study):
 
 def test_malformed_created_at_names_file(study):
     edit_yaml(study.amendments_dir / "0001-first.yaml", lambda a: a.update(created_at="last tuesday"))
-    with pytest.raises(InputError, match=r"0001-first.yaml: `created_at` is not an ISO 8601 time: 'last tuesday'"):
+    with pytest.raises(
+        InputError, match=r"0001-first.yaml: `created_at` is not an ISO 8601 time: 'last tuesday'"
+    ):
         timeline(study)
 
 
@@ -166,7 +180,10 @@ def test_first_outcome_records_the_registration_of_its_freeze(study):
                                                               "0001-first": {"sha256": "b" * 64}}}))
     record_first_outcome(study, frozen_hash="c" * 64)
     recorded = recorded_first_outcome(study)
-    assert recorded.frozen_hash == "c" * 64 and recorded.registration == {"plan": "a" * 64, "0001-first": "b" * 64}
+    assert recorded.frozen_hash == "c" * 64 and recorded.registration == {
+        "plan": "a" * 64,
+        "0001-first": "b" * 64,
+    }
 
 
 def test_an_amendment_outside_the_first_outcomes_freeze_is_post_outcome_whatever_its_time(study):
@@ -176,7 +193,9 @@ def test_an_amendment_outside_the_first_outcomes_freeze_is_post_outcome_whatever
     seen = {e.id: e.sha256 for e in timeline(study)}
     path.write_text(json.dumps({"first_outcome_at": "2030-01-01T00:00:00Z", "frozen_hash": "c" * 64,
                                 "registration": seen}))
-    write_yaml(study.amendments_dir / "0002-late.yaml", {"created_at": "2025-02-02T00:00:00Z", "reason": "late"})
+    write_yaml(
+        study.amendments_dir / "0002-late.yaml", {"created_at": "2025-02-02T00:00:00Z", "reason": "late"}
+    )
     entries = by_id(study)
     assert entries["plan"].label == entries["0001-first"].label == "pre-outcome"
     assert entries["0002-late"].label == "post-outcome"  # its time says before; the freeze says after
@@ -192,7 +211,9 @@ def test_the_first_outcome_is_never_later_than_a_cells_completion(study):
     assert first_outcome_time(study) == dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc)
     assert by_id(study)["0001-first"].label == "pre-outcome"  # created 2025-02-01
     edit_yaml(study.amendments_dir / "0001-first.yaml", lambda a: a.update(created_at="2025-04-01T00:00:00Z"))
-    assert by_id(study)["0001-first"].label == "post-outcome"  # the moved FIRST_OUTCOME.json time does not help
+    assert (
+        by_id(study)["0001-first"].label == "post-outcome"
+    )  # the moved FIRST_OUTCOME.json time does not help
     checks = {c.detail for c in verify_first_outcome(study)}
     assert ("first outcome recorded at 2030-01-01T00:00:00Z, after cell papers/S__bm25.done.json completed "
             "(2025-03-01T00:00:00Z)") in checks
@@ -211,8 +232,14 @@ def test_a_first_outcome_in_the_future_fails(study):
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_a_commit_dated_before_its_parent_is_found(study):
     def git(date, *args):
-        env = os.environ | {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-                            "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        env = os.environ | {
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example.org",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.org",
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_DATE": date,
+        }
         proc = subprocess.run(["git", "-C", str(study.root), *args], check=True, capture_output=True, env=env)
         return proc.stdout.decode().strip()
 
@@ -221,6 +248,8 @@ def test_a_commit_dated_before_its_parent_is_found(study):
     parent = git("2025-03-01T00:00:00Z", "rev-parse", "HEAD")
     git("2025-02-01T00:00:00Z", "commit", "-q", "--allow-empty", "-m", "backdated")
     backdated = git("2025-02-01T00:00:00Z", "rev-parse", "HEAD")
-    assert backdated_parents(study.root, backdated) == [(parent, dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc))]
+    assert backdated_parents(study.root, backdated) == [
+        (parent, dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc))
+    ]
     git("2025-04-01T00:00:00Z", "commit", "-q", "--allow-empty", "-m", "later")
     assert backdated_parents(study.root, git("2025-04-01T00:00:00Z", "rev-parse", "HEAD")) == []

@@ -32,8 +32,13 @@ def test_context_micro_batch_and_cut_reach_the_server(tmp_path, tokenizer_dir):
     embeds = [r for r in fake.requests if r["path"] == "/api/embed"]
     assert all(r["options"] == {"num_ctx": 8192, "num_batch": 8192} for r in embeds)
     sent = [t for r in embeds for t in r["input"]]
-    assert sent[:2] == ["redis cache", " ".join(["redis cache worker retry"] * 7) + " redis cache"]  # 30 tokens
-    assert sent[2].startswith("Instruct: Given a web search query") and sent[2].endswith("Query:what is the redis cache")
+    assert sent[:2] == [
+        "redis cache",
+        " ".join(["redis cache worker retry"] * 7) + " redis cache",
+    ]  # 30 tokens
+    assert sent[2].startswith("Instruct: Given a web search query") and sent[2].endswith(
+        "Query:what is the redis cache"
+    )
     assert retriever.stats()["truncated_documents"] == 1 and retriever.stats()["truncated_queries"] == 0
     assert "inputs cut to 30 tokens (right; prefix kept whole)" in retriever.describe()["truncation"]
 
@@ -41,8 +46,21 @@ def test_context_micro_batch_and_cut_reach_the_server(tmp_path, tokenizer_dir):
 def test_the_flagship_registers_the_papers_qwen3_settings():
     retrievers = Study.at(ROOT).config.retrievers
     qwen3 = retrievers["qwen3"]
-    assert (qwen3.max_tokens, qwen3.num_batch, qwen3.truncate_tokens, qwen3.truncation_side) == (8192, 8192, 3000, "right")
+    assert (qwen3.max_tokens, qwen3.num_batch, qwen3.truncate_tokens, qwen3.truncation_side) == (
+        8192,
+        8192,
+        3000,
+        "right",
+    )
     assert qwen3.tokenizer == "Qwen/Qwen3-Embedding-0.6B"
-    assert qwen3.query_prefix == "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:"
+    assert (
+        qwen3.query_prefix
+        == "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:"
+    )
     rerank = retrievers["rerank"]
-    assert (rerank.backend, rerank.model, rerank.first_stage, rerank.depth) == ("transformers", "Qwen/Qwen3-Reranker-0.6B", "hybrid", 30)
+    assert (rerank.backend, rerank.model, rerank.first_stage, rerank.depth) == (
+        "transformers",
+        "Qwen/Qwen3-Reranker-0.6B",
+        "hybrid",
+        30,
+    )

@@ -54,10 +54,22 @@ def qasper(tmp_path_factory):
 
 
 def _controls(tmp_path, dataset, reply):
-    session = LlmSession(ScriptedJudge(reply), GenerationCache(tmp_path / "reader.jsonl"), SpendLedger("reader", None))
-    return reader_controls(dataset, session, PromptTemplate.load(ROOT / "prompts", "reader.txt"), budget=512,
-                           tokens=TokenCache(), seeds=[0, 1], seed=0, f1=True, judge=None, judge_template=None,
-                           judge_seed=None)
+    session = LlmSession(
+        ScriptedJudge(reply), GenerationCache(tmp_path / "reader.jsonl"), SpendLedger("reader", None)
+    )
+    return reader_controls(
+        dataset,
+        session,
+        PromptTemplate.load(ROOT / "prompts", "reader.txt"),
+        budget=512,
+        tokens=TokenCache(),
+        seeds=[0, 1],
+        seed=0,
+        f1=True,
+        judge=None,
+        judge_template=None,
+        judge_seed=None,
+    )
 
 
 def _oracle(dataset):
@@ -97,7 +109,9 @@ def test_an_oracle_reader_passes_both_controls_and_the_file_is_deterministic(tmp
     assert reader_passed(THRESHOLDS, entry)
     clusters = {q.qid: q.cluster for q in dataset.questions}
     negatives = [r for r in entry["questions"] if r["control"] == "negative"]
-    assert negatives and all(r["evidence_of"] != clusters[r["qid"]] for r in negatives)  # another paper's evidence
+    assert negatives and all(
+        r["evidence_of"] != clusters[r["qid"]] for r in negatives
+    )  # another paper's evidence
     reader = {"model": "oracle", "prompt_sha256": "0" * 64}
     write_reader_acceptance(study, reader, {"qasper": entry}, frozen_hash="f" * 64)
     path = study.root / "results" / "answers" / "reader_acceptance.json"
@@ -122,8 +136,11 @@ def test_a_plan_with_answer_tests_and_no_reader_thresholds_is_refused_at_freeze(
     plan = yaml.safe_load(path.read_text())
     del plan["datasets"]["papers"]["reader_acceptance"]
     path.write_text(yaml.safe_dump(plan, sort_keys=False))
-    with pytest.raises(HarnessError, match=r"`datasets\.papers\.reader_acceptance` is missing: test 'A1-papers' "
-                                           r"\(family answers, plan\.yaml\) is answer-level \(answer_f1@512t\)"):
+    with pytest.raises(
+        HarnessError,
+        match=r"`datasets\.papers\.reader_acceptance` is missing: test 'A1-papers' "
+        r"\(family answers, plan\.yaml\) is answer-level \(answer_f1@512t\)",
+    ):
         freeze(Study.at(root))
     assert not (root / "frozen_config.json").exists()
 
@@ -164,7 +181,9 @@ def test_stats_keeps_answer_rows_exploratory_until_the_reader_passed(rates, tier
     result = run_family(plan, ruled(family), _answer_table(), reader_rates=rates)
     row = next(r.to_json() for r in result.rows if r.test == "A1-papers")
     assert (row["tier"], row["reader_acceptance"]["passed"]) == (tier, passed)
-    assert row["reader_acceptance"]["positive_min"] == 0.3 and row["reader_acceptance"]["negative_max"] == 0.15
+    assert (
+        row["reader_acceptance"]["positive_min"] == 0.3 and row["reader_acceptance"]["negative_max"] == 0.15
+    )
     md = to_markdown(result)
     if passed:
         assert "A1-papers: reader on papers" in md and ": accepted." in md
@@ -201,8 +220,10 @@ def test_the_report_shows_the_instruments_first_after_the_study_identity(tmp_pat
     assert SECTION_BUILDERS[1:3] == (identity, instruments)  # after the summary, which opens the page
     study = Study.at(_demo_copy(tmp_path))
     missing = instruments(ReportContext(study))
-    assert [m.what for m in missing.missing] == ["the reader's controls (results/answers/reader_acceptance.json)",
-                                                 "the judge's controls (results/judges/acceptance.json)"]
+    assert [m.what for m in missing.missing] == [
+        "the reader's controls (results/answers/reader_acceptance.json)",
+        "the judge's controls (results/judges/acceptance.json)",
+    ]
     entry = {"metric": "answer_f1@512t", "positive": 0.0, "negative": 0.0, "positive_questions": 6,
              "negative_questions": 6}
     write_reader_acceptance(study, {"model": "embedded"}, {"papers": entry}, frozen_hash=None)
@@ -236,7 +257,9 @@ def test_the_summary_counts_the_readers_controls_among_its_instruments(tmp_path)
     entry = {"metric": "answer_f1@512t", "positive": 0.6, "negative": 0.1, "positive_questions": 6,
              "negative_questions": 6}
     failing = entry | {"positive": 0.0}
-    write_reader_acceptance(study, {"model": "embedded"}, {"papers": entry, "docs": failing}, frozen_hash=None)
+    write_reader_acceptance(
+        study, {"model": "embedded"}, {"papers": entry, "docs": failing}, frozen_hash=None
+    )
     assert [(c.name, c.passed) for c in reader_acceptance(ReportContext(study))] == \
         [("reader on docs", False), ("reader on papers", True)]
     headline = summary(ReportContext(study)).paragraphs[0]

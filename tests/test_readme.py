@@ -71,7 +71,9 @@ def test_every_readme_command_is_exercised():
             if words[1] == "init" and "init" not in COMMANDS:
                 pytest.skip("`harness init` comes with issue 30 parts 1-2, not yet in this tree")
             assert words[1] in COMMANDS, line
-            assert re.search(rf"""main\(\[\s*["']{re.escape(words[1])}["']""", tests), f"no test runs `{line}`"
+            assert re.search(rf"""main\(\[\s*["']{re.escape(words[1])}["']""", tests), (
+                f"no test runs `{line}`"
+            )
         elif words[0] == "make":
             target = words[1]
             if target == "all" and "all" not in _makefile_targets():
@@ -92,10 +94,16 @@ def test_the_stage_list_in_the_readme_is_the_one_harness_prints():
 def test_the_moved_content_is_in_docs():
     """What the README held before it was cut down: a line from each part, in its docs page."""
     expected = {
-        "pipeline.md": ["| `make status` |", "`results/report/index.html` is one file that opens from disk",
-                        "``configs/study.yaml: `chunking.tau_maxx` is not a known key", "## Output contracts"],
-        "rehearsal.md": ["| stage | wall s | peak MiB | own work | chunk sets | cells | rows | LLM calls | contrasts |",
-                         "every registered test ran on the twin (98 tests in 20 families)"],
+        "pipeline.md": [
+            "| `make status` |",
+            "`results/report/index.html` is one file that opens from disk",
+            "``configs/study.yaml: `chunking.tau_maxx` is not a known key",
+            "## Output contracts",
+        ],
+        "rehearsal.md": [
+            "| stage | wall s | peak MiB | own work | chunk sets | cells | rows | LLM calls | contrasts |",
+            "every registered test ran on the twin (98 tests in 20 families)",
+        ],
         "integrity.md": ["NOT VERIFIABLE", "`harness freeze` writes `frozen_config.json`"],
         "answers.md": ["python -m harness judge-sample", "`harness qasper-eval` scores any system's Qasper"],
         "chunking-lab.md": ["python -m harness lab examples/handbook/data/handbook.md"],

@@ -26,7 +26,9 @@ INPUTS = ("configs", "plan", "amendments", "prompts", "selection", "data")
 
 
 def _rehearse(study: Path, out: Path, *extra: str) -> tuple[int, dict]:
-    code = main(["rehearse", "--study", str(study), "--out", str(out), "--scale", "small", "--no-progress", *extra])
+    code = main(
+        ["rehearse", "--study", str(study), "--out", str(out), "--scale", "small", "--no-progress", *extra]
+    )
     return code, read_json(out / "rehearsal" / "rehearsal.json")
 
 
@@ -160,7 +162,10 @@ def test_models_become_simulated_keeping_what_moves_estimates():
     priced = {"backend": "openai-compatible", "name": "x", "base_url": "u", "max_tokens": 50,
               "price_in_per_mtok": 0.1, "price_out_per_mtok": 0.5}
     assert simulated_model(priced, malformed_rate=0)["price_out_per_mtok"] == 0.5
-    assert simulated_model({"backend": "llama.cpp", "package": "gemma3-gguf"}, malformed_rate=0)["name"] == "gemma3-gguf"
+    assert (
+        simulated_model({"backend": "llama.cpp", "package": "gemma3-gguf"}, malformed_rate=0)["name"]
+        == "gemma3-gguf"
+    )
 
 
 def test_encoders_and_rerankers_become_stand_ins_unless_kept():
@@ -170,7 +175,10 @@ def test_encoders_and_rerankers_become_stand_ins_unless_kept():
     assert simulated_retriever(dense, real_encoders=True) == dense
     llm_yes = {"type": "rerank", "first_stage": "bm25", "backend": "llm-yes", "model": "embedded"}
     assert simulated_retriever(llm_yes, real_encoders=True)["backend"] == "simulated"
-    assert simulated_retriever({"type": "bm25", "k1": 1.2}, real_encoders=False) == {"type": "bm25", "k1": 1.2}
+    assert simulated_retriever({"type": "bm25", "k1": 1.2}, real_encoders=False) == {
+        "type": "bm25",
+        "k1": 1.2,
+    }
 
 
 def test_the_twin_is_never_written_inside_the_study(tmp_path):

@@ -40,13 +40,21 @@ def test_the_tree_sums_every_descendant():
 def test_the_peak_of_a_stage_that_starts_workers_includes_them():
     # the "stage" holds little itself and starts two holders: the tree's peak counts both (the kernel's
     # figure is the largest single process, and may even be this test process's size at the fork)
-    stage = subprocess.Popen([sys.executable, "-c", (
-        "import subprocess, sys\n"
-        f"cmd = [sys.executable, '-c', {HOLDER!r}]\n"
-        "kids = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(2)]\n"
-        "[k.stdout.readline() for k in kids]\n"
-        "import time; time.sleep(1.0)\n"
-        "[k.stdin.close() or k.wait() for k in kids]\n")])
+    stage = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import subprocess, sys\n"
+                f"cmd = [sys.executable, '-c', {HOLDER!r}]\n"
+                "kids = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for "
+                "_ in range(2)]\n"
+                "[k.stdout.readline() for k in kids]\n"
+                "import time; time.sleep(1.0)\n"
+                "[k.stdin.close() or k.wait() for k in kids]\n"
+            ),
+        ]
+    )
     peak = TreePeak(stage.pid, interval_s=0.05).start()
     assert stage.wait() == 0
     assert peak.stop() > 400 * MIB

@@ -72,7 +72,9 @@ def assert_refused(capsys, study: Study, argv: list[str], detail: str) -> None:
 
 
 @pytest.mark.parametrize("stage", [["score", "--no-progress"], ["stats"], ["build-arms", "--no-progress"]])
-def test_case3a_an_edited_part_with_its_manifest_entry_rewritten_is_refused(released, tmp_path, capsys, stage):
+def test_case3a_an_edited_part_with_its_manifest_entry_rewritten_is_refused(
+    released, tmp_path, capsys, stage
+):
     study = copy_of(released, tmp_path)
     edit_part(study)
     record = manifest(study)
@@ -124,7 +126,9 @@ def test_results_without_a_journal_are_refused_until_adopted(released, tmp_path,
     code, err = run(capsys, "stats", "--study", str(study.root))
     assert code == 1 and f"the study has no write journal ({journal_dir(study)})" in err
     assert "not recorded: the harness never wrote it" in err
-    code, err = run(capsys, "stats", "--adopt-unrecorded", "built before the journal", "--study", str(study.root))
+    code, err = run(
+        capsys, "stats", "--adopt-unrecorded", "built before the journal", "--study", str(study.root)
+    )
     assert code == 0, err
     assert "built before the journal [adopted " in (study.root / "DEVIATIONS.md").read_text(encoding="utf-8")
     assert run(capsys, "stats", "--study", str(study.root))[0] == 0

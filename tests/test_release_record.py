@@ -124,17 +124,23 @@ def add_late_amendment(study: Study) -> None:
     (study.amendments_dir).mkdir(exist_ok=True)
     (study.amendments_dir / "0003-late.yaml").write_text(
         "id: '0003'\ncreated_at: '2025-01-21T00:00:00+00:00'\nbefore_outcomes: true\nreason: late\n"
-        "adds:\n  families:\n  - id: H9\n    description: late\n    tier: confirmatory\n    multiplicity: holm\n"
+        "adds:\n  families:\n  - id: H9\n    description: late\n    tier: confirmatory\n    multiplicity: "
+        "holm\n"
         "    decision: {rule: tost, signflip_required: false}\n    seed: 9\n    tests:\n"
         "    - {id: H9-P, a: S, b: P, retriever: bm25, dataset: papers, metric: rec@512t, margin: 40}\n",
-        encoding="utf-8")
-    (study.amendments_dir / "0003-late.md").write_text("# Amendment 0003\n\nA late family.\n", encoding="utf-8")
+        encoding="utf-8",
+    )
+    (study.amendments_dir / "0003-late.md").write_text(
+        "# Amendment 0003\n\nA late family.\n", encoding="utf-8"
+    )
 
 
 # --- the release record and the release hash ---
 
 
-def test_the_record_covers_every_released_byte_and_the_hash_is_printed(released, tmp_path, capsys, fake_models):
+def test_the_record_covers_every_released_byte_and_the_hash_is_printed(
+    released, tmp_path, capsys, fake_models
+):
     study = copy_of(released, tmp_path)
     record = read_json(results_manifest_path(study))
     folders = {rel.split("/")[0] for rel in record["files"]}
@@ -243,7 +249,9 @@ COORDINATED_EDITS = {
 
 
 @pytest.mark.parametrize("case", sorted(COORDINATED_EDITS))
-def test_every_coordinated_edit_fails_the_published_release_hash(released, tmp_path, capsys, fake_models, case):
+def test_every_coordinated_edit_fails_the_published_release_hash(
+    released, tmp_path, capsys, fake_models, case
+):
     study = copy_of(released, tmp_path)
     COORDINATED_EDITS[case](study, capsys)
     code, out = audit(capsys, study, "--release-hash", released[1])
@@ -252,7 +260,9 @@ def test_every_coordinated_edit_fails_the_published_release_hash(released, tmp_p
     assert f"not the published {released[1]}: it was rewritten since the release" in out
 
 
-def test_deviations_are_recorded_when_appended_never_when_an_entry_is_lost(released, tmp_path, capsys, fake_models):
+def test_deviations_are_recorded_when_appended_never_when_an_entry_is_lost(
+    released, tmp_path, capsys, fake_models
+):
     study = copy_of(released, tmp_path)
     record_deviation(study, "a second look", "harness test")  # the writer records what it appended
     code, out = audit(capsys, study)
@@ -261,16 +271,27 @@ def test_deviations_are_recorded_when_appended_never_when_an_entry_is_lost(relea
     log.write_text(log.read_text(encoding="utf-8") + "\n## 2030-01-01T00:00:00Z — `merged`\n\n- reason: x\n",
                    encoding="utf-8")  # an entry appended by a merge
     code, out = audit(capsys, study)
-    assert code == 1 and ("FAIL  (results)/DEVIATIONS.md: entries appended after it was recorded (rerun the last "
-                          "stage") in out
+    assert (
+        code == 1
+        and ("FAIL  (results)/DEVIATIONS.md: entries appended after it was recorded (rerun the last stage")
+        in out
+    )
     rebuild(study, capsys, "stats")  # a stage records an append
     assert "FAIL  " not in audit(capsys, study)[1]
     drop_last_deviation(study)
     rebuild(study, capsys, "score", "stats")  # ...but never a lost entry
     code, out = audit(capsys, study)
-    assert code == 1 and ("FAIL  (results)/DEVIATIONS.md: edited after it was recorded (1 recorded entries removed "
-                          "or edited)") in out, out
-    with pytest.raises(HarnessError, match="DEVIATIONS.md: 1 entry recorded in .* removed or edited; restore them"):
+    assert (
+        code == 1
+        and (
+            "FAIL  (results)/DEVIATIONS.md: edited after it was recorded (1 recorded entries removed "
+            "or edited)"
+        )
+        in out
+    ), out
+    with pytest.raises(
+        HarnessError, match="DEVIATIONS.md: 1 entry recorded in .* removed or edited; restore them"
+    ):
         record_deviation(study, "a third look", "harness test")
 
 
@@ -278,12 +299,20 @@ def test_deviations_are_recorded_when_appended_never_when_an_entry_is_lost(relea
 
 
 def _git_env(date: str) -> dict[str, str]:
-    return os.environ | {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-                         "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    return os.environ | {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_DATE": date,
+    }
 
 
 def _git(root: Path, date: str, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=_git_env(date))
+    proc = subprocess.run(
+        ["git", "-C", str(root), *args], check=True, capture_output=True, env=_git_env(date)
+    )
     return proc.stdout.decode().strip()
 
 
@@ -374,14 +403,21 @@ def test_a_deleted_deviation_fails_naming_the_commit(released, tmp_path, capsys,
     for extra in ([], ["--registered-hash", frozen_hash(study)]):
         code, out = audit(capsys, study, *extra)
         assert code == 1, out
-        assert ("FAIL  (release)/DEVIATIONS.md: entry '" in out and
-                f"removed or edited in commit {deleting[:12]} at 2030-01-01T00:00:00Z: entries are only ever appended"
-                in out), out
+        assert (
+            "FAIL  (release)/DEVIATIONS.md: entry '" in out
+            and f"removed or edited in commit {deleting[:12]} at 2030-01-01T00:00:00Z: entries are only ever "
+                f"appended"
+            in out
+        ), out
     # a correction logged in the open, naming the commit, is not silent
     with (study.root / "DEVIATIONS.md").open("a", encoding="utf-8") as f:
-        f.write(f"\n## 2030-01-02T00:00:00Z — correction\n\n- reason: commit {deleting[:12]} removed an entry\n")
+        f.write(
+            f"\n## 2030-01-02T00:00:00Z — correction\n\n- reason: commit {deleting[:12]} removed an entry\n"
+        )
     code, out = audit(capsys, study)
-    assert "PASS  (release)/DEVIATIONS.md: entry '" in out and "logged by the entry '2030-01-02T00:00:00Z" in out
+    assert (
+        "PASS  (release)/DEVIATIONS.md: entry '" in out and "logged by the entry '2030-01-02T00:00:00Z" in out
+    )
 
 
 @needs_git
@@ -390,11 +426,17 @@ def test_a_committed_record_rewritten_under_one_freeze_fails_naming_the_commit(r
     study = in_git(released, tmp_path)
     _launder_part(study, capsys)
     code, out = audit(capsys, study)
-    assert code == 1 and ("released file(s) rewritten under the same freeze" in out
-                          and "per_question/papers/P__bm25.parquet" in out and "in the working copy" in out), out
+    assert code == 1 and (
+        "released file(s) rewritten under the same freeze" in out
+        and "per_question/papers/P__bm25.parquet" in out
+        and "in the working copy" in out
+    ), out
     edit = commit(study, "2030-01-01T00:00:00+00:00", "fix a value", ".")
     code, out = audit(capsys, study)
     assert code == 1 and f"the harness writes each once per freeze in commit {edit[:12]}" in out, out
     _edit_generation(study, capsys)
     code, out = audit(capsys, study)
-    assert code == 1 and "generations/fake.jsonl: 1 cached generation(s) removed or edited in the working copy" in out
+    assert (
+        code == 1
+        and "generations/fake.jsonl: 1 cached generation(s) removed or edited in the working copy" in out
+    )

@@ -94,7 +94,8 @@ def test_holm_keeps_the_familywise_error_of_a_family_under_the_null_at_alpha(tmp
     (family,) = summary.families
     assert family.null_tests == 4 and family.multiplicity == "holm"
     assert family.familywise_error <= ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / 400)
-    # the same four tests without the adjustment err more often: the figure follows the registered multiplicity
+    # the same four tests without the adjustment err more often: the figure follows the registered
+    # multiplicity
     plain = _plan(tmp_path, [_family("f", "two-sided", "none", _four_tests(), signflip=True)])
     unadjusted = replicate_verdicts(plain, table, effects={}, replicates=400, seed=8).families[0]
     assert unadjusted.familywise_error > family.familywise_error + 0.03
@@ -106,7 +107,9 @@ def test_holm_keeps_the_familywise_error_of_a_family_under_the_null_at_alpha(tmp
 def test_tests_on_the_same_questions_share_each_replicates_draw(tmp_path, table):
     # the same differences registered twice (under two metric names): one draw, so nearly the same verdicts
     both = pd.concat([table, table.assign(metric="rec2")], ignore_index=True)
-    margin = _margin_for_power_near_half(_plan(tmp_path, [_family("f", "tost", "none", [_test("t1", margin=5)])]), table)
+    margin = _margin_for_power_near_half(
+        _plan(tmp_path, [_family("f", "tost", "none", [_test("t1", margin=5)])]), table
+    )
     plan = _plan(tmp_path, [_family("f", "tost", "none",
                                     [_test("t1", margin=margin), _test("t2", metric="rec2", margin=margin)])])
     seen = []
@@ -121,7 +124,9 @@ def test_tests_on_the_same_questions_share_each_replicates_draw(tmp_path, table)
         mp.setattr(replicates, "decide_family", record)
         summary = replicate_verdicts(plan, both, effects={}, replicates=200, seed=4)
     same = np.mean([a == b for a, b in seen])
-    assert 0.2 < summary.tests[0].shares[EQUIVALENT] < 0.8  # independent draws would then agree about half the time
+    assert (
+        0.2 < summary.tests[0].shares[EQUIVALENT] < 0.8
+    )  # independent draws would then agree about half the time
     assert same > 0.8  # only bootstrap noise on borderline replicates parts them
 
 
@@ -168,7 +173,9 @@ def test_an_unknown_test_is_refused_and_one_without_rows_is_reported_missing(tmp
 
 
 def test_the_summary_depends_on_the_seed_alone_not_on_workers(tmp_path, table):
-    plan = _plan(tmp_path, [_family("f", "tost", "holm", [_test("t1", margin=3), _test("t2", "A", "C", margin=3)])])
+    plan = _plan(
+        tmp_path, [_family("f", "tost", "holm", [_test("t1", margin=3), _test("t2", "A", "C", margin=3)])]
+    )
     args = dict(effects={"t2": 1.0}, replicates=40, seed=12, resamples=200)
     one = replicate_verdicts(plan, table, workers=1, **args)
     assert replicate_verdicts(plan, table, workers=3, **args).to_json() == one.to_json()

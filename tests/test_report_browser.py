@@ -23,10 +23,34 @@ pytestmark = pytest.mark.slow  # init and every stage on a small corpus, then a 
 
 MIN_FIGURE_TEXT_PX = 11
 WIDTH, HEIGHT = 1280, 800
-WORDS = ("amber", "basalt", "cobalt", "delta", "ember", "fjord", "garnet", "heron", "indigo", "juniper", "kestrel",
-         "lichen", "marble", "nettle", "onyx", "pewter", "quartz", "russet", "sable", "tansy", "umber", "violet")
-FILLER = ("the keeper notes that each record is checked twice before the season closes and the ledger is signed "
-          "by the warden on duty").split()
+WORDS = (
+    "amber",
+    "basalt",
+    "cobalt",
+    "delta",
+    "ember",
+    "fjord",
+    "garnet",
+    "heron",
+    "indigo",
+    "juniper",
+    "kestrel",
+    "lichen",
+    "marble",
+    "nettle",
+    "onyx",
+    "pewter",
+    "quartz",
+    "russet",
+    "sable",
+    "tansy",
+    "umber",
+    "violet",
+)
+FILLER = (
+    "the keeper notes that each record is checked twice before the season closes and the ledger is signed "
+    "by the warden on duty"
+).split()
 
 
 def corpus(folder: Path) -> tuple[Path, Path]:
@@ -40,13 +64,21 @@ def corpus(folder: Path) -> tuple[Path, Path]:
         for s in range(4):
             lines += [f"## Part {s + 1}", ""]
             for p in range(3):
-                fact = f"The {WORDS[(t * 7 + s * 3 + p) % len(WORDS)]} archive of {site} sits in vault {t}{s}{p}"
+                fact = (
+                    f"The {WORDS[(t * 7 + s * 3 + p) % len(WORDS)]} archive of {site} sits in vault {t}{s}{p}"
+                )
                 filler = " ".join(rng.choice(FILLER) for _ in range(40))
                 lines += [f"{filler}. {fact}. {filler}.", ""]
                 if rng.random() < 0.6:
-                    questions.append({"qid": f"q{len(questions):02d}", "query": f"Where is {fact.split(' sits')[0]}?",
-                                      "scope": {"domain": "docs"}, "cluster": "question",
-                                      "evidence": [{"doc_id": site, "text": fact}]})
+                    questions.append(
+                        {
+                            "qid": f"q{len(questions):02d}",
+                            "query": f"Where is {fact.split(' sits')[0]}?",
+                            "scope": {"domain": "docs"},
+                            "cluster": "question",
+                            "evidence": [{"doc_id": site, "text": fact}],
+                        }
+                    )
         (folder / "docs" / f"{site}.md").write_text("\n".join(lines), encoding="utf-8")
         documents.append({"doc_id": site, "domain": "docs", "path": f"docs/{site}.md"})
     for name, rows in (("documents", documents), ("questions", questions)):
@@ -92,7 +124,8 @@ def test_the_first_screen_states_each_registered_test_in_a_sentence(report):
         viewport = driver.execute_script("return [window.innerWidth, window.innerHeight, window.scrollY]")
         sentences = driver.execute_script(
             "return Array.from(document.querySelectorAll('#summary ul.findings li')).map(e => {"
-            " const r = e.getBoundingClientRect(); return [e.innerText, r.left, r.top, r.right, r.bottom]; })")
+            " const r = e.getBoundingClientRect(); return [e.innerText, r.left, r.top, r.right, r.bottom]; })"
+        )
     finally:
         driver.quit()
     assert viewport == [WIDTH, HEIGHT, 0]
@@ -101,8 +134,9 @@ def test_the_first_screen_states_each_registered_test_in_a_sentence(report):
         assert 0 <= left < right <= WIDTH and 0 <= top < bottom <= HEIGHT, text
         assert " points, 95% CI [" in text
         # each is undecided here (n.d., or no variation): the sentence says what more clusters would do
-        assert re.search(r"more clusters \(\d+ in all\) would likely|[Nn]o (realistic )?number of clusters", text), \
-            text
+        assert re.search(
+            r"more clusters \(\d+ in all\) would likely|[Nn]o (realistic )?number of clusters", text
+        ), text
 
 
 def test_every_code_on_the_first_screen_links_to_the_glossary(report):
@@ -111,7 +145,9 @@ def test_every_code_on_the_first_screen_links_to_the_glossary(report):
     try:
         first_screen(driver, page, WIDTH, HEIGHT)
         texts = driver.execute_script(_VISIBLE_TEXT, WIDTH, HEIGHT)
-        codes = driver.execute_script("return Array.from(document.querySelectorAll('dt.code')).map(e => e.innerText)")
+        codes = driver.execute_script(
+            "return Array.from(document.querySelectorAll('dt.code')).map(e => e.innerText)"
+        )
         targets = driver.execute_script(
             "return Array.from(document.querySelectorAll('#summary a.term')).map(a => {"
             " const t = document.getElementById(a.getAttribute('href').slice(1));"
@@ -128,7 +164,9 @@ def test_every_code_on_the_first_screen_links_to_the_glossary(report):
     unlinked = [(text, m.group(0)) for text, linked, _ in texts if not linked for m in pattern.finditer(text)]
     assert unlinked == []
     assert [text for text, linked, in_code in texts if in_code and not linked] == []
-    assert sum(linked for _, linked, _ in texts) >= 20  # arms, dataset, retriever, metric, tests, verdicts, tiers
+    assert (
+        sum(linked for _, linked, _ in texts) >= 20
+    )  # arms, dataset, retriever, metric, tests, verdicts, tiers
 
 
 def test_no_section_is_empty_and_no_figure_text_is_under_11_px(report):

@@ -25,11 +25,30 @@ NAMES = Wording(arms={"S": "header-led sections", "F512c": "512-character window
 
 def contrast(estimate: float, ci95: tuple[float, float], *, ci90=None, se: float = 2.0, clusters: int = 20,
              p: float = 0.5, exact: bool = False, no_variation: str | None = None) -> ContrastResult:
-    return ContrastResult(dataset="corpus", a="S", b="F512c", retriever="hybrid", metric="rec@512t",
-                          n_questions=clusters * 2, n_clusters=clusters, n_strata=1, estimate=estimate,
-                          ci90_bca=ci90 or ci95, ci95_bca=ci95, ci90_percentile=ci90 or ci95, ci95_percentile=ci95,
-                          z0=0.0, acceleration=0.0, resamples=1000, seed=1, p_signflip=p, signflip_exact=exact,
-                          signflip_flips=1000, se_cluster=se, no_variation=no_variation)
+    return ContrastResult(
+        dataset="corpus",
+        a="S",
+        b="F512c",
+        retriever="hybrid",
+        metric="rec@512t",
+        n_questions=clusters * 2,
+        n_clusters=clusters,
+        n_strata=1,
+        estimate=estimate,
+        ci90_bca=ci90 or ci95,
+        ci95_bca=ci95,
+        ci90_percentile=ci90 or ci95,
+        ci95_percentile=ci95,
+        z0=0.0,
+        acceleration=0.0,
+        resamples=1000,
+        seed=1,
+        p_signflip=p,
+        signflip_exact=exact,
+        signflip_flips=1000,
+        se_cluster=se,
+        no_variation=no_variation,
+    )
 
 
 def row(verdict: str, c: ContrastResult | None, *, rule: str = "two-sided", margin: float | None = None,
@@ -42,10 +61,25 @@ def row(verdict: str, c: ContrastResult | None, *, rule: str = "two-sided", marg
 
 def family(*rows: DecidedRow, n_tests: int = 1, signflip: bool = True, rule: str = "two-sided",
            tier: str = "confirmatory") -> FamilyResult:
-    return FamilyResult(family="structure", description="Do S and F512c differ?", tier=tier, multiplicity="holm",
-                        rule=rule, signflip_required=signflip, alpha=0.05, seed=1, resamples=1000, max_flips=1000,
-                        source="plan", n_tests=n_tests, study="s", harness_version="0", status=Status.RAN,
-                        missing=(), rows=rows)
+    return FamilyResult(
+        family="structure",
+        description="Do S and F512c differ?",
+        tier=tier,
+        multiplicity="holm",
+        rule=rule,
+        signflip_required=signflip,
+        alpha=0.05,
+        seed=1,
+        resamples=1000,
+        max_flips=1000,
+        source="plan",
+        n_tests=n_tests,
+        study="s",
+        harness_version="0",
+        status=Status.RAN,
+        missing=(),
+        rows=rows,
+    )
 
 
 def sentence(r: DecidedRow, fam: FamilyResult | None = None) -> str:
@@ -55,19 +89,25 @@ def sentence(r: DecidedRow, fam: FamilyResult | None = None) -> str:
 def test_every_sentence_says_what_was_compared_and_the_estimate():
     r = row(DIFFERENT, contrast(6.5, (2.0, 11.0), p=0.001), p_signflip_holm=0.002)
     said = sentence(r)
-    assert said.startswith("`H3`: `S` (header-led sections) against `F512c` (512-character windows) on `corpus` "
-                           "under the `hybrid` retriever, by `rec@512t` (evidence found in 512 tokens): `S` - "
-                           "`F512c` = +6.50 points, 95% CI [2.00, 11.00] (40 questions in 20 clusters).")
+    assert said.startswith(
+        "`H3`: `S` (header-led sections) against `F512c` (512-character windows) on `corpus` "
+        "under the `hybrid` retriever, by `rec@512t` (evidence found in 512 tokens): `S` - "
+        "`F512c` = +6.50 points, 95% CI [2.00, 11.00] (40 questions in 20 clusters)."
+    )
     assert "`S` finds more evidence than `F512c` (diff.)" in said
     assert "more clusters" not in said  # decided: nothing to add
     assert conclusion(r, family(r)) == "`S` finds more evidence than `F512c` on `corpus`"
 
 
 def test_each_arm_is_spelled_out_with_its_context_cost_where_known():
-    wording = Wording(NAMES.arms, NAMES.metrics, {("corpus", "S"): "4.2 chunks per document, 291 tokens each"})
+    wording = Wording(
+        NAMES.arms, NAMES.metrics, {("corpus", "S"): "4.2 chunks per document, 291 tokens each"}
+    )
     said = finding(row(NO_DIFFERENCE, contrast(1.0, (-2.0, 4.0))), family(), wording)
-    assert said.startswith("`H3`: `S` (header-led sections; 4.2 chunks per document, 291 tokens each) against "
-                           "`F512c` (512-character windows) on `corpus`")
+    assert said.startswith(
+        "`H3`: `S` (header-led sections; 4.2 chunks per document, 291 tokens each) against "
+        "`F512c` (512-character windows) on `corpus`"
+    )
 
 
 def test_a_difference_on_an_answer_metric_is_said_of_answers():
@@ -79,8 +119,10 @@ def test_no_detectable_difference_names_the_mdd_and_refuses_equivalence():
     r = row(NO_DIFFERENCE, contrast(-1.47, (-5.14, 1.38), se=1.5))
     said = sentence(r)
     mdd = minimum_detectable_difference(1.5, alpha=0.05)
-    assert f"No detectable difference (n.d.); differences larger than {mdd:.1f} points would likely have been " \
-           "detected." in said
+    assert (
+        f"No detectable difference (n.d.); differences larger than {mdd:.1f} points would likely have been "
+        "detected." in said
+    )
     assert "This does not show that `S` is as good as `F512c`: no equivalence margin is registered" in said
     assert "requires the sign-flip p" not in said  # the CI contains 0: nothing else failed
 
@@ -89,9 +131,11 @@ def test_an_nd_row_whose_ci_excludes_zero_names_the_sign_flip_after_holm():
     r = row(NO_DIFFERENCE, contrast(14.93, (8.68, 19.79), se=3.0, clusters=8, p=0.0156, exact=True),
             p_signflip_holm=0.0625)
     said = sentence(r, family(r, n_tests=4))
-    assert ("The 95% CI excludes 0, but the rule also requires the sign-flip p below alpha 0.05, and its sign-flip "
-            "p after Holm is 0.0625 (unadjusted 0.0156; with 8 clusters no sign-flip p can fall below 0.00781)."
-            ) in said
+    assert (
+        "The 95% CI excludes 0, but the rule also requires the sign-flip p below alpha 0.05, and its "
+        "sign-flip "
+        "p after Holm is 0.0625 (unadjusted 0.0156; with 8 clusters no sign-flip p can fall below 0.00781)."
+    ) in said
 
 
 def test_equivalent_and_its_small_difference():
@@ -117,8 +161,11 @@ def test_rows_no_rule_may_decide_say_why_and_that_clusters_will_not_help():
     said = sentence(few)
     assert "(6 questions" not in said and "(2 questions in 1 cluster)" in said
     assert "Cannot be read (too few clusters): 1 cluster: no sampling distribution to resample." in said
-    flat = row(NO_VARIATION, contrast(0.0, (0.0, 0.0), se=0.0, no_variation="arm S is 100.00 points (ceiling)"),
-               verdict_reason="arm S is 100.00 points (ceiling)")
+    flat = row(
+        NO_VARIATION,
+        contrast(0.0, (0.0, 0.0), se=0.0, no_variation="arm S is 100.00 points (ceiling)"),
+        verdict_reason="arm S is 100.00 points (ceiling)",
+    )
     said = sentence(flat)
     assert "Cannot be read (no variation): arm S is 100.00 points (ceiling). No number of clusters" in said
     assert clusters_needed(few, family(few)) is None and clusters_needed(flat, family(flat)) is None
@@ -135,8 +182,10 @@ def test_a_failed_instrument_demotes_the_row_and_the_sentence_says_which():
     r = replace(row(DIFFERENT, contrast(6.5, (2.0, 11.0), p=0.001), tier="exploratory"),
                 metric="answer_f1@512t", reader_acceptance=reader)
     said = sentence(r)
-    assert said.endswith("Reported as exploratory: the reader (corpus) failed its acceptance controls, so this is "
-                         "not a registered conclusion.")
+    assert said.endswith(
+        "Reported as exploratory: the reader (corpus) failed its acceptance controls, so this is "
+        "not a registered conclusion."
+    )
     assert conclusion(r, family(r)).endswith("(exploratory: an instrument failed)")
     passed = replace(r, reader_acceptance=replace(reader, passed=True), tier="confirmatory")
     assert "Reported as exploratory" not in sentence(passed)
@@ -165,9 +214,11 @@ def test_an_nd_row_needs_the_clusters_its_gap_and_holm_ask_for():
     assert needed.total == math.ceil(20 * (z * 1.5 / 1.47) ** 2) and needed.more == needed.total - 20
     assert needed.realistic
     said = sentence(r, family(r, n_tests=2))
-    assert (f"About {needed.more} more clusters ({needed.total} in all) would likely show a difference at alpha "
-            "0.025 (Holm's strictest step, 1/2 of the plan's) and 80% power, if the true difference is the "
-            "estimate.") in said
+    assert (
+        f"About {needed.more} more clusters ({needed.total} in all) would likely show a difference at alpha "
+        "0.025 (Holm's strictest step, 1/2 of the plan's) and 80% power, if the true difference is the "
+        "estimate."
+    ) in said
 
 
 def test_a_gap_out_of_reach_is_said_so():

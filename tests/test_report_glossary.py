@@ -41,12 +41,18 @@ def test_entries_without_a_description_say_what_their_registry_knows(monkeypatch
     kinds["X+Y"] = ArmKindSpec("X+Y", "header-led", calls_per_chunk=2, needs_model=True)
     monkeypatch.setattr(arm_kinds, "ARM_KINDS", kinds)
     monkeypatch.setattr("harness.report.glossary.ARM_KINDS", kinds)
-    plain = {name: ms.__class__(**{**ms.__dict__, "descriptions": {}}) for name, ms in registry.METRIC_SETS.items()}
+    plain = {
+        name: ms.__class__(**{**ms.__dict__, "descriptions": {}}) for name, ms in registry.METRIC_SETS.items()
+    }
     monkeypatch.setattr("harness.report.glossary.METRIC_SETS", plain)
     rule = rules.RULES["tost"]
-    monkeypatch.setitem(rules.RULES, "tost", rule.__class__(**{**rule.__dict__, "verdicts": (*rule.verdicts, "odd")}))
+    monkeypatch.setitem(
+        rules.RULES, "tost", rule.__class__(**{**rule.__dict__, "verdicts": (*rule.verdicts, "odd")})
+    )
     entries = {(d.group, d.term): d.text for d in registry_glossary()}
-    assert entries["Arm kinds", "X+Y"] == "arm kind: starts from the header-led chunks; 2 LLM call(s) per chunk"
+    assert (
+        entries["Arm kinds", "X+Y"] == "arm kind: starts from the header-led chunks; 2 LLM call(s) per chunk"
+    )
     assert entries["Metrics (qasper)", "rec@B"] == "a metric of the qasper set"
     assert entries["Verdicts", "odd"] == "a verdict of the tost rule"
 
@@ -78,8 +84,9 @@ def test_codes_are_linked_wherever_they_stand_and_never_inside_a_longer_name():
     assert _links(html) == [("glossary-Arms-S", "S"), ("glossary-Arms-S-plus-T", "S+T"),
                             ("glossary-Tests-H3-S", "H3-S"), ("glossary-Verdicts-n.d.", "n.d."),
                             ("glossary-Arms-S", "S"), ("glossary-Arms-E", "E")]
-    assert link("`S+T` and `other`") == ('<a class="term" href="#glossary-Arms-S-plus-T"><code>S+T</code></a> and '
-                                         "<code>other</code>")
+    assert link("`S+T` and `other`") == (
+        '<a class="term" href="#glossary-Arms-S-plus-T"><code>S+T</code></a> and <code>other</code>'
+    )
 
 
 def test_words_are_linked_once_per_text_plural_included_and_the_rest_is_escaped():

@@ -79,7 +79,9 @@ def test_the_url_check_can_fail():
     svg = base64.b64encode(b'<svg xmlns="http://www.w3.org/2000/svg"><image href="https://x/y.png"/></svg>')
     assert external_references('<img src="data:image/svg+xml;base64,' + svg.decode() + '">') == [
         "figure 0: an http(s) URL", "figure 0: a src/href that is not data: or #"]
-    assert external_references('<p style="background:url(img.png)">') == ["page: a url() outside data: and #fragment"]
+    assert external_references('<p style="background:url(img.png)">') == [
+        "page: a url() outside data: and #fragment"
+    ]
     assert external_references('<img src="//cdn.example/x.svg">') == ["page: a protocol-relative src/href"]
     assert external_references('<a href="#verdicts">') == []
 
@@ -126,7 +128,9 @@ def test_every_family_arm_and_figure_is_on_the_page(reports):
         assert "make build-arms score stats" in _section(page, "verdicts")
     for dataset in ("papers", "docs"):
         for section_id in ("chunk-sets", "means"):
-            head = re.search(r"<thead>(.*?)</thead>", _section(page, section_id).split(f"`{dataset}`")[1]).group(1)
+            head = re.search(
+                r"<thead>(.*?)</thead>", _section(page, section_id).split(f"`{dataset}`")[1]
+            ).group(1)
             assert all(f"<th>{arm}</th>" in head or section_id == "chunk-sets" for arm in LLM_FREE)
         for arm in LLM_FREE:
             assert f"<td>{dataset}</td><td>{arm}</td>" in _section(page, "costs")
@@ -179,15 +183,22 @@ def test_the_summary_opens_the_page_with_every_registered_test(reports):
     assert page.index('<section id="summary">') < page.index("<nav>") < page.index('<section id="identity">')
     summary = _unlinked(_section(page, "summary"))
     tiers = {fam.tier for fam in load_study_plan(study).families}
-    assert {"confirmatory", "secondary"} <= tiers and "exploratory" in tiers  # the check below can tell them apart
+    assert {
+        "confirmatory",
+        "secondary",
+    } <= tiers and "exploratory" in tiers  # the check below can tell them apart
     for fam in load_study_plan(study).families:
         for test in fam.tests:
             assert (f"<td>{test.id}</td>" in summary) == (fam.tier in SUMMARY_TIERS), test.id
             if fam.tier in SUMMARY_TIERS:  # every listed test ran here: a verdict, no placeholder
                 row = summary[summary.index(f"<td>{test.id}</td>"):]
-                assert "not run" not in row[:row.index("</tr>")] and "withheld" not in row[:row.index("</tr>")]
+                assert (
+                    "not run" not in row[: row.index("</tr>")] and "withheld" not in row[: row.index("</tr>")]
+                )
     assert 'id="figure-forest-summary"' in summary
-    assert "`papers` 48 questions in 8 clusters, 0 dropped" in summary.replace("<code>", "`").replace("</code>", "`")
+    assert "`papers` 48 questions in 8 clusters, 0 dropped" in summary.replace("<code>", "`").replace(
+        "</code>", "`"
+    )
     assert "no instrument check registered" in summary  # the LLM-free copy has no judge
     md = (results_dir(study) / "report" / "report.md").read_text(encoding="utf-8")
     assert md.index("## Summary") < md.index("## Study identity")
@@ -231,7 +242,8 @@ def test_page_renders_in_headless_chromium(reports):
     finally:
         driver.quit()
     assert logs == []
-    # the lab, repeat-generation and add-on arms sections are left out: this study has no train/held-out split,
+    # the lab, repeat-generation and add-on arms sections are left out: this study has no train/held-out
+    # split,
     # no repeats and no add-on arm
     assert sections == page.count('<section id="') == len(SECTION_BUILDERS) - 3
     figures = sorted(p.stem for p in (results_dir(study) / "report" / "figures").glob("*.svg"))
@@ -262,8 +274,11 @@ def test_the_summary_is_visible_without_scrolling(reports):
 def test_a_broken_figure_is_caught_by_the_browser_check(tmp_path):
     driver = browser_or_skip()
     page = tmp_path / "broken.html"
-    page.write_text('<!DOCTYPE html><html><body><img alt="x" src="data:image/svg+xml;base64,bm90IGFuIHN2Zw==">'
-                    "</body></html>", encoding="utf-8")
+    page.write_text(
+        '<!DOCTYPE html><html><body><img alt="x" src="data:image/svg+xml;base64,bm90IGFuIHN2Zw==">'
+        "</body></html>",
+        encoding="utf-8",
+    )
     try:
         driver.get(page.as_uri())
         natural = driver.execute_script("return document.images[0].naturalWidth")
@@ -277,7 +292,9 @@ def test_a_broken_figure_is_caught_by_the_browser_check(tmp_path):
 def test_latex_tables_compile(reports, tmp_path):
     pdflatex = shutil.which("pdflatex")
     if pdflatex is None:
-        pytest.skip("pdflatex is not installed (apt-get install -y --no-install-recommends texlive-latex-recommended)")
+        pytest.skip(
+            "pdflatex is not installed (apt-get install -y --no-install-recommends texlive-latex-recommended)"
+        )
     study, _ = reports
     tables = sorted((results_dir(study) / "report" / "tables").glob("*.tex"))
     assert tables
@@ -308,7 +325,8 @@ def test_gold_evidence_spanning_chunks_is_counted():
 
 
 def test_share_over_budget_is_measured_in_the_budget_unit():
-    """Five long words are many cl100k tokens; ten one-letter words are ten of either: only the unit decides."""
+    """Five long words are many cl100k tokens; ten one-letter words are ten of either: only the unit
+    decides."""
     long = Chunk("d", "d#0", "antidisestablishmentarianism " * 5, ((0, 150),), "", 1, 1, ("paragraph",))
     short = Chunk("d", "d#1", "a b c d e f g h i j", ((150, 169),), "", 1, 1, ("paragraph",))
     by_words = chunk_set_stats([long, short], (), budgets=[8, 12], unit="words")
@@ -335,8 +353,9 @@ def test_chunk_sets_sharing_texts_share_one_token_count(monkeypatch):
     a = Chunk("d", "d#0", "one two three", ((0, 13),), "", 1, 1, ("paragraph",))
     b = Chunk("d", "d#1", "four five", ((13, 22),), "", 1, 1, ("paragraph",))
     first = chunk_set_stats([a, b], (), budgets=[2])
-    second = chunk_set_stats([a, Chunk("d", "e#0", "one two three", ((0, 13),), "x", 1, 1, ("paragraph",))], (),
-                             budgets=[2])
+    second = chunk_set_stats(
+        [a, Chunk("d", "e#0", "one two three", ((0, 13),), "x", 1, 1, ("paragraph",))], (), budgets=[2]
+    )
     assert encoded == ["one two three", "four five"]  # the second set's texts were counted by the first
     assert (first.mean_tokens, second.mean_tokens) == ((3 + 2) / 2, 3.0)
 
@@ -373,9 +392,21 @@ def test_a_missing_test_in_a_family_that_ran_is_a_row_of_dashes():
     from harness.stats.decided import DecidedRow
     from harness.stats.families import FamilyResult
 
-    missing = {"test": "T-missing", "rule": "tost", "dataset": "papers", "a": "E", "b": "S", "retriever": "bm25",
-               "metric": "rec@512t", "margin": 5.0, "tier": "confirmatory", "source": "plan",
-               "verdict": "missing", "missing": ["papers/E/bm25"], "subset": None}
+    missing = {
+        "test": "T-missing",
+        "rule": "tost",
+        "dataset": "papers",
+        "a": "E",
+        "b": "S",
+        "retriever": "bm25",
+        "metric": "rec@512t",
+        "margin": 5.0,
+        "tier": "confirmatory",
+        "source": "plan",
+        "verdict": "missing",
+        "missing": ["papers/E/bm25"],
+        "subset": None,
+    }
     fam = FamilyResult(family="f", description="", tier="confirmatory", multiplicity="holm", rule="tost",
                        signflip_required=False, alpha=0.05, seed=1, resamples=10, max_flips=10, source="plan",
                        n_tests=1, study="s", harness_version="0", status="ran", missing=("papers/E/bm25",),

@@ -1,4 +1,5 @@
-"""Per-arm means (harness.report.means): each group's bootstrap sees its own rows, whatever the table's order."""
+"""Per-arm means (harness.report.means): each group's bootstrap sees its own rows, whatever the table's
+order."""
 
 from __future__ import annotations
 
@@ -18,9 +19,21 @@ def _table(seed: int) -> pd.DataFrame:
             for retriever in ("bm25", "dense"):
                 for metric in ("recall", "ndcg"):
                     for q in range(40):
-                        rows.append((dataset, arm, retriever, f"q{q:02d}", f"c{q % 7}", f"s{q % 7 % 2}", metric,
-                                     float(rng.random())))
-    return pd.DataFrame(rows, columns=["dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value"])
+                        rows.append(
+                            (
+                                dataset,
+                                arm,
+                                retriever,
+                                f"q{q:02d}",
+                                f"c{q % 7}",
+                                f"s{q % 7 % 2}",
+                                metric,
+                                float(rng.random()),
+                            )
+                        )
+    return pd.DataFrame(
+        rows, columns=["dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value"]
+    )
 
 
 def test_each_group_is_bootstrapped_on_its_own_rows_whatever_the_row_order():
@@ -33,9 +46,13 @@ def test_each_group_is_bootstrapped_on_its_own_rows_whatever_the_row_order():
     for m in means:
         rows = table[(table.dataset == m.dataset) & (table.arm == m.arm) & (table.retriever == m.retriever)
                      & (table.metric == m.metric)].sort_values("qid")
-        expected = cluster_bootstrap(rows["value"].to_numpy() * 100.0, rows["cluster"].to_numpy(),
-                                     rows["stratum"].to_numpy() if stratified[m.dataset] else None, resamples=200,
-                                     seed=derive_seed(MEANS_SEED, f"{m.dataset}/{m.arm}/{m.retriever}/{m.metric}"))
+        expected = cluster_bootstrap(
+            rows["value"].to_numpy() * 100.0,
+            rows["cluster"].to_numpy(),
+            rows["stratum"].to_numpy() if stratified[m.dataset] else None,
+            resamples=200,
+            seed=derive_seed(MEANS_SEED, f"{m.dataset}/{m.arm}/{m.retriever}/{m.metric}"),
+        )
         assert (m.mean, m.ci95, m.n_questions, m.n_clusters) == (
             expected.estimate, tuple(expected.ci95_bca), expected.n_questions, expected.n_clusters)
     assert arm_means(table.iloc[:0], stratified=stratified) == []

@@ -10,7 +10,13 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.retrieval.registry import RetrieverContext
-from harness.retrieval.rerank_qwen3 import PAD_MULTIPLE, PROMPT_HEAD, PROMPT_TAIL, Qwen3RerankScorer, user_turn
+from harness.retrieval.rerank_qwen3 import (
+    PAD_MULTIPLE,
+    PROMPT_HEAD,
+    PROMPT_TAIL,
+    Qwen3RerankScorer,
+    user_turn,
+)
 from retrieval_support import chunks_of
 from tiny_models import tiny_qwen3
 
@@ -55,12 +61,20 @@ def test_score_is_the_yes_no_softmax_of_the_last_position_by_hand(model_dir):
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
     lm = AutoModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True).eval()
-    text = PROMPT_HEAD + user_turn("Given a web search query, retrieve relevant passages that answer the query",
-                                   QUERY, PASSAGES[0]) + PROMPT_TAIL
+    text = (
+        PROMPT_HEAD
+        + user_turn(
+            "Given a web search query, retrieve relevant passages that answer the query", QUERY, PASSAGES[0]
+        )
+        + PROMPT_TAIL
+    )
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     with torch.no_grad():
         last = lm(input_ids=torch.tensor([ids])).logits[0, -1]
-    yes, no = float(last[tokenizer.convert_tokens_to_ids("yes")]), float(last[tokenizer.convert_tokens_to_ids("no")])
+    yes, no = (
+        float(last[tokenizer.convert_tokens_to_ids("yes")]),
+        float(last[tokenizer.convert_tokens_to_ids("no")]),
+    )
     by_hand = math.exp(yes) / (math.exp(yes) + math.exp(no))
     scorer = Qwen3RerankScorer(str(model_dir))
     assert scorer.prompt_ids(QUERY, PASSAGES[0]) == ids

@@ -148,7 +148,9 @@ def study_files(root: Path) -> dict[str, bytes]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage, options", CHAIN, ids=[stage for stage, _ in CHAIN])
-def test_case7_a_stage_killed_at_any_write_resumes_to_the_uninterrupted_outputs(chain, tmp_path, stage, options):
+def test_case7_a_stage_killed_at_any_write_resumes_to_the_uninterrupted_outputs(
+    chain, tmp_path, stage, options
+):
     before, after, steps = chain[stage]
     expected = study_files(after)
     points = sorted(random.Random(stage).sample(range(1, steps + 1), min(KILLS_PER_STAGE, steps)))

@@ -97,7 +97,9 @@ def test_negative_idf_is_floored_at_epsilon_times_mean_idf():
     col = index.vocabulary["common"]
     assert index.idf[col] == pytest.approx(0.4 * reference.average_idf, rel=1e-12)
     assert index.idf[col] == pytest.approx(reference.idf["common"], rel=1e-12)
-    np.testing.assert_allclose(index.scores("common alpha"), reference.get_scores(["common", "alpha"]), rtol=1e-12)
+    np.testing.assert_allclose(
+        index.scores("common alpha"), reference.get_scores(["common", "alpha"]), rtol=1e-12
+    )
 
 
 def test_ranking_is_full_and_ties_break_by_position():
@@ -111,7 +113,9 @@ def test_ranking_is_full_and_ties_break_by_position():
 
 def test_indexes_indexed_text_not_source_text():
     fillers = chunks_of(["filler text", "more filler", "heading"], "t/other.md")
-    chunk = dataclasses.replace(chunks_of(["source words only"])[0], indexed_text="Title: rendered\n\nsource words only")
+    chunk = dataclasses.replace(
+        chunks_of(["source words only"])[0], indexed_text="Title: rendered\n\nsource words only"
+    )
     ranking = BM25Retriever("bm25").index("s", [*fillers, chunk]).search("rendered")
     assert ranking.order.tolist() == [3, 0, 1, 2] and ranking.scores[0] > 0
     assert BM25Retriever("bm25").index("s", [*fillers, chunk]).search("title").scores[0] > 0

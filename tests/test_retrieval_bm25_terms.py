@@ -19,7 +19,11 @@ texts = st.lists(st.text(alphabet=ALPHABET, max_size=40), max_size=12)
 def expanded(terms) -> list[list[str]]:
     """Each chunk's tokens, read back from the term ids."""
     ends = np.cumsum(terms.lengths)
-    return [[terms.vocabulary[i] for i in ids] for ids in np.split(terms.term_ids, ends[:-1])] if len(ends) else []
+    return (
+        [[terms.vocabulary[i] for i in ids] for ids in np.split(terms.term_ids, ends[:-1])]
+        if len(ends)
+        else []
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -48,4 +52,9 @@ def test_other_tokenisers_keep_their_own_tokens_even_the_separator():
 def test_postings_count_each_term_in_each_chunk_sorted_by_term_then_chunk():
     terms = token_list_terms([["x", "y", "x"], [], ["y", "z", "y", "y"]])
     term, chunk, count = terms.postings()
-    assert list(zip(term.tolist(), chunk.tolist(), count.tolist())) == [(0, 0, 2), (1, 0, 1), (1, 2, 3), (2, 2, 1)]
+    assert list(zip(term.tolist(), chunk.tolist(), count.tolist())) == [
+        (0, 0, 2),
+        (1, 0, 1),
+        (1, 2, 3),
+        (2, 2, 1),
+    ]

@@ -93,8 +93,14 @@ def test_encoder_returning_wrong_shape_is_an_error(tmp_path):
 def test_float64_scores_round_trip_exactly(tmp_path):
     ns = CacheNamespace("pair-score", "scorer", "d", "")
     value = 0.1 + 0.2  # not representable in float32
-    written(VectorCache(tmp_path, ns, dtype=np.float64), ["p"], lambda ts: (np.array([[value]]), np.array([False])))
-    got, _ = VectorCache(tmp_path, ns, dtype=np.float64).encode(["p"], lambda ts: pytest.fail("should be cached"))
+    written(
+        VectorCache(tmp_path, ns, dtype=np.float64),
+        ["p"],
+        lambda ts: (np.array([[value]]), np.array([False])),
+    )
+    got, _ = VectorCache(tmp_path, ns, dtype=np.float64).encode(
+        ["p"], lambda ts: pytest.fail("should be cached")
+    )
     assert got[0, 0] == value
 
 
@@ -123,7 +129,9 @@ def test_vectors_outside_the_resident_budget_are_read_back_identical(tmp_path):
 def test_a_key_held_by_two_shards_reads_from_the_first_in_name_order(tmp_path):
     written(VectorCache(tmp_path, NS), ["a"])  # a = [1, 1, 1]
     other = tmp_path / "other"
-    written(VectorCache(other, NS), ["a", "b"], lambda ts: (np.full((len(ts), 3), 9.0), np.zeros(len(ts), bool)))
+    written(
+        VectorCache(other, NS), ["a", "b"], lambda ts: (np.full((len(ts), 3), 9.0), np.zeros(len(ts), bool))
+    )
     directory = VectorCache(tmp_path, NS).directory
     for shard in (other / NS.dirname).glob("*.npz"):
         shard.rename(directory / shard.name)
@@ -150,7 +158,11 @@ def test_key_index_agrees_with_a_dict_first_entry_winning():
 
     rng = np.random.default_rng(3)
     pool = [bytes(rng.integers(0, 256, 32, dtype=np.uint8)) for _ in range(400)]
-    pool += [p[:31] + b"\x00" for p in pool[:40]] + [b"\x00" * 32, b"\x00" * 31 + b"\x01", pool[0][:31] + b"\xff"]
+    pool += [p[:31] + b"\x00" for p in pool[:40]] + [
+        b"\x00" * 32,
+        b"\x00" * 31 + b"\x01",
+        pool[0][:31] + b"\xff",
+    ]
     index, reference = KeyIndex(merge_at=16), {}
     loaded = [pool[i] for i in rng.integers(0, 200, 300)]  # with repeats
     index.load(np.array(loaded, dtype="S32"), np.arange(300, dtype=np.int64))
@@ -200,8 +212,12 @@ def test_past_pending_bytes_a_cache_writes_by_itself(tmp_path):
     assert cache.shards_written == 2 and cache.flush() is None
 
 
-@pytest.mark.parametrize("ending, expected", [("", "written"), ("os._exit(0)", "lost"), ("shutil.rmtree(root)", "gone")])
-def test_at_exit_a_process_writes_what_it_held_unless_killed_or_its_root_was_removed(tmp_path, ending, expected):
+@pytest.mark.parametrize(
+    "ending, expected", [("", "written"), ("os._exit(0)", "lost"), ("shutil.rmtree(root)", "gone")]
+)
+def test_at_exit_a_process_writes_what_it_held_unless_killed_or_its_root_was_removed(
+    tmp_path, ending, expected
+):
     """A normal exit writes the held entries; a killed process leaves no shard and no temporary; a cache whose
     root was removed (a rescore's scratch copy) is not recreated at exit."""
     import os
@@ -220,12 +236,19 @@ cache.encode(["a", "b"], lambda ts: (np.ones((len(ts), 3), dtype=np.float32), np
 {ending}
 """
     project = Path(__file__).resolve().parents[1]
-    subprocess.run([sys.executable, "-c", script], check=True, cwd=project, env={**os.environ, "PYTHONPATH": str(project)})
+    subprocess.run(
+        [sys.executable, "-c", script],
+        check=True,
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(project)},
+    )
     if expected == "gone":
         assert not root.exists()
         return
     directory = root / NS.dirname
-    assert len(list(directory.glob("*.npz"))) == (expected == "written") and not list(directory.glob(".*.tmp"))
+    assert len(list(directory.glob("*.npz"))) == (expected == "written") and not list(
+        directory.glob(".*.tmp")
+    )
     enc = Recorder()
     VectorCache(root, NS).encode(["a", "b"], enc)
     assert enc.calls == ([] if expected == "written" else [["a", "b"]])
@@ -239,7 +262,10 @@ def test_entries_of_another_width_start_a_new_shard_and_all_read_back(tmp_path):
     assert cache.shards_written == 1  # the width change wrote the narrow entries
     again, flags = cache.encode(["ccc"], lambda ts: pytest.fail("should be held"))
     assert again.tolist() == wide.tolist() and flags.tolist() == [True]
-    assert cache.encode(["bb", "a"], lambda ts: pytest.fail("should be cached"))[0].tolist() == narrow[::-1].tolist()
+    assert (
+        cache.encode(["bb", "a"], lambda ts: pytest.fail("should be cached"))[0].tolist()
+        == narrow[::-1].tolist()
+    )
     cache.flush()
     reopened = VectorCache(tmp_path, NS)
     assert reopened.encode(["ccc"], lambda ts: pytest.fail("should be cached"))[0].tolist() == wide.tolist()

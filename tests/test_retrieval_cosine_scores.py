@@ -77,7 +77,9 @@ def test_blas_thread_counts_give_the_same_bytes(tmp_path):
     )
     outputs = []
     for threads in ("1", "2"):
-        env = os.environ | {v: threads for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+        env = os.environ | {
+            v: threads for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+        }
         outputs.append(subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
                                       text=True, check=True).stdout)
     assert outputs[0] and outputs[0] == outputs[1]

@@ -36,7 +36,9 @@ def test_scores_are_cosine_of_normalised_vectors_with_prefixes(tmp_path):
     expected = docs.astype(np.float64) @ query.astype(np.float64)
     assert ranking.order.tolist() == np.lexsort((np.arange(4), -expected)).tolist()
     # cosine rounded to SCORE_DECIMALS places (half a unit of the last place off at most)
-    np.testing.assert_allclose(ranking.scores, np.sort(expected)[::-1], rtol=0, atol=0.5 * 10.0 ** -SCORE_DECIMALS + 1e-12)
+    np.testing.assert_allclose(
+        ranking.scores, np.sort(expected)[::-1], rtol=0, atol=0.5 * 10.0**-SCORE_DECIMALS + 1e-12
+    )
     assert (np.round(ranking.scores, SCORE_DECIMALS) == ranking.scores).all()
     assert ranking.order[0] == 0
 
@@ -44,7 +46,9 @@ def test_scores_are_cosine_of_normalised_vectors_with_prefixes(tmp_path):
 def test_rerun_hits_the_cache_for_every_text(tmp_path):
     first = CountingEmbedder()
     retriever = _retriever(tmp_path, first, document_prefix="d: ")
-    expected = [r.order.tolist() for r in retriever.index("s", chunks_of(TEXTS)).search_many(["redis", "blade"])]
+    expected = [
+        r.order.tolist() for r in retriever.index("s", chunks_of(TEXTS)).search_many(["redis", "blade"])
+    ]
     assert len(first.embedded) == len(TEXTS) + 2
     retriever.flush()  # what the scoring loop does after each cell
 
@@ -53,7 +57,12 @@ def test_rerun_hits_the_cache_for_every_text(tmp_path):
     got = [r.order.tolist() for r in rerun.index("s", chunks_of(TEXTS)).search_many(["redis", "blade"])]
     assert second.calls == []
     assert got == expected
-    assert rerun.stats() == {"truncated_documents": 1, "truncated_queries": 0, "cache_hits": 6, "cache_misses": 0}
+    assert rerun.stats() == {
+        "truncated_documents": 1,
+        "truncated_queries": 0,
+        "cache_hits": 6,
+        "cache_misses": 0,
+    }
 
 
 def test_changed_digest_or_prefix_misses_the_cache(tmp_path):
@@ -81,7 +90,9 @@ def test_search_many_equals_search(tmp_path):
     index = _retriever(tmp_path, CountingEmbedder()).index("s", chunks_of(TEXTS))
     queries = ["redis", "blade components", "jobs fail", "zzz"]
     for single, batch in zip([index.search(q) for q in queries], index.search_many(queries)):
-        assert single.order.tolist() == batch.order.tolist() and single.scores.tolist() == batch.scores.tolist()
+        assert (
+            single.order.tolist() == batch.order.tolist() and single.scores.tolist() == batch.scores.tolist()
+        )
 
 
 @pytest.mark.parametrize(
@@ -97,11 +108,16 @@ def test_search_many_equals_search(tmp_path):
 )
 def test_prefixes_from_presets_or_config(model, cfg, expected):
     assert resolve_prefixes(model, cfg) == expected
-    assert PREFIX_PRESETS["qwen3-embedding"][0].startswith("Instruct: ") and PREFIX_PRESETS["qwen3-embedding"][0].endswith("\nQuery:")
+    assert PREFIX_PRESETS["qwen3-embedding"][0].startswith("Instruct: ") and PREFIX_PRESETS[
+        "qwen3-embedding"
+    ][0].endswith("\nQuery:")
 
 
 def test_missing_sentence_transformers_model_names_it_and_how_to_provide_it(tmp_path):
-    with pytest.raises(HarnessError, match=r"'no-such-org/no-such-model' not found.*pip install.*path of a local model directory"):
+    with pytest.raises(
+        HarnessError,
+        match=r"'no-such-org/no-such-model' not found.*pip install.*path of a local model directory",
+    ):
         SentenceTransformerEmbedder("no-such-org/no-such-model", root=tmp_path)
 
 

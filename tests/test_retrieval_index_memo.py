@@ -28,7 +28,9 @@ def test_a_hybrid_reuses_its_members_indexes_and_ranks_as_a_fresh_build(tmp_path
     fused = shared.get("hybrid").index("doc", chunks())
     assert fused.members[0] is first and shared.memo.hits >= 2
     fresh = RetrieverContext(tmp_path / "b", CONFIGS).get("hybrid").index("doc", chunks())
-    for got, want in zip(fused.search_many(["cat mat", "markets"]), fresh.search_many(["cat mat", "markets"])):
+    for got, want in zip(
+        fused.search_many(["cat mat", "markets"]), fresh.search_many(["cat mat", "markets"])
+    ):
         assert np.array_equal(got.order, want.order) and np.array_equal(got.scores, want.scores)
 
 

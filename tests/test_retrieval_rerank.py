@@ -63,7 +63,9 @@ def test_head_is_rescored_and_tail_keeps_first_stage_order(tmp_path):
 
 def test_ties_in_the_head_break_by_chunk_position(tmp_path):
     texts = ["xx", "yy", "zz", "w"]
-    retriever = RerankRetriever("rr", FixedRetriever([2, 0, 1, 3]), LengthScorer(), depth=3, cache_dir=tmp_path)
+    retriever = RerankRetriever(
+        "rr", FixedRetriever([2, 0, 1, 3]), LengthScorer(), depth=3, cache_dir=tmp_path
+    )
     assert retriever.index("s", chunks_of(texts)).search("q").order.tolist() == [0, 1, 2, 3]
 
 
@@ -92,7 +94,9 @@ def test_scorer_returning_the_wrong_number_of_scores_is_an_error(tmp_path):
             return [1.0]
 
     retriever = RerankRetriever("rr", FixedRetriever(FIRST), Broken(), depth=3, cache_dir=tmp_path)
-    with pytest.raises(HarnessError, match=r"reranker 'length-scorer' returned \(1,\) scores .* for 3 passages"):
+    with pytest.raises(
+        HarnessError, match=r"reranker 'length-scorer' returned \(1,\) scores .* for 3 passages"
+    ):
         retriever.index("s", chunks_of(TEXTS)).search("q")
 
 
@@ -117,8 +121,15 @@ def tiny_cross_encoder(tmp_path_factory):
     directory = tmp_path_factory.mktemp("tiny-cross-encoder")
     tokenizer = AutoTokenizer.from_pretrained(str(minilm.get_model_path()))
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=37, num_labels=1, max_position_embeddings=128)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        num_labels=1,
+        max_position_embeddings=128,
+    )
     BertForSequenceClassification(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
@@ -136,9 +147,13 @@ def test_cross_encoder_backend_scores_like_sentence_transformers(tmp_path, tiny_
     assert isinstance(retriever.scorer, PairScorer) and isinstance(retriever.scorer, CrossEncoderScorer)
     texts = ["redis cache driver", "cache tags in redis", "blade slots", "queue workers", "cache locks"]
     ranking = retriever.index("s", chunks_of(texts)).search("redis cache")
-    first = RetrieverContext(tmp_path, configs).get("first").index("s", chunks_of(texts)).search("redis cache")
+    first = (
+        RetrieverContext(tmp_path, configs).get("first").index("s", chunks_of(texts)).search("redis cache")
+    )
     head = first.order[:3]
-    reference = CrossEncoder(str(tiny_cross_encoder), device="cpu", max_length=64).predict([("redis cache", texts[i]) for i in head])
+    reference = CrossEncoder(str(tiny_cross_encoder), device="cpu", max_length=64).predict(
+        [("redis cache", texts[i]) for i in head]
+    )
     expected_head = head[np.lexsort((head, -np.asarray(reference, dtype=np.float64)))]
     assert ranking.order[:3].tolist() == expected_head.tolist()
     assert ranking.order[3:].tolist() == first.order[3:].tolist()
@@ -147,8 +162,13 @@ def test_cross_encoder_backend_scores_like_sentence_transformers(tmp_path, tiny_
 
 
 def test_missing_cross_encoder_names_it(tmp_path):
-    configs = {"b": {"type": "bm25"}, "ce": {"type": "rerank", "first_stage": "b", "model": "no/such-cross-encoder"}}
-    with pytest.raises(HarnessError, match=r"'no/such-cross-encoder' not found.*pip install.*local model directory"):
+    configs = {
+        "b": {"type": "bm25"},
+        "ce": {"type": "rerank", "first_stage": "b", "model": "no/such-cross-encoder"},
+    }
+    with pytest.raises(
+        HarnessError, match=r"'no/such-cross-encoder' not found.*pip install.*local model directory"
+    ):
         RetrieverContext(tmp_path, configs).get("ce")
 
 

@@ -7,7 +7,14 @@ import pytest
 
 from harness.errors import InputError
 from harness.retrieval.base import rank_by_score
-from harness.retrieval.runfile import RunBlock, RunRow, format_score, ranking_block, read_run, write_run_blocks
+from harness.retrieval.runfile import (
+    RunBlock,
+    RunRow,
+    format_score,
+    ranking_block,
+    read_run,
+    write_run_blocks,
+)
 
 IDS = ["d#0000-aaaa", "d#0001-bbbb", "d#0002-cccc"]
 
@@ -15,7 +22,11 @@ IDS = ["d#0000-aaaa", "d#0001-bbbb", "d#0002-cccc"]
 def test_a_block_holds_a_ranking_best_first():
     ranking = rank_by_score(np.array([0.5, 2.0, 0.5]))
     block = ranking_block("q1", ranking, IDS, "S__bm25")
-    assert list(block.chunk_ids) == ["d#0001-bbbb", "d#0000-aaaa", "d#0002-cccc"] and block.scores.tolist() == [2.0, 0.5, 0.5]
+    assert list(block.chunk_ids) == [
+        "d#0001-bbbb",
+        "d#0000-aaaa",
+        "d#0002-cccc",
+    ] and block.scores.tolist() == [2.0, 0.5, 0.5]
     assert list(ranking_block("q1", ranking, IDS, "t", depth=2).chunk_ids) == ["d#0001-bbbb", "d#0000-aaaa"]
 
 
@@ -28,7 +39,10 @@ def test_write_sorts_by_qid_then_rank_and_reads_back_exactly(tmp_path):
     lines = path.read_text().splitlines()
     assert lines[0] == "q1 Q0 d#0001-bbbb 1 0.3333333333333333 tag"
     assert lines[2] == "q1 Q0 d#0000-aaaa 3 0.0 tag"  # -0.0 is written as 0.0
-    assert lines[3:5] == ["q2 Q0 d#0001-bbbb 1 0.3333333333333333 tag", "q2 Q0 d#0000-aaaa 2 0.30000000000000004 tag"]
+    assert lines[3:5] == [
+        "q2 Q0 d#0001-bbbb 1 0.3333333333333333 tag",
+        "q2 Q0 d#0000-aaaa 2 0.30000000000000004 tag",
+    ]
     back = read_run(path)
     assert back == [RunRow(b.qid, c, rank, float(x), b.tag) for b in blocks[::-1]
                     for rank, (c, x) in enumerate(zip(b.chunk_ids, b.scores), 1)]
@@ -50,8 +64,11 @@ def test_block_lines_are_the_format_line_by_line(tmp_path):
     rankings = {f"q{j}": rank_by_score(np.round(rng.normal(size=40), 2) * (j % 3 - 1)) for j in (3, 10, 1, 2)}
     blocks = [ranking_block(qid, r, ids, "t", depth=17) for qid, r in rankings.items()]
     assert write_run_blocks(tmp_path / "blocks.run", blocks) == 4 * 17
-    expected = "".join(f"{b.qid} Q0 {c} {rank} {format_score(x)} t\n" for b in sorted(blocks, key=lambda b: b.qid)
-                       for rank, (c, x) in enumerate(zip(b.chunk_ids, b.scores.tolist()), 1))
+    expected = "".join(
+        f"{b.qid} Q0 {c} {rank} {format_score(x)} t\n"
+        for b in sorted(blocks, key=lambda b: b.qid)
+        for rank, (c, x) in enumerate(zip(b.chunk_ids, b.scores.tolist()), 1)
+    )
     assert (tmp_path / "blocks.run").read_text() == expected
     assert " -0.0 " not in expected and " 0.0 " in expected
 
@@ -59,7 +76,10 @@ def test_block_lines_are_the_format_line_by_line(tmp_path):
 @pytest.mark.parametrize(
     "blocks, message",
     [
-        ([("q1", ["c"], [1.0], "t"), ("q1", ["d"], [0.5], "t")], "question 'q1': two rankings for one question"),
+        (
+            [("q1", ["c"], [1.0], "t"), ("q1", ["d"], [0.5], "t")],
+            "question 'q1': two rankings for one question",
+        ),
         ([("q1", ["c", "d"], [1.0], "t")], "question 'q1': 1 scores for 2 chunk ids"),
         ([("q1", ["c", "d"], [1.0, float("inf")], "t")], "must be finite, got inf"),
         ([("q1", ["c"], [float("nan")], "t")], "must be finite, got nan"),

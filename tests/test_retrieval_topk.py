@@ -26,7 +26,9 @@ def stable_order(scores: np.ndarray) -> list[int]:
     return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
 
 
-tied_scores = st.lists(st.sampled_from([0.0, 0.0, 0.0, -0.0, 1.5, 1.5, 2.25, -1.0, 7.0, 1e-300, np.inf]), max_size=60)
+tied_scores = st.lists(
+    st.sampled_from([0.0, 0.0, 0.0, -0.0, 1.5, 1.5, 2.25, -1.0, 7.0, 1e-300, np.inf]), max_size=60
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -62,7 +64,9 @@ def random_corpus(rng: np.random.Generator, n_chunks: int, vocabulary: int) -> l
         if texts and rng.random() < 0.33:
             texts.append(texts[int(rng.integers(len(texts)))])
         else:
-            texts.append(" ".join(f"t{int(w)}" for w in rng.integers(0, vocabulary, int(rng.integers(1, 12)))))
+            texts.append(
+                " ".join(f"t{int(w)}" for w in rng.integers(0, vocabulary, int(rng.integers(1, 12))))
+            )
     return texts
 
 
@@ -115,6 +119,8 @@ def test_the_full_order_is_the_stable_order_sparse_or_dense(nonzero_share):
     """_full_order takes one of two paths by the share of nonzero scores: both give the reference order."""
     rng = np.random.default_rng(int(nonzero_share * 100))
     n = 400
-    values = np.where(rng.random(n) < nonzero_share, rng.choice([-2.0, -0.5, 0.25, 1.0, 3.0, np.inf], size=n), 0.0)
+    values = np.where(
+        rng.random(n) < nonzero_share, rng.choice([-2.0, -0.5, 0.25, 1.0, 3.0, np.inf], size=n), 0.0
+    )
     values[rng.random(n) < 0.1] = -0.0
     assert _full_order(values).tolist() == stable_order(values)

@@ -43,17 +43,23 @@ def _config(arms: dict, models: dict | None = None):
 
 
 def test_a_prompt_role_the_kind_does_not_have_is_an_error_naming_arm_and_key():
-    with pytest.raises(HarnessError, match=r"`arms\.E-para\.prompts\.contextual` is not a prompt role of kind E "
-                                           r"\(its roles: enrich\)"):
+    with pytest.raises(
+        HarnessError,
+        match=r"`arms\.E-para\.prompts\.contextual` is not a prompt role of kind E "
+        r"\(its roles: enrich\)",
+    ):
         _config({"E-para": {"kind": "E", "model": "m", "prompts": {"contextual": "x.txt"}}})
-    assert _config({"E-para": {"kind": "E", "model": "m", "prompts": {"enrich": "x.txt"}}}).arms["E-para"].prompts \
-        == {"enrich": "x.txt"}
+    assert _config({"E-para": {"kind": "E", "model": "m", "prompts": {"enrich": "x.txt"}}}).arms[
+        "E-para"
+    ].prompts == {"enrich": "x.txt"}
 
 
 def test_a_missing_prompt_file_is_an_error_naming_arm_and_key(tmp_path):
     study = make_study(tmp_path, {"m": OLLAMA}, {"E-para": {"kind": "E", "model": "m",
                                                             "prompts": {"enrich": "enrich_missing.txt"}}})
-    with pytest.raises(HarnessError, match=r"arms\.E-para\.prompts\.enrich: 'enrich_missing\.txt' is not a file"):
+    with pytest.raises(
+        HarnessError, match=r"arms\.E-para\.prompts\.enrich: 'enrich_missing\.txt' is not a file"
+    ):
         arm_templates(study, "E-para")
     (study.prompts_dir / "enrich_missing.txt").write_text("Chunk: {chunk_text}", encoding="utf-8")
     templates = arm_templates(study, "E-para")
@@ -67,7 +73,16 @@ def test_repeats_at_temperature_zero_are_refused_unless_the_arm_samples():
         _config({"E-rep": {"kind": "E", "model": "m", "repeats": 2}})
     # a per-dataset temperature must sample on every dataset the arm covers
     with pytest.raises(HarnessError, match=r"temperature 0\.0 on dataset docs"):
-        _config({"E-rep": {"kind": "E", "model": "m", "repeats": 2, "model_options": {"temperature": {"papers": 0.7}}}})
+        _config(
+            {
+                "E-rep": {
+                    "kind": "E",
+                    "model": "m",
+                    "repeats": 2,
+                    "model_options": {"temperature": {"papers": 0.7}},
+                }
+            }
+        )
     ok = _config({"E-rep": {"kind": "E", "model": "m", "repeats": 2, "datasets": ["papers"],
                             "model_options": {"temperature": {"papers": 0.7}}}})
     assert ok.arms["E-rep"].repeats == 2
@@ -85,7 +100,8 @@ def test_other_repeat_settings_are_refused(extra, message):
 
 
 def test_unset_robustness_keys_leave_the_arm_config_unchanged():
-    """Arms without `prompts`/`repeats` record exactly what they did before (inputs hashes, frozen configs)."""
+    """Arms without `prompts`/`repeats` record exactly what they did before (inputs hashes, frozen
+    configs)."""
     from harness.config import to_plain
 
     plain = to_plain(_config({"E": {"kind": "E", "model": "m"}}).arms["E"])
@@ -94,7 +110,12 @@ def test_unset_robustness_keys_leave_the_arm_config_unchanged():
 
 # --- cache keys ---
 
-IDENTITY = {"backend": "ollama", "model": "fake", "digest": "sha256:" + "ab" * 32, "options": {"temperature": 0.7}}
+IDENTITY = {
+    "backend": "ollama",
+    "model": "fake",
+    "digest": "sha256:" + "ab" * 32,
+    "options": {"temperature": 0.7},
+}
 MESSAGES = [{"role": "user", "content": "describe the chunk"}]
 
 
@@ -131,7 +152,9 @@ def test_session_keys_carry_the_repeat_and_not_the_host(tmp_path):
         with GenerationCache(tmp_path / f"{host[7]}.jsonl") as cache:
             session = LlmSession(backend, cache, SpendLedger("E", None))
             for repeat in (0, 1):
-                record = session.for_repeat(repeat).call(MESSAGES, schema=None, seed=repeat_seeds([0], repeat)[0])
+                record = session.for_repeat(repeat).call(
+                    MESSAGES, schema=None, seed=repeat_seeds([0], repeat)[0]
+                )
                 keys[host, repeat] = record.key
     assert keys["http://a:1", 0] == keys["http://b:2", 0] == _key_before_repeats(0)
     assert keys["http://a:1", 1] == keys["http://b:2", 1] != keys["http://a:1", 0]
@@ -148,7 +171,9 @@ def test_a_repeated_arm_reuses_repeat_zero_and_records_each_run(tmp_path):
             "E": {"kind": "E", "model": "m"},
             "E-rep": {"kind": "E", "model": "m", "repeats": 2},
         }, llm={"workers": 1, "retry_seeds": [1, 2, 3], "spend_cap_usd": None})
-        plain = build_llm_arm(study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False)
+        plain = build_llm_arm(
+            study, "E", study.arms["E"], docs, chunks, render=BUILDERS["E"].render, progress=False
+        )
         assert fake.total_chat_calls == 6
         rep = build_llm_arm(study, "E-rep", study.arms["E-rep"], docs, chunks, render=BUILDERS["E"].render,
                             progress=False)
@@ -179,8 +204,9 @@ def test_a_paraphrased_prompt_is_what_the_arm_sends(tmp_path):
                            llm={"workers": 1, "retry_seeds": [1], "spend_cap_usd": None})
         original = (study.prompts_dir / "enrich.txt").read_text(encoding="utf-8")
         (study.prompts_dir / "para.txt").write_text("PARAPHRASE\n" + original, encoding="utf-8")
-        result = build_llm_arm(study, "E-para", study.arms["E-para"], docs, chunks, render=BUILDERS["E"].render,
-                               progress=False)
+        result = build_llm_arm(
+            study, "E-para", study.arms["E-para"], docs, chunks, render=BUILDERS["E"].render, progress=False
+        )
     sent = [r["messages"][-1]["content"] for r in fake.requests if r["path"] == "/api/chat"]
     assert len(sent) == 2 and all(p.startswith("PARAPHRASE\n") for p in sent)
     assert result.manifest["prompt_roles"] == {"enrich": "para.txt"}
@@ -198,8 +224,12 @@ def test_estimate_counts_every_repeat(tmp_path, monkeypatch):
     study = make_study(tmp_path, {"m": OLLAMA | {"temperature": 0.7}}, {
         "E": {"kind": "E", "model": "m"}, "E-rep": {"kind": "E", "model": "m", "repeats": 3}})
     dataset = SimpleNamespace(name="papers", documents=docs)
-    one = estimate.estimate_arm(study, dataset, "E", header_chunks=chunks, output_tokens=100, summary_tokens=10)
-    three = estimate.estimate_arm(study, dataset, "E-rep", header_chunks=chunks, output_tokens=100, summary_tokens=10)
+    one = estimate.estimate_arm(
+        study, dataset, "E", header_chunks=chunks, output_tokens=100, summary_tokens=10
+    )
+    three = estimate.estimate_arm(
+        study, dataset, "E-rep", header_chunks=chunks, output_tokens=100, summary_tokens=10
+    )
     assert (one.calls, one.repeats) == (6, 1)
     assert (three.calls, three.repeats) == (18, 3)
     assert three.prompt_tokens == 3 * one.prompt_tokens and three.output_tokens == 3 * one.output_tokens
@@ -257,7 +287,9 @@ class _InOrder:
                 import numpy as np
                 from harness.retrieval.base import Ranking
 
-                return Ranking(order=np.arange(self.n_chunks), scores=np.arange(self.n_chunks, 0, -1, dtype=float))
+                return Ranking(
+                    order=np.arange(self.n_chunks), scores=np.arange(self.n_chunks, 0, -1, dtype=float)
+                )
 
         return InOrderIndex(key, len(chunks))
 
@@ -304,7 +336,9 @@ def test_spread_of_a_contrast_over_repeats_by_hand():
     assert spread.sd == pytest.approx(50 / 9 * math.sqrt(21)) == pytest.approx(25.4588, abs=1e-4)
     assert (spread.low, spread.high) == pytest.approx((-50 / 3, 100 / 3))
     # the mean over repeats is the pooled contrast (per-question means first): (+33.3 + 16.7 - 16.7) / 3
-    assert spread.mean == pytest.approx(100 / 9) == pytest.approx(sum((pooled[q] - st[q]) * 100 for q in st) / 3)
+    assert (
+        spread.mean == pytest.approx(100 / 9) == pytest.approx(sum((pooled[q] - st[q]) * 100 for q in st) / 3)
+    )
 
 
 def test_spread_keeps_the_registered_subset_and_refuses_unrepeated_tests():
@@ -328,7 +362,12 @@ def test_spread_keeps_the_registered_subset_and_refuses_unrepeated_tests():
 
 
 def test_editing_the_paraphrased_prompt_is_drift(tmp_path, monkeypatch):
-    from provenance_support import FakeDigests, install_fake_digests, make_study as make_frozen_study, model_keys
+    from provenance_support import (
+        FakeDigests,
+        install_fake_digests,
+        make_study as make_frozen_study,
+        model_keys,
+    )
     from harness.errors import DriftError
     from harness.provenance.drift import check_frozen
     from harness.provenance.freeze import freeze
@@ -355,7 +394,10 @@ def test_the_shipped_paraphrase_asks_for_the_same_fields_in_other_words():
     from harness.llm.prompts import PromptTemplate
 
     prompts = Path(__file__).resolve().parents[1] / "examples" / "demo" / "prompts"
-    original, para = PromptTemplate.load(prompts, "enrich.txt"), PromptTemplate.load(prompts, "enrich_paraphrase.txt")
+    original, para = (
+        PromptTemplate.load(prompts, "enrich.txt"),
+        PromptTemplate.load(prompts, "enrich_paraphrase.txt"),
+    )
     assert sorted(para.placeholders) == sorted(original.placeholders)
     for field in ENRICH_SCHEMA["required"]:
         assert f'"{field}"' in para.text
@@ -416,7 +458,10 @@ def test_report_section_names_what_is_missing_then_shows_the_spread(tmp_path):
     shown = repeat_generations(ctx)
     assert not shown.missing
     runs, spread = shown.tables
-    assert runs.name == "repeat-runs" and [r[2:4] for r in runs.rows] == [("r0", "0, 1"), ("r1", "1000, 1001")]
+    assert runs.name == "repeat-runs" and [r[2:4] for r in runs.rows] == [
+        ("r0", "0, 1"),
+        ("r1", "1000, 1001"),
+    ]
     assert spread.name == "repeat-spread"
     # r0: +50, +50, 0 -> +33.3; r1: 0, 0, -50 -> -16.7; SD = |33.3 + 16.7| / sqrt(2) = 35.36
     assert spread.rows == (("R-rep", "papers", "E-rep - S+T", "rec@512t", "3", "r0 +33.3; r1 -16.7", "35.36",

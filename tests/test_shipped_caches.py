@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def shipped(pattern: str) -> list[Path]:
     """Tracked files matching a git pathspec glob (what a clone receives, not what a local run added)."""
     try:
-        out = subprocess.run(["git", "ls-files", "-z", "--", pattern], cwd=ROOT, capture_output=True, check=True)
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "--", pattern], cwd=ROOT, capture_output=True, check=True
+        )
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout: the shipped files cannot be told from local outputs")
     return [ROOT / p for p in out.stdout.decode().split("\0") if p]
@@ -34,7 +36,9 @@ def test_the_checkout_ships_generation_and_vector_caches():
 
 def test_every_shipped_generation_cache_has_one_line_per_key():
     for path in shipped("*results/generations/*.jsonl"):
-        keys = [json.loads(line)["key"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        keys = [
+            json.loads(line)["key"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
         assert keys and not duplicates(keys), f"{path.relative_to(ROOT)}: duplicate keys {duplicates(keys)}"
 
 
@@ -47,4 +51,6 @@ def test_every_shipped_vector_cache_has_one_vector_per_key():
         for shard in shards:
             with np.load(shard, allow_pickle=False) as z:
                 keys += z["keys"].tolist()
-        assert keys and not duplicates(keys), f"{directory.relative_to(ROOT)}: duplicate keys {duplicates(keys)}"
+        assert keys and not duplicates(keys), (
+            f"{directory.relative_to(ROOT)}: duplicate keys {duplicates(keys)}"
+        )

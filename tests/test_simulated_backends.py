@@ -20,8 +20,13 @@ from harness.retrieval.registry import RetrieverContext
 from harness.retrieval.simulated import HashedPairScorer, hashed_vectors
 
 PROMPT = "Summarise this chunk. Transformers use attention over token sequences to model context windows."
-SCHEMAS = {"enrich": ENRICH_SCHEMA, "context": CONTEXT_SCHEMA, "mapping": MAPPING_SCHEMA, "answer": ANSWER_SCHEMA,
-           "verdict": VERDICT_SCHEMA}
+SCHEMAS = {
+    "enrich": ENRICH_SCHEMA,
+    "context": CONTEXT_SCHEMA,
+    "mapping": MAPPING_SCHEMA,
+    "answer": ANSWER_SCHEMA,
+    "verdict": VERDICT_SCHEMA,
+}
 
 
 def _backend(**extra):
@@ -126,9 +131,16 @@ def test_a_word_pair_is_bucketed_by_order_and_never_across_texts():
 
 
 def test_simulated_retrievers_build_from_config(tmp_path):
-    configs = {"dense": {"type": "dense", "backend": "simulated", "model": "nomic-embed-text"},
-               "bm25": {"type": "bm25"},
-               "rerank": {"type": "rerank", "first_stage": "bm25", "backend": "simulated", "model": "qwen3-reranker"}}
+    configs = {
+        "dense": {"type": "dense", "backend": "simulated", "model": "nomic-embed-text"},
+        "bm25": {"type": "bm25"},
+        "rerank": {
+            "type": "rerank",
+            "first_stage": "bm25",
+            "backend": "simulated",
+            "model": "qwen3-reranker",
+        },
+    }
     context = RetrieverContext(tmp_path, configs)
     dense = context.get("dense")
     assert dense.embedder.describe()["backend"] == "simulated"
@@ -146,4 +158,6 @@ def test_remembered_hashed_vectors_are_the_rows_a_fresh_batch_gives(monkeypatch)
         got = simulated.hashed_vectors(batch)
         want = np.stack([fresh[texts.index(t)] for t in batch])
         assert got.tobytes() == want.tobytes()
-    assert len(simulated._REMEMBERED) <= 4 and all(not r.flags.writeable for r in simulated._REMEMBERED.values())
+    assert len(simulated._REMEMBERED) <= 4 and all(
+        not r.flags.writeable for r in simulated._REMEMBERED.values()
+    )

@@ -98,7 +98,9 @@ def test_cluster_labels_are_not_order_sensitive():
     x = np.array([1.0, 5.0, 2.0, 7.0, 3.0, 9.0])
     c = np.array(["b", "a", "b", "c", "a", "c"])
     perm = np.array([5, 3, 1, 0, 2, 4])
-    assert cluster_bootstrap(x, c, resamples=300, seed=1) == cluster_bootstrap(x[perm], c[perm], resamples=300, seed=1)
+    assert cluster_bootstrap(x, c, resamples=300, seed=1) == cluster_bootstrap(
+        x[perm], c[perm], resamples=300, seed=1
+    )
 
 
 @pytest.mark.parametrize(
@@ -107,10 +109,18 @@ def test_cluster_labels_are_not_order_sensitive():
         (dict(values=[1.0, 2.0], resamples=1), "`resamples` must be an integer >= 2"),
         (dict(values=[1.0, 2.0], seed=-1), "`seed` must be a non-negative integer"),
         (dict(values=[1.0, 2.0], seed=1.5), "`seed` must be a non-negative integer"),
-        (dict(values=[], ), "`values` must be a non-empty 1-D array"),
+        (
+            dict(
+                values=[],
+            ),
+            "`values` must be a non-empty 1-D array",
+        ),
         (dict(values=[1.0, float("nan")]), "`values` must be finite; position 1"),
         (dict(values=[1.0, 2.0], clusters=[1]), "`clusters` must have one label per value"),
-        (dict(values=[1.0, 2.0], clusters=[1, 1], strata=["x", "y"]), "cluster 1 has questions in more than one"),
+        (
+            dict(values=[1.0, 2.0], clusters=[1, 1], strata=["x", "y"]),
+            "cluster 1 has questions in more than one",
+        ),
         (dict(values=[1.0, 2.0], batch=0), "`batch` must be a positive integer"),
     ],
 )
@@ -123,5 +133,7 @@ def test_bad_inputs_name_the_parameter(kwargs, match):
 
 @pytest.mark.parametrize("labels", [np.array(["a", "a", "b", "b"], dtype=object), np.array([1, 1, 2, 2])])
 def test_a_cluster_in_two_strata_is_named_whatever_the_label_type(labels):
-    with pytest.raises(ValueError, match=r"cluster .?a.? has questions in more than one stratum|cluster 1 has"):
+    with pytest.raises(
+        ValueError, match=r"cluster .?a.? has questions in more than one stratum|cluster 1 has"
+    ):
         cluster_bootstrap([0.1, 0.2, 0.3, 0.4], labels, ["x", "y", "x", "x"], resamples=10, seed=1)

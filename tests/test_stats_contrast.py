@@ -24,9 +24,27 @@ def test_estimate_is_the_mean_paired_difference_in_points(table):
     assert (r.n_questions, r.n_clusters, r.n_strata) == (40, 40, 3)
     assert r.ci90_bca[0] <= r.estimate <= r.ci90_bca[1]
     out = r.to_json()
-    for field in ("dataset", "a", "b", "retriever", "metric", "n_questions", "n_clusters", "estimate", "ci90_bca",
-                  "ci95_bca", "ci90_percentile", "ci95_percentile", "z0", "acceleration", "resamples", "seed",
-                  "p_signflip", "margin", "p_tost"):
+    for field in (
+        "dataset",
+        "a",
+        "b",
+        "retriever",
+        "metric",
+        "n_questions",
+        "n_clusters",
+        "estimate",
+        "ci90_bca",
+        "ci95_bca",
+        "ci90_percentile",
+        "ci95_percentile",
+        "z0",
+        "acceleration",
+        "resamples",
+        "seed",
+        "p_signflip",
+        "margin",
+        "p_tost",
+    ):
         assert field in out
     assert "margin" not in compare(table, seed=1, resamples=500, **KEY).to_json()
 
@@ -38,16 +56,25 @@ def test_pairing_is_by_qid_not_row_order(table):
 
 def test_mismatched_question_sets_are_an_error(table):
     dropped = table.drop(table[(table.arm == "B")].index[:2])
-    with pytest.raises(HarnessError, match=r"arms A and B do not have the same questions \(40 vs 38\); only in A: docs-q00000, docs-q00001; only in B: none"):
+    with pytest.raises(
+        HarnessError,
+        match=r"arms A and B do not have the same questions \(40 vs 38\); only in A: docs-q00000, "
+              r"docs-q00001; only in B: none",
+    ):
         paired_differences(dropped, **KEY)
 
 
 def test_missing_arm_and_inconsistent_clusters_are_errors(table):
-    with pytest.raises(MissingResultsError, match=r"no per-question results for arm C on docs under hybrid \(prec@1024t\)"):
+    with pytest.raises(
+        MissingResultsError, match=r"no per-question results for arm C on docs under hybrid \(prec@1024t\)"
+    ):
         paired_differences(table, **{**KEY, "b": "C"})
     moved = table.copy()
     moved.loc[(moved.arm == "B") & (moved.qid == "docs-q00003"), "cluster"] = "elsewhere"
-    with pytest.raises(HarnessError, match=r"question 'docs-q00003' has cluster 'docs-c0003' in arm A but 'elsewhere' in arm B"):
+    with pytest.raises(
+        HarnessError,
+        match=r"question 'docs-q00003' has cluster 'docs-c0003' in arm A but 'elsewhere' in arm B",
+    ):
         paired_differences(moved, **KEY)
 
 

@@ -33,8 +33,11 @@ ROBUST_ARMS = {"E-para": 0.0, "CR-rep": 0.01}
 
 def _table(arms=ARMS):
     # papers-pooled last, so the draws of papers and docs stay as they were before it was added
-    datasets = [SyntheticDataset("papers", 30, 3.0), SyntheticDataset("docs", 45, 1.0, ("ledger", "tern", "skiff")),
-                SyntheticDataset("papers-pooled", 30, 3.0)]
+    datasets = [
+        SyntheticDataset("papers", 30, 3.0),
+        SyntheticDataset("docs", 45, 1.0, ("ledger", "tern", "skiff")),
+        SyntheticDataset("papers-pooled", 30, 3.0),
+    ]
     metrics = {"papers": ["rec@512t", "answer_f1@512t"], "docs": ["prec@1024t", "nugget_recall@1024t"],
                "papers-pooled": ["rec@512t"]}
     base = long_table(np.random.default_rng(2027), datasets, arms, ["hybrid", "minilm", "bm25"], metrics)
@@ -54,8 +57,18 @@ def results(demo_plan):
 
 
 def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
-    assert [r["family"] for r in results] == ["primary", "H3", "key_secondary", "exploratory", "robustness", "answers",
-                                              "H4", "H4-merge", "H5", "H7"]
+    assert [r["family"] for r in results] == [
+        "primary",
+        "H3",
+        "key_secondary",
+        "exploratory",
+        "robustness",
+        "answers",
+        "H4",
+        "H4-merge",
+        "H5",
+        "H7",
+    ]
     assert all(r["status"] == "ran" for r in results)
     answers = results[5]
     # no judge or reader rates on file: both answer-level rows are exploratory, with their controls shown
@@ -70,7 +83,9 @@ def test_every_demo_family_runs_with_holm_and_verdicts(demo_plan, results):
     h3 = results[1]
     assert all(row["verdict"] == "diff." for row in h3["rows"])  # F512c/F256t are 10-12 points worse
     assert all(row["estimate"] > 5 for row in h3["rows"])
-    assert [row["p_signflip_holm"] for row in h3["rows"]] == pytest.approx(list(holm([r["p_signflip"] for r in h3["rows"]])))
+    assert [row["p_signflip_holm"] for row in h3["rows"]] == pytest.approx(
+        list(holm([r["p_signflip"] for r in h3["rows"]]))
+    )
     for row in primary["rows"]:
         inside = -row["margin"] < row["ci90_bca"][0] and row["ci90_bca"][1] < row["margin"]
         assert (row["verdict"] == "equiv.") <= inside  # Holm can only make equivalence harder
@@ -148,11 +163,16 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
     assert main(["audit", "--study", str(study.root)]) == 3  # outside git: registration not verifiable
     assert capsys.readouterr().out.rstrip().endswith("audit: 51 PASS, 0 FAIL, 1 NOT VERIFIABLE (not a pass)")
     # the audit recomputes every family in threads: the same numbers as one thread released
-    assert main(["audit", "--study", str(study.root), "--registered-hash", frozen_hash(study), "--threads", "3"]) == 0
+    assert (
+        main(["audit", "--study", str(study.root), "--registered-hash", frozen_hash(study), "--threads", "3"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "PASS  primary/H1-papers" in out and "audit: 52 PASS, 0 FAIL" in out
     grid = [line for line in out.splitlines() if "(grid)" in line]
-    assert "PASS  (grid)/cells: 85 cell(s) not scored" in out and "released as a logged deviation" in out, grid
+    assert "PASS  (grid)/cells: 85 cell(s) not scored" in out and "released as a logged deviation" in out, (
+        grid
+    )
 
     released["rows"][1]["estimate"] += 0.01
     (stats_dir(study) / "primary.json").write_text(json.dumps(released))
@@ -171,7 +191,14 @@ def test_compare_prints_one_json_contrast(tmp_path, capsys):
             "hybrid", "--metric", "prec@1024t", "--margin", "4", "--resamples", "2000", "--seed", "3"]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["a"], out["b"], out["margin"], out["resamples"], out["seed"], out["n_clusters"]) == ("E", "S+T", 4.0, 2000, 3, 45)
+    assert (out["a"], out["b"], out["margin"], out["resamples"], out["seed"], out["n_clusters"]) == (
+        "E",
+        "S+T",
+        4.0,
+        2000,
+        3,
+        45,
+    )
     assert out["ci95_bca"][0] < out["estimate"] < out["ci95_bca"][1] and 0 <= out["p_tost"] <= 1
     assert main(args[:-2] + ["--seed", "-1"]) == 1
     assert "`seed` must be a non-negative integer" in capsys.readouterr().err
@@ -201,7 +228,9 @@ def test_stats_withholds_outcomes_until_every_cell_is_scored(tmp_path, capsys):
 
 def test_stats_refuses_results_from_two_freezes(tmp_path, capsys):
     study = _make_study(tmp_path, _table())
-    (results_dir(study) / "per_question" / "docs.manifest.json").write_text(json.dumps({"frozen_config_hash": "ab" * 32}))
+    (results_dir(study) / "per_question" / "docs.manifest.json").write_text(
+        json.dumps({"frozen_config_hash": "ab" * 32})
+    )
     record_as_written(study)
     assert main(["stats", "--study", str(study.root)] + DEVIATION) == 1
     assert "2 different frozen configurations" in capsys.readouterr().err
@@ -238,16 +267,49 @@ def test_compare_and_power_read_a_study_by_its_folder_and_keep_the_result_under_
     study = _make_study(tmp_path, _table())
     capsys.readouterr()  # select's and freeze's lines
     table_file = str(results_dir(study) / "per_question" / "papers.parquet")
-    contrast = ["--dataset", "papers", "--a", "E", "--b", "S+T", "--retriever", "hybrid", "--metric", "rec@512t",
-                "--resamples", "300", *DEVIATION]
+    contrast = [
+        "--dataset",
+        "papers",
+        "--a",
+        "E",
+        "--b",
+        "S+T",
+        "--retriever",
+        "hybrid",
+        "--metric",
+        "rec@512t",
+        "--resamples",
+        "300",
+        *DEVIATION,
+    ]
     assert main(["compare", "--results", table_file, *contrast]) == 0
     by_file = json.loads(capsys.readouterr().out)
     assert main(["compare", "--study", str(study.root), *contrast, "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out) == by_file  # the same table, and --quiet keeps the result
     assert main(["compare", "--study", str(study.root), *contrast[:1], "nowhere", *contrast[2:]]) == 1
     assert "no per-question table for dataset 'nowhere'" in capsys.readouterr().err
-    sizing = ["--study", str(study.root), "--dataset", "papers", "--a", "E", "--b", "S+T", "--retriever", "hybrid",
-              "--metric", "rec@512t", "--margin", "5", "--simulations", "50", "--sizes", "10", "20", *DEVIATION]
+    sizing = [
+        "--study",
+        str(study.root),
+        "--dataset",
+        "papers",
+        "--a",
+        "E",
+        "--b",
+        "S+T",
+        "--retriever",
+        "hybrid",
+        "--metric",
+        "rec@512t",
+        "--margin",
+        "5",
+        "--simulations",
+        "50",
+        "--sizes",
+        "10",
+        "20",
+        *DEVIATION,
+    ]
     assert main(["power", *sizing]) == 0
     loud = capsys.readouterr()
     assert json.loads(loud.out)["pilot"] == table_file and "needs" in loud.err

@@ -24,14 +24,33 @@ RESAMPLES = 400
 
 def _plan(tmp_path, tests, rule, multiplicity="none"):
     plan = {
-        "study": "t", "registered_at": "2025-01-01T00:00:00+00:00", "alpha": 0.05,
+        "study": "t",
+        "registered_at": "2025-01-01T00:00:00+00:00",
+        "alpha": 0.05,
         "bootstrap": {"method": "bca-cluster", "resamples": RESAMPLES},
         "permutation": {"method": "cluster-sign-flip", "max_flips": 2000},
-        "datasets": {"papers": {"primary_metric": "rec@512t", "cluster": "paper", "stratified": False, "margin": 5,
-                                "metrics": ["rec@512t", "answer_f1@512t"]}},
-        "arms": ["A", "B", "C", "Z", "Y"], "retrievers": ["hybrid"],
-        "families": [{"id": "f", "description": "d", "tier": "confirmatory", "multiplicity": multiplicity,
-                      "decision": {"rule": rule, "signflip_required": False}, "seed": 7, "tests": tests}],
+        "datasets": {
+            "papers": {
+                "primary_metric": "rec@512t",
+                "cluster": "paper",
+                "stratified": False,
+                "margin": 5,
+                "metrics": ["rec@512t", "answer_f1@512t"],
+            }
+        },
+        "arms": ["A", "B", "C", "Z", "Y"],
+        "retrievers": ["hybrid"],
+        "families": [
+            {
+                "id": "f",
+                "description": "d",
+                "tier": "confirmatory",
+                "multiplicity": multiplicity,
+                "decision": {"rule": rule, "signflip_required": False},
+                "seed": 7,
+                "tests": tests,
+            }
+        ],
     }
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan, sort_keys=False))
@@ -47,8 +66,13 @@ def _test(tid, a, b, rule, metric="rec@512t"):
 def table():
     """Arms A, B, C vary; arm Z is B + 0.03 on every question (a zero-variance contrast Z - B of +3 points);
     arm Y is 0 on every question (a floor, as a reader answering "Yes" to everything scores)."""
-    frame = long_table(np.random.default_rng(5), [SyntheticDataset("papers", 30, 3.0)],
-                       {"A": 0.03, "B": 0.0, "C": 0.0}, ["hybrid"], {"papers": ["rec@512t", "answer_f1@512t"]})
+    frame = long_table(
+        np.random.default_rng(5),
+        [SyntheticDataset("papers", 30, 3.0)],
+        {"A": 0.03, "B": 0.0, "C": 0.0},
+        ["hybrid"],
+        {"papers": ["rec@512t", "answer_f1@512t"]},
+    )
     frame = frame[frame.arm != "C"].assign(value=lambda f: f.value.clip(0.05, 0.95)).reset_index(drop=True)
     b = frame[frame.arm == "B"]
     return pd.concat([frame, b.assign(arm="Z", value=b.value + 0.03), b.assign(arm="Y", value=0.0),
@@ -95,12 +119,18 @@ def test_both_arms_at_the_floor_name_both(tmp_path, table):
 def test_holm_counts_a_row_without_variation_as_not_rejected(tmp_path, table):
     """Its p_tost is 0 (a collapsed CI inside the margin); Holm takes it as 1, so the family's other rows
     are adjusted as if it could never be rejected, in both the TOST and the sign-flip Holm."""
-    tests = [_test("varies", "A", "B", "tost"), _test("zero-var", "Z", "B", "tost"), _test("close", "C", "B", "tost")]
+    tests = [
+        _test("varies", "A", "B", "tost"),
+        _test("zero-var", "Z", "B", "tost"),
+        _test("close", "C", "B", "tost"),
+    ]
     plan = _plan(tmp_path, tests, "tost", multiplicity="holm")
     result = run_family(plan, ruled(plan.family("f")), table)
     rows = [r.to_json() for r in result.rows]
     assert rows[1]["p_tost"] == 0.0 and rows[1]["verdict"] == NO_VARIATION
-    assert [r["p_tost_holm"] for r in rows] == pytest.approx(list(holm([rows[0]["p_tost"], 1.0, rows[2]["p_tost"]])))
+    assert [r["p_tost_holm"] for r in rows] == pytest.approx(
+        list(holm([rows[0]["p_tost"], 1.0, rows[2]["p_tost"]]))
+    )
     assert rows[1]["p_tost_holm"] == 1.0 and rows[1]["p_signflip_holm"] == 1.0
     flips = holm([rows[0]["p_signflip"], 1.0, rows[2]["p_signflip"]])
     assert [r["p_signflip_holm"] for r in rows] == pytest.approx(list(flips))
@@ -108,8 +138,11 @@ def test_holm_counts_a_row_without_variation_as_not_rejected(tmp_path, table):
 
     md = to_markdown(result)
     assert "| zero-var |" in md and "| no variation |" in md
-    assert (f"zero-var: no variation: every paired difference is +3.00 points ({rows[1]['n_questions']} questions); "
-            "reported with its estimate but not decided, and counted in Holm as p = 1.") in md
+    assert (
+        f"zero-var: no variation: every paired difference is +3.00 points ({rows[1]['n_questions']} "
+        "questions); "
+        "reported with its estimate but not decided, and counted in Holm as p = 1."
+    ) in md
     assert ",no variation," in to_csv(result)
     recomputed = result.to_json()
     checks = {c.item: c for c in check_family(recomputed, recomputed)}
@@ -129,7 +162,11 @@ def test_a_row_on_too_few_clusters_also_counts_as_p_1_in_holm(tmp_path, table):
 def test_replicates_recognise_no_variation(tmp_path, table):
     """Simulated studies of a zero-variance test, or of one with an arm at the floor, stay without variation,
     as the registered row reads; the shares name the label and the markdown shows it under `other`."""
-    tests = [_test("zero-var", "Z", "B", "tost"), _test("floor", "Y", "B", "tost"), _test("varies", "A", "B", "tost")]
+    tests = [
+        _test("zero-var", "Z", "B", "tost"),
+        _test("floor", "Y", "B", "tost"),
+        _test("varies", "A", "B", "tost"),
+    ]
     plan = _plan(tmp_path, tests, "tost", multiplicity="holm")
     summary = replicate_verdicts(plan, table, effects={"floor": 2.0}, replicates=2, seed=1, resamples=50)
     shares = {t.test: t for t in summary.tests}
@@ -147,8 +184,13 @@ def _opposite_strata(n_per_stratum: int = 10) -> pd.DataFrame:
     for stratum, a, b in (("up", 1.0, 0.0), ("down", 0.0, 1.0)):
         for i in range(n_per_stratum):
             qid = f"{stratum}-{i:02d}"
-            rows += [("d", arm, "bm25", qid, qid, stratum, "rec@512t", value) for arm, value in (("A", a), ("B", b))]
-    return pd.DataFrame(rows, columns=["dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value"])
+            rows += [
+                ("d", arm, "bm25", qid, qid, stratum, "rec@512t", value)
+                for arm, value in (("A", a), ("B", b))
+            ]
+    return pd.DataFrame(
+        rows, columns=["dataset", "arm", "retriever", "qid", "cluster", "stratum", "metric", "value"]
+    )
 
 
 def test_issue40_opposite_effects_in_two_strata_get_no_variation(tmp_path, capsys):
@@ -158,16 +200,66 @@ def test_issue40_opposite_effects_in_two_strata_get_no_variation(tmp_path, capsy
     _opposite_strata().to_csv(path, index=False)
     from harness.cli.main import main
 
-    assert main(["compare", "--results", str(path), "--dataset", "d", "--a", "A", "--b", "B", "--retriever", "bm25",
-                 "--metric", "rec@512t", "--margin", "5", "--resamples", str(RESAMPLES)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--results",
+                str(path),
+                "--dataset",
+                "d",
+                "--a",
+                "A",
+                "--b",
+                "B",
+                "--retriever",
+                "bm25",
+                "--metric",
+                "rec@512t",
+                "--margin",
+                "5",
+                "--resamples",
+                str(RESAMPLES),
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert result["ci90_bca"] == [0.0, 0.0] and result["p_tost"] == 0.0  # what the verdict must not read
-    assert result["no_variation"] == ("paired differences do not vary within any stratum: -100.00 points in "
-                                      "stratum 'down' (10 questions), +100.00 points in stratum 'up' (10 questions)")
-    assert main(["compare", "--results", str(path), "--dataset", "d", "--a", "A", "--b", "B", "--retriever", "bm25",
-                 "--metric", "rec@512t", "--margin", "5", "--resamples", str(RESAMPLES), "--no-strata"]) == 0
+    assert result["no_variation"] == (
+        "paired differences do not vary within any stratum: -100.00 points in "
+        "stratum 'down' (10 questions), +100.00 points in stratum 'up' (10 questions)"
+    )
+    assert (
+        main(
+            [
+                "compare",
+                "--results",
+                str(path),
+                "--dataset",
+                "d",
+                "--a",
+                "A",
+                "--b",
+                "B",
+                "--retriever",
+                "bm25",
+                "--metric",
+                "rec@512t",
+                "--margin",
+                "5",
+                "--resamples",
+                str(RESAMPLES),
+                "--no-strata",
+            ]
+        )
+        == 0
+    )
     unstratified = json.loads(capsys.readouterr().out)
-    assert unstratified["no_variation"] is None and unstratified["ci90_bca"][0] < -20 < 20 < unstratified["ci90_bca"][1]
+    assert (
+        unstratified["no_variation"] is None
+        and unstratified["ci90_bca"][0] < -20 < 20 < unstratified["ci90_bca"][1]
+    )
 
 
 def test_differences_constant_within_strata_of_unequal_clusters_get_no_variation():
@@ -179,5 +271,7 @@ def test_differences_constant_within_strata_of_unequal_clusters_get_no_variation
     result = compare(frame, dataset="d", a="A", b="B", retriever="bm25", metric="rec@512t", seed=1,
                      resamples=RESAMPLES, margin=5)
     assert result.ci90_bca[0] < result.ci90_bca[1]  # the stratified bootstrap does vary here
-    assert result.no_variation.startswith("paired differences do not vary within any stratum: -90.00 points in "
-                                          "stratum 'down' (6 questions), +100.00 points in stratum 'up'")
+    assert result.no_variation.startswith(
+        "paired differences do not vary within any stratum: -90.00 points in "
+        "stratum 'down' (6 questions), +100.00 points in stratum 'up'"
+    )

@@ -22,7 +22,11 @@ def test_flagship_plan_has_the_registered_families_and_counts():
     assert [a.before_outcomes for a in plan.amendments] == [True, False, False, False]  # A2-A4 after H1-H3
     primary = plan.family("primary")
     assert [(t.a, t.b, t.dataset, t.margin) for t in primary.tests] == [
-        ("E", "S+T", "qasper", 5), ("E", "CR", "qasper", 5), ("E", "S+T", "freshstack", 4), ("E", "CR", "freshstack", 4)]
+        ("E", "S+T", "qasper", 5),
+        ("E", "CR", "qasper", 5),
+        ("E", "S+T", "freshstack", 4),
+        ("E", "CR", "freshstack", 4),
+    ]
     assert plan.family("H3").signflip_required and plan.family("H3").rule == "two-sided"
     h4 = plan.family("H4")
     assert sorted(t.rule for t in h4.tests) == ["tost"] * 4 + ["two-sided"] * 4
@@ -33,8 +37,18 @@ def test_flagship_plan_has_the_registered_families_and_counts():
 
 def test_demo_plan_mirrors_the_flagship_structure():
     plan = load_plan(DEMO / "plan" / "plan.yaml", DEMO / "amendments")
-    assert [f.id for f in plan.families] == ["primary", "H3", "key_secondary", "exploratory", "robustness", "answers",
-                                             "H4", "H4-merge", "H5", "H7"]
+    assert [f.id for f in plan.families] == [
+        "primary",
+        "H3",
+        "key_secondary",
+        "exploratory",
+        "robustness",
+        "answers",
+        "H4",
+        "H4-merge",
+        "H5",
+        "H7",
+    ]
     assert plan.family("answers").tests[1].acceptance.judge == "nugget-judge"
     assert {t.retriever for t in plan.family("key_secondary").tests} == {"minilm"}
     assert plan.family("H4").source == "amendment 0001"
@@ -68,13 +82,31 @@ PLAN_ERRORS = [
     (lambda d: d.pop("alpha"), r"plan\.yaml: alpha: required key is missing"),
     (lambda d: d.update(alpa=0.05), r"plan\.yaml: alpa: unknown key"),
     (lambda d: d["families"][0].update(tier="primary"), r"families\[0\]\.tier: expected one of confirmatory"),
-    (lambda d: d["families"][0]["tests"][1].pop("margin"), r"families\[0\]\.tests\[1\]\.margin: required for a TOST test"),
-    (lambda d: d["families"][1]["tests"][0].update(margin=3), r"families\[1\]\.tests\[0\]\.margin: only TOST tests"),
-    (lambda d: d["families"][0]["tests"][0].update(a="Z"), r"families\[0\]\.tests\[0\]\.a: arm 'Z' is not registered"),
-    (lambda d: d["families"][0]["tests"][0].update(metric="rec@9t"), r"metric 'rec@9t' is not registered for dataset 'papers'"),
+    (
+        lambda d: d["families"][0]["tests"][1].pop("margin"),
+        r"families\[0\]\.tests\[1\]\.margin: required for a TOST test",
+    ),
+    (
+        lambda d: d["families"][1]["tests"][0].update(margin=3),
+        r"families\[1\]\.tests\[0\]\.margin: only TOST tests",
+    ),
+    (
+        lambda d: d["families"][0]["tests"][0].update(a="Z"),
+        r"families\[0\]\.tests\[0\]\.a: arm 'Z' is not registered",
+    ),
+    (
+        lambda d: d["families"][0]["tests"][0].update(metric="rec@9t"),
+        r"metric 'rec@9t' is not registered for dataset 'papers'",
+    ),
     (lambda d: d["families"][0]["tests"][0].update(b="E"), r"tests\[0\]\.b: compares arm 'E' with itself"),
-    (lambda d: d["families"][1]["tests"][1].update(id="H3-F512c-papers"), r"test 'H3-F512c-papers' already exists"),
-    (lambda d: d["families"][1]["decision"].update(signflip_required=False), r"needs decision\.signflip_required: true"),
+    (
+        lambda d: d["families"][1]["tests"][1].update(id="H3-F512c-papers"),
+        r"test 'H3-F512c-papers' already exists",
+    ),
+    (
+        lambda d: d["families"][1]["decision"].update(signflip_required=False),
+        r"needs decision\.signflip_required: true",
+    ),
     (lambda d: d.update(registered_at="yesterday"), r"registered_at: expected an ISO 8601 date-time"),
     (lambda d: d["bootstrap"].update(method="bca"), r"bootstrap\.method: expected one of bca-cluster"),
     (lambda d: d["datasets"]["docs"].update(margin=-4), r"datasets\.docs\.margin: must be positive"),
@@ -93,14 +125,31 @@ def _amend(d):
 
 
 AMENDMENT_ERRORS = [
-    (lambda d: _amend(d)["tests"][0].update(id="H1-papers"), r"0001-key-ablation\.yaml: adds\.families\[0\]\.tests\[0\]\.id: test 'H1-papers' already exists"),
+    (
+        lambda d: _amend(d)["tests"][0].update(id="H1-papers"),
+        r"0001-key-ablation\.yaml: adds\.families\[0\]\.tests\[0\]\.id: test 'H1-papers' already exists",
+    ),
     (lambda d: _amend(d).update(id="primary"), r"adds\.families\[0\]\.id: family 'primary' already exists"),
     (lambda d: d["adds"].update(arms=["E"]), r"adds\.arms\[0\]: arm 'E' is already registered"),
     (lambda d: d.update(id="0002"), r"id: '0002' does not match the file name's number '0001'"),
     (lambda d: d.update(before_outcomes="yes"), r"before_outcomes: expected true or false"),
-    (lambda d: d["adds"].update(tests=[{"family": "primary", "id": "new", "a": "E", "b": "S", "retriever": "hybrid",
-                                        "dataset": "papers", "metric": "rec@512t", "margin": 5}]),
-     r"adds\.tests\[0\]\.family: 'primary' is registered in plan\.yaml"),
+    (
+        lambda d: d["adds"].update(
+            tests=[
+                {
+                    "family": "primary",
+                    "id": "new",
+                    "a": "E",
+                    "b": "S",
+                    "retriever": "hybrid",
+                    "dataset": "papers",
+                    "metric": "rec@512t",
+                    "margin": 5,
+                }
+            ]
+        ),
+        r"adds\.tests\[0\]\.family: 'primary' is registered in plan\.yaml",
+    ),
     (lambda d: d.pop("reason"), r"reason: required key is missing"),
 ]
 
@@ -123,10 +172,30 @@ def test_amendment_needs_its_prose_and_a_proper_name(study):
 
 def test_amendment_may_extend_its_own_earlier_family(study):
     second = study / "amendments" / "0003-more.yaml"
-    second.write_text(yaml.safe_dump({
-        "id": "0003", "created_at": "2025-02-01T00:00:00Z", "reason": "one more", "before_outcomes": False,
-        "adds": {"tests": [{"family": "H4", "id": "H4-EK-papers-1024", "a": "E", "b": "E-K", "retriever": "hybrid",
-                            "dataset": "papers", "metric": "rec@1024t", "margin": 5}]}}))
+    second.write_text(
+        yaml.safe_dump(
+            {
+                "id": "0003",
+                "created_at": "2025-02-01T00:00:00Z",
+                "reason": "one more",
+                "before_outcomes": False,
+                "adds": {
+                    "tests": [
+                        {
+                            "family": "H4",
+                            "id": "H4-EK-papers-1024",
+                            "a": "E",
+                            "b": "E-K",
+                            "retriever": "hybrid",
+                            "dataset": "papers",
+                            "metric": "rec@1024t",
+                            "margin": 5,
+                        }
+                    ]
+                },
+            }
+        )
+    )
     (study / "amendments" / "0003-more.md").write_text("prose")
     plan = _load(study)
     assert [t.id for t in plan.family("H4").tests][-1] == "H4-EK-papers-1024"

@@ -54,7 +54,14 @@ def _family(fid, tests, rule="two-sided", multiplicity="none", signflip=False, t
 
 
 def _test(tid, **kw):
-    return {"id": tid, "a": "A", "b": "B", "retriever": "hybrid", "dataset": "docs", "metric": "prec@1024t"} | kw
+    return {
+        "id": tid,
+        "a": "A",
+        "b": "B",
+        "retriever": "hybrid",
+        "dataset": "docs",
+        "metric": "prec@1024t",
+    } | kw
 
 
 def _load(tmp_path, families):
@@ -64,21 +71,56 @@ def _load(tmp_path, families):
 
 
 SCHEMA_ERRORS = [
-    ([_family("r", [_test("t1")], rule="ci95-within-margin")], r"tests\[0\]\.margin: required for a ci95-within-margin test \[test t1\]"),
-    ([_family("r", [_test("t1", margin=4)], rule="ci95-within-margin", multiplicity="holm")],
-     r"families\[0\]\.decision\.rule: rule ci95-within-margin judges unadjusted 95% CIs"),
-    ([_family("r", [_test("t1", rule="ci95-within-margin", margin=4)], multiplicity="holm", signflip=True)],
-     r"tests\[0\]\.rule: rule ci95-within-margin .* needs multiplicity: none \[test t1\]"),
-    ([_family("r", [_test("t1", rule="bayes")])], r"plan\.yaml: families\[0\]\.tests\[0\]\.rule: unknown decision rule 'bayes' .*\[test t1\]"),
-    ([_family("r", [_test("t1", dataset="papers", metric="rec@512t", subset={"strata": ["laravel"]})])],
-     r"subset\.strata: dataset 'papers' is not stratified .*\[test t1\]"),
-    ([_family("r", [_test("t1", subset={"strata": ["laravel"], "allow_shortfall": True})])],
-     r"subset\.allow_shortfall: only a sampled subset .*\[test t1\]"),
-    ([_family("r", [_test("t1", subset={"n_clusters": 3})])], r"subset: n_clusters and seed go together .*\[test t1\]"),
+    (
+        [_family("r", [_test("t1")], rule="ci95-within-margin")],
+        r"tests\[0\]\.margin: required for a ci95-within-margin test \[test t1\]",
+    ),
+    (
+        [_family("r", [_test("t1", margin=4)], rule="ci95-within-margin", multiplicity="holm")],
+        r"families\[0\]\.decision\.rule: rule ci95-within-margin judges unadjusted 95% CIs",
+    ),
+    (
+        [
+            _family(
+                "r", [_test("t1", rule="ci95-within-margin", margin=4)], multiplicity="holm", signflip=True
+            )
+        ],
+        r"tests\[0\]\.rule: rule ci95-within-margin .* needs multiplicity: none \[test t1\]",
+    ),
+    (
+        [_family("r", [_test("t1", rule="bayes")])],
+        r"plan\.yaml: families\[0\]\.tests\[0\]\.rule: unknown decision rule 'bayes' .*\[test t1\]",
+    ),
+    (
+        [_family("r", [_test("t1", dataset="papers", metric="rec@512t", subset={"strata": ["laravel"]})])],
+        r"subset\.strata: dataset 'papers' is not stratified .*\[test t1\]",
+    ),
+    (
+        [_family("r", [_test("t1", subset={"strata": ["laravel"], "allow_shortfall": True})])],
+        r"subset\.allow_shortfall: only a sampled subset .*\[test t1\]",
+    ),
+    (
+        [_family("r", [_test("t1", subset={"n_clusters": 3})])],
+        r"subset: n_clusters and seed go together .*\[test t1\]",
+    ),
     ([_family("r", [_test("t1", subset={"stratum": "laravel"})])], r"subset\.stratum: unknown key"),
-    ([_family("r", [_test("t1", rule="tost", margin=5, metric="nugget_recall@1024t",
-                          acceptance={"judge": "j", "positive_min": 0.05, "negative_max": 0.85})])],
-     r"acceptance: needs 0 <= negative_max < positive_min <= 1; got 0.85 and 0.05 \[test t1\]"),
+    (
+        [
+            _family(
+                "r",
+                [
+                    _test(
+                        "t1",
+                        rule="tost",
+                        margin=5,
+                        metric="nugget_recall@1024t",
+                        acceptance={"judge": "j", "positive_min": 0.05, "negative_max": 0.85},
+                    )
+                ],
+            )
+        ],
+        r"acceptance: needs 0 <= negative_max < positive_min <= 1; got 0.85 and 0.05 \[test t1\]",
+    ),
 ]
 
 
@@ -148,7 +190,9 @@ def test_missing_metric_is_a_missing_row_and_holm_keeps_the_family_size(tmp_path
     assert result.status == "ran" and rows[2]["verdict"] == "missing"
     assert rows[2]["missing"] == ["arm A on papers under hybrid (answer_f1@512t)",
                                   "arm B on papers under hybrid (answer_f1@512t)"]
-    assert [r["p_tost_holm"] for r in rows[:2]] == pytest.approx(list(holm([rows[0]["p_tost"], rows[1]["p_tost"], 1.0]))[:2])
+    assert [r["p_tost_holm"] for r in rows[:2]] == pytest.approx(
+        list(holm([rows[0]["p_tost"], rows[1]["p_tost"], 1.0]))[:2]
+    )
     # the Holm-adjusted sign-flip p is reported beside each TOST result
     flips = list(holm([rows[0]["p_signflip"], rows[1]["p_signflip"], 1.0]))
     assert [r["p_signflip_holm"] for r in rows[:2]] == pytest.approx(flips[:2])
@@ -165,16 +209,29 @@ def test_family_without_any_results_is_not_run(tmp_path, table):
     assert result.status == "not run" and result.rows == ()
 
 
-@pytest.mark.parametrize("rates, tier, passed", [
-    (None, "exploratory", False),
-    ({"j": {"positive": 0.91, "negative": 0.068}}, "exploratory", False),  # failed negative control
-    ({"j": {"positive": 0.91, "negative": 0.03}}, "exploratory", False),  # no human spot check on file
-    ({"j": {"positive": 0.91, "negative": 0.03, "spot_check": {"kappa": 0.5, "passed": False}}}, "exploratory", False),
-    ({"j": {"positive": 0.91, "negative": 0.03, "spot_check": {"kappa": 0.7, "passed": True}}}, "secondary", True),
-])
+@pytest.mark.parametrize(
+    "rates, tier, passed",
+    [
+        (None, "exploratory", False),
+        ({"j": {"positive": 0.91, "negative": 0.068}}, "exploratory", False),  # failed negative control
+        ({"j": {"positive": 0.91, "negative": 0.03}}, "exploratory", False),  # no human spot check on file
+        (
+            {"j": {"positive": 0.91, "negative": 0.03, "spot_check": {"kappa": 0.5, "passed": False}}},
+            "exploratory",
+            False,
+        ),
+        (
+            {"j": {"positive": 0.91, "negative": 0.03, "spot_check": {"kappa": 0.7, "passed": True}}},
+            "secondary",
+            True,
+        ),
+    ],
+)
 def test_judged_outcome_is_exploratory_until_its_judge_passes(tmp_path, table, rates, tier, passed):
     acceptance = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
-    plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
+    plan = _load(
+        tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")]
+    )
     row = run_family(plan, ruled(plan.family("nr")), table, judge_rates=rates).rows[0].to_json()
     assert (row["tier"], row["acceptance"]["passed"]) == (tier, passed)
 
@@ -183,13 +240,17 @@ def test_judged_rows_show_their_controls_even_when_one_failed(tmp_path, table):
     from harness.stats.tables import to_markdown
 
     acceptance = {"judge": "j", "positive_min": 0.85, "negative_max": 0.05}
-    plan = _load(tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")])
+    plan = _load(
+        tmp_path, [_family("nr", [_test("n1", rule="tost", margin=5, acceptance=acceptance)], rule="tost")]
+    )
     rates = {"j": {"positive": 0.91, "negative": 0.068}}
     result = run_family(plan, ruled(plan.family("nr")), table, judge_rates=rates)
     md = to_markdown(result)
     assert "(exploratory: judge not accepted) |" in md
-    assert ("n1: judge j, positive control 91.0% (>= 85%), negative control 6.8% (<= 5%), no spot check on file "
-            "(>= 0.6): not accepted, so the row is exploratory.") in md
+    assert (
+        "n1: judge j, positive control 91.0% (>= 85%), negative control 6.8% (<= 5%), no spot check on file "
+        "(>= 0.6): not accepted, so the row is exploratory."
+    ) in md
 
 
 @pytest.mark.parametrize("rule", ["two-sided", "tost", "ci95-within-margin"])
@@ -198,8 +259,16 @@ def test_a_test_on_one_cluster_is_reported_but_never_decided(tmp_path, table, ru
     estimate is not 0, so a rule applied to it would call a difference; the row keeps its numbers and
     says why it has no verdict."""
     one = {"n_clusters": 1, "seed": 3}
-    tests = [_test("one", dataset="papers", metric="rec@512t", subset=one, **({"margin": 5} if rule != "two-sided" else {})),
-             _test("all", dataset="papers", metric="rec@512t", **({"margin": 5} if rule != "two-sided" else {}))]
+    tests = [
+        _test(
+            "one",
+            dataset="papers",
+            metric="rec@512t",
+            subset=one,
+            **({"margin": 5} if rule != "two-sided" else {}),
+        ),
+        _test("all", dataset="papers", metric="rec@512t", **({"margin": 5} if rule != "two-sided" else {})),
+    ]
     plan = _load(tmp_path, [_family("f", tests, rule=rule)])
     shifted = table.copy()
     shifted.loc[shifted.arm == "A", "value"] += 0.2  # a clear difference, so a collapsed CI excludes 0
@@ -211,9 +280,16 @@ def test_a_test_on_one_cluster_is_reported_but_never_decided(tmp_path, table, ru
 
 def test_threads_give_the_same_families(tmp_path, table):
     """Contrasts computed in threads (each with its own seed) give the serial output exactly."""
-    tests = [_test("t1"), _test("t2", b="C"), _test("t3", dataset="papers", metric="rec@512t", subset={"n_clusters": 5, "seed": 1}),
-             _test("t4", a="C", dataset="papers", metric="rec@512t")]
-    plan = _load(tmp_path, [_family("f", tests, multiplicity="holm", signflip=True), _family("g", [_test("u1", a="C")])])
+    tests = [
+        _test("t1"),
+        _test("t2", b="C"),
+        _test("t3", dataset="papers", metric="rec@512t", subset={"n_clusters": 5, "seed": 1}),
+        _test("t4", a="C", dataset="papers", metric="rec@512t"),
+    ]
+    plan = _load(
+        tmp_path,
+        [_family("f", tests, multiplicity="holm", signflip=True), _family("g", [_test("u1", a="C")])],
+    )
     serial = [r.to_json() for r in run_plan(plan, table)]
     threaded = [r.to_json() for r in run_plan(plan, table, threads=3)]
     assert threaded == serial and all(f["status"] == "ran" for f in serial)

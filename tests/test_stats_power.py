@@ -44,7 +44,9 @@ def test_strata_are_summed_separately():
 
 def test_minimum_detectable_difference_is_z_sum_times_se():
     assert minimum_detectable_difference(1.0, alpha=0.05) == pytest.approx(1.959964 + 0.841621, abs=1e-6)
-    assert minimum_detectable_difference(2.0, alpha=0.01) == pytest.approx(2 * (2.575829 + 0.841621), abs=1e-5)
+    assert minimum_detectable_difference(2.0, alpha=0.01) == pytest.approx(
+        2 * (2.575829 + 0.841621), abs=1e-5
+    )
     with pytest.raises(ValueError, match="alpha"):
         minimum_detectable_difference(1.0, alpha=1.5)
     with pytest.raises(ValueError, match="se"):

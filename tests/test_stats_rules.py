@@ -109,9 +109,17 @@ def test_a_rule_added_to_the_registry_alone_runs_and_renders(tmp_path, table, mo
         inside = -ctx.margin < c.ci95_bca[0] and c.ci95_bca[1] < ctx.margin
         return Decision(EQUIVALENT) if inside else Decision(INCONCLUSIVE)
 
-    added = Rule(name="ci-inside", decisive_p="p_tost", ci_shown="90", verdicts=(EQUIVALENT, INCONCLUSIVE),
-                 decide=ci90_inside, caption=lambda _signflip: "CI-inside rows need the 95% CI inside the margin")
-    monkeypatch.setitem(RULE_TERMS, added.name, RuleTerms(name="ci-inside", title="CI-inside", needs_margin=True))
+    added = Rule(
+        name="ci-inside",
+        decisive_p="p_tost",
+        ci_shown="90",
+        verdicts=(EQUIVALENT, INCONCLUSIVE),
+        decide=ci90_inside,
+        caption=lambda _signflip: "CI-inside rows need the 95% CI inside the margin",
+    )
+    monkeypatch.setitem(
+        RULE_TERMS, added.name, RuleTerms(name="ci-inside", title="CI-inside", needs_margin=True)
+    )
     monkeypatch.setitem(RULES, added.name, added)
     plan = _load(tmp_path, _plan_doc("ci-inside", multiplicity="holm", margin=50))
     result = run_family(plan, ruled(plan.family("f")), table)
@@ -126,7 +134,9 @@ def test_a_rule_added_to_the_registry_alone_runs_and_renders(tmp_path, table, mo
 def test_a_rule_giving_an_undeclared_verdict_is_refused(tmp_path, table, monkeypatch):
     monkeypatch.setitem(RULES, "two-sided", dataclasses.replace(RULES["two-sided"], verdicts=()))
     plan = _load(tmp_path, _plan_doc("two-sided"))
-    with pytest.raises(ValueError, match=r"rule two-sided gave verdict '(diff\.|n\.d\.)', not one of its labels"):
+    with pytest.raises(
+        ValueError, match=r"rule two-sided gave verdict '(diff\.|n\.d\.)', not one of its labels"
+    ):
         run_family(plan, ruled(plan.family("f")), table)
 
 

@@ -46,7 +46,9 @@ def test_t_tost_matches_statsmodels_cluster_robust_ols():
     row = _compare(table).to_json()
     diffs, clusters, _ = _paired(table)
     groups = pd.factorize(clusters)[0]
-    fit = sm.OLS(diffs, np.ones((len(diffs), 1))).fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
+    fit = sm.OLS(diffs, np.ones((len(diffs), 1))).fit(
+        cov_type="cluster", cov_kwds={"groups": groups}, use_t=True
+    )
     assert row["estimate"] == pytest.approx(fit.params[0], rel=1e-12)
     assert row["se_cluster"] == pytest.approx(fit.bse[0], rel=1e-10)
     assert row["t_df"] == fit.df_resid_inference == 24
@@ -63,9 +65,12 @@ def test_t_tost_matches_statsmodels_cluster_robust_ols():
     # the same model on cluster-level differences: each cluster's mean difference, weighted by its questions
     # (as the bootstrap weights them), HC1 covariance, G - 1 residual df
     by_cluster = pd.Series(diffs).groupby(groups)
-    cluster_fit = sm.WLS(by_cluster.mean().to_numpy(), np.ones((25, 1)), weights=by_cluster.size().to_numpy()).fit(
-        cov_type="HC1", use_t=True)
-    assert (cluster_fit.params[0], cluster_fit.bse[0]) == pytest.approx((row["estimate"], row["se_cluster"]), rel=1e-10)
+    cluster_fit = sm.WLS(
+        by_cluster.mean().to_numpy(), np.ones((25, 1)), weights=by_cluster.size().to_numpy()
+    ).fit(cov_type="HC1", use_t=True)
+    assert (cluster_fit.params[0], cluster_fit.bse[0]) == pytest.approx(
+        (row["estimate"], row["se_cluster"]), rel=1e-10
+    )
     assert cluster_fit.df_resid == row["t_df"]
     assert list(cluster_fit.conf_int(alpha=0.10)[0]) == pytest.approx(row["ci90_t"], rel=1e-10)
 
@@ -74,10 +79,18 @@ def test_t_tost_with_one_question_per_cluster_is_the_paired_t_tost():
     """A closed form needing no statsmodels: with singleton clusters the cluster-robust SE is the paired
     sample's s / sqrt(n), so each one-sided p is scipy's one-sample t-test against -+margin."""
     diffs = np.random.default_rng(3).normal(1.0, 6.0, 40)
-    frame = pd.DataFrame({"dataset": "d", "arm": np.repeat(["A", "B"], 40), "retriever": "r",
-                          "qid": np.tile([f"q{i:02d}" for i in range(40)], 2),
-                          "cluster": np.tile([f"c{i:02d}" for i in range(40)], 2), "stratum": "", "metric": "m",
-                          "value": np.r_[0.5 + diffs / 100, np.full(40, 0.5)]})
+    frame = pd.DataFrame(
+        {
+            "dataset": "d",
+            "arm": np.repeat(["A", "B"], 40),
+            "retriever": "r",
+            "qid": np.tile([f"q{i:02d}" for i in range(40)], 2),
+            "cluster": np.tile([f"c{i:02d}" for i in range(40)], 2),
+            "stratum": "",
+            "metric": "m",
+            "value": np.r_[0.5 + diffs / 100, np.full(40, 0.5)],
+        }
+    )
     row = _compare(frame).to_json()
     d = (frame.value[:40].to_numpy() - 0.5) * 100
     p_lower = stats.ttest_1samp(d, -MARGIN, alternative="greater").pvalue
@@ -89,7 +102,8 @@ def test_t_tost_with_one_question_per_cluster_is_the_paired_t_tost():
 
 
 def test_stratified_t_tost_sums_within_stratum_variances_with_clusters_minus_strata_df():
-    """Hand-computed: u_c = (S_c - n_c * estimate) / N; each stratum adds C_h/(C_h - 1) * sum (u_c - mean_h u)^2."""
+    """Hand-computed: u_c = (S_c - n_c * estimate) / N; each stratum adds C_h/(C_h - 1) * sum (u_c - mean_h
+    u)^2."""
     table = _table(("x", "y", "z"))
     row = _compare(table, stratified=True).to_json()
     diffs, clusters, strata = _paired(table)
@@ -114,7 +128,9 @@ def test_degenerate_inputs():
     flat = t_tost(1.5, 0.0, n_clusters=10, n_strata=1, margin=4.0)
     assert (flat.ci90, flat.p_tost, flat.df) == ((1.5, 1.5), 0.0, 9)
     assert t_tost(4.5, 0.0, n_clusters=10, n_strata=1, margin=4.0).p_tost == 1.0
-    none = t_tost(1.5, 2.0, n_clusters=3, n_strata=3, margin=4.0)  # one cluster per stratum: no t distribution
+    none = t_tost(
+        1.5, 2.0, n_clusters=3, n_strata=3, margin=4.0
+    )  # one cluster per stratum: no t distribution
     assert (none.df, none.ci90, none.p_tost) == (0, None, None)
     with pytest.raises(ValueError, match="`margin` must be a positive number"):
         t_tost(0.0, 1.0, n_clusters=5, n_strata=1, margin=0.0)
@@ -129,16 +145,46 @@ def test_only_tost_rows_carry_it_and_compare_is_deterministic():
 
 
 def _plan(tmp_path):
-    plan = {"study": "t", "registered_at": "2025-01-01T00:00:00+00:00", "alpha": 0.05,
-            "bootstrap": {"method": "bca-cluster", "resamples": 400},
-            "permutation": {"method": "cluster-sign-flip", "max_flips": 500},
-            "datasets": {"d": {"primary_metric": "m", "cluster": "c", "stratified": False, "margin": MARGIN,
-                               "metrics": ["m"]}},
-            "arms": ["A", "B", "C"], "retrievers": ["r"],
-            "families": [{"id": "f", "description": "d", "tier": "confirmatory", "multiplicity": "holm",
-                          "decision": {"rule": "tost", "signflip_required": False}, "seed": 7,
-                          "tests": [{"id": t, "a": "A", "b": b, "retriever": "r", "dataset": "d", "metric": "m",
-                                     "margin": MARGIN} for t, b in (("t1", "B"), ("t2", "C"))]}]}
+    plan = {
+        "study": "t",
+        "registered_at": "2025-01-01T00:00:00+00:00",
+        "alpha": 0.05,
+        "bootstrap": {"method": "bca-cluster", "resamples": 400},
+        "permutation": {"method": "cluster-sign-flip", "max_flips": 500},
+        "datasets": {
+            "d": {
+                "primary_metric": "m",
+                "cluster": "c",
+                "stratified": False,
+                "margin": MARGIN,
+                "metrics": ["m"],
+            }
+        },
+        "arms": ["A", "B", "C"],
+        "retrievers": ["r"],
+        "families": [
+            {
+                "id": "f",
+                "description": "d",
+                "tier": "confirmatory",
+                "multiplicity": "holm",
+                "decision": {"rule": "tost", "signflip_required": False},
+                "seed": 7,
+                "tests": [
+                    {
+                        "id": t,
+                        "a": "A",
+                        "b": b,
+                        "retriever": "r",
+                        "dataset": "d",
+                        "metric": "m",
+                        "margin": MARGIN,
+                    }
+                    for t, b in (("t1", "B"), ("t2", "C"))
+                ],
+            }
+        ],
+    }
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan, sort_keys=False))
     return load_plan(path)
@@ -175,16 +221,34 @@ def test_tables_and_report_flag_a_disagreement(tmp_path):
                  PlannedContrast(second.test, second.rule, ContrastResult.from_json(base | two, "t2"))]
     rows = decide_family(plan, plan.family("f"), contrasts)
     assert [r.t_tost_disagrees for r in rows] == [True, False]
-    fam = FamilyResult(family="f", description="d", tier="confirmatory", multiplicity="holm", rule="tost",
-                       signflip_required=False, alpha=0.05, seed=7, resamples=400, max_flips=500, source="plan",
-                       n_tests=2, study="t", harness_version="x", status=Status.RAN, missing=(), rows=tuple(rows))
+    fam = FamilyResult(
+        family="f",
+        description="d",
+        tier="confirmatory",
+        multiplicity="holm",
+        rule="tost",
+        signflip_required=False,
+        alpha=0.05,
+        seed=7,
+        resamples=400,
+        max_flips=500,
+        source="plan",
+        n_tests=2,
+        study="t",
+        harness_version="x",
+        status=Status.RAN,
+        missing=(),
+        rows=tuple(rows),
+    )
     md = to_markdown(fam)
     assert "| 0.080‡ |" in md and "| 0.020 |" in md
     assert ("‡ the bootstrap TOST and the t-TOST disagree about equivalence at alpha 0.05 (both p's "
             "unadjusted).") in md
     assert "0.080$^\\ddagger$" in to_latex(fam)
     csv_rows = to_csv(fam).splitlines()
-    assert csv_rows[0].endswith(",verdict_reason,no_variation,ci90_t_lo,ci90_t_hi,p_tost_t,t_df,t_tost_disagrees")
+    assert csv_rows[0].endswith(
+        ",verdict_reason,no_variation,ci90_t_lo,ci90_t_hi,p_tost_t,t_df,t_tost_disagrees"
+    )
     assert csv_rows[1].endswith(",,,-1.9,4.1,0.08,24,True")
     report = verdict_table(fam)
     header = list(report.header)

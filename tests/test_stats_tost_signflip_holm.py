@@ -18,8 +18,15 @@ def test_tost_below_005_exactly_when_the_90_ci_lies_inside_the_margins():
     rng = np.random.default_rng(8)
     checked = 0
     for study in range(12):
-        x, c = clustered_sample(rng, n_clusters=40, mean_cluster_size=3, shift=rng.uniform(-3, 3), cluster_sd=3,
-                                noise_sd=5, skew=bool(study % 2))
+        x, c = clustered_sample(
+            rng,
+            n_clusters=40,
+            mean_cluster_size=3,
+            shift=rng.uniform(-3, 3),
+            cluster_sd=3,
+            noise_sd=5,
+            skew=bool(study % 2),
+        )
         boot = cluster_bootstrap(x, c, resamples=4000, seed=study)
         lo, hi = boot.ci90_bca
         for margin in np.linspace(0.2, 8, 40):
@@ -73,7 +80,9 @@ def _brute_force_p(values, clusters):
 def test_exact_sign_flip_matches_brute_force_enumeration(seed):
     rng = np.random.default_rng(seed)
     n_clusters = 3 + seed * 2
-    x, c = clustered_sample(rng, n_clusters=n_clusters, mean_cluster_size=2, shift=0.8, cluster_sd=1, noise_sd=1)
+    x, c = clustered_sample(
+        rng, n_clusters=n_clusters, mean_cluster_size=2, shift=0.8, cluster_sd=1, noise_sd=1
+    )
     r = cluster_sign_flip(x, c, max_flips=10_000, seed=0)
     assert r.exact and r.n_flips == 2**n_clusters
     assert r.p_value == pytest.approx(_brute_force_p(list(x), list(c)), abs=1e-12)
@@ -148,7 +157,12 @@ def test_tost_verdicts(p, ci95, label, small):
 def test_two_sided_verdicts_with_and_without_sign_flip():
     assert two_sided_verdict(ci95=(0.1, 2.0), alpha=0.05).label == "diff."
     assert two_sided_verdict(ci95=(-0.1, 2.0), alpha=0.05).label == "n.d."
-    assert two_sided_verdict(ci95=(0.1, 2.0), alpha=0.05, p_signflip=0.2, signflip_required=True).label == "n.d."
-    assert two_sided_verdict(ci95=(0.1, 2.0), alpha=0.05, p_signflip=0.01, signflip_required=True).label == "diff."
+    assert (
+        two_sided_verdict(ci95=(0.1, 2.0), alpha=0.05, p_signflip=0.2, signflip_required=True).label == "n.d."
+    )
+    assert (
+        two_sided_verdict(ci95=(0.1, 2.0), alpha=0.05, p_signflip=0.01, signflip_required=True).label
+        == "diff."
+    )
     with pytest.raises(ValueError, match="`p_signflip` is required"):
         two_sided_verdict(ci95=(0.1, 2.0), alpha=0.05, signflip_required=True)

@@ -50,8 +50,10 @@ def test_case9_a_second_writer_is_refused_naming_the_holder(holder, capsys):
     for argv in (["select"], ["freeze"], ["answer", "--replay", "--no-progress"], ["stats"]):
         assert main([*argv, "--study", str(study.root)]) == 1, argv
         err = capsys.readouterr().err
-        assert f"harness {argv[0]}: error: {study.lock_path}: another harness process is writing this study: " \
-               f"`harness answer --study S` (pid {process.pid} on host {socket.gethostname()}, started 20" in err
+        assert (
+            f"harness {argv[0]}: error: {study.lock_path}: another harness process is writing this study: "
+            f"`harness answer --study S` (pid {process.pid} on host {socket.gethostname()}, started 20" in err
+        )
         assert "Traceback" not in err and "--wait" in err
     assert not study.selection_path.exists() and not study.frozen_path.exists()  # nothing ran
     # the holder releases on exit: the lock file goes with it and the next writer runs
@@ -69,8 +71,12 @@ def test_case9_a_lock_left_by_a_killed_holder_is_taken_over(holder, capsys):
     capsys.readouterr()
     assert main(["select", "--study", str(study.root)]) == 0
     err = capsys.readouterr().err
-    assert f"taking over the study lock {study.lock_path} from `harness answer --study S` (pid {process.pid} on " \
-           f"host {socket.gethostname()}" in err and "no longer runs" in err
+    assert (
+        f"taking over the study lock {study.lock_path} from `harness answer --study S` (pid {process.pid} on "
+        f"host {socket.gethostname()}"
+        in err
+        and "no longer runs" in err
+    )
     assert not study.lock_path.exists()
 
 
@@ -93,7 +99,9 @@ def test_wait_blocks_until_the_holder_is_gone(holder):
 
 def test_a_lock_naming_another_host_is_left_to_the_user(tmp_path, capsys):
     study = make_llm_free_study(tmp_path / "s", freeze=False)
-    study.lock_path.write_text('{"command": "harness score", "host": "elsewhere", "pid": 7, "started": "x"}\n')
+    study.lock_path.write_text(
+        '{"command": "harness score", "host": "elsewhere", "pid": 7, "started": "x"}\n'
+    )
     assert main(["select", "--study", str(study.root)]) == 1
     err = capsys.readouterr().err
     assert "the study lock names `harness score` (pid 7 on host elsewhere, started x), on another host" in err

@@ -10,8 +10,37 @@ from harness.tokens import PIECE_BREAK_RE, cl100k, count_tokens
 
 # fragments where cl100k's pre-tokenizer is delicate: newline runs, CRLF, indentation, Unicode spaces that
 # Python and the tokenizer may class differently, contractions, digit runs, special-token text
-FRAGMENTS = ["\n", "\n\n", "\r", "\r\n", " ", "  ", "\t", "\v", "\f", "\x1c", "\x85", "\xa0", "\u2028", "\u3000",
-             "a", "Ab", " word", "'s", "'ll", "'", "1", "123456", ":", "#", "```", "- ", "é", "😀", "<|endoftext|>"]
+FRAGMENTS = [
+    "\n",
+    "\n\n",
+    "\r",
+    "\r\n",
+    " ",
+    "  ",
+    "\t",
+    "\v",
+    "\f",
+    "\x1c",
+    "\x85",
+    "\xa0",
+    "\u2028",
+    "\u3000",
+    "a",
+    "Ab",
+    " word",
+    "'s",
+    "'ll",
+    "'",
+    "1",
+    "123456",
+    ":",
+    "#",
+    "```",
+    "- ",
+    "é",
+    "😀",
+    "<|endoftext|>",
+]
 
 
 def whole(text: str) -> int:
@@ -25,7 +54,9 @@ def test_counting_part_by_part_equals_encoding_the_whole_text():
         assert count_tokens(text) == whole(text), repr(text)
 
 
-@pytest.mark.parametrize("text", ["", "\n", "x\n", "\ny", "x\ny\n", "x\n\n y", " \n\tz", "a:\n\n\nb", "x\r\ny"])
+@pytest.mark.parametrize(
+    "text", ["", "\n", "x\n", "\ny", "x\ny\n", "x\n\n y", " \n\tz", "a:\n\n\nb", "x\r\ny"]
+)
 def test_edges_count_as_the_whole_text(text):
     assert count_tokens(text) == whole(text)
 

@@ -1,4 +1,5 @@
-"""The rehearsal's simulated datasets (harness.rehearsal.twin_data): written in each adapter's own format, they
+"""The rehearsal's simulated datasets (harness.rehearsal.twin_data): written in each adapter's own format,
+they
 load through the adapters with every evidence string located, `harness select` and `harness config` accept the
 twin study, header-led chunking sees the structure of the real data, the paper scale has the paper's counts,
 and the same inputs give the same bytes."""
@@ -91,12 +92,17 @@ def test_the_flagship_twin_keeps_its_settings_and_shares_the_qasper_files(small_
     study, source = small_twins[FLAGSHIP], Study.at(FLAGSHIP)
     for name, cfg in source.config.datasets.items():
         twin = study.config.datasets[name]
-        assert (twin.adapter, twin.metric_set, twin.selection.seed) == (cfg.adapter, cfg.metric_set, cfg.selection.seed)
+        assert (twin.adapter, twin.metric_set, twin.selection.seed) == (
+            cfg.adapter,
+            cfg.metric_set,
+            cfg.selection.seed,
+        )
         assert getattr(twin, "retrieval_scope", None) == getattr(cfg, "retrieval_scope", None)
     assert study.config.datasets["qasper"].files == study.config.datasets["qasper-pooled"].files
     assert study.config.datasets["freshstack"].domains["angular"].distractor_ratio == 0.5
-    assert {q.stratum for q in load_dataset(study, "freshstack", selection=read_selection(study)).questions} == {
-        "laravel", "angular", "yolo"}
+    assert {
+        q.stratum for q in load_dataset(study, "freshstack", selection=read_selection(study)).questions
+    } == {"laravel", "angular", "yolo"}
     # 300 papers cannot be drawn from the small twin's 12: lowered, and said so
     assert study.config.datasets["qasper"].selection.n_clusters == 12
     notes = read_json(study.root / FOLDER / MANIFEST)["notes"]
@@ -115,7 +121,9 @@ def test_questions_find_their_evidence_better_than_chance_but_not_always(small_t
         for q in dataset.questions:
             pool = [c for doc_id in q.scope for c in chunks[doc_id]]
             if q.scope not in indexes:
-                indexes[q.scope] = BM25Retriever("bm25").index("", [replace(c, indexed_text=c.text) for c in pool])
+                indexes[q.scope] = BM25Retriever("bm25").index(
+                    "", [replace(c, indexed_text=c.text) for c in pool]
+                )
             gold = {i for i, c in enumerate(pool) for e in q.evidence
                     if c.doc_id == e.doc_id and c.spans[0][0] < e.end and e.start < c.spans[0][1]}
             hits.append(int(np.argmax(indexes[q.scope].scores(q.query))) in gold)
@@ -141,7 +149,9 @@ def test_chunkers_meet_short_sections_and_long_blocks(small_twins):
                 body = sum(len(b.text) for b in blocks[here + 1:after])
                 sections += body > 0
                 short_sections += 0 < body < tau_min
-            long_chunks += sum(len(c.text) > tau_max for c in header_led_chunks(doc, tau_min=tau_min, tau_max=tau_max))
+            long_chunks += sum(
+                len(c.text) > tau_max for c in header_led_chunks(doc, tau_min=tau_min, tau_max=tau_max)
+            )
         assert short_sections >= 0.03 * sections and long_blocks >= 0.01 * sections, name
         assert long_chunks >= long_blocks and depth >= 3, name
         if name == "freshstack":
@@ -199,12 +209,20 @@ def test_a_small_twin_holds_the_clusters_the_plan_samples(tmp_path):
     its papers short, and every planned evidence paragraph still fits."""
     study = Study.at(FLAGSHIP)
     out = tmp_path / "raised"
-    mapping = write_twin_datasets(study.config, study.root, out, scale="small", seed=0, min_clusters={"qasper": 100})
-    assert mapping["qasper"]["selection"]["n_clusters"] == 100 == mapping["qasper-pooled"]["selection"]["n_clusters"]
+    mapping = write_twin_datasets(
+        study.config, study.root, out, scale="small", seed=0, min_clusters={"qasper": 100}
+    )
+    assert (
+        mapping["qasper"]["selection"]["n_clusters"]
+        == 100
+        == mapping["qasper-pooled"]["selection"]["n_clusters"]
+    )
     papers = {}
     for rel in mapping["qasper"]["files"]:
         papers |= json.loads((out / rel).read_text())
-    kept = [p for p in papers.values() if any(a["answer"]["evidence"] for q in p["qas"] for a in q["answers"])]
+    kept = [
+        p for p in papers.values() if any(a["answer"]["evidence"] for q in p["qas"] for a in q["answers"])
+    ]
     assert len(kept) >= 100 + 30  # the sampled population plus the pilot's excluded papers
     sections = sorted(len(p["full_text"]) for p in kept)
     assert sections[len(sections) // 2] <= 8  # short papers: a few chunks each

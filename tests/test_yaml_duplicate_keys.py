@@ -30,8 +30,13 @@ def test_issue23_case7_a_duplicate_key_in_the_study_config_is_refused(tmp_path):
     root = tmp_path / "demo"
     shutil.copytree(DEMO / "configs", root / "configs")
     first = _with_second_line(root / "configs/study.yaml", "tau_min:", "  tau_min: 50")
-    with pytest.raises(HarnessError, match=re.escape(
-            f"{root / 'configs/study.yaml'}: key 'tau_min' is given twice, at line {first} and line {first + 1}")):
+    with pytest.raises(
+        HarnessError,
+        match=re.escape(
+            f"{root / 'configs/study.yaml'}: key 'tau_min' is given twice, at line {first} and line "
+            f"{first + 1}"
+        ),
+    ):
         Study.at(root).config
 
 
@@ -78,7 +83,9 @@ def test_issue40_case13_an_alias_bomb_nested_in_the_config_is_refused(tmp_path):
     config = root / "configs/study.yaml"
     text = config.read_text(encoding="utf-8")
     options = re.search(r"\n  model_options: \{max_tokens: 64\}.*\n", text).group()
-    config.write_text(text.replace(options, "\n  model_options:\n    max_tokens: 64\n" + _bomb(), 1), encoding="utf-8")
+    config.write_text(
+        text.replace(options, "\n  model_options:\n    max_tokens: 64\n" + _bomb(), 1), encoding="utf-8"
+    )
     with pytest.raises(HarnessError, match=re.escape(f"{config}: its aliases expand to ")):
         Study.at(root).config
 
@@ -86,8 +93,11 @@ def test_issue40_case13_an_alias_bomb_nested_in_the_config_is_refused(tmp_path):
 def test_an_alias_bomb_is_refused_at_any_depth(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text("a:\n  b:\n    - c:\n" + _bomb().replace("    ", "        "), encoding="utf-8")
-    with pytest.raises(HarnessError, match=r"x\.yaml: its aliases expand to [\d,]{11} nodes from \d+ written; at "
-                                           r"most 10,000 may be added by aliases"):
+    with pytest.raises(
+        HarnessError,
+        match=r"x\.yaml: its aliases expand to [\d,]{11} nodes from \d+ written; at "
+        r"most 10,000 may be added by aliases",
+    ):
         load_yaml(path)
 
 

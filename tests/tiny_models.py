@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 WORDS = (
-    "yes no the a of to and is what which how redis cache fast slow query document instruct judge whether meets "
+    "yes no the a of to and is what which how redis cache fast slow query document instruct judge whether "
+    "meets "
     "requirements based on provided note that answer can only be given web search retrieve relevant passages "
-    "system user assistant queue worker job retry fails database index table row column late chunking token window"
+    "system user assistant queue worker job retry fails database index table row column late chunking token "
+    "window"
 ).split()
 PUNCTUATION = list(':<>".?,!;()')
 
@@ -20,7 +22,9 @@ def _word_level(specials: list[str], unk: str):
     vocab = {t: i for i, t in enumerate(specials + WORDS + PUNCTUATION)}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token=unk))
     tokenizer.normalizer = normalizers.Lowercase()
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
+    )
     return tokenizer, vocab
 
 
@@ -33,9 +37,17 @@ def tiny_qwen3(directory: Path, seed: int = 0) -> Path:
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>",
                                         additional_special_tokens=specials[2:])
     torch.manual_seed(seed)
-    config = Qwen3Config(vocab_size=len(vocab), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=1024,
-                         pad_token_id=0)
+    config = Qwen3Config(
+        vocab_size=len(vocab),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=1024,
+        pad_token_id=0,
+    )
     Qwen3ForCausalLM(config).eval().save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory

@@ -37,5 +37,7 @@ class StudyInputs:
         """(LoadedDataset, S chunks, A chunks, B chunks) of one dataset."""
         s_arm = next((arm for arm, cfg in self.study.arms.items() if cfg.kind == "S"), None)
         if s_arm is None:
-            raise Blocked("an arm of kind S (the header-led chunks that define gold chunks)", "make build-arms")
+            raise Blocked(
+                "an arm of kind S (the header-led chunks that define gold chunks)", "make build-arms"
+            )
         return self.dataset(name), self.chunks(name, s_arm), self.chunks(name, a), self.chunks(name, b)

@@ -66,7 +66,9 @@ class ModeratorTable:
     excluded: dict[str, int]  # reason -> questions without moderators
 
 
-def gold_chunk_ids(question: Question, chunks: Sequence[Chunk], metric_set: str, grams: GramCache) -> list[str]:
+def gold_chunk_ids(
+    question: Question, chunks: Sequence[Chunk], metric_set: str, grams: GramCache
+) -> list[str]:
     """The chunks (of the question's scope, in corpus order) that cover an evidence unit on their own."""
     return get_metric_set(metric_set).gold_chunks(question, chunks, grams)
 
@@ -116,7 +118,8 @@ def moderators(
 
 
 def terciles(values: Mapping[str, float]) -> dict[str, str]:
-    """bottom / middle / top by value, ties broken by qid so the split is deterministic; sizes differ by <= 1."""
+    """bottom / middle / top by value, ties broken by qid so the split is deterministic; sizes differ by <=
+    1."""
     order = sorted(values, key=lambda q: (values[q], q))
     n = len(order)
     cuts = (round(n / 3), round(2 * n / 3))

@@ -2,7 +2,8 @@
 
 A record is {id, analysis, source, status (RAN or BLOCKED), description, missing: [{what, target}],
 columns, rows, excluded}. An analysis whose inputs are missing is `blocked` and names the make target
-that produces them (INPUT_TARGETS); it never yields an empty table. Every number is exploratory; conditional means
+that produces them (INPUT_TARGETS); it never yields an empty table. Every number is exploratory; conditional
+means
 are labelled descriptive, since their groups are defined by an outcome.
 """
 
@@ -70,17 +71,20 @@ def _describe(e: ap.AnalysisPlan) -> str:
         return "Win / tie / loss rates of A against B per registered test (share of questions)."
     what = f"{e.a} - {e.b} on {e.dataset}, {e.metric}, in points"
     return {
-        ap.BRIDGING: f"{what}, by bridging group (paper's Appendix definitions), per retriever; and bridged minus "
-                     "not bridged with a cluster-bootstrap CI.",
+        ap.BRIDGING: f"{what}, by bridging group (paper's Appendix definitions), per retriever; and bridged "
+                     f"minus "
+        "not bridged with a cluster-bootstrap CI.",
         ap.TARGETING: f"{what}, by targeting tercile, per retriever; and top minus bottom.",
         ap.OVERLAP: f"{what}, by question-evidence overlap tercile, per retriever; and bottom minus top.",
         ap.ANSWER_TYPE: f"{what}, by answer type (extractive, abstractive, yes-no, unanswerable: the "
-                        "annotators' majority), per retriever; and extractive minus yes-no.",
-        ap.CONDITIONAL: f"Descriptive conditional means of the change in {e.metric} ({e.a} - {e.b}) by the change in "
-                        f"{e.by} (more / less / unchanged evidence) under {e.retrievers[0]}; the groups are defined "
-                        "by an outcome, so these are not effects.",
-        ap.SUBSET: f"{e.a} - {e.b} on {e.dataset}, {e.metric}, under {e.retrievers[0]}: strata {', '.join(e.first)} "
-                   f"minus strata {', '.join(e.second)}, with a cluster-bootstrap CI.",
+        "annotators' majority), per retriever; and extractive minus yes-no.",
+        ap.CONDITIONAL: f"Descriptive conditional means of the change in {e.metric} ({e.a} - {e.b}) by the "
+                        f"change in "
+        f"{e.by} (more / less / unchanged evidence) under {e.retrievers[0]}; the groups are defined "
+        "by an outcome, so these are not effects.",
+        ap.SUBSET: f"{e.a} - {e.b} on {e.dataset}, {e.metric}, under {e.retrievers[0]}: strata "
+                   f"{', '.join(e.first)} "
+        f"minus strata {', '.join(e.second)}, with a cluster-bootstrap CI.",
     }[e.analysis]
 
 
@@ -92,25 +96,42 @@ def _target(metric: str) -> str:
 def _pairs(results: ResultTable, e: ap.AnalysisPlan, retriever: str, metric: str | None = None):
     metric = metric or e.metric
     try:
-        return paired_differences(results, dataset=e.dataset, a=e.a, b=e.b, retriever=retriever, metric=metric)
+        return paired_differences(
+            results, dataset=e.dataset, a=e.a, b=e.b, retriever=retriever, metric=metric
+        )
     except MissingResultsError as m:
         raise Blocked("per-question results of " + "; ".join(m.missing), _target(metric)) from None
 
 
-def _group_rows(e, retriever: str, pairs, labels: dict[str, str], groups, contrast: tuple[str, str]) -> list[dict]:
+def _group_rows(
+    e, retriever: str, pairs, labels: dict[str, str], groups, contrast: tuple[str, str]
+) -> list[dict]:
     keep = np.array([q in labels for q in pairs.qids])
     grp = np.array([labels.get(q, "") for q in pairs.qids], dtype=object)
     rows = []
     for g in groups:
         seed = derive_seed(e.seed, f"{retriever}/{g}")
         m = group_mean(g, pairs.diffs, pairs.clusters, pairs.strata, keep & (grp == g), seed=seed)
-        rows.append({"retriever": retriever, "group": g, "n_questions": 0 if m is None else m.n_questions,
-                     "estimate": None if m is None else m.estimate, "ci95": None if m is None else list(m.ci95)})
+        rows.append(
+            {
+                "retriever": retriever,
+                "group": g,
+                "n_questions": 0 if m is None else m.n_questions,
+                "estimate": None if m is None else m.estimate,
+                "ci95": None if m is None else list(m.ci95),
+            }
+        )
     c = group_contrast(*contrast, pairs.diffs[keep], pairs.clusters[keep], pairs.strata[keep], grp[keep],
                        seed=derive_seed(e.seed, f"{retriever}/contrast"))
-    rows.append({"retriever": retriever, "group": f"{contrast[0]} minus {contrast[1]}",
-                 "n_questions": int((keep & np.isin(grp, contrast)).sum()), "estimate": None if c is None else c.estimate,
-                 "ci95": None if c is None else list(c.ci95)})
+    rows.append(
+        {
+            "retriever": retriever,
+            "group": f"{contrast[0]} minus {contrast[1]}",
+            "n_questions": int((keep & np.isin(grp, contrast)).sum()),
+            "estimate": None if c is None else c.estimate,
+            "ci95": None if c is None else list(c.ci95),
+        }
+    )
     return rows
 
 
@@ -144,12 +165,16 @@ def _answer_type(plan, e, results, inputs):
     """The adapters record each question's type (harness.data.answer_types); a question without one is
     counted under `excluded`, never assigned a type here."""
     if inputs is None:
-        raise Blocked(f"the questions of dataset {e.dataset} (their answer types)", INPUT_TARGETS["questions"])
+        raise Blocked(
+            f"the questions of dataset {e.dataset} (their answer types)", INPUT_TARGETS["questions"]
+        )
     types = {q.qid: q.answer_type for q in inputs.dataset(e.dataset).questions}
     if not any(types.values()):
-        raise Blocked(f"answer types of the {e.dataset} questions: its data files record none (the Qasper adapter "
-                      "derives them; a JSONL file gives `answer_type` per question, docs/jsonl-format.md)",
-                      INPUT_TARGETS["data files"])
+        raise Blocked(
+            f"answer types of the {e.dataset} questions: its data files record none (the Qasper adapter "
+            "derives them; a JSONL file gives `answer_type` per question, docs/jsonl-format.md)",
+            INPUT_TARGETS["data files"],
+        )
     rows, excluded = [], {}
     for r in e.retrievers:
         pairs = _pairs(results, e, r)
@@ -172,12 +197,27 @@ def _win_tie_loss(plan, e, results, inputs):
             except MissingResultsError:
                 continue
             win, tie, loss = win_tie_loss(pairs.diffs)
-            rows.append({"family": fam.id, "test": t.id, "contrast": f"{t.a} - {t.b}", "dataset": t.dataset,
-                         "retriever": t.retriever if t.retriever_b is None else f"{t.retriever} - {t.retriever_b}", "metric": t.metric, "n_questions": len(pairs.diffs),
-                         "win": win, "tie": tie, "loss": loss})
+            rows.append(
+                {
+                    "family": fam.id,
+                    "test": t.id,
+                    "contrast": f"{t.a} - {t.b}",
+                    "dataset": t.dataset,
+                    "retriever": t.retriever if t.retriever_b is None else f"{t.retriever} - {t.retriever_b}",
+                    "metric": t.metric,
+                    "n_questions": len(pairs.diffs),
+                    "win": win,
+                    "tie": tie,
+                    "loss": loss,
+                }
+            )
     if not rows:
         raise Blocked("per-question results of every registered test", INPUT_TARGETS["retrieval results"])
-    return ["family", "test", "contrast", "dataset", "retriever", "metric", "n_questions", "win", "tie", "loss"], rows, {}
+    return (
+        ["family", "test", "contrast", "dataset", "retriever", "metric", "n_questions", "win", "tie", "loss"],
+        rows,
+        {},
+    )
 
 
 def _conditional(plan, e, results, inputs):
@@ -199,8 +239,10 @@ def _subset(plan, e, results, inputs):
     for side in (e.first, e.second):
         unknown = sorted(set(side) - known)
         if unknown:
-            raise HarnessError(f"{plan.path}: exploratory entry {e.id}: stratum {unknown[0]!r} has no question "
-                               f"on {e.dataset} (strata: {', '.join(sorted(known))})")
+            raise HarnessError(
+                f"{plan.path}: exploratory entry {e.id}: stratum {unknown[0]!r} has no question "
+                f"on {e.dataset} (strata: {', '.join(sorted(known))})"
+            )
     first, second = ",".join(e.first), ",".join(e.second)
     labels = {q: first if s in e.first else second if s in e.second else None
               for q, s in zip(pairs.qids, map(str, pairs.strata))}
@@ -209,6 +251,11 @@ def _subset(plan, e, results, inputs):
 
 
 _RUNNERS = {
-    ap.BRIDGING: _moderated(ap.BRIDGING), ap.TARGETING: _moderated(ap.TARGETING), ap.OVERLAP: _moderated(ap.OVERLAP),
-    ap.ANSWER_TYPE: _answer_type, ap.WIN_TIE_LOSS: _win_tie_loss, ap.CONDITIONAL: _conditional, ap.SUBSET: _subset,
+    ap.BRIDGING: _moderated(ap.BRIDGING),
+    ap.TARGETING: _moderated(ap.TARGETING),
+    ap.OVERLAP: _moderated(ap.OVERLAP),
+    ap.ANSWER_TYPE: _answer_type,
+    ap.WIN_TIE_LOSS: _win_tie_loss,
+    ap.CONDITIONAL: _conditional,
+    ap.SUBSET: _subset,
 }

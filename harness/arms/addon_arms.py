@@ -49,7 +49,9 @@ def build_derived(merging, kind: ArmKindSpec, builder: ArmBuilder, inputs: Build
     return ArmChunks(chunks, manifest if llm is None else {**manifest, "llm": llm})
 
 
-def merge_descriptives(source: Sequence[Chunk], merged: Sequence[Chunk], merges: dict[str, int]) -> dict[str, Any]:
+def merge_descriptives(
+    source: Sequence[Chunk], merged: Sequence[Chunk], merges: dict[str, int]
+) -> dict[str, Any]:
     return {
         "merges_per_document": asdict(merges_per_document(merges)),
         "merges_by_document": dict(merges),
@@ -63,7 +65,9 @@ def key_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) -> tu
     return result.chunks, merge_descriptives(source, result.chunks, result.merges)
 
 
-def _control_record(target: dict[str, int], merges: dict[str, int], shortfall: dict[str, int]) -> dict[str, Any]:
+def _control_record(
+    target: dict[str, int], merges: dict[str, int], shortfall: dict[str, int]
+) -> dict[str, Any]:
     return {
         "target_merges": sum(target.values()),
         "merges_per_document": asdict(merges_per_document(merges)),
@@ -84,7 +88,9 @@ def random_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) ->
     record = {
         "seeds": list(seeds),
         "chunks_per_seed": {variant_name(s): len(results[s].chunks) for s in seeds},
-        "per_seed": {variant_name(s): _control_record(target, results[s].merges, results[s].shortfall) for s in seeds},
+        "per_seed": {
+            variant_name(s): _control_record(target, results[s].merges, results[s].shortfall) for s in seeds
+        },
         "long_merged": asdict(long_merged_share(results[seeds[0]].chunks)),
     }
     return chunks, record
@@ -93,8 +99,10 @@ def random_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) ->
 def similarity_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
     retriever_name = dense_retriever_for(inputs.study, inputs.arm, inputs.arm_config.embedder)
     if inputs.embed_chunks is None:
-        raise HarnessError(f"arm `{inputs.arm}`: the build gave no way to embed chunks with `{retriever_name}` "
-                           "(harness.retrieval.chunk_vectors.chunk_embedder)")
+        raise HarnessError(
+            f"arm `{inputs.arm}`: the build gave no way to embed chunks with `{retriever_name}` "
+            "(harness.retrieval.chunk_vectors.chunk_embedder)"
+        )
     embeddings = inputs.embed_chunks(retriever_name, source)
     target = merge_by_keys(source).merges
     result = similarity_merges(source, target, embeddings)
@@ -104,7 +112,8 @@ def similarity_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]
 
 
 def dense_retriever_for(study: Study, arm: str, embedder: str) -> str:
-    """The dense retriever `embedder:` names: a retriever name, or the model of exactly one dense retriever."""
+    """The dense retriever `embedder:` names: a retriever name, or the model of exactly one dense
+    retriever."""
     dense = {name: cfg for name, cfg in study.retrievers.items() if retriever_spec(cfg).embeds}
     if embedder in dense:
         return embedder
@@ -146,7 +155,9 @@ def consolidate_documents(session: Any, template: Any, source: Sequence[Chunk], 
         answer = None
         if keys:  # a document with no key has nothing to consolidate: no call
             prompt = template.render({"key_list": key_list_text(keys)})
-            answer = session.call_json(prompt, schema=MAPPING_SCHEMA, seeds=seeds, validate=_mapping_or_none).value
+            answer = session.call_json(
+                prompt, schema=MAPPING_SCHEMA, seeds=seeds, validate=_mapping_or_none
+            ).value
             calls += 1
         merged, consolidation = consolidate_and_merge(doc_chunks, answer)
         chunks += merged
@@ -155,7 +166,9 @@ def consolidate_documents(session: Any, template: Any, source: Sequence[Chunk], 
     return chunks, merges, outcomes, calls
 
 
-def consolidated_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]) -> tuple[list[Chunk], dict]:
+def consolidated_merge(
+    kind: ArmKindSpec, inputs: BuildInputs, source: list[Chunk]
+) -> tuple[list[Chunk], dict]:
     study, arm_cfg = inputs.study, inputs.arm_config
     with open_session(study, inputs.arm, arm_cfg, kind, dataset=inputs.dataset,
                       fresh=inputs.fresh, replay=inputs.replay) as opened:
@@ -166,7 +179,9 @@ def consolidated_merge(kind: ArmKindSpec, inputs: BuildInputs, source: list[Chun
     record = {
         **merge_descriptives(source, chunks, merges),
         "mapping_outcomes": {name: getattr(total, name) for name in OUTCOMES},
-        "mapping_outcomes_by_document": {d: {n: getattr(o, n) for n in OUTCOMES} for d, o in outcomes.items()},
+        "mapping_outcomes_by_document": {
+            d: {n: getattr(o, n) for n in OUTCOMES} for d, o in outcomes.items()
+        },
         "llm": llm,
     }
     return chunks, record

@@ -27,7 +27,14 @@ from harness.config.arm_kinds import is_planned
 from harness.data.load import LoadedDataset, load_dataset, loss_summary, lost_counts, read_selection
 from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
-from harness.files import atomic_write_json, atomic_write_jsonl, canonical_json, iter_jsonl, read_json, sha256_text
+from harness.files import (
+    atomic_write_json,
+    atomic_write_jsonl,
+    canonical_json,
+    iter_jsonl,
+    read_json,
+    sha256_text,
+)
 from harness.grid.cells import ArmSpec, arm_spec, chunk_sets
 from harness.study import Study
 from harness.tokens import count_tokens
@@ -53,7 +60,9 @@ def inputs_hash(study: Study, dataset: LoadedDataset, arm: ArmSpec) -> str:
             study, dataset, arm_spec(study, source_arm(study, arm.name, dataset.name)))
         embedder = getattr(cfg, "embedder", None)
         if embedder is not None:
-            record["embedders"] = to_plain(study.retrievers)  # SM's embedding model (resolved by name or model)
+            record["embedders"] = to_plain(
+                study.retrievers
+            )  # SM's embedding model (resolved by name or model)
     return sha256_text(canonical_json(record))
 
 
@@ -104,7 +113,9 @@ def chunk_set_manifest(dataset: LoadedDataset, chunks: Sequence[Chunk]) -> dict[
         "chunks_over_512_tokens": sum(t > 512 for t in tokens),
         "chunks_spanning_sections": sum(_spans_sections(headers, c) for c in chunks),
         "documents": len(dataset.documents),
-        "documents_without_chunks": sorted(d.doc_id for d in dataset.documents if d.doc_id not in docs_with_chunks),
+        "documents_without_chunks": sorted(
+            d.doc_id for d in dataset.documents if d.doc_id not in docs_with_chunks
+        ),
         "questions": len(dataset.questions),
         "dataset_counts": dict(sorted(dataset.counts.items())),
     }
@@ -124,12 +135,20 @@ def header_led_chunks(study: Study, documents: Sequence[Document]) -> dict[str, 
 
 
 def build_dataset_arms(
-    study: Study, dataset: LoadedDataset, arms: Sequence[str], *, frozen_hash: str | None, progress: bool = True,
-    log: Callable[[str], None] = print, fresh: bool = False, replay: bool = False,
+    study: Study,
+    dataset: LoadedDataset,
+    arms: Sequence[str],
+    *,
+    frozen_hash: str | None,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    fresh: bool = False,
+    replay: bool = False,
     warn: Callable[[str], None] | None = None,
     embed_chunks: Callable[[str, Sequence[Chunk]], Any] | None = None,
 ) -> list[ArmBuild]:
-    """`fresh` / `replay`: the LLM arms' cache mode (see harness.arms.llm_arms.build_llm_arm); `warn` (default:
+    """`fresh` / `replay`: the LLM arms' cache mode (see harness.arms.llm_arms.build_llm_arm); `warn`
+    (default:
     `log`) gets a line for each LLM arm whose calls failed; `embed_chunks`: BuildInputs.embed_chunks."""
     cache: dict[str, dict[str, list[Chunk]]] = {}
 
@@ -195,9 +214,11 @@ def llm_failures(label: str, manifest: Mapping[str, Any]) -> str | None:
     cost = llm.get("cost", {}) if isinstance(llm, Mapping) else {}
     if not cost.get("failures"):
         return None
-    return (f"warning: {label}: {cost['failures']} of {llm.get('chunks', '?')} chunks have no generated fields: "
-            f"{cost.get('failed_calls', 0)} LLM call(s) never gave valid JSON after {cost.get('retries', 0)} "
-            "retries (llm_failed in the chunk set; see its manifest's llm.cost)")
+    return (
+        f"warning: {label}: {cost['failures']} of {llm.get('chunks', '?')} chunks have no generated fields: "
+        f"{cost.get('failed_calls', 0)} LLM call(s) never gave valid JSON after {cost.get('retries', 0)} "
+        "retries (llm_failed in the chunk set; see its manifest's llm.cost)"
+    )
 
 
 def sources_first(study: Study, dataset: str, arms: Sequence[str]) -> list[str]:
@@ -208,7 +229,9 @@ def sources_first(study: Study, dataset: str, arms: Sequence[str]) -> list[str]:
         if arm in out:
             return
         if arm in path:
-            raise HarnessError(f"{study.config_path}: arms built from each other in a cycle: {' -> '.join(path + (arm,))}")
+            raise HarnessError(
+                f"{study.config_path}: arms built from each other in a cycle: {' -> '.join(path + (arm,))}"
+            )
         if arm_kind(study, arm).derived:
             of = source_arm(study, arm, dataset)
             if of in arms:
@@ -273,7 +296,9 @@ def read_chunk_set(study: Study, dataset: LoadedDataset, arm: ArmSpec, *,
     names = dataset.name, arm.name
     path, mpath = chunks_path(study, *names), chunk_manifest_path(study, *names)
     if not path.is_file() or not mpath.is_file():
-        raise HarnessError(f"{dataset.name}/{arm}: chunk set not built ({path}); run `harness build-arms` first")
+        raise HarnessError(
+            f"{dataset.name}/{arm}: chunk set not built ({path}); run `harness build-arms` first"
+        )
     manifest = read_json(mpath)
     if manifest.get("inputs_hash") != inputs_hash(study, dataset, arm):
         raise HarnessError(
@@ -282,7 +307,8 @@ def read_chunk_set(study: Study, dataset: LoadedDataset, arm: ArmSpec, *,
         )
     if manifest.get("frozen_config_hash") != frozen_hash:
         raise HarnessError(
-            f"{mpath}: built under frozen config {manifest.get('frozen_config_hash')}, current is {frozen_hash}; "
+            f"{mpath}: built under frozen config {manifest.get('frozen_config_hash')}, current is "
+            f"{frozen_hash}; "
             "rebuild it with `harness build-arms`"
         )
     return [Chunk.from_json(r) for r in iter_jsonl(path)]

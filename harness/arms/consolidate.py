@@ -64,7 +64,11 @@ def parse_mapping_answer(answer: Any) -> dict[str, str] | None:
         return None
     pairs: dict[str, str] = {}
     for entry in answer["mapping"]:
-        if isinstance(entry, Mapping) and isinstance(entry.get("key"), str) and isinstance(entry.get("canonical"), str):
+        if (
+            isinstance(entry, Mapping)
+            and isinstance(entry.get("key"), str)
+            and isinstance(entry.get("canonical"), str)
+        ):
             # the first answer for a key wins, so a repeated entry cannot overwrite it
             pairs.setdefault(normalise_key(entry["key"]), normalise_key(entry["canonical"]))
     return pairs
@@ -108,5 +112,7 @@ def consolidate_and_merge(
     (None when the call gave nothing)."""
     keys = [key for key, _ in keys_in_first_use_order(chunks)]
     consolidation = apply_mapping(keys, parse_mapping_answer(answer))
-    merged = merge_document(relabel(chunks, consolidation.mapping), tau_merge=tau_merge, tau_orphan=tau_orphan)
+    merged = merge_document(
+        relabel(chunks, consolidation.mapping), tau_merge=tau_merge, tau_orphan=tau_orphan
+    )
     return merged, consolidation

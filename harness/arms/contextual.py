@@ -25,11 +25,15 @@ CUT_MARK = "[... document cut to fit the model's context ...]"
 SAFETY = 0.9  # cl100k only approximates the model's tokenizer: leave a margin
 
 
-def fit_document(template: PromptTemplate, document: str, chunk: Chunk, limit: int | None) -> tuple[str, bool]:
+def fit_document(
+    template: PromptTemplate, document: str, chunk: Chunk, limit: int | None
+) -> tuple[str, bool]:
     """The document text to put in the prompt, and whether it had to be cut."""
     if limit is None:
         return document, False
-    budget = int(limit * SAFETY) - count_tokens(template.render({"document_text": "", "chunk_text": chunk.text}))
+    budget = int(limit * SAFETY) - count_tokens(
+        template.render({"document_text": "", "chunk_text": chunk.text})
+    )
     doc_tokens = count_tokens(document)
     if doc_tokens <= budget:
         return document, False
@@ -40,7 +44,11 @@ def fit_document(template: PromptTemplate, document: str, chunk: Chunk, limit: i
     while True:
         start = max(0, min(centre - keep // 2, len(document) - keep))
         window = document[start : start + keep]
-        text = (CUT_MARK + "\n" if start > 0 else "") + window + ("\n" + CUT_MARK if start + keep < len(document) else "")
+        text = (
+            (CUT_MARK + "\n" if start > 0 else "")
+            + window
+            + ("\n" + CUT_MARK if start + keep < len(document) else "")
+        )
         if count_tokens(text) <= budget or keep == 0:
             return text, True
         keep = int(keep * 0.9)

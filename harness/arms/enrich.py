@@ -35,7 +35,11 @@ ENRICH_SCHEMA: dict[str, Any] = {
         "keywords": _texts(5, 8),
         "entities": {
             "type": "array",
-            "items": {"type": "object", "properties": {"name": _STR, "type": _STR}, "required": ["name", "type"]},
+            "items": {
+                "type": "object",
+                "properties": {"name": _STR, "type": _STR},
+                "required": ["name", "type"],
+            },
             "maxItems": 6,
         },
         "questions": _texts(2, 3),
@@ -73,7 +77,11 @@ def _clean_entities(value: Any) -> list[dict[str, str]] | None:
         return None
     out = []
     for item in value:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not isinstance(item.get("type"), str):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("name"), str)
+            or not isinstance(item.get("type"), str)
+        ):
             return None
         if item["name"].strip():
             out.append({"name": item["name"].strip(), "type": item["type"].strip()})
@@ -185,7 +193,9 @@ def enrich_document(
             generated.update(result.value)
             own = normalise_key(result.value["key"])
             # related keys count only if the model saw them in the dictionary (E-K saw none)
-            generated["related_keys"] = keys.filter_related(result.value["related_keys"], own) if use_keys else []
+            generated["related_keys"] = (
+                keys.filter_related(result.value["related_keys"], own) if use_keys else []
+            )
             generated["key"] = keys.observe(own, i)
         out.add_chunk(generated)
         previous = generated
@@ -208,7 +218,9 @@ def pf_document(
         generated = empty_generated()
         for name in PF_FIELDS:
             prompt = templates[name].render(values)
-            result = session.call_json(prompt, schema=PF_SCHEMAS[name], seeds=seeds, validate=fields_validator([name]))
+            result = session.call_json(
+                prompt, schema=PF_SCHEMAS[name], seeds=seeds, validate=fields_validator([name])
+            )
             if out.count_call(result, generated):
                 generated[name] = result.value[name]
         out.add_chunk(generated)

@@ -59,7 +59,9 @@ class ArmEstimate:
             return 0.0
         if self.price_in_per_mtok is None or self.price_out_per_mtok is None:
             return None
-        return (self.input_tokens * self.price_in_per_mtok + self.output_tokens * self.price_out_per_mtok) / 1e6
+        return (
+            self.input_tokens * self.price_in_per_mtok + self.output_tokens * self.price_out_per_mtok
+        ) / 1e6
 
     def to_json(self) -> dict:
         return dict(self.__dict__) | {"input_tokens": self.input_tokens, "usd": self.usd}
@@ -73,11 +75,15 @@ class CountingSession:
         self.calls = 0
         self.prompt_tokens = 0
 
-    def call_json(self, prompt, *, schema: Mapping[str, Any], seeds: Sequence[int], validate, options=None) -> JsonResult:
+    def call_json(
+        self, prompt, *, schema: Mapping[str, Any], seeds: Sequence[int], validate, options=None
+    ) -> JsonResult:
         text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
         self.calls += 1
         self.prompt_tokens += count_tokens(text)
-        answer = {name: ([] if spec.get("type") == "array" else "") for name, spec in schema["properties"].items()}
+        answer = {
+            name: ([] if spec.get("type") == "array" else "") for name, spec in schema["properties"].items()
+        }
         if "key" in answer:
             answer["key"] = f"topic {self.calls}"
         return JsonResult(validate(answer), 1, False)
@@ -104,17 +110,26 @@ def estimate_arm(study: Study, dataset, arm: str, *, header_chunks, output_token
             following += (session.calls - before) * (len(chunks) - 1) // len(chunks)
     runs = repeat_count(cfg)
     return ArmEstimate(
-        dataset=dataset.name, arm=arm, model=cfg.model, billed=bool(backend.billed), calls=runs * session.calls,
-        prompt_tokens=runs * session.prompt_tokens, summary_allowance_tokens=runs * following * summary_tokens,
-        output_tokens=runs * session.calls * per_call_out, repeats=runs,
+        dataset=dataset.name,
+        arm=arm,
+        model=cfg.model,
+        billed=bool(backend.billed),
+        calls=runs * session.calls,
+        prompt_tokens=runs * session.prompt_tokens,
+        summary_allowance_tokens=runs * following * summary_tokens,
+        output_tokens=runs * session.calls * per_call_out,
+        repeats=runs,
         price_in_per_mtok=getattr(model_cfg, "price_in_per_mtok", None),
         price_out_per_mtok=getattr(model_cfg, "price_out_per_mtok", None),
     )
 
 
-def estimate_study(study: Study, *, output_tokens: int | None = None, summary_tokens: int = 60) -> list[ArmEstimate]:
+def estimate_study(
+    study: Study, *, output_tokens: int | None = None, summary_tokens: int = 60
+) -> list[ArmEstimate]:
     """One estimate per (dataset, per-chunk LLM arm) the config names, in config order. Planned kinds are
-    skipped, and so is M-TP: its one call per document lists E-K's keys, which exist only once E-K is built."""
+    skipped, and so is M-TP: its one call per document lists E-K's keys, which exist only once E-K is
+    built."""
     if summary_tokens < 0 or (output_tokens is not None and output_tokens < 0):
         raise HarnessError("--output-tokens and --summary-tokens must be >= 0")
     selection = read_selection(study)

@@ -4,7 +4,8 @@ docs/analyses.md) and E with a field it does not index added (exploratory indexi
 `E-no-<field>` indexes E's rendering without one generated field; `E-only-<field>` with that field
 alone (harness.config.arm_kinds.ABLATIONS); `E+keys` and `E+entities` add the key or the entities after E's
 fields (INDEXED_EXTRAS). The manifest records which fields each indexes. The chunks, their boundaries and
-their generated fields are E's own (read from E's built chunk set on the same dataset), so the ablation isolates
+their generated fields are E's own (read from E's built chunk set on the same dataset), so the ablation
+isolates
 what each field adds. The
 source (BuildInputs.source) is the arm named by `of:` (when several arms of kind E apply, e.g. E and its
 strong-model twin), else the one arm of kind E configured for the dataset; its inputs hash enters the
@@ -38,11 +39,22 @@ def build_field_ablation(kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildIn
     expected = inputs.arm_inputs_hash(source)
     manifest = read_json(mpath)
     if manifest.get("inputs_hash") != expected:
-        raise HarnessError(f"{mpath}: {source}'s chunk set was built from other inputs than the current ones; "
-                           f"rebuild {source} before {inputs.arm}")
+        raise HarnessError(
+            f"{mpath}: {source}'s chunk set was built from other inputs than the current ones; "
+            f"rebuild {source} before {inputs.arm}"
+        )
     chunks = [builder.render(Chunk.from_json(r)) for r in iter_jsonl(path)]
     failed = sum(bool((c.generated or {}).get("llm_failed")) for c in chunks)
     ablation = kind.name in ABLATIONS  # an ablation's record keeps its earlier name and field list key
     fields = {"fields_kept" if ablation else "fields_indexed": list(RERENDERINGS[kind.name])}
-    return ArmChunks(chunks, {"ablation" if ablation else "rerendering": {
-        "source_arm": source, "source_inputs_hash": expected, **fields, "chunks_with_failed_generation": failed}})
+    return ArmChunks(
+        chunks,
+        {
+            "ablation" if ablation else "rerendering": {
+                "source_arm": source,
+                "source_inputs_hash": expected,
+                **fields,
+                "chunks_with_failed_generation": failed,
+            }
+        },
+    )

@@ -20,7 +20,9 @@ from harness.data.model import Chunk, Document
 from harness.errors import HarnessError
 
 
-def add_contextual_headers(chunks: Sequence[Chunk], documents: Sequence[Document], *, arm: str) -> tuple[list[Chunk], dict[str, Any]]:
+def add_contextual_headers(
+    chunks: Sequence[Chunk], documents: Sequence[Document], *, arm: str
+) -> tuple[list[Chunk], dict[str, Any]]:
     """The chunks with their heading paths prefixed, and the counts for the chunk set's manifest."""
     segs = {d.doc_id: segments(d.text) for d in documents}
     out: list[Chunk] = []
@@ -28,8 +30,10 @@ def add_contextual_headers(chunks: Sequence[Chunk], documents: Sequence[Document
     for chunk in chunks:
         doc_segs = segs.get(chunk.doc_id)
         if doc_segs is None:
-            raise HarnessError(f"arm `{arm}`: chunk {chunk.chunk_id} belongs to document {chunk.doc_id!r}, which is "
-                               "not among the documents it was built from")
+            raise HarnessError(
+                f"arm `{arm}`: chunk {chunk.chunk_id} belongs to document {chunk.doc_id!r}, which is "
+                "not among the documents it was built from"
+            )
         paths = touched_paths(doc_segs, chunk.spans)
         paths_per_chunk.append(len(paths))
         out.append(render_heading_paths(chunk, paths) if paths else chunk)

@@ -34,7 +34,9 @@ def training_record(arm: str, questions: Sequence[Question]) -> dict[str, list]:
     if unsplit:
         raise HarnessError(
             f"arm `{arm}`: QES arms train on a train / held-out split, but question {unsplit[0]} has stratum "
-            f"{questions[0].stratum!r}; load the data with `adapter: question_evidence` (split given or seeded)")
+            f"{questions[0].stratum!r}; load the data with `adapter: question_evidence` (split given or "
+            "seeded)"
+        )
     by_doc: dict[str, list] = {}
     for q in questions:
         if q.stratum != TRAIN:
@@ -44,7 +46,9 @@ def training_record(arm: str, questions: Sequence[Question]) -> dict[str, list]:
             if spans:
                 by_doc.setdefault(doc_id, []).append(spans)
     if not by_doc:
-        raise HarnessError(f"arm `{arm}`: no training question has located evidence; QES has nothing to learn from")
+        raise HarnessError(
+            f"arm `{arm}`: no training question has located evidence; QES has nothing to learn from"
+        )
     return {d: sorted(v) for d, v in sorted(by_doc.items())}
 
 
@@ -70,7 +74,9 @@ def qes_dp(cfg: Any, doc: Document, training: Sequence) -> list[Chunk]:
 
 
 def qes_greedy(cfg: Any, doc: Document, training: Sequence) -> list[Chunk]:
-    return qes_greedy_chunks(doc, training, L=cfg.L, alpha=cfg.alpha, floor=cfg.floor, budget_factor=cfg.budget_factor)
+    return qes_greedy_chunks(
+        doc, training, L=cfg.L, alpha=cfg.alpha, floor=cfg.floor, budget_factor=cfg.budget_factor
+    )
 
 
 def doc_training(training: dict[str, list], doc_id: str) -> list[tuple[tuple[int, int], ...]]:
@@ -83,7 +89,9 @@ def build_lab_arm(kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildInputs) -
     if not isinstance(cfg, kind.settings):  # `harness chunk` passes a plain mapping: fill the defaults in
         cfg = build(kind.settings, {"kind": kind.name, **cfg}, Where(None, ("arms", inputs.arm or kind.name)))
     if isinstance(cfg.L, tuple):
-        raise HarnessError(f"arm `{inputs.arm}`: `L` is a sweep {list(cfg.L)}; build the expanded arms (<arm>@L<value>)")
+        raise HarnessError(
+            f"arm `{inputs.arm}`: `L` is a sweep {list(cfg.L)}; build the expanded arms (<arm>@L<value>)"
+        )
     raw = [c for d in inputs.documents for c in builder.lab_chunker(cfg, d, doc_training(training, d.doc_id))]
     extra: dict[str, Any] = {"chunker": kind.name, "L": cfg.L}
     if kind.trains_on_questions:

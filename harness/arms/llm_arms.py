@@ -5,7 +5,8 @@ reaches the spend cap keeps the documents that completed and records the shortfa
 the plan's subset with `allow_shortfall` then restricts its contrasts to the completed clusters.
 
 Documents run concurrently (llm.workers; one at a time for an in-process backend, Backend.serial; at
-least one per slot for a pool of servers, harness.llm.pool), each document's chunks in order. The first stopping error
+least one per slot for a pool of servers, harness.llm.pool), each document's chunks in order. The first
+stopping error
 (model missing, auth, server gone, spend cap, replay miss) stops every worker before its next fresh
 call; everything already answered is in the generation cache, so a rerun resumes there.
 
@@ -117,17 +118,23 @@ def build_llm_arm(
             f"arm {arm_name}: model {model_name!r} is not defined under `models:` in {study.config_path}"
         )
     # the arm's own limits for this dataset (model_options) on top of the model's options
-    model_cfg = effective_model_config(arm_name, arm_cfg, study.models[model_name], dataset, study.config.datasets)
+    model_cfg = effective_model_config(
+        arm_name, arm_cfg, study.models[model_name], dataset, study.config.datasets
+    )
     llm = study.config.llm
     workers = llm.workers
     seeds = [model_cfg.seed, *llm.retry_seeds]
     cap = llm.spend_cap_usd
     if fresh and replay:
-        raise HarnessError(f"arm {arm_name}: fresh (regenerate) and replay (cache only) contradict each other")
+        raise HarnessError(
+            f"arm {arm_name}: fresh (regenerate) and replay (cache only) contradict each other"
+        )
     templates = arm_templates(study, arm_name)
     missing = [d.doc_id for d in documents if d.doc_id not in header_chunks]
     if missing:
-        raise HarnessError(f"arm {arm_name}: no header-led chunks for {len(missing)} document(s), e.g. {missing[0]}")
+        raise HarnessError(
+            f"arm {arm_name}: no header-led chunks for {len(missing)} document(s), e.g. {missing[0]}"
+        )
     selected = select_documents(arm_name, arm_cfg, documents)
 
     with GenerationCache(generations_path(study, model_name), fresh=fresh, read_only=replay) as cache:
@@ -135,7 +142,11 @@ def build_llm_arm(
         # the cap is study-wide: what every arm has paid so far counts against it
         spent_before = study_spend_usd(generations_path(study, model_name).parent)
         ledger = SpendLedger(arm_name, None if cap is None else float(cap), spent_before_usd=spent_before)
-        retry = None if model_cfg.retry_temperature is None else {"temperature": float(model_cfg.retry_temperature)}
+        retry = (
+            None
+            if model_cfg.retry_temperature is None
+            else {"temperature": float(model_cfg.retry_temperature)}
+        )
         session = LlmSession(backend, cache, ledger, retry_options=retry)
         if backend.serial:
             workers = 1
@@ -146,8 +157,17 @@ def build_llm_arm(
         for repeat in range(repeat_count(arm_cfg)):
             before = ledger.totals()
             run_seeds = repeat_seeds(seeds, repeat)
-            outcomes, stopped_by = _run_documents(session.for_repeat(repeat), spec, templates, selected, header_chunks,
-                                                  run_seeds, workers, progress, allow_shortfall=arm_cfg.allow_shortfall)
+            outcomes, stopped_by = _run_documents(
+                session.for_repeat(repeat),
+                spec,
+                templates,
+                selected,
+                header_chunks,
+                run_seeds,
+                workers,
+                progress,
+                allow_shortfall=arm_cfg.allow_shortfall,
+            )
             runs.append(_Run(repeat, run_seeds, outcomes, _totals_since(ledger, before)))
         identity = session.identity
         pool_servers = backend.describe_servers() if hasattr(backend, "describe_servers") else None
@@ -164,9 +184,22 @@ def build_llm_arm(
         for run in runs:
             for chunk, generated in zip(header_chunks[doc.doc_id], run.outcomes[doc.doc_id].generated):
                 rendered = render(replace(chunk, generated=generated))
-                chunks.append(tag_variant(rendered, repeat_variant(run.repeat)) if len(runs) > 1 else rendered)
-    manifest = _manifest(arm_name, spec, model_name, identity, templates, selected, documents, runs, ledger, cache,
-                         workers=workers)
+                chunks.append(
+                    tag_variant(rendered, repeat_variant(run.repeat)) if len(runs) > 1 else rendered
+                )
+    manifest = _manifest(
+        arm_name,
+        spec,
+        model_name,
+        identity,
+        templates,
+        selected,
+        documents,
+        runs,
+        ledger,
+        cache,
+        workers=workers,
+    )
     if pool_servers is not None:  # which servers answered: run facts, not inputs (no cache key holds them)
         manifest["run"]["servers"] = pool_servers
     if shortfall is not None:
@@ -176,9 +209,18 @@ def build_llm_arm(
 
 def build_llm_kind(kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildInputs) -> ArmChunks:
     """The builder of the LLM kinds (harness.arms.registry)."""
-    result = build_llm_arm(inputs.study, inputs.arm, inputs.arm_config, inputs.documents, inputs.header_chunks(),
-                           render=builder.render, progress=inputs.progress, dataset=inputs.dataset, fresh=inputs.fresh,
-                           replay=inputs.replay)
+    result = build_llm_arm(
+        inputs.study,
+        inputs.arm,
+        inputs.arm_config,
+        inputs.documents,
+        inputs.header_chunks(),
+        render=builder.render,
+        progress=inputs.progress,
+        dataset=inputs.dataset,
+        fresh=inputs.fresh,
+        replay=inputs.replay,
+    )
     return ArmChunks(result.chunks, {"llm": result.manifest})
 
 
@@ -203,7 +245,9 @@ def _totals_since(ledger: SpendLedger, before: Any) -> dict[str, Any]:
 
 def arm_templates(study: Study, arm: str) -> dict[str, PromptTemplate]:
     """The arm's prompt templates by role: its kind's, with the arm's `prompts:` overrides (checked)."""
-    return {role: PromptTemplate.load(study.prompts_dir, f) for role, f in arm_prompt_files(study, arm).items()}
+    return {
+        role: PromptTemplate.load(study.prompts_dir, f) for role, f in arm_prompt_files(study, arm).items()
+    }
 
 
 def annotate_document(session: Any, kind: ArmKindSpec, templates: Mapping[str, PromptTemplate], doc: Document,
@@ -213,7 +257,9 @@ def annotate_document(session: Any, kind: ArmKindSpec, templates: Mapping[str, P
         return contextualise_document(session, templates["contextual"], doc, chunks, seeds=seeds)
     if kind.annotation == PER_FIELD:
         return pf_document(session, templates, chunks, seeds=seeds)
-    return enrich_document(session, templates["enrich"], chunks, seeds=seeds, use_keys=kind.annotation == ENRICH)
+    return enrich_document(
+        session, templates["enrich"], chunks, seeds=seeds, use_keys=kind.annotation == ENRICH
+    )
 
 
 def _run_documents(
@@ -229,7 +275,8 @@ def _run_documents(
     allow_shortfall: bool = False,
 ) -> tuple[dict[str, DocumentOutcome], str | None]:
     """Outcomes per document, and (only when `allow_shortfall`) the spend-cap message that stopped the run
-    early; the completed documents are then kept. Any other error, or a cap without allow_shortfall, raises."""
+    early; the completed documents are then kept. Any other error, or a cap without allow_shortfall,
+    raises."""
     def one(doc: Document) -> DocumentOutcome:
         return annotate_document(session, kind, templates, doc, header_chunks[doc.doc_id], seeds)
 
@@ -297,7 +344,8 @@ def _manifest(
         "seeds": runs[0].seeds,
         "cost": cost,
         # workers actually used: a serial backend runs one document at a time whatever llm.workers says
-        "run": run | {"cache_file": cache.path.name, "torn_bytes_dropped": cache.torn_bytes_dropped, "workers": workers},
+        "run": run
+        | {"cache_file": cache.path.name, "torn_bytes_dropped": cache.torn_bytes_dropped, "workers": workers},
     }
     if len(selected) < len(documents):
         manifest["document_ids"] = [d.doc_id for d in selected]
@@ -306,15 +354,23 @@ def _manifest(
         manifest["keys"] = key_diagnostics([o.generated for o in first], sum(o.evictions for o in first))
     if len(runs) > 1:  # repeats: each run's seeds, calls and failures; the totals above sum over runs
         manifest["repeats"] = len(runs)
-        manifest["per_repeat"] = {repeat_variant(run.repeat): _run_record(kind, run, selected) for run in runs}
+        manifest["per_repeat"] = {
+            repeat_variant(run.repeat): _run_record(kind, run, selected) for run in runs
+        }
     return manifest
 
 
 def _run_record(kind: ArmKindSpec, run: _Run, selected: Sequence[Document]) -> dict[str, Any]:
     ordered = [run.outcomes[d.doc_id] for d in selected]
-    record = {"repeat": run.repeat, "seeds": run.seeds, "calls": run.calls,
-              "chunks": sum(len(o.generated) for o in ordered), "failures": sum(o.failures for o in ordered),
-              "failed_calls": sum(o.failed_calls for o in ordered), "retries": sum(o.retries for o in ordered)}
+    record = {
+        "repeat": run.repeat,
+        "seeds": run.seeds,
+        "calls": run.calls,
+        "chunks": sum(len(o.generated) for o in ordered),
+        "failures": sum(o.failures for o in ordered),
+        "failed_calls": sum(o.failed_calls for o in ordered),
+        "retries": sum(o.retries for o in ordered),
+    }
     if kind.annotation in (ENRICH, ENRICH_WITHOUT_KEYS):
         record["keys"] = key_diagnostics([o.generated for o in ordered], sum(o.evictions for o in ordered))
     return record

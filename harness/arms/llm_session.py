@@ -42,21 +42,31 @@ class OpenSession:
             "backend": dict(self.session.identity),
             "prompts": {t.path.name: t.sha256 for t in self.templates.values()},
             "cost": totals,
-            "run": run | {"cache_file": self.cache.path.name, "torn_bytes_dropped": self.cache.torn_bytes_dropped},
+            "run": run
+            | {"cache_file": self.cache.path.name, "torn_bytes_dropped": self.cache.torn_bytes_dropped},
             **extra,
         }
 
 
 @contextmanager
 def open_session(
-    study: Study, arm: str, arm_cfg: Any, kind: ArmKindSpec, *, dataset: str | None, fresh: bool, replay: bool,
+    study: Study,
+    arm: str,
+    arm_cfg: Any,
+    kind: ArmKindSpec,
+    *,
+    dataset: str | None,
+    fresh: bool,
+    replay: bool,
 ) -> Iterator[OpenSession]:
     """`fresh` ignores cached answers (new ones are appended); `replay` answers only from the cache."""
     if fresh and replay:
         raise HarnessError(f"arm {arm}: fresh (regenerate) and replay (cache only) contradict each other")
     model_name = arm_cfg.model
     if model_name not in study.models:
-        raise HarnessError(f"arm {arm}: model {model_name!r} is not defined under `models:` in {study.config_path}")
+        raise HarnessError(
+            f"arm {arm}: model {model_name!r} is not defined under `models:` in {study.config_path}"
+        )
     model_cfg = effective_model_config(arm, arm_cfg, study.models[model_name], dataset, study.config.datasets)
     llm = study.config.llm
     templates = arm_templates(study, arm)
@@ -64,7 +74,15 @@ def open_session(
     with GenerationCache(path, fresh=fresh, read_only=replay) as cache:
         backend = make_backend(model_cfg, replay_from=cache if replay else None)
         cap = llm.spend_cap_usd
-        ledger = SpendLedger(arm, None if cap is None else float(cap), spent_before_usd=study_spend_usd(path.parent))
-        retry = None if model_cfg.retry_temperature is None else {"temperature": float(model_cfg.retry_temperature)}
+        ledger = SpendLedger(
+            arm, None if cap is None else float(cap), spent_before_usd=study_spend_usd(path.parent)
+        )
+        retry = (
+            None
+            if model_cfg.retry_temperature is None
+            else {"temperature": float(model_cfg.retry_temperature)}
+        )
         session = LlmSession(backend, cache, ledger, retry_options=retry)
-        yield OpenSession(arm, kind, model_name, session, templates, [model_cfg.seed, *llm.retry_seeds], ledger, cache)
+        yield OpenSession(
+            arm, kind, model_name, session, templates, [model_cfg.seed, *llm.retry_seeds], ledger, cache
+        )

@@ -96,7 +96,9 @@ def merge_fragments(fragments: Sequence[Chunk], position: int) -> Chunk:
     generated = dict(first.generated or {})
     for name in UNIONED_FIELDS:
         generated[name] = _sorted_union((f.generated or {}).get(name) for f in ordered)
-    generated["entities"] = _unique_in_order(e for f in ordered for e in (f.generated or {}).get("entities") or ())
+    generated["entities"] = _unique_in_order(
+        e for f in ordered for e in (f.generated or {}).get("entities") or ()
+    )
     generated[MERGED_FROM] = [f.chunk_id for f in ordered]
     text = SEPARATOR.join(f.text for f in ordered)
     merged = Chunk(
@@ -114,7 +116,8 @@ def merge_fragments(fragments: Sequence[Chunk], position: int) -> Chunk:
 
 
 def orphan_lines(chunks: Sequence[Chunk], i: int) -> list[str]:
-    """Orphan lines of keyless chunks[i]: its section path, its neighbours' summaries (empty ones left out)."""
+    """Orphan lines of keyless chunks[i]: its section path, its neighbours' summaries (empty ones left
+    out)."""
     lines = []
     if _one_line(chunks[i].section_path):
         lines.append(f"[Section: {_one_line(chunks[i].section_path)}]")
@@ -187,7 +190,8 @@ def by_document(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
     for chunk in chunks:
         if chunk.doc_id != last and chunk.doc_id in docs:
             raise InputError(
-                f"chunks of document {chunk.doc_id!r} are not contiguous; give each document's chunks together"
+                f"chunks of document {chunk.doc_id!r} are not contiguous; give each document's chunks "
+                "together"
             )
         docs.setdefault(chunk.doc_id, []).append(chunk)
         last = chunk.doc_id
@@ -202,7 +206,9 @@ def check_tau(name: str, value: object) -> None:
 def _check_one_document(chunks: Sequence[Chunk]) -> None:
     ids = {c.doc_id for c in chunks}
     if len(ids) > 1:
-        raise InputError(f"merge_document takes one document's chunks, got {len(ids)} documents: {sorted(ids)}")
+        raise InputError(
+            f"merge_document takes one document's chunks, got {len(ids)} documents: {sorted(ids)}"
+        )
 
 
 def merged_fragment_ids(chunk: Chunk) -> list[str]:

@@ -41,7 +41,8 @@ def fitting_pairs(units: list[list[int]], lengths: Sequence[int], tau_merge: int
     """Indexes i where units i and i+1 joined stay within tau_merge characters, separators counted."""
     sizes = [sum(lengths[m] for m in u) + len(SEPARATOR) * (len(u) - 1) for u in units]
     return np.array(
-        [i for i in range(len(units) - 1) if sizes[i] + sizes[i + 1] + len(SEPARATOR) <= tau_merge], dtype=np.int64
+        [i for i in range(len(units) - 1) if sizes[i] + sizes[i + 1] + len(SEPARATOR) <= tau_merge],
+        dtype=np.int64,
     )
 
 
@@ -93,7 +94,9 @@ def similarity_chooser(embeddings: np.ndarray) -> PairChooser:
         left, right = candidates, candidates + 1
         dots = np.einsum("ij,ij->i", sums[left], sums[right])
         denom = norms[left] * norms[right]
-        cos = np.divide(dots, denom, out=np.zeros_like(dots), where=denom > 0)  # a zero vector resembles nothing
+        cos = np.divide(
+            dots, denom, out=np.zeros_like(dots), where=denom > 0
+        )  # a zero vector resembles nothing
         return int(candidates[int(np.argmax(cos))])
 
     return choose
@@ -104,7 +107,8 @@ def _check_targets(docs: Mapping[str, list[Chunk]], targets: Mapping[str, int]) 
     extra = sorted(set(targets) - set(docs))
     if missing or extra:
         raise InputError(
-            f"merge targets must name exactly the chunk set's documents; missing {missing[:5]}, unknown {extra[:5]}"
+            f"merge targets must name exactly the chunk set's documents; missing {missing[:5]}, unknown "
+            f"{extra[:5]}"
         )
 
 
@@ -142,7 +146,8 @@ def similarity_merges(
     embeddings = np.asarray(embeddings, dtype=np.float64)
     if embeddings.ndim != 2 or embeddings.shape[0] != len(chunks):
         raise InputError(
-            f"embeddings must be a 2-d array with one row per chunk ({len(chunks)}), got shape {embeddings.shape}"
+            f"embeddings must be a 2-d array with one row per chunk ({len(chunks)}), got shape "
+            f"{embeddings.shape}"
         )
     docs = by_document(chunks)
     _check_targets(docs, targets)

@@ -21,7 +21,11 @@ from harness.errors import HarnessError
 
 
 def effective_model_config(
-    arm_name: str, arm_cfg: Any, model_cfg: Any, dataset: str | None, datasets: Mapping[str, Any] | None = None,
+    arm_name: str,
+    arm_cfg: Any,
+    model_cfg: Any,
+    dataset: str | None,
+    datasets: Mapping[str, Any] | None = None,
 ) -> Any:
     """The arm's model for `dataset`: the typed model entry with the arm's overrides applied."""
     overrides = getattr(arm_cfg, "model_options", None) or {}
@@ -34,8 +38,10 @@ def effective_model_config(
         if isinstance(value, Mapping):
             unknown = sorted(set(map(str, value)) - set(datasets)) if datasets is not None else []
             if unknown:
-                raise HarnessError(f"arm {arm_name}: `model_options.{option}` names dataset {unknown[0]!r}, which "
-                                   f"the config does not define ({', '.join(datasets)})")
+                raise HarnessError(
+                    f"arm {arm_name}: `model_options.{option}` names dataset {unknown[0]!r}, which "
+                    f"the config does not define ({', '.join(datasets)})"
+                )
         resolved = option_on(value, dataset)
         if resolved is not UNSET:
             changes[option] = resolved

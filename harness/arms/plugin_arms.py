@@ -1,7 +1,8 @@
 """Builder of the chunker arms from outside the harness (docs/plugins.md): `kind: python` calls a function of
 the study's plugins/ or of an installed package; `kind: langchain`, `llamaindex` and `chonkie` call a library
 class through its adapter (harness.chunking.library_splitters). Either way a document's pieces are located in
-its text (harness.chunking.outside) and the counts of how they were placed go into the chunk set's manifest."""
+its text (harness.chunking.outside) and the counts of how they were placed go into the chunk set's
+manifest."""
 
 from __future__ import annotations
 
@@ -32,7 +33,9 @@ def library_class(adapter: Callable[[str, Mapping[str, Any], str], Cutter], key:
     return lambda cfg, root, what: adapter(getattr(cfg, key), cfg.params, what)
 
 
-def build_outside(make_cutter: MakeCutter, kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildInputs) -> ArmChunks:
+def build_outside(
+    make_cutter: MakeCutter, kind: ArmKindSpec, builder: ArmBuilder, inputs: BuildInputs
+) -> ArmChunks:
     arm = inputs.arm or kind.name
     what = f"arm `{arm}` (kind {kind.name})"
     cfg = inputs.arm_config
@@ -67,5 +70,7 @@ def unlocated_warning(label: str, manifest: Mapping[str, Any]) -> str | None:
     if not isinstance(pieces, Mapping) or not pieces.get(UNLOCATED):
         return None
     documents = manifest.get("unlocated_by_document") or {}
-    return (f"warning: {label}: {pieces[UNLOCATED]} chunk(s) from {len(documents)} document(s) are not in the "
-            f"source text and were left out (first: {next(iter(documents), '?')}; see the manifest's `pieces`)")
+    return (
+        f"warning: {label}: {pieces[UNLOCATED]} chunk(s) from {len(documents)} document(s) are not in the "
+        f"source text and were left out (first: {next(iter(documents), '?')}; see the manifest's `pieces`)"
+    )

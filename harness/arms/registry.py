@@ -80,8 +80,10 @@ def build_chunks(kind: ArmKindSpec, inputs: BuildInputs) -> ArmChunks:
     kind.require_implemented(inputs.arm or kind.name)
     builder = BUILDERS[kind.name]
     if builder.build is None:
-        raise HarnessError(f"arm `{inputs.arm or kind.name}` (kind {kind.name}) is expanded at retrieval time "
-                           "and has no chunk set to build")
+        raise HarnessError(
+            f"arm `{inputs.arm or kind.name}` (kind {kind.name}) is expanded at retrieval time "
+            "and has no chunk set to build"
+        )
     built = builder.build(kind, builder, inputs)
     if not wants_contextual_headers(inputs.arm_config):
         return built

@@ -12,4 +12,6 @@ VARIANT = "variant"  # generated field naming the variant of a chunk
 
 def tag_variant(chunk: Chunk, name: str) -> Chunk:
     """One variant's copy of a chunk (RM's seed, an LLM arm's repeat): the name in its id and `generated`."""
-    return replace(chunk, chunk_id=f"{chunk.chunk_id}@{name}", generated={**(chunk.generated or {}), VARIANT: name})
+    return replace(
+        chunk, chunk_id=f"{chunk.chunk_id}@{name}", generated={**(chunk.generated or {}), VARIANT: name}
+    )

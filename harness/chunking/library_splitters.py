@@ -53,4 +53,6 @@ def llamaindex(name: str, params: Mapping[str, Any], what: str) -> Cutter:
 def chonkie(name: str, params: Mapping[str, Any], what: str) -> Cutter:
     module = "chonkie"
     chunker = _instance(import_extra(module, what=what), module, name, params, what)
-    return lambda text, doc_id: [_span_or_text(text, c.start_index, c.end_index, c.text) for c in chunker.chunk(text)]
+    return lambda text, doc_id: [
+        _span_or_text(text, c.start_index, c.end_index, c.text) for c in chunker.chunk(text)
+    ]

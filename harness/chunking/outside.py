@@ -31,7 +31,9 @@ def _span(piece: Any) -> tuple[int, int] | None:
     return None
 
 
-def locate_pieces(document: Document, pieces: Sequence[Any], *, what: str) -> tuple[list[tuple[int, int]], Counter]:
+def locate_pieces(
+    document: Document, pieces: Sequence[Any], *, what: str
+) -> tuple[list[tuple[int, int]], Counter]:
     """The [start, end) slice of each piece that is found, in the chunker's order, and how each was placed."""
     text, counts = document.text, Counter()
     finder = TextLocator(text)
@@ -41,8 +43,10 @@ def locate_pieces(document: Document, pieces: Sequence[Any], *, what: str) -> tu
         if span is not None:
             start, end = span
             if not 0 <= start < end <= len(text):
-                raise HarnessError(f"{what}: document {document.doc_id}: piece {i} is the span ({start}, {end}), "
-                                   f"outside the text's {len(text)} characters or empty")
+                raise HarnessError(
+                    f"{what}: document {document.doc_id}: piece {i} is the span ({start}, {end}), "
+                    f"outside the text's {len(text)} characters or empty"
+                )
             how = SPAN if text[start:end].strip() else BLANK
         elif isinstance(piece, str):
             if not piece.strip():
@@ -53,16 +57,20 @@ def locate_pieces(document: Document, pieces: Sequence[Any], *, what: str) -> tu
                 start, end, how = finder.locate(piece)
             how = how or UNLOCATED
         else:
-            raise HarnessError(f"{what}: document {document.doc_id}: piece {i} is a {type(piece).__name__}; a "
-                               "chunker gives chunk texts (str) or (start, end) spans")
+            raise HarnessError(
+                f"{what}: document {document.doc_id}: piece {i} is a {type(piece).__name__}; a "
+                "chunker gives chunk texts (str) or (start, end) spans"
+            )
         counts[how] += 1
         if how in (SPAN, VERBATIM, NORMALISED):
             slices.append((start, end))
             previous = start
     if pieces and not slices and counts[UNLOCATED]:
-        raise HarnessError(f"{what}: document {document.doc_id}: none of its {len(pieces)} chunks is found in its "
-                           "text (verbatim or with whitespace collapsed); a chunker must return text of the "
-                           "document, or (start, end) spans")
+        raise HarnessError(
+            f"{what}: document {document.doc_id}: none of its {len(pieces)} chunks is found in its "
+            "text (verbatim or with whitespace collapsed); a chunker must return text of the "
+            "document, or (start, end) spans"
+        )
     return slices, counts
 
 

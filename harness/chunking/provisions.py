@@ -100,7 +100,8 @@ def body_excerpt(text: str, seg: Segment, limit: int = REF_CHARS) -> str:
 
 
 def referenced(chunk_text: str, own: int | None, index: dict[str, int], pattern: re.Pattern) -> list[int]:
-    """Segment indices a chunk refers to, in order of first mention; unknown, own and repeated ones skipped."""
+    """Segment indices a chunk refers to, in order of first mention; unknown, own and repeated ones
+    skipped."""
     found: list[int] = []
     for m in pattern.finditer(chunk_text):
         target = index.get(m.group(1))
@@ -149,8 +150,11 @@ def provision_chunks(
     return chunks
 
 
-def reference_targets(doc_text: str, chunk_spans: list[tuple[int, int]], ref_pattern: str = REF_PATTERN) -> list[tuple[int, int]]:
-    """(i, j) pairs where chunk i refers to a provision that chunk j overlaps (i != j): the graph's xref edges.
+def reference_targets(
+    doc_text: str, chunk_spans: list[tuple[int, int]], ref_pattern: str = REF_PATTERN
+) -> list[tuple[int, int]]:
+    """(i, j) pairs where chunk i refers to a provision that chunk j overlaps (i != j): the graph's xref
+    edges.
 
     Works for any chunk set, so window chunkers get the same edges as provision chunks.
     """

@@ -66,7 +66,11 @@ def unit_items(units: Sequence[SentenceUnit], training: Sequence[Sequence[Span]]
         return unit_at(s), unit_at(e - 1)
 
     distinct = sorted({tuple(sp) for q in training for sp in q})
-    multi = tuple(tuple(unit_range(sp) for sp in sorted(set(map(tuple, q)))) for q in training if len(set(map(tuple, q))) > 1)
+    multi = tuple(
+        tuple(unit_range(sp) for sp in sorted(set(map(tuple, q))))
+        for q in training
+        if len(set(map(tuple, q))) > 1
+    )
     return UtilityItems(tuple(unit_range(sp) for sp in distinct), multi)
 
 
@@ -187,7 +191,9 @@ def _check(L: int, training: Sequence[Sequence[Span]]) -> None:
         raise InputError("training must be a sequence of questions, each a sequence of (start, end) spans")
 
 
-def qes_dp_chunks(doc: Document, training: Sequence[Sequence[Span]], *, L: int = LAB_L, mu: float = MU) -> list[Chunk]:
+def qes_dp_chunks(
+    doc: Document, training: Sequence[Sequence[Span]], *, L: int = LAB_L, mu: float = MU
+) -> list[Chunk]:
     _check(L, training)
     units = sentence_units(doc.text)
     ranges, _ = dp_ranges(units, unit_items(units, training), L, mu)
@@ -206,7 +212,13 @@ def qes_greedy_chunks(
     _check(L, training)
     units = sentence_units(doc.text)
     chosen, gaps = greedy_ranges(
-        units, unit_items(units, training), L, doc_chars=len(doc.text), alpha=alpha, floor=floor, budget_factor=budget_factor
+        units,
+        unit_items(units, training),
+        L,
+        doc_chars=len(doc.text),
+        alpha=alpha,
+        floor=floor,
+        budget_factor=budget_factor,
     )
     slices = sorted((units[j].start, units[i - 1].end) for j, i in chosen + gaps)
     return chunks_from_slices(doc.doc_id, doc.text, slices)

@@ -25,7 +25,8 @@ from harness.config.lab import LAB_L, OVERLAP_CHARS  # noqa: E402 (defaults writ
 
 # lower-cased, with their final period; a boundary after one of these is not a sentence end
 ABBREVIATIONS = frozenset(
-    "e.g. i.e. dr. mr. mrs. ms. prof. no. nos. vs. cf. approx. fig. figs. st. jr. sr. min. max. dept. art.".split()
+    "e.g. i.e. dr. mr. mrs. ms. prof. no. nos. vs. cf. approx. fig. figs. st. jr. sr. min. max. dept. "
+    "art.".split()
 )
 _BOUNDARY = re.compile(r"[.!?](?=\s)")
 _UNSPLIT_KINDS = ("header", "code", "front_matter", "table")

@@ -14,8 +14,14 @@ from harness.provenance.recorded import assembled_table, record_release, require
 from harness.study import Study
 
 # per-cell counts of dropped or failed items: reported even under --quiet
-PROBLEM_COUNTS = ("reader_failed", "reader_truncated", "judge_truncated", "verdicts_unparseable", "dropped_no_gold",
-                  "dropped_no_nuggets")
+PROBLEM_COUNTS = (
+    "reader_failed",
+    "reader_truncated",
+    "judge_truncated",
+    "verdicts_unparseable",
+    "dropped_no_gold",
+    "dropped_no_nuggets",
+)
 
 HELP = ("answer every configured answer cell (`reader.cells`) with the fixed reader from exactly B source "
         "tokens, judge nuggets after the judge's acceptance controls, and add answer_f1 / nugget_recall rows")
@@ -31,8 +37,12 @@ def add_arguments(parser) -> None:
     add_study_argument(parser)
     add_output_arguments(parser)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--fresh", action="store_true", help="regenerate every answer and verdict (env FRESH=1)")
-    mode.add_argument("--replay", action="store_true", help="answer only from the generation cache (env REPLAY=1)")
+    mode.add_argument(
+        "--fresh", action="store_true", help="regenerate every answer and verdict (env FRESH=1)"
+    )
+    mode.add_argument(
+        "--replay", action="store_true", help="answer only from the generation cache (env REPLAY=1)"
+    )
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
@@ -48,15 +58,28 @@ def run(args) -> int:
     shown = lambda v: "not computable" if v is None else f"{v:.3f}"  # noqa: E731
     if summary.get("controls") is not None:
         c = summary["controls"]
-        say(args, f"answer: judge controls: positive {shown(c['positive'])} ({c['positive_questions']} questions), "
-              f"negative {shown(c['negative'])} ({c['negative_questions']} questions)"
-              + (f"; exploratory: {'; '.join(c['reasons'])}" if c["reasons"] else ""), problem=bool(c["reasons"]))
-    for cell, counts in summary.get("cells", {}).items():  # the stage logged every count; quiet keeps the losses
+        say(
+            args,
+            f"answer: judge controls: positive {shown(c['positive'])} ({c['positive_questions']} questions), "
+            f"negative {shown(c['negative'])} ({c['negative_questions']} questions)"
+            + (f"; exploratory: {'; '.join(c['reasons'])}" if c["reasons"] else ""),
+            problem=bool(c["reasons"]),
+        )
+    for cell, counts in summary.get(
+        "cells", {}
+    ).items():  # the stage logged every count; quiet keeps the losses
         failed = {k: v for k, v in counts.items() if v and k in PROBLEM_COUNTS}
         if failed and args.quiet:
             warn(f"answer {cell}: " + ", ".join(f"{k} {v}" for k, v in failed.items()))
     for name, rates in (summary.get("reader_controls") or {}).items():
-        say(args, f"answer: reader controls on {name}: positive {shown(rates['positive'])}, negative "
-                  f"{shown(rates['negative'])} (stats compares them with the plan's datasets.{name}.reader_acceptance)")
-    print(f"answer: {len(summary.get('cells', {}))} cell(s) answered -> results/answers/ (frozen config {frozen[:12]})")
+        say(
+            args,
+            f"answer: reader controls on {name}: positive {shown(rates['positive'])}, negative "
+            f"{shown(rates['negative'])} (stats compares them with the plan's "
+            f"datasets.{name}.reader_acceptance)",
+        )
+    print(
+        f"answer: {len(summary.get('cells', {}))} cell(s) answered -> results/answers/ (frozen config "
+        f"{frozen[:12]})"
+    )
     return 0

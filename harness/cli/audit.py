@@ -35,15 +35,26 @@ def add_arguments(parser) -> None:
     parser.add_argument("--registered-hash", metavar="H",
                         help="the frozen hash published at registration (printed by `harness freeze`); the "
                              "freeze must still have it")
-    parser.add_argument("--release-hash", metavar="H",
-                        help="the release hash published at release (printed by `harness release` and `harness "
-                             "report`); the release record must still hash to it and every file match the record")
-    parser.add_argument("--rescore", type=rescore_count, metavar="K",
-                        help="also re-run K seeded cells (or `all`) from the frozen inputs in a scratch folder and "
-                             "compare their chunk, run, per-question and answer bytes with the released ones (no "
-                             "model is called)")
-    parser.add_argument("--rescore-seed", type=int, default=None,
-                        help="seed drawing the rescored cells (default: harness.pipeline.rescore.DEFAULT_SEED)")
+    parser.add_argument(
+        "--release-hash",
+        metavar="H",
+        help="the release hash published at release (printed by `harness release` and `harness "
+        "report`); the release record must still hash to it and every file match the record",
+    )
+    parser.add_argument(
+        "--rescore",
+        type=rescore_count,
+        metavar="K",
+        help="also re-run K seeded cells (or `all`) from the frozen inputs in a scratch folder and "
+        "compare their chunk, run, per-question and answer bytes with the released ones (no "
+        "model is called)",
+    )
+    parser.add_argument(
+        "--rescore-seed",
+        type=int,
+        default=None,
+        help="seed drawing the rescored cells (default: harness.pipeline.rescore.DEFAULT_SEED)",
+    )
 
 
 def rescore_count(text: str) -> int | str:

@@ -36,7 +36,9 @@ def add_arguments(parser) -> None:
         "--fresh", action="store_true", help="regenerate every LLM answer, ignoring the cache (env FRESH=1)"
     )
     mode.add_argument(
-        "--replay", action="store_true", help="answer only from the generation cache, never write it (env REPLAY=1)"
+        "--replay",
+        action="store_true",
+        help="answer only from the generation cache, never write it (env REPLAY=1)",
     )
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -56,7 +58,9 @@ def llm_mode(args, environ: Mapping[str, str]) -> tuple[bool, bool]:
     fresh = bool(args.fresh) or _env_flag(environ, "FRESH")
     replay = bool(args.replay) or _env_flag(environ, "REPLAY")
     if fresh and replay:
-        raise HarnessError("fresh (--fresh / FRESH=1) and replay (--replay / REPLAY=1) contradict each other; pick one")
+        raise HarnessError(
+            "fresh (--fresh / FRESH=1) and replay (--replay / REPLAY=1) contradict each other; pick one"
+        )
     return fresh, replay
 
 

@@ -21,17 +21,26 @@ HELP = "chunk Markdown files for an LLM-free arm and print one JSON chunk per li
 
 def add_arguments(parser) -> None:
     parser.add_argument("--arm", required=True, choices=llm_free_kinds(), help="arm whose chunks to print")
-    parser.add_argument("files", nargs="+", metavar="FILE.md", help="Markdown files (UTF-8); doc_id is the path as given")
-    parser.add_argument("--tau-min", type=int, default=TAU_MIN, help=f"header-led tau_min in characters (default {TAU_MIN})")
-    parser.add_argument("--tau-max", type=int, default=TAU_MAX, help=f"header-led tau_max in characters (default {TAU_MAX})")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE.md", help="Markdown files (UTF-8); doc_id is the path as given"
+    )
+    parser.add_argument(
+        "--tau-min", type=int, default=TAU_MIN, help=f"header-led tau_min in characters (default {TAU_MIN})"
+    )
+    parser.add_argument(
+        "--tau-max", type=int, default=TAU_MAX, help=f"header-led tau_max in characters (default {TAU_MAX})"
+    )
     parser.add_argument(
         "--fl-tokens",
         type=int,
         default=None,
         help="FL window length in tokens (default: the median S chunk length over the given files)",
     )
-    parser.add_argument("--contextual-headers", action="store_true",
-                        help="prefix each chunk's indexed text with the heading paths of the provisions it touches")
+    parser.add_argument(
+        "--contextual-headers",
+        action="store_true",
+        help="prefix each chunk's indexed text with the heading paths of the provisions it touches",
+    )
 
 
 def read_document(path: str) -> Document:

@@ -15,7 +15,8 @@ HELP = 'print one paired contrast A - B (BCa intervals, sign-flip p, optional TO
 
 DESCRIPTION = (
     "Compare two arms on one dataset, retriever and metric: pair questions by qid, report A - B in points "
-    "with 90 and 95 percent BCa and percentile cluster-bootstrap intervals, the cluster sign-flip p-value and, with "
+    "with 90 and 95 percent BCa and percentile cluster-bootstrap intervals, the cluster sign-flip p-value "
+    "and, with "
     "--margin, the TOST p-value. Prints one JSON object. Ad hoc: no multiplicity adjustment, no verdict."
 )
 
@@ -33,9 +34,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--b", required=True, metavar="ARM", help="arm B")
     parser.add_argument("--retriever", required=True)
     parser.add_argument("--metric", required=True, help="metric name, e.g. rec@512t")
-    parser.add_argument("--margin", type=float,
-                        help=f"equivalence margin in points (above 0, at most {MAX_MARGIN:g}); adds p_tost and "
-                             "the t-TOST beside it (ci90_t, p_tost_t, t_df)")
+    parser.add_argument(
+        "--margin",
+        type=float,
+        help=f"equivalence margin in points (above 0, at most {MAX_MARGIN:g}); adds p_tost and "
+        "the t-TOST beside it (ci90_t, p_tost_t, t_df)",
+    )
     parser.add_argument("--resamples", type=int, default=10_000,
                         help=f"bootstrap resamples, 2 to {MAX_RESAMPLES:,} (default 10000)")
     parser.add_argument("--max-flips", type=int, default=10_000,
@@ -44,9 +48,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed, recorded in the output (default 0)")
     parser.add_argument("--no-strata", action="store_true",
                         help="ignore the stratum column (default: resample each stratum separately)")
-    parser.add_argument("--deviation", metavar="REASON",
-                        help="when the table belongs to a study whose configured cells are not all scored "
-                             "yet: look anyway, appending the look and its reason to the study's DEVIATIONS.md")
+    parser.add_argument(
+        "--deviation",
+        metavar="REASON",
+        help="when the table belongs to a study whose configured cells are not all scored "
+        "yet: look anyway, appending the look and its reason to the study's DEVIATIONS.md",
+    )
     add_output_arguments(parser, result_on_stdout=True)
 
 

@@ -16,7 +16,9 @@ HELP = "check configs/study.yaml and print the effective config, defaults filled
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_study_argument(parser)
-    parser.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default yaml)")
+    parser.add_argument(
+        "--format", choices=("yaml", "json"), default="yaml", help="output format (default yaml)"
+    )
 
 
 def render(study: Study, fmt: str) -> str:

@@ -24,8 +24,12 @@ def add_arguments(parser) -> None:
     parser.description = DESCRIPTION
     add_study_argument(parser)
     add_output_arguments(parser)
-    parser.add_argument("--output-tokens", type=int, metavar="N",
-                        help="expected output tokens per call (default: the model's output cap, an upper bound)")
+    parser.add_argument(
+        "--output-tokens",
+        type=int,
+        metavar="N",
+        help="expected output tokens per call (default: the model's output cap, an upper bound)",
+    )
     parser.add_argument("--summary-tokens", type=int, default=60, metavar="N",
                         help="allowance per call for the previous chunk's summary, which the model writes "
                              "(default 60)")
@@ -51,7 +55,9 @@ def run(args) -> int:
     print(f"{'dataset/arm':<28} {'model':<14} {'calls':>8} {'input tok':>12} {'output tok':>12} {'USD':>10}")
     for r in rows:
         usd = "unpriced" if r.usd is None else ("local $0" if not r.billed else f"{r.usd:.4f}")
-        name = r.dataset + '/' + r.arm + (f' x{r.repeats}' if r.repeats > 1 else '')  # repeats: all runs counted
+        name = (
+            r.dataset + '/' + r.arm + (f' x{r.repeats}' if r.repeats > 1 else '')
+        )  # repeats: all runs counted
         print(f"{name:<28} {r.model:<14} {r.calls:>8} {r.input_tokens:>12} "
               f"{r.output_tokens:>12} {usd:>10}")
     print(f"total: {sum(r.calls for r in rows)} calls, {sum(r.input_tokens for r in rows)} input and "

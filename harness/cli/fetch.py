@@ -14,8 +14,16 @@ HELP = "fetch every declared `source:` that is missing, verify the rest against 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_study_argument(parser)
-    parser.add_argument("--dry-run", action="store_true", help="list every file it would write or verify, with its source; no network")
-    parser.add_argument("--update", action="store_true", help="fetch every source again at its newest (or newly declared) revision and rewrite the lock")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list every file it would write or verify, with its source; no network",
+    )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="fetch every source again at its newest (or newly declared) revision and rewrite the lock",
+    )
     add_output_arguments(parser)
 
 

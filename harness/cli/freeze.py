@@ -24,10 +24,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_study_argument(parser)
     add_output_arguments(parser)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="compare the current inputs with the frozen ones (exit 2 on drift)")
-    mode.add_argument("--show-timeline", action="store_true", help="print the registration timeline of the plan and amendments")
-    parser.add_argument("--strict", action="store_true", help="with --check: also refuse changed package versions and harness commit")
-    parser.add_argument("--force", metavar="REASON", help="re-freeze although results exist under the old freeze; REASON (required) goes to DEVIATIONS.md")
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help="compare the current inputs with the frozen ones (exit 2 on drift)",
+    )
+    mode.add_argument(
+        "--show-timeline",
+        action="store_true",
+        help="print the registration timeline of the plan and amendments",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --check: also refuse changed package versions and harness commit",
+    )
+    parser.add_argument(
+        "--force",
+        metavar="REASON",
+        help="re-freeze although results exist under the old freeze; REASON (required) goes to DEVIATIONS.md",
+    )
 
 
 def run(args) -> int:
@@ -56,8 +72,11 @@ def run(args) -> int:
     print(_summary(record, study, digest, verb="kept" if digest == before else "froze"))
     for name, content in sorted(record["dataset_content"].items()):
         say(args, loss_summary(name, content["counts"]), problem=bool(lost_counts(content["counts"])))
-    print(f"publish this hash (a public registry, a tag, the paper); `harness audit --registered-hash {digest}` "
-          "checks the freeze against it")
+    print(
+        "publish this hash (a public registry, a tag, the paper); `harness audit --registered-hash "
+        f"{digest}` "
+        "checks the freeze against it"
+    )
     return 0
 
 
@@ -67,7 +86,8 @@ def _summary(record: dict, study: Study, digest: str, *, verb: str) -> str:
     files = record["input_files"]
     lines = [
         f"{verb} {study.frozen_path}",
-        f"  datasets {len(config['datasets'])}, arms {len(config['arms'])}, retrievers {len(config['retrievers'])}, "
+        f"  datasets {len(config['datasets'])}, arms {len(config['arms'])}, retrievers "
+        f"{len(config['retrievers'])}, "
         f"models {len(record['model_digests'])}, prompts {sum(p.startswith('prompts/') for p in files)}, "
         f"input files {len(files)}",
         f"  plan and amendments {len(record['registration'])}, selection {selection[:12]}, "

@@ -1,4 +1,5 @@
-"""`harness glossary`: the glossary of every declared arm kind, retriever type, metric, rule, verdict, tier and
+"""`harness glossary`: the glossary of every declared arm kind, retriever type, metric, rule, verdict, tier
+and
 instrument, as Markdown (docs/glossary.md is its output)."""
 
 from pathlib import Path
@@ -6,8 +7,10 @@ from pathlib import Path
 from harness.files import atomic_write_text
 from harness.report.glossary import glossary_markdown
 
-HELP = ("print the glossary generated from the registries (arm kinds, retriever types, metrics, rules, verdicts, "
-        "tiers, instruments) as Markdown, or write it with --out (docs/glossary.md is its output)")
+HELP = (
+    "print the glossary generated from the registries (arm kinds, retriever types, metrics, rules, verdicts, "
+    "tiers, instruments) as Markdown, or write it with --out (docs/glossary.md is its output)"
+)
 
 
 def add_arguments(parser) -> None:

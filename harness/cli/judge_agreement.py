@@ -28,10 +28,16 @@ def run(args) -> int:
         study = Study.at(args.study)
         labelled = Path(args.file).resolve()
         # the labelled file is the human's, edited by design: this command takes it as its declared input
-        require_recorded(study, stage="judge-agreement", exempt=lambda rel: results_dir(study) / rel == labelled,
-                         adopt=args.adopt_unrecorded)
+        require_recorded(
+            study,
+            stage="judge-agreement",
+            exempt=lambda rel: results_dir(study) / rel == labelled,
+            adopt=args.adopt_unrecorded,
+        )
         path = record_agreement(study, result, Path(args.file))
-        note_written(labelled, sha256_file(labelled), labelled.stat().st_size)  # journaled when under results/
+        note_written(
+            labelled, sha256_file(labelled), labelled.stat().st_size
+        )  # journaled when under results/
         record_release(study)
         print(f"judge-agreement: recorded in {path}")
     return 0 if result.passed else 1

@@ -7,8 +7,10 @@ from harness.pipeline.judge_sample import write_sample
 from harness.provenance.recorded import record_release, require_recorded
 from harness.study import Study
 
-HELP = ("export a seeded sample of the nugget judge's verdicts (nugget, answer, judge verdict) as CSV with an "
-        "empty human_verdict column, for the human spot check")
+HELP = (
+    "export a seeded sample of the nugget judge's verdicts (nugget, answer, judge verdict) as CSV with an "
+    "empty human_verdict column, for the human spot check"
+)
 
 
 def add_arguments(parser) -> None:
@@ -20,9 +22,14 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     study = Study.at(args.study)
-    require_recorded(study, stage="judge-sample", adopt=args.adopt_unrecorded)  # it records every released file
+    require_recorded(
+        study, stage="judge-sample", adopt=args.adopt_unrecorded
+    )  # it records every released file
     n = write_sample(study, Path(args.out), n=args.n, seed=args.seed)
     record_release(study)  # the sample may be written under results/judges/
-    print(f"judge-sample: {n} rows -> {args.out}; fill `human_verdict` (support, partial_support, not_support), "
-          "then run `harness judge-agreement FILE --study DIR`")
+    print(
+        f"judge-sample: {n} rows -> {args.out}; fill `human_verdict` (support, partial_support, "
+        "not_support), "
+        "then run `harness judge-agreement FILE --study DIR`"
+    )
     return 0

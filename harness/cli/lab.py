@@ -1,4 +1,5 @@
-"""`harness lab DOC.md QE.json`: every lab chunker under flat and graph retrieval, recall per split (no study needed)."""
+"""`harness lab DOC.md QE.json`: every lab chunker under flat and graph retrieval, recall per split (no study
+needed)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,28 @@ HELP = "run the chunking lab on one Markdown file and its question-evidence JSON
 
 def add_arguments(parser) -> None:
     parser.add_argument("doc", metavar="DOC.md", help="the Markdown document (UTF-8)")
-    parser.add_argument("qe", metavar="QE.json", help="JSON list of {question, evidence: [exact strings], split}")
-    parser.add_argument("--L", type=int, default=LAB_L, help=f"chunk length limit in characters (default {LAB_L})")
-    parser.add_argument("--budget", type=int, default=LAB_BUDGET, help=f"context budget (default {LAB_BUDGET})")
+    parser.add_argument(
+        "qe", metavar="QE.json", help="JSON list of {question, evidence: [exact strings], split}"
+    )
+    parser.add_argument(
+        "--L", type=int, default=LAB_L, help=f"chunk length limit in characters (default {LAB_L})"
+    )
+    parser.add_argument(
+        "--budget", type=int, default=LAB_BUDGET, help=f"context budget (default {LAB_BUDGET})"
+    )
     parser.add_argument("--unit", choices=UNITS, default="words", help="budget unit (default words)")
-    parser.add_argument("--overflow", choices=OVERFLOWS, default="skip", help="a chunk that does not fit: skip it or cut it (default skip)")
-    parser.add_argument("--novelty", type=float, default=NOVELTY, help=f"skip chunks less than this share new; 0 turns it off (default {NOVELTY})")
+    parser.add_argument(
+        "--overflow",
+        choices=OVERFLOWS,
+        default="skip",
+        help="a chunk that does not fit: skip it or cut it (default skip)",
+    )
+    parser.add_argument(
+        "--novelty",
+        type=float,
+        default=NOVELTY,
+        help=f"skip chunks less than this share new; 0 turns it off (default {NOVELTY})",
+    )
 
 
 def _pct(x: float) -> str:
@@ -56,6 +73,8 @@ def format_table(rows: list[LabRow]) -> str:
 def run(args) -> int:
     doc = read_document(args.doc)
     questions = read_lab_questions(doc.text, args.qe, doc_id=doc.doc_id)
-    settings = LabSettings(L=args.L, budget=args.budget, unit=args.unit, overflow=args.overflow, novelty=args.novelty or None)
+    settings = LabSettings(
+        L=args.L, budget=args.budget, unit=args.unit, overflow=args.overflow, novelty=args.novelty or None
+    )
     sys.stdout.write(format_table(run_lab(doc, questions, settings)))
     return 0

@@ -137,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
-        print(f"harness {args.command}: interrupted; completed work is kept, rerun to resume", file=sys.stderr)
+        print(
+            f"harness {args.command}: interrupted; completed work is kept, rerun to resume", file=sys.stderr
+        )
         return 130
 
 

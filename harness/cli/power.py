@@ -34,7 +34,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--power", type=float, default=0.80, help="target power (default 0.80)")
     parser.add_argument("--true-difference", type=float, default=0.0,
                         help="assumed true A - B in points (default 0)")
-    parser.add_argument("--simulations", type=int, default=1000, help="simulated studies per size (default 1000)")
+    parser.add_argument(
+        "--simulations", type=int, default=1000, help="simulated studies per size (default 1000)"
+    )
     parser.add_argument("--sizes", type=int, nargs="+", metavar="N",
                         help="cluster counts to try (default: 10 up to 40 times the pilot, log-spaced)")
     parser.add_argument("--seed", type=int, default=0, help="seed, recorded in the output (default 0)")
@@ -61,8 +63,16 @@ def run(args) -> int:
                                retriever=args.retriever, metric=args.metric)
     try:
         result = tost_clusters_for_power(
-            pairs.diffs, pairs.clusters, margin=args.margin, alpha=args.alpha, target=args.power,
-            true_difference=args.true_difference, sizes=args.sizes, simulations=args.simulations, seed=args.seed)
+            pairs.diffs,
+            pairs.clusters,
+            margin=args.margin,
+            alpha=args.alpha,
+            target=args.power,
+            true_difference=args.true_difference,
+            sizes=args.sizes,
+            simulations=args.simulations,
+            seed=args.seed,
+        )
     except ValueError as e:
         raise HarnessError(str(e)) from None
     out = {"pilot": str(path), "dataset": args.dataset, "a": args.a, "b": args.b,

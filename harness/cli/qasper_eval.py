@@ -14,15 +14,19 @@ DESCRIPTION = (
     "is read too). Predictions: JSON lines, one object per question with question_id, predicted_answer "
     "(string) and predicted_evidence (list of paragraph strings). Answer F1 is token F1 after lower-casing "
     "and removing punctuation, articles and extra whitespace, maximised over the annotators' answers; "
-    "evidence F1 compares the predicted paragraph strings with each annotator's evidence, maximised likewise. "
+    "evidence F1 compares the predicted paragraph strings with each annotator's evidence, maximised "
+    "likewise. "
     "A gold question without a prediction scores 0 and is counted as missing; a gold question with no "
-    "usable answer is excluded and counted. Scores are fractions in [0, 1]; the text output adds points (x100)."
+    "usable answer is excluded and counted. Scores are fractions in [0, 1]; the text output adds points "
+    "(x100)."
 )
 
 
 def add_arguments(parser) -> None:
     parser.description = DESCRIPTION
-    parser.add_argument("--gold", required=True, metavar="FILE.json", help="Qasper gold file (original schema)")
+    parser.add_argument(
+        "--gold", required=True, metavar="FILE.json", help="Qasper gold file (original schema)"
+    )
     parser.add_argument("--predictions", required=True, metavar="FILE.jsonl",
                         help="JSON lines: question_id, predicted_answer, predicted_evidence")
     parser.add_argument("--text-evidence-only", action="store_true",
@@ -53,7 +57,9 @@ def run(args) -> int:
     out.write(f"Questions excluded, no usable gold answer: {result.excluded_no_gold_answer} "
               f"(annotations without an answer: {result.annotations_without_answer}; "
               f"predictions for excluded questions: {result.predictions_for_excluded})\n")
-    out.write(f"Gold evidence: {'text only (FLOAT SELECTED dropped)' if result.text_evidence_only else 'all'}\n")
+    out.write(
+        f"Gold evidence: {'text only (FLOAT SELECTED dropped)' if result.text_evidence_only else 'all'}\n"
+    )
     return 0
 
 

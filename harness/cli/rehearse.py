@@ -8,12 +8,14 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 
-HELP = "run every stage on a simulated twin of the study (simulated data and models): time, memory, and which tests can get a verdict"
+HELP = ("run every stage on a simulated twin of the study (simulated data and models): time, memory, and "
+        "which tests can get a verdict")
 
 DESCRIPTION = (
     "Builds a synthetic twin of the study in --out: the same config, plan, amendments, prompts, arms, "
     "retrievers, budgets, families and seeds, with simulated data (in each dataset adapter's own format) and "
-    "stand-in models (`backend: simulated`: answers derived from the prompt by hashing; hashed n-gram encoders "
+    "stand-in models (`backend: simulated`: answers derived from the prompt by hashing; hashed n-gram "
+    "encoders "
     "and rerankers unless --real-encoders). Then runs select, freeze, estimate, build-arms, score, answer, "
     "stats, audit and report on the twin, each in its own process, and prints each stage's wall time, peak "
     "memory and counts, then every registered test: its verdict on the twin, or BLOCKED with the reason. "
@@ -33,33 +35,66 @@ def add_arguments(parser) -> None:
 
     parser.description = DESCRIPTION
     add_study_argument(parser)
-    parser.add_argument("--out", required=True, metavar="DIR",
-                        help="where the twin is written (outside the study; a rerun into the same DIR resumes)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="where the twin is written (outside the study; a rerun into the same DIR resumes)",
+    )
     parser.add_argument("--scale", choices=SCALES, default="small",
                         help="paper: the paper's sizes; small: a few minutes' version (default small)")
-    parser.add_argument("--executor", choices=("local", "ray"), help="executor for score and stats (default: the config's)")
+    parser.add_argument(
+        "--executor", choices=("local", "ray"), help="executor for score and stats (default: the config's)"
+    )
     parser.add_argument("--score-workers", type=int, metavar="N",
                         help="the score stage scores N arms at once in N processes (harness score --workers; "
                              "default: the config's executor.workers, else 1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated data (default 0)")
-    parser.add_argument("--real-encoders", action="store_true",
-                        help="keep the configured dense encoders and rerankers instead of the hashed stand-ins")
+    parser.add_argument(
+        "--real-encoders",
+        action="store_true",
+        help="keep the configured dense encoders and rerankers instead of the hashed stand-ins",
+    )
     parser.add_argument("--malformed-rate", type=float, default=0.02, metavar="SHARE",
                         help="share of simulated LLM answers that are broken JSON (default 0.02)")
-    parser.add_argument("--effect", action="append", default=[], metavar="TEST=POINTS",
-                        help="a registered test's true effect in points for the replicates (repeatable; others 0)")
-    parser.add_argument("--replicates", type=int, default=0, metavar="R",
-                        help="redraw the per-question outcomes R times with the known effects (default 0: none)")
-    parser.add_argument("--resamples", type=int, default=REPLICATE_RESAMPLES, metavar="N",
-                        help="bootstrap resamples and sign-flips per replicate contrast (default "
-                        f"{REPLICATE_RESAMPLES}: verdict shares agree with the registered count within Monte Carlo "
-                        "error, see benchmarks/bench_replicates.py; 0: the plan's registered count)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                        help="processes for the replicates (the result is the same for any number; default: the CPUs)")
+    parser.add_argument(
+        "--effect",
+        action="append",
+        default=[],
+        metavar="TEST=POINTS",
+        help="a registered test's true effect in points for the replicates (repeatable; others 0)",
+    )
+    parser.add_argument(
+        "--replicates",
+        type=int,
+        default=0,
+        metavar="R",
+        help="redraw the per-question outcomes R times with the known effects (default 0: none)",
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=REPLICATE_RESAMPLES,
+        metavar="N",
+        help="bootstrap resamples and sign-flips per replicate contrast (default "
+        f"{REPLICATE_RESAMPLES}: verdict shares agree with the registered count within Monte Carlo "
+        "error, see benchmarks/bench_replicates.py; 0: the plan's registered count)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="processes for the replicates (the result is the same for any number; default: the CPUs)",
+    )
     parser.add_argument("--pilot", metavar="FILE",
                         help="replicates redraw this per-question file (.parquet/.csv) instead of the twin's")
-    parser.add_argument("--until", choices=STAGES, metavar="STAGE",
-                        help=f"stop after this stage ({', '.join(STAGES)}); tests are then listed as far as stats ran")
+    parser.add_argument(
+        "--until",
+        choices=STAGES,
+        metavar="STAGE",
+        help=f"stop after this stage ({', '.join(STAGES)}); tests are then listed as far as stats ran",
+    )
     add_output_arguments(parser)
 
 

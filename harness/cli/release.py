@@ -5,8 +5,10 @@ from harness.provenance.drift import check_frozen
 from harness.provenance.release import publishable_release_hash
 from harness.study import Study
 
-HELP = ("print the release hash (one SHA-256 over results/results_manifest.json, the release record) once every "
-        "released file matches the record; publish it beside the registered hash")
+HELP = (
+    "print the release hash (one SHA-256 over results/results_manifest.json, the release record) once every "
+    "released file matches the record; publish it beside the registered hash"
+)
 
 
 def add_arguments(parser) -> None:

@@ -11,7 +11,8 @@ from harness.cli.output import add_output_arguments
 from harness.cli.score import add_workers_argument
 from harness.config.executor import EXECUTORS
 
-HELP = "run select, freeze, estimate, build-arms, score, answer (when configured), stats, audit and report in order"
+HELP = ("run select, freeze, estimate, build-arms, score, answer (when configured), stats, audit and report "
+        "in order")
 
 DESCRIPTION = (
     "Run every stage of the study in pipeline order, each as `harness STAGE --study DIR`, and stop at the "
@@ -57,9 +58,14 @@ def run(args) -> int:
                   f"Fix it and rerun: finished work is kept.", file=sys.stderr)
             return code
     if unverifiable:
-        print("harness run-all: every stage ran, but the audit found the registration NOT VERIFIABLE (the study "
-              "is in no git repository and no hash was published): commit the study, or publish the frozen hash "
-              "and run `harness audit --registered-hash H`", file=sys.stderr)
+        print(
+            "harness run-all: every stage ran, but the audit found the registration NOT VERIFIABLE (the "
+            "study "
+            "is in no git repository and no hash was published): commit the study, or publish the frozen "
+            "hash "
+            "and run `harness audit --registered-hash H`",
+            file=sys.stderr,
+        )
         return UNVERIFIABLE
     print(f"harness run-all: {len(stages)} stages done; the report is {report_dir(study) / 'index.html'}")
     return 0

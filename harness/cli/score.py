@@ -36,15 +36,21 @@ def run(args) -> int:
                            executor=executor)
     record_release(study)
     for name, n in rows.items():
-        print(f"score: {name}: {n} per-question rows -> results/per_question/{name}.parquet (frozen config {frozen[:12]})")
+        print(
+            f"score: {name}: {n} per-question rows -> results/per_question/{name}.parquet (frozen config "
+            f"{frozen[:12]})"
+        )
     return 0
 
 
 def add_executor_arguments(parser) -> None:
     """Shared by `score` and `stats`: where the cells run (default: the config's `executor:`, else local)."""
     parser.add_argument("--executor", choices=EXECUTORS, help="local (this machine) or ray (each arm a task)")
-    parser.add_argument("--ray-address", metavar="ADDR",
-                        help="an existing Ray cluster (e.g. ray://head:10001); default: start a local instance")
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="an existing Ray cluster (e.g. ray://head:10001); default: start a local instance",
+    )
 
 
 def add_workers_argument(parser) -> None:

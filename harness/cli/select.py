@@ -21,7 +21,9 @@ def run(args) -> int:
     selection = build_selection(study)
     for line in summary_lines(selection):
         print(line)
-    for name in sorted(study.config.datasets):  # what the selected study loads: every drop, loss or change counted
+    for name in sorted(
+        study.config.datasets
+    ):  # what the selected study loads: every drop, loss or change counted
         counts = load_dataset(study, name, selection=selection).counts
         say(args, loss_summary(name, counts), problem=bool(lost_counts(counts)))
     print(f"wrote {study.selection_path}")

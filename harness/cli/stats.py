@@ -50,7 +50,9 @@ def run(args) -> int:
     from harness.provenance.recorded import record_release, require_recorded
 
     study = Study.at(args.study)
-    check_frozen(study, stage="stats", models=False)  # an edited plan or input is refused here as in build-arms and score
+    check_frozen(
+        study, stage="stats", models=False
+    )  # an edited plan or input is refused here as in build-arms and score
     require_recorded(study, stage="stats", adopt=args.adopt_unrecorded)  # no hand edit since a stage wrote it
     plan = load_study_plan(study)
     frozen = results_frozen_hash(study)
@@ -63,7 +65,9 @@ def run(args) -> int:
         families = run_plan(plan, table, only=args.family, judge_rates=rates, threads=max(1, args.threads),
                             reader_rates=reader)
     else:
-        families = run_plan_on_ray(executor, plan, table, only=args.family, judge_rates=rates, reader_rates=reader)
+        families = run_plan_on_ray(
+            executor, plan, table, only=args.family, judge_rates=rates, reader_rates=reader
+        )
     results = [replace(r, frozen_config_hash=frozen, deviation=args.deviation if deviation else None)
                for r in families]
     write_outputs(stats_dir(study), results)
@@ -83,7 +87,11 @@ def run(args) -> int:
             atomic_write_json(stats_dir(study) / "analyses" / f"{record['id']}.json", record | stamp)
             state = record["status"] if record["status"] == RAN else \
                 "blocked: " + "; ".join(f"{m['what']} (run `{m['target']}`)" for m in record["missing"])
-            say(args, f"analysis {record['id']} ({record['analysis']}): {state}", problem=record["status"] != RAN)
+            say(
+                args,
+                f"analysis {record['id']} ({record['analysis']}): {state}",
+                problem=record["status"] != RAN,
+            )
     record_release(study)
     print(f"wrote {stats_dir(study)}")
     return 0
@@ -91,6 +99,10 @@ def run(args) -> int:
 
 def add_threads_argument(parser) -> None:
     """Shared by `stats` and `audit` (which recomputes every family)."""
-    parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1),
-                        help="threads computing the contrasts (default: the cores, at most 4); the output is the "
-                             "same for any count")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="threads computing the contrasts (default: the cores, at most 4); the output is the "
+        "same for any count",
+    )

@@ -18,5 +18,9 @@ def contextual_headers_setting():
 
 def wants_contextual_headers(arm_cfg: Any) -> bool:
     """Whether an arm config (typed, or the plain mapping `harness chunk` passes) switches the option on."""
-    value = arm_cfg.get("contextual_headers") if isinstance(arm_cfg, Mapping) else getattr(arm_cfg, "contextual_headers", None)
+    value = (
+        arm_cfg.get("contextual_headers")
+        if isinstance(arm_cfg, Mapping)
+        else getattr(arm_cfg, "contextual_headers", None)
+    )
     return value is True

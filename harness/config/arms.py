@@ -70,7 +70,9 @@ class LlmArm:
     kind: str = setting(check=Text(non_empty=True))
     model: str = setting(check=Text(non_empty=True))  # a `models:` entry
     datasets: tuple[str, ...] | None = setting(None, DATASETS)
-    documents: int | str = setting(ALL_DOCUMENTS, Either((OneOf((ALL_DOCUMENTS,)), Int(1))))  # a seeded subset
+    documents: int | str = setting(
+        ALL_DOCUMENTS, Either((OneOf((ALL_DOCUMENTS,)), Int(1)))
+    )  # a seeded subset
     seed: int | None = setting(None, Optional(Int()))  # draws the subset when `documents` is a number
     # per-arm (and per-dataset) model limits on top of the model's own options
     model_options: dict[str, Any] = setting(check=MapOf(ModelOption()), factory=dict)
@@ -89,7 +91,9 @@ class LlmArm:
 
     def completed(self, where: Where) -> "LlmArm":
         if self.documents != ALL_DOCUMENTS and self.seed is None:
-            raise where.child("seed").fail(f"is required with `documents: {self.documents}` (an integer seed)")
+            raise where.child("seed").fail(
+                f"is required with `documents: {self.documents}` (an integer seed)"
+            )
         roles = ARM_KINDS[self.kind].prompts
         for role in self.prompts or {}:
             if role not in roles:
@@ -105,7 +109,9 @@ class LlmArm:
         return self
 
 
-def check_repeats_sample(arm: str, cfg: "LlmArm", model_cfg: Any, datasets: Mapping[str, Any], where: Where) -> None:
+def check_repeats_sample(
+    arm: str, cfg: "LlmArm", model_cfg: Any, datasets: Mapping[str, Any], where: Where
+) -> None:
     """An arm with `repeats` must sample (temperature > 0) on every dataset it covers: at temperature 0
     greedy decoding ignores the seed, so every repeat would be the same run (harness.arms.repeats)."""
     for dataset in cfg.datasets or list(datasets):
@@ -114,8 +120,10 @@ def check_repeats_sample(arm: str, cfg: "LlmArm", model_cfg: Any, datasets: Mapp
             temperature = getattr(model_cfg, "temperature", None)
         if temperature is None or float(temperature) <= 0:
             raise where.child("repeats").fail(
-                f"needs sampling, but the arm decodes at temperature {temperature} on dataset {dataset} (greedy "
-                "decoding makes every repeat identical); set `model_options: {temperature: ...}` above 0")
+                f"needs sampling, but the arm decodes at temperature {temperature} on dataset {dataset} "
+                "(greedy "
+                "decoding makes every repeat identical); set `model_options: {temperature: ...}` above 0"
+            )
 
 
 @dataclass(frozen=True)
@@ -127,7 +135,9 @@ class DerivedArm:
     model: str | None = setting(None, Optional(Text(non_empty=True)))  # M-TP: a `models:` entry
     datasets: tuple[str, ...] | None = setting(None, DATASETS)
     seeds: int | None = setting(None, Optional(Int(1)))  # RM: count of random seeds (0, 1, ..., seeds - 1)
-    embedder: str | None = setting(None, Optional(Text(non_empty=True)))  # SM: a dense retriever (or its model)
+    embedder: str | None = setting(
+        None, Optional(Text(non_empty=True))
+    )  # SM: a dense retriever (or its model)
     contextual_headers: bool | None = contextual_headers_setting()
 
     def completed(self, where: Where) -> "DerivedArm":

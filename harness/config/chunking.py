@@ -33,6 +33,7 @@ class Chunking:
             raise where.child("tau_min").expected(f"an integer <= tau_max ({self.tau_max})", self.tau_min)
         if self.f256t_stride > self.f256t_tokens:
             raise where.child("f256t_stride").expected(
-                f"an integer <= f256t_tokens ({self.f256t_tokens}), or windows would skip text", self.f256t_stride
+                f"an integer <= f256t_tokens ({self.f256t_tokens}), or windows would skip text",
+                self.f256t_stride,
             )
         return self

@@ -72,11 +72,15 @@ class QasperDataset:
 class FreshStackDomain:
     queries: str | None = setting(None, Optional(_PATH))
     corpus: str | None = setting(None, Optional(_PATH))
-    qrels: str | None = setting(None, Optional(_PATH))  # without it, the nuggets' relevant_corpus_ids are gold
+    qrels: str | None = setting(
+        None, Optional(_PATH)
+    )  # without it, the nuggets' relevant_corpus_ids are gold
     checkout: str | None = setting(None, Optional(_PATH))  # the docs repository at `commit`
     commit: str | int = setting("", Either((Text(), Int())))  # YAML reads an all-digit hash as an int
     corpus_path_prefix: str = setting("", Text())
-    distractor_ratio: float | str = setting(1, Either((OneOf(("full",)), Number(0))))  # distractors per gold file
+    distractor_ratio: float | str = setting(
+        1, Either((OneOf(("full",)), Number(0)))
+    )  # distractors per gold file
     licence: str = setting("", Text())
     # for `harness fetch`
     source: FreshStackSources | None = setting(None, Optional(Nested(FreshStackSources)))
@@ -128,7 +132,8 @@ class SeededSplit:
 
 @dataclass(frozen=True)
 class QuestionEvidenceDataset:
-    """One Markdown document plus a JSON list of {question, evidence: [exact strings], split} (the lab's format)."""
+    """One Markdown document plus a JSON list of {question, evidence: [exact strings], split} (the lab's
+    format)."""
 
     adapter: str = setting(check=OneOf(("question_evidence",)))
     metric_set: str = setting(check=MetricSetName(EVIDENCE_STRINGS))  # the Qasper-like metrics
@@ -139,8 +144,15 @@ class QuestionEvidenceDataset:
     selection: ClusterSelection | None = setting(None, Optional(Nested(ClusterSelection)))
 
 
-DATASET_SCHEMAS: dict[str, type] = {"qasper": QasperDataset, "freshstack": FreshStackDataset, "jsonl": JsonlDataset,
-                                    "question_evidence": QuestionEvidenceDataset}
-DATASET = Variants("adapter", lambda raw: DATASET_SCHEMAS.get(raw.get("adapter")) if isinstance(raw.get("adapter"), str) else None,
-                   tuple(DATASET_SCHEMAS))
+DATASET_SCHEMAS: dict[str, type] = {
+    "qasper": QasperDataset,
+    "freshstack": FreshStackDataset,
+    "jsonl": JsonlDataset,
+    "question_evidence": QuestionEvidenceDataset,
+}
+DATASET = Variants(
+    "adapter",
+    lambda raw: DATASET_SCHEMAS.get(raw.get("adapter")) if isinstance(raw.get("adapter"), str) else None,
+    tuple(DATASET_SCHEMAS),
+)
 DatasetConfig = QasperDataset | FreshStackDataset | JsonlDataset | QuestionEvidenceDataset

@@ -19,7 +19,9 @@ LOCAL = "local"
 @dataclass(frozen=True)
 class Executor:
     kind: str = setting(LOCAL, OneOf(EXECUTORS))
-    ray_address: str | None = setting(None, Optional(Text(non_empty=True)))  # None: start a local Ray instance
+    ray_address: str | None = setting(
+        None, Optional(Text(non_empty=True))
+    )  # None: start a local Ray instance
     # ray: the CPUs of a local instance (None: all); local: processes scoring an arm each (None: 1, in the
     # score process itself)
     workers: int | None = setting(None, Optional(Int(1)))

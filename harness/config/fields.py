@@ -35,7 +35,10 @@ class Where:
     @property
     def dotted(self) -> str:
         """chunking.tau_max, arms.E.datasets[0]"""
-        return "".join(k if i == 0 or k.startswith("[") else f".{k}" for i, k in enumerate(self.keys)) or "(top level)"
+        return (
+            "".join(k if i == 0 or k.startswith("[") else f".{k}" for i, k in enumerate(self.keys))
+            or "(top level)"
+        )
 
     def fail(self, message: str) -> HarnessError:
         prefix = f"{self.path}: " if self.path is not None else "config: "
@@ -177,7 +180,9 @@ class ListOf(ValueCheck):
 
     @property
     def expected(self) -> str:
-        size = {0: "a list", 1: "a non-empty list"}.get(self.min_len, f"a list of {self.min_len} or more items")
+        size = {0: "a list", 1: "a non-empty list"}.get(
+            self.min_len, f"a list of {self.min_len} or more items"
+        )
         return f"{size} (each item: {self.item.expected}{', no repeats' if self.unique else ''})"
 
     def __call__(self, value: Any, where: Where) -> Any:
@@ -253,7 +258,9 @@ class Variants(ValueCheck):
             if isinstance(given, str):
                 close = difflib.get_close_matches(given, self.names, n=1, cutoff=0.6)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise where.child(self.key).fail(f"is {given!r}, not a known value{hint}; known: {', '.join(self.names)}")
+                raise where.child(self.key).fail(
+                    f"is {given!r}, not a known value{hint}; known: {', '.join(self.names)}"
+                )
             raise where.child(self.key).expected(f"one of {', '.join(self.names)}", given)
         return build(cls, value, where)
 
@@ -315,9 +322,14 @@ def replace(obj: Any, **changes: Any) -> Any:
 
 
 def to_plain(value: Any) -> Any:
-    """Sections as plain JSON/YAML data: dicts in field order, tuples as lists, unset (None) settings left out."""
+    """Sections as plain JSON/YAML data: dicts in field order, tuples as lists, unset (None) settings left
+    out."""
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_plain(getattr(value, f.name)) for f in fields(value) if getattr(value, f.name) is not None}
+        return {
+            f.name: to_plain(getattr(value, f.name))
+            for f in fields(value)
+            if getattr(value, f.name) is not None
+        }
     if isinstance(value, Mapping):
         return {str(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -81,7 +81,9 @@ class ProvisionsArm(_LabArm):
         except re.error as e:
             raise where.child("ref_pattern").fail(f"is not a regular expression: {e}") from None
         if groups < 1:
-            raise where.child("ref_pattern").fail("needs a group capturing the provision id, e.g. Section (\\d+(?:\\.\\d+)+)")
+            raise where.child("ref_pattern").fail(
+                "needs a group capturing the provision id, e.g. Section (\\d+(?:\\.\\d+)+)"
+            )
         return self
 
 
@@ -114,7 +116,9 @@ def expand_sweeps(arms: dict, where: Where) -> dict:
             expanded = {name: cfg}
         for new in expanded:
             if new in out or (new != name and new in arms):
-                raise where.child(name).child("L").fail(f"expands to arm `{new}`, which is already configured")
+                raise (
+                    where.child(name).child("L").fail(f"expands to arm `{new}`, which is already configured")
+                )
         out.update(expanded)
     return out
 

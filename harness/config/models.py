@@ -14,7 +14,13 @@ from harness.config.fields import (
 )
 
 OLLAMA_OPTIONS = {"temperature": 0.0, "num_ctx": 8192, "num_predict": 512}
-LLAMACPP_OPTIONS = {"temperature": 0.0, "n_ctx": 8192, "max_tokens": 512, "chat_format": "gemma", "repeat_penalty": 1.0}
+LLAMACPP_OPTIONS = {
+    "temperature": 0.0,
+    "n_ctx": 8192,
+    "max_tokens": 512,
+    "chat_format": "gemma",
+    "repeat_penalty": 1.0,
+}
 OPENAI_OPTIONS = {"temperature": 0.0, "max_tokens": 1024}
 SIMULATED_OPTIONS = {"temperature": 0.0, "max_tokens": 512, "malformed_rate": 0.0}
 TIMEOUT_S = 600.0  # per call, for server backends
@@ -61,7 +67,9 @@ def pool_checked(model: Any, single: str, where: Where) -> Any:
             raise where.child("failover").fail("applies only to a pool of servers (`hosts:`)")
         return model
     if getattr(model, single) is not None:
-        raise where.child("hosts").fail(f"give either `{single}:` (one server) or `hosts:` (a pool), not both")
+        raise where.child("hosts").fail(
+            f"give either `{single}:` (one server) or `hosts:` (a pool), not both"
+        )
     urls = [h.url.rstrip("/") for h in model.hosts]
     repeated = sorted({u for u in urls if urls.count(u) > 1})
     if repeated:
@@ -75,8 +83,12 @@ class _Model:
 
     backend: str = setting(check=Text())
     seed: int = setting(FIRST_SEED, Int())
-    retry_temperature: float | None = setting(None, Optional(_TEMPERATURE))  # retries sample at this temperature
-    digest: str | None = setting(None, Optional(Text(non_empty=True)))  # pins the weights for replay-only audits
+    retry_temperature: float | None = setting(
+        None, Optional(_TEMPERATURE)
+    )  # retries sample at this temperature
+    digest: str | None = setting(
+        None, Optional(Text(non_empty=True))
+    )  # pins the weights for replay-only audits
 
 
 @dataclass(frozen=True)
@@ -131,15 +143,21 @@ class Provider:
 class OpenAIModel(_Model):
     name: str = setting(check=Text(non_empty=True))
     base_url: str | None = setting(None, Optional(Text(non_empty=True)))  # one server; or `hosts:`
-    hosts: tuple[ServerHost, ...] | None = setting(None, _HOSTS)  # self-hosted servers (vLLM, llama.cpp server)
+    hosts: tuple[ServerHost, ...] | None = setting(
+        None, _HOSTS
+    )  # self-hosted servers (vLLM, llama.cpp server)
     failover: Failover | None = setting(None, _FAILOVER)
-    revision: str | None = setting(None, Optional(Text(non_empty=True)))  # the weights' revision, pinned in a pool
+    revision: str | None = setting(
+        None, Optional(Text(non_empty=True))
+    )  # the weights' revision, pinned in a pool
     api_key_env: str = setting(OPENAI_API_KEY_ENV, Text(non_empty=True))
     timeout_s: float = setting(TIMEOUT_S, Number(0, above=True))
     stall_s: float | None = setting(None, Optional(Number(0, above=True)))  # None: timeout_s
     temperature: float = setting(OPENAI_OPTIONS["temperature"], _TEMPERATURE)
     max_tokens: int = setting(OPENAI_OPTIONS["max_tokens"], _POSITIVE)
-    reasoning_effort: str | None = setting(None, Optional(OneOf(("none", "minimal", "low", "medium", "high"))))
+    reasoning_effort: str | None = setting(
+        None, Optional(OneOf(("none", "minimal", "low", "medium", "high")))
+    )
     provider: Provider = setting(check=Nested(Provider), factory=Provider)
     price_in_per_mtok: float | None = setting(None, Optional(Number(0)))  # USD per million prompt tokens
     price_out_per_mtok: float | None = setting(None, Optional(Number(0)))
@@ -161,20 +179,31 @@ class SimulatedModel(_Model):
     max_tokens: int = setting(SIMULATED_OPTIONS["max_tokens"], _POSITIVE)
     # the share of calls answered with broken JSON, so retries and `llm_failed` run their real code
     malformed_rate: float = setting(SIMULATED_OPTIONS["malformed_rate"], Number(0, 1))
-    price_in_per_mtok: float | None = setting(None, Optional(Number(0)))  # priced: billed, the spend cap applies
+    price_in_per_mtok: float | None = setting(
+        None, Optional(Number(0))
+    )  # priced: billed, the spend cap applies
     price_out_per_mtok: float | None = setting(None, Optional(Number(0)))
     context_tokens: int | None = setting(None, Optional(_POSITIVE))
 
     def completed(self, where: Where) -> "SimulatedModel":
         if (self.price_in_per_mtok is None) != (self.price_out_per_mtok is None):
-            raise where.child("price_in_per_mtok").fail("and `price_out_per_mtok` go together (give both or neither)")
+            raise where.child("price_in_per_mtok").fail(
+                "and `price_out_per_mtok` go together (give both or neither)"
+            )
         return self
 
 
-MODEL_SCHEMAS: dict[str, type] = {"ollama": OllamaModel, "llama.cpp": LlamaCppModel, "openai-compatible": OpenAIModel,
-                                  "simulated": SimulatedModel}
-MODEL = Variants("backend", lambda raw: MODEL_SCHEMAS.get(raw.get("backend")) if isinstance(raw.get("backend"), str) else None,
-                 tuple(MODEL_SCHEMAS))
+MODEL_SCHEMAS: dict[str, type] = {
+    "ollama": OllamaModel,
+    "llama.cpp": LlamaCppModel,
+    "openai-compatible": OpenAIModel,
+    "simulated": SimulatedModel,
+}
+MODEL = Variants(
+    "backend",
+    lambda raw: MODEL_SCHEMAS.get(raw.get("backend")) if isinstance(raw.get("backend"), str) else None,
+    tuple(MODEL_SCHEMAS),
+)
 ModelConfig = OllamaModel | LlamaCppModel | OpenAIModel | SimulatedModel
 
 

@@ -1,7 +1,8 @@
 """The one rule for the names a study gives (datasets, arms, retrievers, models, domains; the plan's families
 and tests), and the error for a config value that must name an entry of another section.
 
-A name becomes part of file names under results/ (chunks/<dataset>/<arm>.jsonl, runs/.../<arm>__<retriever>.run)
+A name becomes part of file names under results/ (chunks/<dataset>/<arm>.jsonl,
+runs/.../<arm>__<retriever>.run)
 and a field of TREC run files and CSVs, so it is checked once, where the config and the plan are loaded
 (docs/pipeline.md, "Names and numbers"): a letter or digit, then letters, digits and `_ . + @ -`, no `__`
 (it joins an arm and a retriever in a file name), at most NAME_MAX characters. No path separator, white
@@ -47,4 +48,6 @@ NAME = SafeName()
 def not_a_name(where: Where, value: str, known: dict[str, Any], section: str) -> HarnessError:
     close = difflib.get_close_matches(value, list(known), n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return where.fail(f"is {value!r}, which is not an entry of `{section}:`{hint}; configured: {', '.join(known) or 'none'}")
+    return where.fail(
+        f"is {value!r}, which is not an entry of `{section}:`{hint}; configured: {', '.join(known) or 'none'}"
+    )

@@ -62,7 +62,9 @@ class PythonArm(PluginArm):
 
 @dataclass(frozen=True)
 class LangchainArm(PluginArm):
-    splitter: str = setting(check=ClassName())  # a langchain_text_splitters class, e.g. RecursiveCharacterTextSplitter
+    splitter: str = setting(
+        check=ClassName()
+    )  # a langchain_text_splitters class, e.g. RecursiveCharacterTextSplitter
     params: dict[str, Any] = params_setting()
 
 

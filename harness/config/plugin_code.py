@@ -1,5 +1,6 @@
 """What an arm kind or retriever type running code from outside the harness declares (docs/plugins.md): which
-of its settings name that code or the files it reads, or which library it wraps. The freeze records an entry by
+of its settings name that code or the files it reads, or which library it wraps. The freeze records an entry
+by
 this declaration (harness.plugins.code_identity, read by harness.provenance.inputs)."""
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from dataclasses import dataclass
 
 from harness.errors import HarnessError
 
-PLUGINS_FOLDER = "plugins"  # a study's own plugin modules, beside configs/; every file in it is a frozen input
+PLUGINS_FOLDER = (
+    "plugins"  # a study's own plugin modules, beside configs/; every file in it is a frozen input
+)
 EXTRA = "plugins"  # the optional extra that installs the adapters' libraries: pip install -e '.[plugins]'
 
 
@@ -17,7 +20,9 @@ def split_callable(text: str) -> tuple[str, str]:
     module, sep, name = text.partition(":")
     parts = module.split(".") if module else []
     if not sep or not name.isidentifier() or not parts or not all(p.isidentifier() for p in parts):
-        raise HarnessError(f"`{text}` is not `module:function` (a dotted module name, a colon, a function name)")
+        raise HarnessError(
+            f"`{text}` is not `module:function` (a dotted module name, a colon, a function name)"
+        )
     return module, name
 
 

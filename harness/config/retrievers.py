@@ -14,7 +14,20 @@ from typing import Any, Mapping
 
 from harness.config import lab
 from harness.config.fields import (
-    ValueCheck, Flag, Int, ListOf, MapOf, Number, OneOf, Optional, Nested, Text, Variants, Where, replace, setting,
+    ValueCheck,
+    Flag,
+    Int,
+    ListOf,
+    MapOf,
+    Number,
+    OneOf,
+    Optional,
+    Nested,
+    Text,
+    Variants,
+    Where,
+    replace,
+    setting,
 )
 from harness.config.models import TIMEOUT_S, Failover, ServerHost, pool_checked
 from harness.config.plugin_arms import CallableName, params_setting
@@ -34,7 +47,10 @@ LATE_OVERLAP = 128  # tokens two consecutive late-chunking windows share
 TRUNCATION_SIDES = ("right", "left")  # right keeps the head of a text, left its tail
 # Qwen3-Reranker: the model card's context length; pairs are padded to a multiple of PAD_MULTIPLE tokens
 QWEN3_RERANK_MAX_LENGTH = 8192
-RERANK_APIS = ("cohere", "tei")  # /rerank bodies: vLLM and Infinity (documents -> results), TEI (texts -> list)
+RERANK_APIS = (
+    "cohere",
+    "tei",
+)  # /rerank bodies: vLLM and Infinity (documents -> results), TEI (texts -> list)
 
 QWEN3_TASK = "Given a web search query, retrieve relevant passages that answer the query"
 # Model family (name without tag or namespace) -> (query prefix, document prefix), from each model's card.
@@ -79,7 +95,8 @@ class Bm25(RetrieverSchema):
 
 @dataclass(frozen=True)
 class Graph(RetrieverSchema):
-    """Chunk-graph retriever (harness.retrieval.graph): personalised PageRank from a base retriever's seeds."""
+    """Chunk-graph retriever (harness.retrieval.graph): personalised PageRank from a base retriever's
+    seeds."""
 
     base: str = setting(lab.GRAPH_BASE, Text(non_empty=True))  # another `retrievers:` entry
     adjacency: float = setting(lab.GRAPH_ADJACENCY, Number(0))
@@ -87,7 +104,9 @@ class Graph(RetrieverSchema):
     xref: float = setting(lab.GRAPH_XREF, Number(0))
     lexical: float = setting(lab.GRAPH_LEXICAL, Number(0))
     lexical_threshold: float = setting(lab.GRAPH_LEXICAL_THRESHOLD, Number(0, 1))
-    ablate: tuple[str, ...] = setting((), ListOf(OneOf(lab.EDGE_TYPES), unique=True))  # edge types switched off
+    ablate: tuple[str, ...] = setting(
+        (), ListOf(OneOf(lab.EDGE_TYPES), unique=True)
+    )  # edge types switched off
     ref_pattern: str = setting(lab.REF_PATTERN, Text(non_empty=True))  # what counts as a cross-reference
     seeds: int = setting(lab.GRAPH_SEEDS, _POSITIVE)
     restart: float = setting(lab.GRAPH_RESTART, Number(0, 1))
@@ -117,9 +136,15 @@ class Dense(RetrieverSchema):
         model = self.model
         if model is None:
             if self.backend != "sentence-transformers":
-                raise where.child("model").fail(f"is required for backend {self.backend!r} (e.g. nomic-embed-text)")
+                raise where.child("model").fail(
+                    f"is required for backend {self.backend!r} (e.g. nomic-embed-text)"
+                )
             model = DEFAULT_SENTENCE_TRANSFORMER
-        given = {k: v for k, v in (("query_prefix", self.query_prefix), ("document_prefix", self.document_prefix)) if v is not None}
+        given = {
+            k: v
+            for k, v in (("query_prefix", self.query_prefix), ("document_prefix", self.document_prefix))
+            if v is not None
+        }
         query_prefix, document_prefix = resolve_prefixes(model, given)
         done = replace(self, model=model, query_prefix=query_prefix, document_prefix=document_prefix)
         return _late_checked(_truncation_checked(done, where), where)
@@ -133,11 +158,14 @@ def _truncation_checked(cfg: Dense, where: Where) -> Dense:
         return cfg
     if cfg.backend == "ollama" and cfg.tokenizer is None:
         raise where.child("tokenizer").fail(
-            "is required with `truncate_tokens:` on backend ollama (the server cannot count tokens for us): a local "
+            "is required with `truncate_tokens:` on backend ollama (the server cannot count tokens for us): "
+            "a local "
             "path or Hugging Face id of the model's tokenizer, read from the local cache"
         )
     if cfg.backend == "sentence-transformers" and cfg.tokenizer is not None:
-        raise where.child("tokenizer").fail("applies only to backend ollama (sentence-transformers models count with their own)")
+        raise where.child("tokenizer").fail(
+            "applies only to backend ollama (sentence-transformers models count with their own)"
+        )
     return replace(cfg, truncation_side=cfg.truncation_side or TRUNCATION_SIDES[0])
 
 
@@ -149,10 +177,13 @@ def _late_checked(cfg: Dense, where: Where) -> Dense:
             raise where.child("late_overlap").fail("applies only with `pooling: late`")
         return cfg
     if cfg.backend not in LATE_BACKENDS:
-        raise where.child("pooling").fail(f"late needs token embeddings, which only backends {', '.join(LATE_BACKENDS)} "
-                                          "give")
+        raise where.child("pooling").fail(
+            f"late needs token embeddings, which only backends {', '.join(LATE_BACKENDS)} give"
+        )
     if cfg.truncate_tokens is not None:
-        raise where.child("truncate_tokens").fail("does not apply with `pooling: late` (long documents are windowed)")
+        raise where.child("truncate_tokens").fail(
+            "does not apply with `pooling: late` (long documents are windowed)"
+        )
     return replace(cfg, late_overlap=LATE_OVERLAP if cfg.late_overlap is None else cfg.late_overlap)
 
 
@@ -210,7 +241,8 @@ class SimulatedRerank(Rerank):
 
 @dataclass(frozen=True)
 class TransformersRerank(Rerank):
-    """A Qwen3-Reranker-style causal LM in process: P("yes") at the last position (harness.retrieval.rerank_qwen3)."""
+    """A Qwen3-Reranker-style causal LM in process: P("yes") at the last position
+    (harness.retrieval.rerank_qwen3)."""
 
     backend: str = setting(check=OneOf((TRANSFORMERS,)))
     model: str = setting(check=Text(non_empty=True))  # a local path or a Hugging Face id in the local cache
@@ -221,10 +253,13 @@ class TransformersRerank(Rerank):
 
 @dataclass(frozen=True)
 class HttpRerank(Rerank):
-    """A `/rerank` server (vLLM, Text Embeddings Inference, Infinity), or a pool of them (harness.retrieval.rerank_http)."""
+    """A `/rerank` server (vLLM, Text Embeddings Inference, Infinity), or a pool of them
+    (harness.retrieval.rerank_http)."""
 
     backend: str = setting(check=OneOf((HTTP_RERANK,)))
-    model: str = setting(check=Text(non_empty=True))  # the id the server reports; checked before the first call
+    model: str = setting(
+        check=Text(non_empty=True)
+    )  # the id the server reports; checked before the first call
     base_url: str | None = setting(None, Optional(Text(non_empty=True)))  # one server
     hosts: tuple[ServerHost, ...] | None = setting(  # a pool
         None, Optional(ListOf(Nested(ServerHost), min_len=1)))
@@ -245,7 +280,8 @@ class HttpRerank(Rerank):
 
 @dataclass(frozen=True)
 class PythonRetriever(RetrieverSchema):
-    """`type: python` (harness.retrieval.outside): fn(query, chunks, **params) scores a scope's chunks or ranks
+    """`type: python` (harness.retrieval.outside): fn(query, chunks, **params) scores a scope's chunks or
+    ranks
     them (docs/plugins.md)."""
 
     callable: str = setting(check=CallableName())  # `module:function`, from the study's plugins/ or a package
@@ -254,10 +290,14 @@ class PythonRetriever(RetrieverSchema):
 
 @dataclass(frozen=True)
 class RunFile(RetrieverSchema):
-    """`type: run-file` (harness.retrieval.outside): the rankings another toolkit wrote, a TREC run per arm."""
+    """`type: run-file` (harness.retrieval.outside): the rankings another toolkit wrote, a TREC run per
+    arm."""
 
-    runs: dict[str, str] = setting(check=MapOf(Text(non_empty=True), non_empty=True))  # arm -> file in the study
-    # the rehearsal twin's stand-in (its questions and chunks are in no run): BM25 ranks instead, `model` names
+    runs: dict[str, str] = setting(
+        check=MapOf(Text(non_empty=True), non_empty=True)
+    )  # arm -> file in the study
+    # the rehearsal twin's stand-in (its questions and chunks are in no run): BM25 ranks instead, `model`
+    # names
     # what it stands in for
     backend: str | None = setting(None, Optional(OneOf((SIMULATED,))))
     model: str | None = setting(None, Optional(Text(non_empty=True)))
@@ -304,7 +344,9 @@ class RetrieverTypeSpec:
     rescorable: bool = True
     # the schema is chosen by `backend:` among these (the first when none is given)
     backends: Mapping[str, "RetrieverTypeSpec"] | None = None
-    plugin: PluginCode | None = None  # it runs code or reads files from outside the harness, recorded by the freeze
+    plugin: PluginCode | None = (
+        None  # it runs code or reads files from outside the harness, recorded by the freeze
+    )
     description: str | None = None  # a phrase for the glossary (harness.report.glossary)
 
     def member_names(self, cfg: Any) -> list[str]:
@@ -333,20 +375,42 @@ RERANK_BACKENDS: dict[str, RetrieverTypeSpec] = {
 }
 RETRIEVER_TYPES: dict[str, RetrieverTypeSpec] = {
     "bm25": RetrieverTypeSpec(Bm25, description="Okapi BM25 over the chunks' words: lexical matching"),
-    "dense": RetrieverTypeSpec(Dense, True, embeds=True, stand_in=_DENSE_STAND_IN,
-                               description="an embedding model; chunks ranked by cosine similarity to the query"),
-    "rrf": RetrieverTypeSpec(Rrf, members=("of",), description="reciprocal rank fusion: other retrievers' "
-                             "rankings combined (e.g. a hybrid of lexical and dense)"),
-    "graph": RetrieverTypeSpec(Graph, members=("base",), description="personalised PageRank over a chunk graph "
-                               "from a base retriever's top chunks"),
-    "rerank": RetrieverTypeSpec(Rerank, members=_FIRST_STAGE, backends=RERANK_BACKENDS,
-                                description="a reranker rescoring the head of a first-stage ranking"),
+    "dense": RetrieverTypeSpec(
+        Dense,
+        True,
+        embeds=True,
+        stand_in=_DENSE_STAND_IN,
+        description="an embedding model; chunks ranked by cosine similarity to the query",
+    ),
+    "rrf": RetrieverTypeSpec(
+        Rrf,
+        members=("of",),
+        description="reciprocal rank fusion: other retrievers' "
+        "rankings combined (e.g. a hybrid of lexical and dense)",
+    ),
+    "graph": RetrieverTypeSpec(
+        Graph,
+        members=("base",),
+        description="personalised PageRank over a chunk graph from a base retriever's top chunks",
+    ),
+    "rerank": RetrieverTypeSpec(
+        Rerank,
+        members=_FIRST_STAGE,
+        backends=RERANK_BACKENDS,
+        description="a reranker rescoring the head of a first-stage ranking",
+    ),
     # from outside the harness (docs/plugins.md)
-    "python": RetrieverTypeSpec(PythonRetriever, plugin=PluginCode(callable_key="callable"),
-                                description="your own retriever: the Python function the entry's `callable:` names"),
-    "run-file": RetrieverTypeSpec(RunFile, plugin=PluginCode(files_key="runs"),
-                                  stand_in=StandIn(("type", "datasets", "arms", "runs"), "run file", always=True),
-                                  description="rankings another toolkit wrote, read from run files in the study"),
+    "python": RetrieverTypeSpec(
+        PythonRetriever,
+        plugin=PluginCode(callable_key="callable"),
+        description="your own retriever: the Python function the entry's `callable:` names",
+    ),
+    "run-file": RetrieverTypeSpec(
+        RunFile,
+        plugin=PluginCode(files_key="runs"),
+        stand_in=StandIn(("type", "datasets", "arms", "runs"), "run file", always=True),
+        description="rankings another toolkit wrote, read from run files in the study",
+    ),
 }
 
 
@@ -381,8 +445,19 @@ def _retriever_schema(raw: Mapping[str, Any]) -> type | None:
 
 
 RETRIEVER = Variants("type", _retriever_schema, tuple(RETRIEVER_TYPES))
-RetrieverConfig = (Bm25 | Dense | Rrf | Graph | CrossEncoderRerank | LlmYesRerank | SimulatedRerank | TransformersRerank
-                   | HttpRerank | PythonRetriever | RunFile)
+RetrieverConfig = (
+    Bm25
+    | Dense
+    | Rrf
+    | Graph
+    | CrossEncoderRerank
+    | LlmYesRerank
+    | SimulatedRerank
+    | TransformersRerank
+    | HttpRerank
+    | PythonRetriever
+    | RunFile
+)
 
 
 def retriever_settings(name: str, cfg: Any) -> RetrieverConfig:

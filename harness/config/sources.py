@@ -1,7 +1,8 @@
 """`source:` where a dataset's input files come from, so `harness fetch` can get them (harness.sources).
 
 One source is exactly one of:
-  huggingface: {id, config, split, revision, rows}  rows of a hub dataset (or a local folder in the hub's layout),
+  huggingface: {id, config, split, revision, rows}  rows of a hub dataset (or a local folder in the hub's
+  layout),
                                                     written in the adapter's own file format
   url: {href, sha256, member}                       a plain file, or `member` of a .tar(.gz) / .zip archive
   git: {repository, commit}                         a documentation checkout at exactly that commit
@@ -70,7 +71,9 @@ class Source:
     def completed(self, where: Where) -> "Source":
         given = [f.name for f in fields(self) if getattr(self, f.name) is not None]
         if len(given) != 1:
-            raise where.fail(f"must give exactly one of huggingface, url, git (got {', '.join(given) or 'none'})")
+            raise where.fail(
+                f"must give exactly one of huggingface, url, git (got {', '.join(given) or 'none'})"
+            )
         return self
 
 
@@ -79,7 +82,9 @@ FOLDER_KINDS = ("git",)  # what a checkout (a folder) may come from
 ROWS_KINDS = ("huggingface",)  # sources of rows, written as the adapter's JSON or JSON lines
 
 
-def check_kinds(sources: object, where: Where, *, folders: tuple[str, ...] = (), text_only: tuple[str, ...] = ()) -> None:
+def check_kinds(
+    sources: object, where: Where, *, folders: tuple[str, ...] = (), text_only: tuple[str, ...] = ()
+) -> None:
     """A folder key (`checkout`) takes only a git source, a file key never does; a key whose file is not
     JSON (`qrels`) takes no hub rows."""
     for f in fields(sources):
@@ -90,7 +95,11 @@ def check_kinds(sources: object, where: Where, *, folders: tuple[str, ...] = (),
             at = where.child(f.name).child(f"[{i}]") if isinstance(value, tuple) else where.child(f.name)
             folder = f.name in folders
             if (source.kind in FOLDER_KINDS) != folder:
-                wanted = "a git source (a checkout is a folder)" if folder else "a huggingface or url source (a file)"
+                wanted = (
+                    "a git source (a checkout is a folder)"
+                    if folder
+                    else "a huggingface or url source (a file)"
+                )
                 raise at.fail(f"must be {wanted}, got `{source.kind}`")
             if f.name in text_only and source.kind in ROWS_KINDS:
                 raise at.fail("is a text file: give a url source, hub rows have no format for it")
@@ -140,4 +149,6 @@ def check_targets(entry: object, sources: object, where: Where) -> None:
         if isinstance(given, tuple):
             targets = (target,) if isinstance(target, str) else target
             if len(targets) != len(given):
-                raise at.fail(f"must list one source per entry of `{f.name}` ({len(targets)}), got {len(given)}")
+                raise at.fail(
+                    f"must list one source per entry of `{f.name}` ({len(targets)}), got {len(given)}"
+                )

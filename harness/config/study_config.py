@@ -1,7 +1,7 @@
 """The whole of configs/study.yaml as one typed, validated object with every default filled in.
 
-    config = load_study_config(path, default_name="demo")   # StudyConfig, or HarnessError
-    to_plain(config)                                         # what `harness config` prints and the freeze records
+config = load_study_config(path, default_name="demo")   # StudyConfig, or HarnessError
+to_plain(config)                                         # what `harness config` prints and the freeze records
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ class StudyConfig:
     llm: Llm = setting(check=Nested(Llm), factory=Llm)
     run_depth: int = setting(RUN_DEPTH, Int(1))
     # standard IR measures scored beside each metric set's own (harness.config.ir_measures); None: none
-    ir_measures: tuple[str, ...] | None = setting(None, Optional(ListOf(IrMeasureName(), min_len=1, unique=True)))
+    ir_measures: tuple[str, ...] | None = setting(
+        None, Optional(ListOf(IrMeasureName(), min_len=1, unique=True))
+    )
     # how rankings fill the budgets before scoring; None: cl100k tokens, cut at the budget (unset, so configs
     # written before the option freeze unchanged)
     assembly: Assembly | None = setting(None, Optional(Nested(Assembly)))
@@ -78,13 +80,16 @@ class StudyConfig:
             if model is not None and model not in self.models:
                 raise not_a_name(where.child("arms").child(arm).child("model"), model, self.models, "models")
             if getattr(cfg, "repeats", None) is not None:
-                check_repeats_sample(arm, cfg, self.models[model], self.datasets, where.child("arms").child(arm))
+                check_repeats_sample(
+                    arm, cfg, self.models[model], self.datasets, where.child("arms").child(arm)
+                )
         check_answer_names(self.reader, self.judge, self, where)
         return self
 
 
 def _check_names(entries: dict[str, Any], key: str, known: dict[str, Any], where: Where) -> None:
-    """`datasets: [...]` / `arms: [...]` restrictions must name configured entries (a typo would drop cells)."""
+    """`datasets: [...]` / `arms: [...]` restrictions must name configured entries (a typo would drop
+    cells)."""
     for name, cfg in entries.items():
         for i, value in enumerate(getattr(cfg, key, None) or ()):
             if value not in known:

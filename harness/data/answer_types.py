@@ -18,7 +18,12 @@ ANSWER_TYPES = (EXTRACTIVE, ABSTRACTIVE, YES_NO, UNANSWERABLE)  # also the tie o
 NO_TYPE = ""
 
 # the evaluator's reference types (harness.data.qasper_gold.ANSWER_TYPES) -> these labels
-FROM_EVALUATOR = {"extractive": EXTRACTIVE, "abstractive": ABSTRACTIVE, "boolean": YES_NO, "none": UNANSWERABLE}
+FROM_EVALUATOR = {
+    "extractive": EXTRACTIVE,
+    "abstractive": ABSTRACTIVE,
+    "boolean": YES_NO,
+    "none": UNANSWERABLE,
+}
 
 
 def combined_answer_type(votes: Iterable[str]) -> str:

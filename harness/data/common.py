@@ -178,7 +178,8 @@ def read_markdown(path: str | Path) -> tuple[str, bool]:
 
 
 # white space (Unicode's, as str.isspace) and control characters (C0, DEL, C1): a TREC run file splits its
-# lines on white space, and a CSV or a terminal shows neither faithfully (docs/pipeline.md, "Names and numbers")
+# lines on white space, and a CSV or a terminal shows neither faithfully (docs/pipeline.md, "Names and
+# numbers")
 _UNSAFE_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
 

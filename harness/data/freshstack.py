@@ -1,7 +1,8 @@
 """FreshStack adapter: local queries / corpus / qrels files plus a docs checkout at a pinned commit.
 
 What the FreshStack release looks like (freshstack/queries-oct-2024 and freshstack/corpus-oct-2024 on the
-Hugging Face hub, one config per topic: angular, godot, langchain, laravel, yolo; and the fresh-stack/freshstack
+Hugging Face hub, one config per topic: angular, godot, langchain, laravel, yolo; and the
+fresh-stack/freshstack
 code that built them):
   - queries, split "test": query_id, query_title, query_text, answer_id, answer_text, metadata {date, tags},
     nuggets: [{_id, text, relevant_corpus_ids, non_relevant_corpus_ids}]. Nugget ids are "<query_id>_<n>";
@@ -9,14 +10,16 @@ code that built them):
   - corpus, split "train": _id, title (empty), text. An id is "<file path>_<start>_<end>": the file's path
     in the checkout (the repository name may lead it, e.g. "docs/"; see `corpus_path_prefix`) and the chunk's
     offsets. The chunk text was taken as `file_content[start:end]` from the file read in Python text mode, so
-    the offsets index CHARACTERS of the LF-normalised text, not bytes, even where the builder calls them bytes.
+    the offsets index CHARACTERS of the LF-normalised text, not bytes, even where the builder calls them
+    bytes.
     The path may itself contain "_", so the two offsets are split off from the right.
 
 Local files this adapter reads (export the hub splits with `Dataset.to_json(path)`, which writes JSON lines):
   - queries: JSON lines in the queries layout above (query_title, answer_text, nuggets optional);
   - corpus: JSON lines {_id, text, ...};
   - qrels (optional): "query_id 0 corpus_id relevance" (TREC) or a header "query-id corpus-id score" then
-    tab/space separated rows (BEIR); relevance > 0 is gold. Without qrels, nuggets' relevant_corpus_ids are used.
+    tab/space separated rows (BEIR); relevance > 0 is gold. Without qrels, nuggets' relevant_corpus_ids are
+    used.
 
 Dataset options (configs/study.yaml):
 
@@ -36,8 +39,10 @@ Dataset options (configs/study.yaml):
       selection: {seed: 2027, n_questions: all, exclude: selection/pilot_freshstack_question_ids.txt}
 
 Gold: each gold corpus id becomes one Evidence sliced from the checkout file by character offsets and checked
-against the corpus text; a mismatch (or an id missing from the corpus, a file missing from the checkout, offsets
-out of range) is counted and the evidence kept unlocated. Gold outside Markdown files is dropped and counted. A
+against the corpus text; a mismatch (or an id missing from the corpus, a file missing from the checkout,
+offsets
+out of range) is counted and the evidence kept unlocated. Gold outside Markdown files is dropped and counted.
+A
 question left with no located gold is dropped and counted. Documents are "<domain>/<path>"; a question's scope
 is its domain's pooled corpus: every gold file of the domain's questions plus distractors, non-gold Markdown
 files drawn with random.Random(seed).sample over the sorted candidates (count = ratio x gold files, rounded
@@ -90,7 +95,8 @@ def is_markdown(path: str) -> bool:
 
 
 def markdown_files(checkout: Path) -> list[str]:
-    """Sorted checkout-relative POSIX paths of every Markdown file (hidden directories skipped, and a path that
+    """Sorted checkout-relative POSIX paths of every Markdown file (hidden directories skipped, and a path
+    that
     could not be a doc_id, with white space or a control character: it could never be retrieved)."""
     found = []
     for p in checkout.rglob("*"):
@@ -120,7 +126,9 @@ def _string(obj: dict, key: str, path, record, *, required: bool = True) -> str:
     if value is None and not required:
         return ""
     if not isinstance(value, str):
-        raise InputError(f"field `{key}` must be a string, got {type(value).__name__}", path=path, record=record)
+        raise InputError(
+            f"field `{key}` must be a string, got {type(value).__name__}", path=path, record=record
+        )
     return value
 
 
@@ -152,7 +160,9 @@ def read_queries(path: Path, reader: InputReader | None = None) -> list[dict]:
                 raise InputError("each nugget must be an object", path=path, record=where)
             ids = n.get("relevant_corpus_ids") or []
             if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-                raise InputError("nugget `relevant_corpus_ids` must be a list of strings", path=path, record=where)
+                raise InputError(
+                    "nugget `relevant_corpus_ids` must be a list of strings", path=path, record=where
+                )
             parsed.append((_string(n, "text", path, where), ids))
         rows.append({
             "qid": qid,
@@ -187,7 +197,9 @@ def read_qrels(path: Path, reader: InputReader) -> dict[str, list[str]]:
         elif len(fields) == 3:
             qid, cid, rel = fields
         else:
-            raise InputError(f"expected 3 (BEIR) or 4 (TREC) fields, got {len(fields)}", path=path, record=number)
+            raise InputError(
+                f"expected 3 (BEIR) or 4 (TREC) fields, got {len(fields)}", path=path, record=number
+            )
         try:
             relevance = float(rel)
         except ValueError:
@@ -253,12 +265,22 @@ def convert_domain(study: Study, name: str, domain: str, options: FreshStackDoma
         if not any(e.located for e in evidence):
             counts["questions_dropped_no_located_gold"] += 1
             continue
-        questions.append(Question(
-            qid=q["qid"], dataset=name, query=q["query"], cluster=q["qid"], stratum=domain, scope=(),
-            evidence=tuple(evidence), answers=(q["answer"],) if q["answer"].strip() else (),
-            nuggets=tuple(text for text, _ in q["nuggets"]),
-            reference_answer=q["answer"] if q["answer"].strip() else "",  # FreshStack's accepted answer, judged in the positive control
-        ))
+        questions.append(
+            Question(
+                qid=q["qid"],
+                dataset=name,
+                query=q["query"],
+                cluster=q["qid"],
+                stratum=domain,
+                scope=(),
+                evidence=tuple(evidence),
+                answers=(q["answer"],) if q["answer"].strip() else (),
+                nuggets=tuple(text for text, _ in q["nuggets"]),
+                reference_answer=q["answer"]
+                if q["answer"].strip()
+                else "",  # FreshStack's accepted answer, judged in the positive control
+            )
+        )
     provenance = {"source": f"FreshStack oct-2024 ({domain})", "commit": str(options.commit),
                   "licence": str(options.licence)}
     return DomainData(domain, tuple(questions), texts, tuple(markdown_files(checkout)), counts, provenance)
@@ -356,7 +378,9 @@ def load(study: Study, name: str, cfg: FreshStackDataset, selection: dict | None
 
 def _selection_seed(name: str, cfg: FreshStackDataset) -> int:
     if cfg.selection is None:
-        raise HarnessError(f"dataset `{name}`: selection.seed must be an integer (it seeds the distractor draw)")
+        raise HarnessError(
+            f"dataset `{name}`: selection.seed must be an integer (it seeds the distractor draw)"
+        )
     return cfg.selection.seed
 
 

@@ -35,7 +35,9 @@ def load_rows(dataset_id: str, *, split: str, config: str | None = None, revisio
     try:
         import datasets
     except ImportError:
-        raise HarnessError("the `datasets` package is not installed; install the pinned requirements") from None
+        raise HarnessError(
+            "the `datasets` package is not installed; install the pinned requirements"
+        ) from None
     if progress:
         datasets.enable_progress_bars()
     else:

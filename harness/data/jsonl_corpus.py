@@ -1,7 +1,8 @@
 """The generic JSONL corpus format (adapter `jsonl`): bring your own documents and questions.
 
 The format is specified in docs/jsonl-format.md. In short: documents.jsonl holds {doc_id, domain, path | text,
-provenance}; questions.jsonl holds {qid, query, scope, cluster, stratum, evidence, answers, nuggets, answer_type}. Paths are
+provenance}; questions.jsonl holds {qid, query, scope, cluster, stratum, evidence, answers, nuggets,
+answer_type}. Paths are
 relative to the directory of documents.jsonl. Evidence offsets index the document text after CRLF -> LF.
 Malformed records raise InputError naming the file and line; evidence text that is not in its document is
 counted and kept unlocated, and a question with no located evidence is dropped and counted.
@@ -60,7 +61,9 @@ def read_documents(path: Path, counts: Counter, reader: InputReader) -> dict[str
         if doc_id in documents:
             raise InputError(f"doc_id {doc_id!r} appears twice", path=path, record=where)
         if ("path" in row) == ("text" in row):
-            raise InputError(f"document {doc_id!r} needs exactly one of `path` or `text`", path=path, record=where)
+            raise InputError(
+                f"document {doc_id!r} needs exactly one of `path` or `text`", path=path, record=where
+            )
         if "path" in row:
             file = path.parent / _text_field(row, "path", path, line)
             if not file.is_file():
@@ -84,7 +87,9 @@ def _scope(row: dict, documents: dict[str, Document], by_domain: dict[str, list[
     scope = row.get("scope")
     where = f"line {line}"
     if not isinstance(scope, dict) or len(scope) != 1 or next(iter(scope)) not in ("doc", "domain", "docs"):
-        raise InputError('`scope` must be {"doc": id}, {"domain": name} or {"docs": [ids]}', path=path, record=where)
+        raise InputError(
+            '`scope` must be {"doc": id}, {"domain": name} or {"docs": [ids]}', path=path, record=where
+        )
     kind, value = next(iter(scope.items()))
     if kind == "domain":
         if value not in by_domain:
@@ -97,7 +102,11 @@ def _scope(row: dict, documents: dict[str, Document], by_domain: dict[str, list[
     if unknown:
         raise InputError(f"scope names unknown doc_id {unknown[0]!r}", path=path, record=where)
     domains = {documents[i].domain for i in ids}
-    return tuple(sorted(set(ids))), (domains.pop() if len(domains) == 1 else None), (value if kind == "doc" else None)
+    return (
+        tuple(sorted(set(ids))),
+        (domains.pop() if len(domains) == 1 else None),
+        (value if kind == "doc" else None),
+    )
 
 
 def _evidence(item, documents: dict[str, Document], scope: tuple[str, ...], path, line: int, counts: Counter):
@@ -108,7 +117,9 @@ def _evidence(item, documents: dict[str, Document], scope: tuple[str, ...], path
     if doc_id not in documents:
         raise InputError(f"evidence names unknown doc_id {doc_id!r}", path=path, record=where)
     if doc_id not in scope:
-        raise InputError(f"evidence doc_id {doc_id!r} is outside the question's scope", path=path, record=where)
+        raise InputError(
+            f"evidence doc_id {doc_id!r} is outside the question's scope", path=path, record=where
+        )
     text = documents[doc_id].text
     has_span = "start" in item or "end" in item
     if has_span:
@@ -126,7 +137,9 @@ def _evidence(item, documents: dict[str, Document], scope: tuple[str, ...], path
         return Evidence(doc_id, sliced, start, end)
     needle = item.get("text")
     if not isinstance(needle, str) or not needle.strip():
-        raise InputError("each evidence item needs a non-empty `text` or `start` and `end`", path=path, record=where)
+        raise InputError(
+            "each evidence item needs a non-empty `text` or `start` and `end`", path=path, record=where
+        )
     start = text.find(needle)
     if start < 0:
         counts["evidence_unlocated"] += 1
@@ -143,8 +156,11 @@ def read_questions(path: Path, dataset: str, documents: dict[str, Document], cou
     questions, seen = [], set()
     rows = list(reader.iter_jsonl(path))
     if not rows:  # else freeze says "rerun select" and select fails on no eligible cluster: a loop
-        raise InputError("holds no questions (the file is empty or blank); a questions file needs one JSON object "
-                         "per line (docs/jsonl-format.md)", path=path)
+        raise InputError(
+            "holds no questions (the file is empty or blank); a questions file needs one JSON object "
+            "per line (docs/jsonl-format.md)",
+            path=path,
+        )
     for line, row in rows:
         where = f"line {line}"
         qid = _text_field(row, "qid", path, line)
@@ -180,12 +196,26 @@ def read_questions(path: Path, dataset: str, documents: dict[str, Document], cou
             continue
         answer_type = _text_field(row, "answer_type", path, line, required=False, default=NO_TYPE)
         if answer_type not in ANSWER_TYPES + (NO_TYPE,):
-            raise InputError(f"field `answer_type` must be one of {', '.join(ANSWER_TYPES)}, got {answer_type!r}",
-                             path=path, record=where)
-        questions.append(Question(qid, dataset, query, cluster, stratum, scope, evidence,
-                                  _string_list(row, "answers", path, line), _string_list(row, "nuggets", path, line),
-                                  _text_field(row, "reference_answer", path, line, required=False),
-                                  answer_type=answer_type))
+            raise InputError(
+                f"field `answer_type` must be one of {', '.join(ANSWER_TYPES)}, got {answer_type!r}",
+                path=path,
+                record=where,
+            )
+        questions.append(
+            Question(
+                qid,
+                dataset,
+                query,
+                cluster,
+                stratum,
+                scope,
+                evidence,
+                _string_list(row, "answers", path, line),
+                _string_list(row, "nuggets", path, line),
+                _text_field(row, "reference_answer", path, line, required=False),
+                answer_type=answer_type,
+            )
+        )
     return questions
 
 
@@ -195,10 +225,14 @@ def _file_option(study: Study, name: str, key: str, value: str | None) -> Path:
     return study.resolve(value)
 
 
-def load(study: Study, name: str, cfg: JsonlDataset, selection: dict | None, reader: InputReader) -> LoadedDataset:
+def load(
+    study: Study, name: str, cfg: JsonlDataset, selection: dict | None, reader: InputReader
+) -> LoadedDataset:
     counts: Counter = Counter(dict.fromkeys(COUNT_KEYS, 0))
     documents = read_documents(_file_option(study, name, "documents", cfg.documents), counts, reader)
-    questions = read_questions(_file_option(study, name, "questions", cfg.questions), name, documents, counts, reader)
+    questions = read_questions(
+        _file_option(study, name, "questions", cfg.questions), name, documents, counts, reader
+    )
     if selection is not None:
         chosen = set(selection["selected"])
         missing = sorted(chosen - {q.cluster for q in questions})

@@ -4,7 +4,8 @@
 
 Adapters (harness.data.adapters) read their typed `datasets:` entry and every file through the InputReader
 they are given; each returns documents, questions, counts and the files it read, and this module applies the
-rules shared by all: a dataset must name its input files, documents no kept question searches are dropped and counted
+rules shared by all: a dataset must name its input files, documents no kept question searches are dropped and
+counted
 ("documents_dropped_unscoped"), ids are checked unique, scopes and located evidence must name loaded documents
 (unlocated evidence may name a file that could not be read), the counts must add up (`<x>_in_input` = kept +
 every `<x>_dropped_<reason>`, for questions always and for documents when the adapter counts them), and the
@@ -34,8 +35,16 @@ from harness.study import Study
 __all__ = ["LoadedDataset", "load_dataset", "loss_summary", "read_selection"]
 
 # counts of records dropped, not found, emptied or changed on the way in (besides every `*_dropped_*`)
-LOSS_COUNTS = ("evidence_unlocated", "evidence_span_text_mismatch", "evidence_float_selected", "evidence_section_names",
-               "documents_empty", "paragraphs_empty", "documents_crlf_normalised", "texts_bom_stripped")
+LOSS_COUNTS = (
+    "evidence_unlocated",
+    "evidence_span_text_mismatch",
+    "evidence_float_selected",
+    "evidence_section_names",
+    "documents_empty",
+    "paragraphs_empty",
+    "documents_crlf_normalised",
+    "texts_bom_stripped",
+)
 
 
 def lost_counts(counts: dict[str, int]) -> dict[str, int]:
@@ -86,7 +95,9 @@ def _load_dataset(study: Study, name: str, selection: dict | None) -> LoadedData
     if selection is not None:
         entry = selection.get("datasets", {}).get(name)
         if entry is None:
-            raise HarnessError(f"{study.selection_path}: no selection for dataset `{name}`; rerun `harness select`")
+            raise HarnessError(
+                f"{study.selection_path}: no selection for dataset `{name}`; rerun `harness select`"
+            )
         if entry.get("adapter") != cfg.adapter:
             raise HarnessError(f"{study.selection_path}: dataset `{name}` was selected with adapter "
                                f"{entry.get('adapter')!r} but is configured with {cfg.adapter!r}; "
@@ -132,14 +143,18 @@ def pooled(raw: LoadedDataset) -> LoadedDataset:
 
 def finish(raw: LoadedDataset) -> LoadedDataset:
     if not raw.input_files:
-        raise HarnessError(f"dataset `{raw.name}`: the adapter recorded no input files; it must read every file "
-                           "through its InputReader and return `reader.files` (the freeze hashes them)")
+        raise HarnessError(
+            f"dataset `{raw.name}`: the adapter recorded no input files; it must read every file "
+            "through its InputReader and return `reader.files` (the freeze hashes them)"
+        )
     counts = Counter(raw.counts)
     for what, ids in (("doc_id", (d.doc_id for d in raw.documents)), ("qid", (q.qid for q in raw.questions))):
         for value in ids:
             if id_problem(value) is not None:  # each adapter checks its ids where it reads them (check_id)
-                raise HarnessError(f"dataset `{raw.name}`: {what} {value!r} {id_problem(value)}; the adapter must "
-                                   "refuse it where it reads it, naming the file and line (check_id)")
+                raise HarnessError(
+                    f"dataset `{raw.name}`: {what} {value!r} {id_problem(value)}; the adapter must "
+                    "refuse it where it reads it, naming the file and line (check_id)"
+                )
     doc_ids = [d.doc_id for d in raw.documents]
     if len(set(doc_ids)) != len(doc_ids):
         raise HarnessError(f"dataset `{raw.name}`: duplicate doc_id {_first_duplicate(doc_ids)!r}")
@@ -178,8 +193,10 @@ def check_accounting(name: str, counts: Counter, noun: str, *, required: bool) -
         return
     dropped = {k: v for k, v in counts.items() if k.startswith(f"{noun}_dropped_") and v}
     if total != counts[noun] + sum(dropped.values()):
-        raise HarnessError(f"dataset `{name}`: {noun} do not add up: {total} in the input, {counts[noun]} kept, "
-                           f"dropped {dict(sorted(dropped.items()))}; the adapter lost a record uncounted")
+        raise HarnessError(
+            f"dataset `{name}`: {noun} do not add up: {total} in the input, {counts[noun]} kept, "
+            f"dropped {dict(sorted(dropped.items()))}; the adapter lost a record uncounted"
+        )
 
 
 def _first_duplicate(values: list[str]) -> str:

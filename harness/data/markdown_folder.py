@@ -2,13 +2,15 @@
 (docs/jsonl-format.md) by `harness init --markdown DIR --questions F`.
 
 The questions file is JSONL (one object per line) or one JSON list, each record
-{"question": str, "evidence": [exact strings], "document": "path/in/the/folder.md" (optional), "qid": optional,
+{"question": str, "evidence": [exact strings], "document": "path/in/the/folder.md" (optional), "qid":
+optional,
  "answers", "nuggets", "reference_answer", "answer_type": optional, copied as they are}.
 A record naming its `document` searches that document (cluster: the document); a record without one searches
 every document of the folder pooled (cluster: the question); a file mixes neither. Each evidence string is
 located with the adapters' TextLocator (verbatim, else after collapsing whitespace) in the named document, or
 else in the first document (path order) that holds it, and written as a character span. A string found nowhere
-is kept as text (the JSONL loader counts it unlocated; a question none of whose strings is found is dropped and
+is kept as text (the JSONL loader counts it unlocated; a question none of whose strings is found is dropped
+and
 counted there), so the converted file has every question of the input, and every string is counted here.
 """
 
@@ -32,7 +34,9 @@ class ConvertedCorpus:
     documents: list[dict[str, Any]]  # documents.jsonl records
     questions: list[dict[str, Any]]  # questions.jsonl records
     files: dict[str, Path]  # path under DOCS_FOLDER -> the Markdown file to copy there
-    counts: dict[str, int]  # evidence_located_verbatim / _normalised, evidence_unlocated, questions_without_located_evidence
+    counts: dict[
+        str, int
+    ]  # evidence_located_verbatim / _normalised, evidence_unlocated, questions_without_located_evidence
 
 
 def markdown_files(folder: Path) -> dict[str, Path]:
@@ -69,7 +73,10 @@ def read_records(path: Path) -> list[tuple[str, dict]]:
 def convert(folder: Path, questions_path: Path, *, domain: str) -> ConvertedCorpus:
     files = markdown_files(folder)
     # the text the JSONL adapter will read: LF line endings, no byte-order mark (offsets index that text)
-    texts = {rel: normalise_newlines(decode_utf8(p.read_bytes(), p).removeprefix(BOM))[0] for rel, p in files.items()}
+    texts = {
+        rel: normalise_newlines(decode_utf8(p.read_bytes(), p).removeprefix(BOM))[0]
+        for rel, p in files.items()
+    }
     locators = {rel: TextLocator(text) for rel, text in texts.items()}
     records = read_records(questions_path)
     if not records:
@@ -80,8 +87,12 @@ def convert(folder: Path, questions_path: Path, *, domain: str) -> ConvertedCorp
         raise InputError("some records name their `document` and some do not; a study clusters by one unit "
                          "(name it in every record, or in none to search the whole folder)",
                          path=questions_path, record=where)
-    counts: Counter = Counter(evidence_located_verbatim=0, evidence_located_normalised=0, evidence_unlocated=0,
-                              questions_without_located_evidence=0)
+    counts: Counter = Counter(
+        evidence_located_verbatim=0,
+        evidence_located_normalised=0,
+        evidence_unlocated=0,
+        questions_without_located_evidence=0,
+    )
     questions, seen = [], set()
     for k, (where, record) in enumerate(records):
         question = _question(record, k, where, questions_path, locators, counts, domain)
@@ -99,7 +110,11 @@ def _question(record: dict, k: int, where: str, path: Path, locators: dict[str, 
     if not isinstance(query, str) or not query.strip():
         raise InputError(f"`question` must be a non-empty string, got {query!r}", path=path, record=where)
     evidence = record.get("evidence")
-    if not isinstance(evidence, list) or not evidence or not all(isinstance(e, str) and e.strip() for e in evidence):
+    if (
+        not isinstance(evidence, list)
+        or not evidence
+        or not all(isinstance(e, str) and e.strip() for e in evidence)
+    ):
         raise InputError(f"`evidence` must be a non-empty list of non-empty strings, got {evidence!r}",
                          path=path, record=where)
     qid = record.get("qid", f"q{k + 1:04d}")
@@ -108,7 +123,9 @@ def _question(record: dict, k: int, where: str, path: Path, locators: dict[str, 
     check_id(qid, "qid", path=path, record=where)
     document = record.get("document")
     if document is not None and document not in locators:
-        raise InputError(f"`document` {document!r} is not a Markdown file of the folder", path=path, record=where)
+        raise InputError(
+            f"`document` {document!r} is not a Markdown file of the folder", path=path, record=where
+        )
     searched = [document] if document else list(locators)
     items, found_in = [], []
     for needle in evidence:
@@ -118,7 +135,8 @@ def _question(record: dict, k: int, where: str, path: Path, locators: dict[str, 
             found_in.append(item["doc_id"])
     if not found_in:
         counts["questions_without_located_evidence"] += 1
-    # an unlocated string still needs a doc_id in scope: the question's document, else where its others were found
+    # an unlocated string still needs a doc_id in scope: the question's document, else where its others were
+    # found
     fallback = document or (found_in[0] if found_in else searched[0])
     items = [dict(item, doc_id=fallback) if "doc_id" not in item else item for item in items]
     out: dict[str, Any] = {"qid": qid, "query": query}
@@ -129,7 +147,9 @@ def _question(record: dict, k: int, where: str, path: Path, locators: dict[str, 
     return out
 
 
-def _locate(needle: str, searched: list[str], locators: dict[str, TextLocator], counts: Counter) -> dict[str, Any]:
+def _locate(
+    needle: str, searched: list[str], locators: dict[str, TextLocator], counts: Counter
+) -> dict[str, Any]:
     # a verbatim match in any document comes before a whitespace-normalised one in an earlier document
     verbatim = [rel for rel in searched if needle in locators[rel].text]
     for rel in verbatim[:1] or searched:

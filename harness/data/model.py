@@ -100,7 +100,8 @@ GENERATED_FIELDS = (
 
 @dataclass(frozen=True)
 class Chunk:
-    """A retrievable unit. `text` is source text (what metrics match); `indexed_text` is what an arm indexes."""
+    """A retrievable unit. `text` is source text (what metrics match); `indexed_text` is what an arm
+    indexes."""
 
     doc_id: str
     chunk_id: str  # doc_id + position + content hash, unique across the corpus

@@ -12,7 +12,8 @@ Inputs (dataset options in configs/study.yaml):
       # harness fetch, harness.sources; both convert with `original_schema`)
 
 Each file may be in either layout, detected per record:
-  - the original Qasper schema: one JSON object keyed by paper id, values {title, abstract, full_text: [{section_name,
+  - the original Qasper schema: one JSON object keyed by paper id, values {title, abstract, full_text:
+  [{section_name,
     paragraphs}], qas: [{question, question_id, answers: [{answer: {...}, annotation_id, worker_id}]}]};
   - the Hugging Face export: JSON objects (concatenated, one per line, or a JSON list) with an `id` and
     "dict of lists" fields (full_text: {section_name: [...], paragraphs: [[...]]}, qas: {question: [...], ...,
@@ -20,7 +21,8 @@ Each file may be in either layout, detected per record:
 Both are converted to the original schema first, then by one function, so they give identical output.
 
 Markdown: "# title", "## Abstract", each section a header one level deeper per " ::: " in its name (top level
-"##"; the header text is the last non-empty part of the name), paragraphs verbatim and separated by blank lines.
+"##"; the header text is the last non-empty part of the name), paragraphs verbatim and separated by blank
+lines.
 Whitespace-only paragraphs are skipped and sections whose name has no text get no header (both counted).
 
 Counts start from the input: every paper and question in the files is converted (so a malformed or empty
@@ -58,9 +60,19 @@ SECTION_SEPARATOR = " ::: "
 FLOAT_PREFIX = "FLOAT SELECTED"
 
 # reported even when zero, so a reader sees that nothing was dropped rather than nothing was counted
-COUNT_KEYS = ("questions_dropped_unanswerable", "questions_dropped_no_evidence", "questions_dropped_not_selected",
-              "documents_dropped_not_selected", "evidence_float_selected", "evidence_section_names", "evidence_unlocated",
-              "evidence_located_normalised", "evidence_in_unanswerable", "paragraphs_empty", "sections_untitled")
+COUNT_KEYS = (
+    "questions_dropped_unanswerable",
+    "questions_dropped_no_evidence",
+    "questions_dropped_not_selected",
+    "documents_dropped_not_selected",
+    "evidence_float_selected",
+    "evidence_section_names",
+    "evidence_unlocated",
+    "evidence_located_normalised",
+    "evidence_in_unanswerable",
+    "paragraphs_empty",
+    "sections_untitled",
+)
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,9 @@ def _field(obj: dict, key: str, kind, path, record):
     value = obj[key]
     if not isinstance(value, kind):
         want = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
-        raise InputError(f"field `{key}` must be {want}, got {type(value).__name__}", path=path, record=record)
+        raise InputError(
+            f"field `{key}` must be {want}, got {type(value).__name__}", path=path, record=record
+        )
     return value
 
 
@@ -211,7 +225,9 @@ def _section_header(section_name: str | None) -> str | None:
     return "#" * level + " " + titles[-1]
 
 
-def paper_to_markdown(paper_id: str, record: dict, path=None) -> tuple[str, tuple[tuple[int, int], ...], Counter]:
+def paper_to_markdown(
+    paper_id: str, record: dict, path=None
+) -> tuple[str, tuple[tuple[int, int], ...], Counter]:
     """The paper as Markdown, the span of every paragraph written, and counts of what was skipped."""
     counts: Counter = Counter()
     title = _field(record, "title", str, path, paper_id)
@@ -249,7 +265,9 @@ def paper_to_markdown(paper_id: str, record: dict, path=None) -> tuple[str, tupl
             emit(header, False)
         for p in paragraphs:
             if not isinstance(p, str):
-                raise InputError(f"paragraph must be a string, got {type(p).__name__}", path=path, record=paper_id)
+                raise InputError(
+                    f"paragraph must be a string, got {type(p).__name__}", path=path, record=paper_id
+                )
             counts["paragraphs"] += 1
             if p.strip():
                 emit(p, True)
@@ -304,7 +322,9 @@ def _question(qa: dict, doc_id: str, dataset: str, locator: TextLocator, preferr
             answers.append(text)
         for ev in strings:
             if not isinstance(ev, str):
-                raise InputError(f"evidence must be strings, got {type(ev).__name__}", path=path, record=where)
+                raise InputError(
+                    f"evidence must be strings, got {type(ev).__name__}", path=path, record=where
+                )
             counts["evidence_strings_total"] += 1
             if ev.startswith(FLOAT_PREFIX):
                 counts["evidence_float_selected"] += 1
@@ -389,7 +409,9 @@ def read_papers(study: Study, name: str, cfg: QasperDataset,
     return papers, origin
 
 
-def load(study: Study, name: str, cfg: QasperDataset, selection: dict | None, reader: InputReader) -> LoadedDataset:
+def load(
+    study: Study, name: str, cfg: QasperDataset, selection: dict | None, reader: InputReader
+) -> LoadedDataset:
     papers, origin = read_papers(study, name, cfg, reader)
     chosen = set(papers) if selection is None else {s.removeprefix("qasper/") for s in selection["selected"]}
     missing = sorted(chosen - set(papers))

@@ -45,10 +45,20 @@ def lab_questions(text: str, items: Any, *, doc_id: str, path: str | None = None
         query, evidence, split = item.get("question"), item.get("evidence"), item.get("split")
         if not isinstance(query, str) or not query.strip():
             raise InputError(f"'question' must be a non-empty string, got {query!r}", path=path, record=k)
-        if not isinstance(evidence, list) or not evidence or not all(isinstance(e, str) and e for e in evidence):
-            raise InputError(f"'evidence' must be a non-empty list of non-empty strings, got {evidence!r}", path=path, record=k)
+        if (
+            not isinstance(evidence, list)
+            or not evidence
+            or not all(isinstance(e, str) and e for e in evidence)
+        ):
+            raise InputError(
+                f"'evidence' must be a non-empty list of non-empty strings, got {evidence!r}",
+                path=path,
+                record=k,
+            )
         if split not in SPLITS:
-            raise InputError(f"'split' must be one of {', '.join(SPLITS)}, got {split!r}", path=path, record=k)
+            raise InputError(
+                f"'split' must be one of {', '.join(SPLITS)}, got {split!r}", path=path, record=k
+            )
         located = []
         for e in evidence:
             start = text.find(e)
@@ -88,8 +98,11 @@ def load(study: Study, name: str, cfg: QuestionEvidenceDataset, selection: dict 
     """The document and its questions; stratum = split ("train" / "held-out"), cluster = the question."""
     doc_path, qe_path = study.resolve(cfg.document), study.resolve(cfg.questions)
     text, crlf = reader.read_markdown(doc_path)
-    doc_id = check_id(f"{name}/{Path(cfg.document).name}", "doc_id (the dataset and the document's file name)",
-                      path=doc_path)
+    doc_id = check_id(
+        f"{name}/{Path(cfg.document).name}",
+        "doc_id (the dataset and the document's file name)",
+        path=doc_path,
+    )
     try:
         items = json.loads(reader.read_text(qe_path, what="question-evidence JSON file"))
     except json.JSONDecodeError as e:
@@ -110,7 +123,10 @@ def load(study: Study, name: str, cfg: QuestionEvidenceDataset, selection: dict 
         chosen = set(selection["selected"])
         missing = sorted(chosen - {q.cluster for q in questions})
         if missing:
-            raise HarnessError(f"dataset `{name}`: selected questions not in {qe_path}: {missing[:5]}; rerun `harness select`")
+            raise HarnessError(
+                f"dataset `{name}`: selected questions not in {qe_path}: {missing[:5]}; rerun `harness "
+                "select`"
+            )
         counts["questions_dropped_not_selected"] = sum(q.cluster not in chosen for q in questions)
         questions = [q for q in questions if q.cluster in chosen]
     for s in SPLITS:

@@ -40,8 +40,10 @@ def draw(name: str, eligible: list[str], excluded_ids: list[str], n, seed: int) 
         selected = population
     else:
         if n > len(population):
-            raise HarnessError(f"dataset `{name}`: asked for {n} but only {len(population)} eligible ids remain "
-                               f"after {len(excluded)} exclusions")
+            raise HarnessError(
+                f"dataset `{name}`: asked for {n} but only {len(population)} eligible ids remain "
+                f"after {len(excluded)} exclusions"
+            )
         selected = seeded_sample(population, n, seed)
     return {
         "n_requested": n,

@@ -6,7 +6,8 @@ Per dataset, from its `selection:` config section:
       seed: 2027
       n_clusters: 300          # qasper / jsonl: papers / clusters ("all" allowed)
       n_questions: all         # freshstack: per domain; an int, "all", or {domain: int | "all"}
-      exclude: selection/pilot_qasper_paper_ids.txt   # or an inline list; file paths are relative to the study
+      exclude: selection/pilot_qasper_paper_ids.txt   # or an inline list; file paths are relative to the
+      study
 
 Each dataset's adapter draws its entry (harness.data.sampling). Eligible ids are those that survive
 conversion: Qasper papers and JSONL clusters with at least one kept question, FreshStack questions with
@@ -48,8 +49,10 @@ def summary_lines(selection: dict) -> list[str]:
         parts = [entry] if "domains" not in entry else list(entry["domains"].values())
         labels = [name] if "domains" not in entry else [f"{name}/{d}" for d in entry["domains"]]
         for label, part in zip(labels, parts):
-            line = (f"{label}: selected {len(part['selected'])} of {part['population_count']} "
-                    f"({part['eligible_count']} eligible, {len(part['excluded'])} excluded, seed {entry['seed']})")
+            line = (
+                f"{label}: selected {len(part['selected'])} of {part['population_count']} "
+                f"({part['eligible_count']} eligible, {len(part['excluded'])} excluded, seed {entry['seed']})"
+            )
             if "distractors" in part:
                 line += f"; {len(part['gold_files'])} gold files + {len(part['distractors'])} distractors"
             lines.append(line)

@@ -44,11 +44,15 @@ def arm_prompt_files(study: Study, arm: str) -> dict[str, str]:
     overrides = getattr(cfg, "prompts", None) or {}
     for role, name in overrides.items():
         if role not in kind.prompts:  # the schema checks this too; a hand-built config may skip it
-            raise HarnessError(f"{study.config_path}: arms.{arm}.prompts.{role}: kind {kind.name} has no prompt "
-                               f"role {role!r} (its roles: {', '.join(kind.prompts) or 'none'})")
+            raise HarnessError(
+                f"{study.config_path}: arms.{arm}.prompts.{role}: kind {kind.name} has no prompt "
+                f"role {role!r} (its roles: {', '.join(kind.prompts) or 'none'})"
+            )
         if not (study.prompts_dir / name).is_file():
-            raise HarnessError(f"{study.config_path}: arms.{arm}.prompts.{role}: {name!r} is not a file under "
-                               f"{study.prompts_dir}")
+            raise HarnessError(
+                f"{study.config_path}: arms.{arm}.prompts.{role}: {name!r} is not a file under "
+                f"{study.prompts_dir}"
+            )
     return {role: overrides.get(role, name) for role, name in kind.prompts.items()}
 
 
@@ -66,11 +70,15 @@ def source_arm(study: Study, arm: str, dataset: str | None = None) -> str:
         raise HarnessError(f"{study.config_path}: arm `{arm}`: `of: {of}` names no configured arm "
                            f"(configured: {', '.join(study.arms)})")
     if arm_kind(study, of).retrieval_time:
-        raise HarnessError(f"{study.config_path}: arm `{arm}`: `of: {of}` is expanded at retrieval time and has "
-                           "no chunk set to start from")
+        raise HarnessError(
+            f"{study.config_path}: arm `{arm}`: `of: {of}` is expanded at retrieval time and has "
+            "no chunk set to start from"
+        )
     if getattr(study.arms[of], "repeats", None):
-        raise HarnessError(f"{study.config_path}: arm `{arm}`: `of: {of}` has repeated generations; an add-on arm "
-                           "starts from one generation run")
+        raise HarnessError(
+            f"{study.config_path}: arm `{arm}`: `of: {of}` has repeated generations; an add-on arm "
+            "starts from one generation run"
+        )
     return of
 
 
@@ -78,8 +86,10 @@ def _source_of_kind(study: Study, arm: str, of_kind: str, dataset: str | None, o
     """`of:`, else the one configured arm of kind `of_kind` that applies to `dataset`. That kind's robustness
     variants (another prompt, repeated generations) are not its outputs and are never a source."""
     if dataset is None:
-        raise HarnessError(f"{study.config_path}: arm `{arm}` starts from an arm of kind {of_kind} on a given "
-                           "dataset, and none was given")
+        raise HarnessError(
+            f"{study.config_path}: arm `{arm}` starts from an arm of kind {of_kind} on a given "
+            "dataset, and none was given"
+        )
     found = [name for name, cfg in study.arms.items() if cfg.kind == of_kind and applies_to(cfg, dataset)
              and not getattr(cfg, "prompts", None) and not getattr(cfg, "repeats", None)]
     if of is not None:
@@ -88,7 +98,9 @@ def _source_of_kind(study: Study, arm: str, of_kind: str, dataset: str | None, o
                                f"{of_kind} built on dataset {dataset} (those: {', '.join(found) or 'none'})")
         return of
     if len(found) != 1:
-        raise HarnessError(f"{study.config_path}: arm `{arm}` re-renders the chunks of the one arm of kind "
-                           f"{of_kind} on dataset {dataset}, but {len(found)} apply ({', '.join(found) or 'none'}); "
-                           "name one with `of:`")
+        raise HarnessError(
+            f"{study.config_path}: arm `{arm}` re-renders the chunks of the one arm of kind "
+            f"{of_kind} on dataset {dataset}, but {len(found)} apply ({', '.join(found) or 'none'}); "
+            "name one with `of:`"
+        )
     return found[0]

@@ -110,7 +110,9 @@ class Cell:
 def dataset_spec(study: Study, dataset: str) -> DatasetSpec:
     cfg = study.config.datasets.get(dataset)
     if cfg is None:
-        raise HarnessError(f"{study.config_path}: no dataset `{dataset}` (configured: {', '.join(study.config.datasets)})")
+        raise HarnessError(
+            f"{study.config_path}: no dataset `{dataset}` (configured: {', '.join(study.config.datasets)})"
+        )
     return DatasetSpec(dataset, cfg)
 
 
@@ -126,7 +128,9 @@ def arm_spec(study: Study, arm: str) -> ArmSpec:
 def retriever_spec(study: Study, retriever: str) -> RetrieverSpec:
     cfg = study.retrievers.get(retriever)
     if cfg is None:
-        raise HarnessError(f"{study.config_path}: no retriever `{retriever}` (configured: {', '.join(study.retrievers)})")
+        raise HarnessError(
+            f"{study.config_path}: no retriever `{retriever}` (configured: {', '.join(study.retrievers)})"
+        )
     return RetrieverSpec(retriever, cfg)
 
 

@@ -1,19 +1,19 @@
 """Every path under a study's results/ folder, and nowhere else (docs/design.md, Studies).
 
-    results/
-      chunks/<dataset>/<arm>.jsonl, <arm>.manifest.json      build-arms
-      runs/<dataset>/<arm>__<retriever>.run                  score
-      per_question/<dataset>.parquet|.csv|.manifest.json     score, answer (the assembled table)
-      per_question/<dataset>/<arm>__<retriever>.parquet      score: one part per cell, + .done.json marker
-      answers/<dataset>/<arm>__<retriever>.jsonl|.parquet    answer: answers, rows part, + .done.json marker
-      judges/                                                answer: judge controls and verdicts
-      stats/                                                 stats
-      report/                                                report
-      generations/<model>.jsonl                              build-arms: what each LLM arm generated
-      embeddings/                                            score: cached embeddings and reranker scores
-      estimate.json                                          estimate
-      results_manifest.json                                  every stage: content hashes of the release
-      .journal/                                              every writer: what the harness wrote (harness.files)
+results/
+  chunks/<dataset>/<arm>.jsonl, <arm>.manifest.json      build-arms
+  runs/<dataset>/<arm>__<retriever>.run                  score
+  per_question/<dataset>.parquet|.csv|.manifest.json     score, answer (the assembled table)
+  per_question/<dataset>/<arm>__<retriever>.parquet      score: one part per cell, + .done.json marker
+  answers/<dataset>/<arm>__<retriever>.jsonl|.parquet    answer: answers, rows part, + .done.json marker
+  judges/                                                answer: judge controls and verdicts
+  stats/                                                 stats
+  report/                                                report
+  generations/<model>.jsonl                              build-arms: what each LLM arm generated
+  embeddings/                                            score: cached embeddings and reranker scores
+  estimate.json                                          estimate
+  results_manifest.json                                  every stage: content hashes of the release
+  .journal/                                              every writer: what the harness wrote (harness.files)
 """
 
 from __future__ import annotations

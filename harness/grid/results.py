@@ -46,7 +46,9 @@ def question_rows(
 ) -> list[ResultRow]:
     """One row per (metric, value) of a scored question, carrying its cluster and stratum."""
     return [
-        ResultRow(dataset, arm, retriever, question.qid, question.cluster, question.stratum, name, float(value))
+        ResultRow(
+            dataset, arm, retriever, question.qid, question.cluster, question.stratum, name, float(value)
+        )
         for name, value in scores
     ]
 
@@ -59,7 +61,10 @@ def to_frame(rows: Iterable[ResultRow]) -> pd.DataFrame:
     # a ResultRow's fields are COLUMNS, in order
     columns: list[Sequence[Any]] = list(zip(*rows)) if rows else [[] for _ in COLUMNS]
     return pd.DataFrame(
-        {c: pd.Series(list(col), dtype="float64" if c == "value" else object) for c, col in zip(COLUMNS, columns)}
+        {
+            c: pd.Series(list(col), dtype="float64" if c == "value" else object)
+            for c, col in zip(COLUMNS, columns)
+        }
     )
 
 
@@ -87,8 +92,13 @@ def check_per_question(
     values = df["value"].to_numpy(dtype=float)
     outside = ~((values >= 0.0) & (values <= 1.0))  # NaN fails both comparisons
     if outside.any():
-        fail(outside, lambda row, i: f"metric values must lie in [0, 1]; {row['metric']} = {float(row['value'])!r} "
-                                     f"for qid {row['qid']!r} ({row['arm']} / {row['retriever']})")
+        fail(
+            outside,
+            lambda row, i: (
+                f"metric values must lie in [0, 1]; {row['metric']} = {float(row['value'])!r} "
+                f"for qid {row['qid']!r} ({row['arm']} / {row['retriever']})"
+            ),
+        )
     repeated = df.duplicated(subset=list(KEY), keep="first").to_numpy()
     if repeated.any():
         def repeat(row: pd.Series, i: int) -> str:
@@ -100,9 +110,14 @@ def check_per_question(
     seen = df.groupby(["dataset", "qid"], sort=False)[["cluster", "stratum"]].transform("first")
     moved = ((df["cluster"] != seen["cluster"]) | (df["stratum"] != seen["stratum"])).to_numpy()
     if moved.any():
-        fail(moved, lambda row, i: f"qid {row['qid']!r} of dataset {row['dataset']!r} has more than one cluster or "
-                                   f"stratum ({row['cluster']!r} / {row['stratum']!r}, before "
-                                   f"{seen['cluster'].iloc[i]!r} / {seen['stratum'].iloc[i]!r})")
+        fail(
+            moved,
+            lambda row, i: (
+                f"qid {row['qid']!r} of dataset {row['dataset']!r} has more than one cluster or "
+                f"stratum ({row['cluster']!r} / {row['stratum']!r}, before "
+                f"{seen['cluster'].iloc[i]!r} / {seen['stratum'].iloc[i]!r})"
+            ),
+        )
 
 
 def check_and_sort(df: pd.DataFrame, where: str | os.PathLike[str]) -> pd.DataFrame:
@@ -146,7 +161,8 @@ def write_frame(
 def write_per_question(
     rows: Iterable[ResultRow], parquet_path: str | os.PathLike[str], csv_path: str | os.PathLike[str] | None
 ) -> int:
-    """Validate, sort and atomically write rows to Parquet (and CSV unless csv_path is None); returns the count."""
+    """Validate, sort and atomically write rows to Parquet (and CSV unless csv_path is None); returns the
+    count."""
     df = check_and_sort(to_frame(rows), str(parquet_path))
     write_frame(df, parquet_path, csv_path)
     return len(df)
@@ -162,7 +178,8 @@ def shared_text(column: pd.Series) -> pd.Series:
 
 
 def read_per_question(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """A per-question file (.parquet or .csv) as a DataFrame with exactly COLUMNS, checked by check_per_question.
+    """A per-question file (.parquet or .csv) as a DataFrame with exactly COLUMNS, checked by
+    check_per_question.
 
     Ids stay strings (CSV qids like "1909.00694" or "007" never become numbers); an empty or null cell
     reads as "". Errors name the file and the record: `line N` of a CSV (the header is line 1), `row N`
@@ -189,8 +206,10 @@ def read_per_question(path: str | os.PathLike[str]) -> pd.DataFrame:
     extra = [c for c in df.columns if c not in COLUMNS]
     if missing or extra:
         raise InputError(
-            f"columns are {list(df.columns)}, expected {list(COLUMNS)} (missing: {', '.join(missing) or 'none'}; "
-            f"unexpected: {', '.join(map(str, extra)) or 'none'})", path=path,
+            f"columns are {list(df.columns)}, expected {list(COLUMNS)} (missing: "
+            f"{', '.join(missing) or 'none'}; "
+            f"unexpected: {', '.join(map(str, extra)) or 'none'})",
+            path=path,
         )
     if df["value"].dtype == np.float64:
         values = df["value"].to_numpy()

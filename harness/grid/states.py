@@ -58,8 +58,11 @@ def _write_marker(path: Path, record: dict[str, Any]) -> None:
         old = read_json(path) if path.is_file() else None
     except HarnessError:  # unreadable: written afresh
         old = None
-    if isinstance(old, dict) and "completed_at" in old and {k: v for k, v in old.items() if k != "completed_at"} == \
-            json.loads(json.dumps(record)):
+    if (
+        isinstance(old, dict)
+        and "completed_at" in old
+        and {k: v for k, v in old.items() if k != "completed_at"} == json.loads(json.dumps(record))
+    ):
         return
     atomic_write_json(path, {**record, "completed_at": _now_iso()})
 
@@ -95,7 +98,9 @@ def chunk_set_state(study: Study, chunk_set: ChunkSet, current_hash: str | None)
 def cell_state(study: Study, cell: Cell, current_hash: str | None) -> str:
     """SCORED, STALE (scored under another freeze) or MISSING."""
     marker = done_marker_path(study, cell)
-    if not (marker.is_file() and run_path(study, *cell.names).is_file() and cell_part_path(study, cell).is_file()):
+    if not (
+        marker.is_file() and run_path(study, *cell.names).is_file() and cell_part_path(study, cell).is_file()
+    ):
         return MISSING
     return SCORED if _under(_object(marker).get("frozen_hash"), current_hash) == BUILT else STALE
 
@@ -104,7 +109,9 @@ def answer_rows_state(study: Study, cell: Cell, current_hash: str | None) -> str
     """ANSWERED when the cell's answers, rows part and marker exist under `current_hash`, STALE under
     another freeze, else MISSING: whether the table assembly takes the cell's rows."""
     marker = answer_marker_path(study, cell)
-    if not (marker.is_file() and answers_path(study, cell).is_file() and answer_part_path(study, cell).is_file()):
+    if not (
+        marker.is_file() and answers_path(study, cell).is_file() and answer_part_path(study, cell).is_file()
+    ):
         return MISSING
     return ANSWERED if _under(_object(marker).get("frozen_hash"), current_hash) == BUILT else STALE
 

@@ -121,8 +121,10 @@ def cluster_totals(
     if mixed.any():
         bad = labels[cluster_of[int(np.argmax(mixed))]]
         # labels from a pandas column are an object array of str, which have no .item()
-        raise ValueError(f"cluster {bad.item() if isinstance(bad, np.generic) else bad!r} has questions in more "
-                         "than one stratum")
+        raise ValueError(
+            f"cluster {bad.item() if isinstance(bad, np.generic) else bad!r} has questions in more "
+            "than one stratum"
+        )
     groups = tuple(np.flatnonzero(cluster_stratum == s) for s in range(len(stratum_names)))
     return ClusterData(labels=labels, sums=sums, sizes=sizes, strata=groups)
 
@@ -161,7 +163,9 @@ def _bootstrap_iv(
 def _replicates(data: ClusterData, resamples: int, seed: int, batch: int) -> np.ndarray:
     # One generator per stratum, each drawing doubles row by row: the stream a stratum sees is the
     # same whatever the batch size, so replicates are bit-identical across batch sizes.
-    gens = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(len(data.strata))]
+    gens = [
+        np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(len(data.strata))
+    ]
     out = np.empty(resamples)
     for start in range(0, resamples, batch):
         b = min(batch, resamples - start)

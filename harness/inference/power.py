@@ -141,7 +141,8 @@ def tost_clusters_for_power(
 
 
 def _default_sizes(n_pilot: int) -> list[int]:
-    """From 10 clusters (or the pilot's size if smaller) up to 40 times the pilot, about 12 steps per decade."""
+    """From 10 clusters (or the pilot's size if smaller) up to 40 times the pilot, about 12 steps per
+    decade."""
     start = max(2, min(10, n_pilot))
     out, n = [], float(start)
     while n <= 40 * max(n_pilot, 10):

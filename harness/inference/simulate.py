@@ -23,7 +23,9 @@ class SyntheticDataset:
         if self.n_questions < self.n_clusters:
             raise ValueError(f"dataset {self.name}: {self.n_questions} questions cannot fill "
                              f"{self.n_clusters} clusters")
-        return 1 + rng.multinomial(self.n_questions - self.n_clusters, np.full(self.n_clusters, 1 / self.n_clusters))
+        return 1 + rng.multinomial(
+            self.n_questions - self.n_clusters, np.full(self.n_clusters, 1 / self.n_clusters)
+        )
 
 
 def redraw_clusters(rng: np.random.Generator, pool: int, n: int, studies: int) -> np.ndarray:
@@ -50,7 +52,11 @@ def clustered_sample(
     sizes = 1 + rng.poisson(mean_cluster_size - 1, n_clusters)
     clusters = np.repeat(np.arange(n_clusters), sizes)
     effect = rng.normal(0.0, cluster_sd, n_clusters)[clusters]
-    noise = (rng.exponential(noise_sd, len(clusters)) - noise_sd) if skew else rng.normal(0.0, noise_sd, len(clusters))
+    noise = (
+        (rng.exponential(noise_sd, len(clusters)) - noise_sd)
+        if skew
+        else rng.normal(0.0, noise_sd, len(clusters))
+    )
     return shift + effect + noise, clusters
 
 

@@ -74,7 +74,8 @@ def _first_quantile_at_or_above(reps: np.ndarray, v: float) -> float:
 
 
 def _nominal_z(q: float, z0: float, accel: float) -> tuple[float | None, float]:
-    """(z_alpha whose BCa-adjusted quantile level is q, or None when no level maps to q; w = ndtri(q) - z0)."""
+    """(z_alpha whose BCa-adjusted quantile level is q, or None when no level maps to q; w = ndtri(q) -
+    z0)."""
     w = float(ndtri(q)) - z0
     denom = 1 + accel * w
     if denom <= 0:

@@ -70,7 +70,9 @@ def as_messages(prompt: str | Sequence[Message]) -> list[dict[str, str]]:
     out = []
     for i, m in enumerate(prompt):
         if not isinstance(m.get("content"), str) or m.get("role") not in ("system", "user", "assistant"):
-            raise ValueError(f"messages[{i}] must have role system/user/assistant and string content, got {m!r}")
+            raise ValueError(
+                f"messages[{i}] must have role system/user/assistant and string content, got {m!r}"
+            )
         out.append({"role": m["role"], "content": m["content"]})
     return out
 
@@ -92,7 +94,8 @@ class Backend(ABC):
 
     @classmethod
     def config_options(cls, cfg: Mapping[str, Any], *extra: str) -> dict[str, Any]:
-        """The options a model config sets: the keys of default_options, plus `extra` ones without a default."""
+        """The options a model config sets: the keys of default_options, plus `extra` ones without a
+        default."""
         return {k: cfg[k] for k in (*cls.default_options, *extra) if k in cfg}
 
     @property
@@ -113,7 +116,12 @@ class Backend(ABC):
 
     def describe(self) -> dict[str, Any]:
         """Provenance record: what went into every cache key for this backend."""
-        return {"backend": self.name, "model": self.model, "digest": self.digest, "options": dict(self.options)}
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "digest": self.digest,
+            "options": dict(self.options),
+        }
 
     @property
     def prompt_token_limit(self) -> int | None:

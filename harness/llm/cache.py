@@ -80,7 +80,9 @@ class GenerationCache:
 
     def __init__(self, path: str | os.PathLike, *, fresh: bool = False, read_only: bool = False):
         if fresh and read_only:
-            raise ValueError("GenerationCache: fresh=True (ignore cached answers) and read_only=True contradict")
+            raise ValueError(
+                "GenerationCache: fresh=True (ignore cached answers) and read_only=True contradict"
+            )
         self.path = Path(path)
         self.fresh = fresh
         self.read_only = read_only
@@ -151,8 +153,12 @@ class GenerationCache:
 
     def put(self, record: CacheRecord) -> None:
         if self.read_only:
-            raise RuntimeError(f"{self.path}: the generation cache is open read-only (replay); nothing is written")
-        line = (json.dumps({f: getattr(record, f) for f in _FIELDS}, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+            raise RuntimeError(
+                f"{self.path}: the generation cache is open read-only (replay); nothing is written"
+            )
+        line = (
+            json.dumps({f: getattr(record, f) for f in _FIELDS}, sort_keys=True, ensure_ascii=False) + "\n"
+        ).encode("utf-8")
         with self._lock:
             self._raise_flush_error()
             view = memoryview(line)
@@ -162,7 +168,9 @@ class GenerationCache:
             self._written += 1
             self._remember(record)
             if self._flusher is None:
-                self._flusher = threading.Thread(target=self._flush_behind, name=f"flush {self.path.name}", daemon=True)
+                self._flusher = threading.Thread(
+                    target=self._flush_behind, name=f"flush {self.path.name}", daemon=True
+                )
                 self._flusher.start()
             self._flush_state.notify_all()
 

@@ -141,8 +141,12 @@ def fast_greedy_grammar(llm: Any) -> Iterator[list[GreedyGrammarSampler]]:
             kw.get("grammar") is not None and kw.get("temp") == 0.0 and kw.get("logits_processor") is None
             and kw.get("frequency_penalty", 0.0) == 0.0 and kw.get("presence_penalty", 0.0) == 0.0
         ):
-            sampler = GreedyGrammarSampler(llm, kw["grammar"], repeat_penalty=float(kw.get("repeat_penalty", 1.0)),
-                                           penalty_last_n=int(llm.last_n_tokens_size))
+            sampler = GreedyGrammarSampler(
+                llm,
+                kw["grammar"],
+                repeat_penalty=float(kw.get("repeat_penalty", 1.0)),
+                penalty_last_n=int(llm.last_n_tokens_size),
+            )
             made.append(sampler)
             return sampler
         return original(**kw)

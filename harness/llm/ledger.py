@@ -81,17 +81,20 @@ class SpendLedger:
         self._wall = self._cost = self._fresh_cost = 0.0
 
     def reserve(self, estimate_usd: float, *, billed: bool) -> float:
-        """Before a call: refuse it if it could take the study's spend past the cap; else hold its estimate."""
+        """Before a call: refuse it if it could take the study's spend past the cap; else hold its
+        estimate."""
         with self._lock:
             if billed and self.cap_usd is not None:
                 spent = self.spent_before_usd + self._fresh_cost
                 committed = spent + self._reserved
                 if committed >= self.cap_usd or committed + estimate_usd > self.cap_usd:
                     raise SpendCapReached(
-                        f"arm {self.arm}: spend cap ${self.cap_usd:.4f} reached (spent ${spent:.4f} study-wide, "
+                        f"arm {self.arm}: spend cap ${self.cap_usd:.4f} reached (spent ${spent:.4f} "
+                        "study-wide, "
                         f"${self.spent_before_usd:.4f} of it before this arm; next call up to "
                         f"${estimate_usd:.4f}); the cap is a total over all arms: raise llm.spend_cap_usd in "
-                        "configs/study.yaml to continue; completed calls are cached and will not be paid again"
+                        "configs/study.yaml to continue; completed calls are cached and will not be paid "
+                        "again"
                     )
             self._reserved += estimate_usd
             return estimate_usd

@@ -66,7 +66,9 @@ def shared_llama(path: Path, n_ctx: int) -> tuple[Any, threading.Lock]:
             try:
                 from llama_cpp import Llama
             except ImportError:
-                raise HarnessError("the llama.cpp backend needs llama-cpp-python; pip install llama-cpp-python") from None
+                raise HarnessError(
+                    "the llama.cpp backend needs llama-cpp-python; pip install llama-cpp-python"
+                ) from None
             # every core: llama-cpp-python defaults to half of them, which halves decoding speed here
             threads = os.cpu_count() or 1
             _models[key] = Llama(model_path=str(path), n_ctx=n_ctx, verbose=False, logits_all=False,
@@ -80,7 +82,14 @@ class LlamaCppBackend(Backend):
     serial = True
     default_options = DEFAULT_OPTIONS
 
-    def __init__(self, model: str, options: Mapping[str, Any], *, package: str | None = None, model_path: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        options: Mapping[str, Any],
+        *,
+        package: str | None = None,
+        model_path: str | None = None,
+    ):
         super().__init__(model, options)
         self.package = package
         self.model_path = model_path

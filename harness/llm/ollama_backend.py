@@ -31,15 +31,21 @@ class OllamaBackend(Backend):
         client: OllamaClient | None = None,
     ):
         super().__init__(model, options)
-        self.client = client if client is not None else OllamaClient(host, timeout_s=timeout_s, stall_s=stall_s)
+        self.client = (
+            client if client is not None else OllamaClient(host, timeout_s=timeout_s, stall_s=stall_s)
+        )
         self.host = self.client.host
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], *, client: OllamaClient | None = None) -> "OllamaBackend":
         cfg = model_settings(cfg)
         return cls(
-            str(cfg["name"]), cls.config_options(cfg), host=cfg.get("host"), timeout_s=float(cfg["timeout_s"]),
-            stall_s=cfg.get("stall_s"), client=client,
+            str(cfg["name"]),
+            cls.config_options(cfg),
+            host=cfg.get("host"),
+            timeout_s=float(cfg["timeout_s"]),
+            stall_s=cfg.get("stall_s"),
+            client=client,
         )
 
     @property

@@ -25,7 +25,14 @@ import re
 import threading
 from typing import Any, Callable, Mapping, TypeVar
 
-from harness.llm.base import AuthError, BackendUnavailable, LlmError, ModelNotFound, ServerFailed, ServerStalled
+from harness.llm.base import (
+    AuthError,
+    BackendUnavailable,
+    LlmError,
+    ModelNotFound,
+    ServerFailed,
+    ServerStalled,
+)
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 _DIGEST_RE = re.compile(r"(?:sha256[:-])?([0-9a-f]{64})")
@@ -48,7 +55,9 @@ def full_name(model: str) -> str:
     return model if ":" in model else f"{model}:latest"
 
 
-def ollama_error(e: BaseException, *, host: str, model: str, doing: str, stall_s: float | None = None) -> LlmError:
+def ollama_error(
+    e: BaseException, *, host: str, model: str, doing: str, stall_s: float | None = None
+) -> LlmError:
     """The project's error for a failure of the `ollama` client; the same for chat and embeddings."""
     import httpx
     import ollama
@@ -57,7 +66,8 @@ def ollama_error(e: BaseException, *, host: str, model: str, doing: str, stall_s
         status, message = e.status_code, str(e.error)
         if status == 404:
             return ModelNotFound(
-                f"ollama at {host} does not have model {model!r} (while {doing}): run `ollama pull {model}` and rerun"
+                f"ollama at {host} does not have model {model!r} (while {doing}): run `ollama pull {model}` "
+                "and rerun"
             )
         if status in (401, 403):
             return AuthError(
@@ -71,18 +81,21 @@ def ollama_error(e: BaseException, *, host: str, model: str, doing: str, stall_s
     if isinstance(e, (httpx.ReadTimeout, httpx.WriteTimeout)):  # connected: the server is there but silent
         waited = f"{stall_s:g} s" if stall_s is not None else "the stall time"
         return ServerStalled(
-            f"ollama at {host}: no answer in {waited} (while {doing} for model {model!r}); the server accepted "
+            f"ollama at {host}: no answer in {waited} (while {doing} for model {model!r}); the server "
+            "accepted "
             "the connection but sent nothing: it is hung or overloaded (restart it, or raise the model's "
             "`stall_s` for a slow model); completed calls are cached and a rerun resumes"
         )
     if isinstance(e, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
         return BackendUnavailable(
-            f"ollama at {host} dropped the call (while {doing} for model {model!r}; {type(e).__name__}: {e}); "
+            f"ollama at {host} dropped the call (while {doing} for model {model!r}; {type(e).__name__}: "
+            f"{e}); "
             "completed calls are cached and a rerun resumes"
         )
     if isinstance(e, (ConnectionError, httpx.TransportError)):
         return BackendUnavailable(
-            f"ollama at {host} is unreachable (while {doing} for model {model!r}; {type(e).__name__}): start it "
+            f"ollama at {host} is unreachable (while {doing} for model {model!r}; {type(e).__name__}): start "
+            "it "
             "with `ollama serve` (or set OLLAMA_HOST / the `host:` setting) and rerun; completed calls are "
             "cached and a rerun resumes"
         )
@@ -102,7 +115,9 @@ class OllamaClient:
                 import httpx
                 import ollama
             except ImportError:
-                raise LlmError("the `ollama` package is not installed (pip install ollama; make .venv installs it)") from None
+                raise LlmError(
+                    "the `ollama` package is not installed (pip install ollama; make .venv installs it)"
+                ) from None
             # read: the longest silence from a server that took the call (no streaming: its whole answer)
             client = ollama.Client(host=self.host, timeout=httpx.Timeout(timeout_s, read=self.stall_s))
         self._client = client
@@ -169,5 +184,7 @@ def model_digest(client: OllamaClient, model: str) -> str:
         )
     m = _DIGEST_RE.fullmatch(found[0].lower())
     if m is None:
-        raise LlmError(f"ollama at {client.host} lists digest {found[0]!r} for model {model!r}: not a SHA-256")
+        raise LlmError(
+            f"ollama at {client.host} lists digest {found[0]!r} for model {model!r}: not a SHA-256"
+        )
     return "sha256:" + m.group(1)

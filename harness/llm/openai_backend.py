@@ -119,7 +119,8 @@ class OpenAICompatibleBackend(Backend):
                             f"{', '.join(sorted(m.id for m in listed.data)) or 'nothing'})")
 
     def pooled_digest(self, report: str) -> str:
-        """Model id, revision, routing and the servers' common model record: no URL, so any pool size agrees."""
+        """Model id, revision, routing and the servers' common model record: no URL, so any pool size
+        agrees."""
         pinned = {"model": self.model, "revision": self.revision, "provider": self.options.get("provider"),
                   "served": report}
         return "pool-sha256:" + sha256_text(canonical_json(pinned))
@@ -145,11 +146,17 @@ class OpenAICompatibleBackend(Backend):
 
             key = os.environ.get(self.api_key_env)
             if not key and not self.local:
-                raise AuthError(f"set the environment variable {self.api_key_env} to the API key for {self.base_url} "
-                                "(only a server on loopback is asked without one)")
+                raise AuthError(
+                    f"set the environment variable {self.api_key_env} to the API key for {self.base_url} "
+                    "(only a server on loopback is asked without one)"
+                )
             # the client needs a string; a local server without a key ignores it
-            self._client = OpenAI(api_key=key or "no-key", base_url=self.base_url, max_retries=self.max_retries,
-                                  timeout=Timeout(self.timeout_s, read=self.stall_s))
+            self._client = OpenAI(
+                api_key=key or "no-key",
+                base_url=self.base_url,
+                max_retries=self.max_retries,
+                timeout=Timeout(self.timeout_s, read=self.stall_s),
+            )
         return self._client
 
     def _error(self, e: BaseException) -> LlmError:
@@ -157,16 +164,20 @@ class OpenAICompatibleBackend(Backend):
 
         if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
             if not os.environ.get(self.api_key_env):
-                return AuthError(f"{self.base_url} refused a call without an API key: set {self.api_key_env}: {e}")
+                return AuthError(
+                    f"{self.base_url} refused a call without an API key: set {self.api_key_env}: {e}"
+                )
             return AuthError(f"{self.base_url} refused the API key in {self.api_key_env}: {e}")
         if isinstance(e, openai.NotFoundError):
             return ModelNotFound(f"{self.base_url} has no model {self.model!r} (check `name`): {e}")
         # the client's own HTTP library: a connect timeout is "unreachable", a read timeout a stall
         if isinstance(e, openai.APITimeoutError) and type(e.__cause__).__name__ != "ConnectTimeout":
-            return ServerStalled(f"{self.base_url}: no answer in {self.stall_s:g} s (per attempt, "
-                                 f"{self.max_retries + 1} attempts) from a server that accepted the connection: it "
-                                 "is hung or overloaded (restart it, or raise the model's `stall_s`); rerun to resume "
-                                 "from the cache")
+            return ServerStalled(
+                f"{self.base_url}: no answer in {self.stall_s:g} s (per attempt, "
+                f"{self.max_retries + 1} attempts) from a server that accepted the connection: it "
+                "is hung or overloaded (restart it, or raise the model's `stall_s`); rerun to resume "
+                "from the cache"
+            )
         if isinstance(e, openai.APIConnectionError):  # refused or dropped
             return BackendUnavailable(f"{self.base_url} is unreachable ({e}); rerun to resume from the cache")
         if isinstance(e, openai.InternalServerError):

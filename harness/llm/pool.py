@@ -99,8 +99,10 @@ class ServerPool:
                     except HOST_FAULTS as e:
                         self._release(server, error=e, busy_s=0.0, answered=False, held=False)
                 if not reports:
-                    raise BackendUnavailable(f"no server of model {self.model!r} answers ({self._last_errors()}); "
-                                             "start them and rerun")
+                    raise BackendUnavailable(
+                        f"no server of model {self.model!r} answers ({self._last_errors()}); "
+                        "start them and rerun"
+                    )
                 self._report = reports[0][1]
                 for server, report in reports:
                     self._check(server, report)
@@ -112,7 +114,8 @@ class ServerPool:
             first = next(s for s in self._servers if s.verified)
             raise ModelMismatch(
                 f"model {self.model!r}: server {server.url} serves {report}, but server {first.url} serves "
-                f"{self._report}; every server in `hosts:` must serve the same weights (pull the same model on "
+                f"{self._report}; every server in `hosts:` must serve the same weights (pull the same model "
+                "on "
                 "both, or remove one)"
             )
         server.verified = True
@@ -122,7 +125,10 @@ class ServerPool:
 
     def stats(self) -> list[ServerStats]:
         with self._cond:
-            return [ServerStats(s.url, s.concurrency, s.served, s.failures, round(s.busy_s, 6)) for s in self._servers]
+            return [
+                ServerStats(s.url, s.concurrency, s.served, s.failures, round(s.busy_s, 6))
+                for s in self._servers
+            ]
 
     def describe_servers(self) -> list[dict[str, Any]]:
         """For the manifest's run record: which servers took part (never part of a cache key)."""
@@ -138,7 +144,8 @@ class ServerPool:
             while True:
                 if self._all_down():
                     raise BackendUnavailable(
-                        f"every server of model {self.model!r} is down ({self._last_errors()}); completed calls are cached "
+                        f"every server of model {self.model!r} is down ({self._last_errors()}); completed "
+                        "calls are cached "
                         "and a rerun resumes"
                     )
                 now = self._clock()
@@ -151,7 +158,13 @@ class ServerPool:
                 self._cond.wait(timeout=min(resting) if resting else None)
 
     def _release(
-        self, server: _Server, *, error: BaseException | None, busy_s: float, answered: bool, held: bool = True,
+        self,
+        server: _Server,
+        *,
+        error: BaseException | None,
+        busy_s: float,
+        answered: bool,
+        held: bool = True,
     ) -> None:
         with self._cond:
             server.in_flight -= int(held)
@@ -163,12 +176,15 @@ class ServerPool:
                 server.failures += 1
                 server.last_error = f"{type(error).__name__}: {error}"
                 f = self.failover
-                server.resting_until = self._clock() + min(f.backoff_s * 2 ** (server.failures - 1), f.max_backoff_s)
+                server.resting_until = self._clock() + min(
+                    f.backoff_s * 2 ** (server.failures - 1), f.max_backoff_s
+                )
                 self.requeued += int(held)
             self._cond.notify_all()
 
     def dispatch(self, call: Callable[[Any], T]) -> T:
-        """call(server) on a free live server; a server fault rests that server and the call waits for another."""
+        """call(server) on a free live server; a server fault rests that server and the call waits for
+        another."""
         self.digest  # noqa: B018 - the servers agree before any call
         while True:
             server = self._acquire()
@@ -216,7 +232,9 @@ class HostPool(ServerPool, Backend):
         seed: int,
         options: Mapping[str, Any] | None = None,
     ) -> Completion:
-        return self.dispatch(lambda backend: backend.complete(prompt, schema=schema, seed=seed, options=options))
+        return self.dispatch(
+            lambda backend: backend.complete(prompt, schema=schema, seed=seed, options=options)
+        )
 
 
 def pool_from_config(settings: Mapping[str, Any], build_one: Callable[[dict[str, Any]], Backend]) -> HostPool:

@@ -28,7 +28,9 @@ class PromptTemplate:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise HarnessError(f"prompt template {path} not found (each LLM arm needs its template)") from None
+            raise HarnessError(
+                f"prompt template {path} not found (each LLM arm needs its template)"
+            ) from None
         return cls(path, text)
 
     @property
@@ -42,6 +44,8 @@ class PromptTemplate:
     def render(self, values: Mapping[str, str]) -> str:
         missing = [p for p in self.placeholders if p not in values]
         if missing:
-            raise HarnessError(f"prompt template {self.path}: no value for placeholder(s) {', '.join(missing)}")
+            raise HarnessError(
+                f"prompt template {self.path}: no value for placeholder(s) {', '.join(missing)}"
+            )
         # one pass, so a value that itself contains "{x}" is never substituted again
         return PLACEHOLDER_RE.sub(lambda m: str(values[m.group(1)]), self.text)

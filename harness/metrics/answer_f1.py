@@ -1,4 +1,5 @@
-"""Qasper answer F1 and evidence F1 by the rules of the official evaluator (allenai/qasper, qasper_evaluator.py).
+"""Qasper answer F1 and evidence F1 by the rules of the official evaluator (allenai/qasper,
+qasper_evaluator.py).
 
 Gold: one reference per annotator (harness.data.qasper_gold); a question with no reference is excluded by
 the caller.
@@ -36,7 +37,8 @@ def normalize_answer(text: str) -> str:
 
 
 def token_f1(prediction: str, gold: str) -> float:
-    """Token-level F1 of two strings after normalize_answer; 0 when they share no token (or either is empty)."""
+    """Token-level F1 of two strings after normalize_answer; 0 when they share no token (or either is
+    empty)."""
     predicted = normalize_answer(prediction).split()
     expected = normalize_answer(gold).split()
     same = sum((Counter(predicted) & Counter(expected)).values())
@@ -66,7 +68,9 @@ def score_question(predicted_answer: str, predicted_evidence: Sequence[str],
     best_f1, best_type = -1.0, ""
     for ref in references:
         f1 = token_f1(predicted_answer, ref.answer)
-        if f1 > best_f1:  # strict: ties keep the earlier annotator's type, as the evaluator's stable sort does
+        if (
+            f1 > best_f1
+        ):  # strict: ties keep the earlier annotator's type, as the evaluator's stable sort does
             best_f1, best_type = f1, ref.answer_type
     best_evidence = max(evidence_f1(predicted_evidence, ref.evidence) for ref in references)
     return QuestionScore(best_f1, best_type, best_evidence)

@@ -74,7 +74,10 @@ def assemble(
     if unit == "tokens" and tokens is None:
         tokens = TokenCache()
     if unit == "tokens" and overflow == "cut" and novelty is None:
-        return [Picked(u.rank, u.chunk_id, u.text, u.n_tokens, u.truncated) for u in fill_budget(ranked_chunks, budget, tokens)]
+        return [
+            Picked(u.rank, u.chunk_id, u.text, u.n_tokens, u.truncated)
+            for u in fill_budget(ranked_chunks, budget, tokens)
+        ]
     picked: list[Picked] = []
     seen: set[str] = set()
     remaining = budget
@@ -89,7 +92,11 @@ def assemble(
             picked.append(Picked(rank, chunk.chunk_id, chunk.text, size, False))
             remaining -= size
         elif overflow == "cut":
-            kept = word_prefix(chunk.text, remaining) if unit == "words" else tokens.prefix(chunk.text, remaining)
+            kept = (
+                word_prefix(chunk.text, remaining)
+                if unit == "words"
+                else tokens.prefix(chunk.text, remaining)
+            )
             picked.append(Picked(rank, chunk.chunk_id, kept, remaining, True))
             remaining = 0
         else:

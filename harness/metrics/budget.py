@@ -59,7 +59,8 @@ class TokenCache:
         return len(self.ids(text))
 
     def prefix(self, text: str, n_tokens: int) -> str:
-        """The decoding of the first n_tokens tokens of text (a cut inside a UTF-8 sequence decodes to U+FFFD).
+        """The decoding of the first n_tokens tokens of text (a cut inside a UTF-8 sequence decodes to
+        U+FFFD).
 
         An ASCII text's tokens all end on a character, so its prefix is a slice of the text itself, at the
         summed byte length of the kept tokens (which lets the 5-gram analysis reuse the whole text's).
@@ -148,7 +149,9 @@ def budget_cuts(
         if used < budget and n_whole < len(counts):
             chunk = head[n_whole]
             remaining = budget - used
-            cut = Unit(n_whole + 1, chunk.chunk_id, tokens.prefix(chunk.text, remaining), remaining, True, chunk.text)
+            cut = Unit(
+                n_whole + 1, chunk.chunk_id, tokens.prefix(chunk.text, remaining), remaining, True, chunk.text
+            )
         cuts.append((n_whole, cut))
     return cuts
 

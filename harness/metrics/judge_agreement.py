@@ -63,9 +63,14 @@ def read_spot_check(path: str | Path, *, judge_column: str = JUDGE_COLUMN, human
         reader = csv.DictReader(handle)
         missing = [c for c in (judge_column, human_column) if c not in (reader.fieldnames or [])]
         if missing:
-            raise InputError(f"missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}", path=path)
+            raise InputError(
+                f"missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}", path=path
+            )
         for row in reader:
-            a, b = (row.get(judge_column) or "").strip().lower(), (row.get(human_column) or "").strip().lower()
+            a, b = (
+                (row.get(judge_column) or "").strip().lower(),
+                (row.get(human_column) or "").strip().lower(),
+            )
             if not a or not b:
                 empty = judge_column if not a else human_column
                 raise InputError(f"empty `{empty}`; label the row or remove it", path=path,

@@ -68,7 +68,9 @@ class WordEnds:
     def __init__(self, text: str) -> None:
         self.lowered = text.lower()
         is_word = np.frombuffer(self.lowered.encode("ascii"), dtype=np.uint8)
-        is_word = ((is_word >= ord("a")) & (is_word <= ord("z"))) | ((is_word >= ord("0")) & (is_word <= ord("9")))
+        is_word = ((is_word >= ord("a")) & (is_word <= ord("z"))) | (
+            (is_word >= ord("0")) & (is_word <= ord("9"))
+        )
         edges = np.diff(np.concatenate(([False], is_word, [False])).astype(np.int8))
         self.starts = np.flatnonzero(edges == 1).tolist()
         self.ends = np.flatnonzero(edges == -1).tolist()

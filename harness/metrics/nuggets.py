@@ -62,7 +62,9 @@ def score_verdicts(verdicts: Sequence[str]) -> NuggetScore:
     unknown = sorted({v for v in verdicts if v not in VERDICTS and v != UNPARSEABLE})
     if unknown:
         raise ValueError(f"verdicts must be parse_verdict labels, got {unknown}")
-    return NuggetScore(len(verdicts), verdicts.count(SUPPORT), verdicts.count(PARTIAL), verdicts.count(UNPARSEABLE))
+    return NuggetScore(
+        len(verdicts), verdicts.count(SUPPORT), verdicts.count(PARTIAL), verdicts.count(UNPARSEABLE)
+    )
 
 
 def strict_recall(raw_verdicts: Sequence[str | None]) -> NuggetScore:
@@ -86,7 +88,8 @@ class ControlResult:
 
 def seeded_derangement(qids: Iterable[str], *, seed: int) -> dict[str, str]:
     """qid -> the qid whose reference answer it is judged against in the negative control; no qid maps to
-    itself. Uniform over derangements (rejection sampling), from the seed alone: the input order is ignored."""
+    itself. Uniform over derangements (rejection sampling), from the seed alone: the input order is
+    ignored."""
     ordered = sorted(set(qids))
     if len(ordered) < 2:
         raise ValueError(f"a derangement needs at least 2 questions, got {len(ordered)}")
@@ -110,12 +113,16 @@ def _control(name: str, scores: Mapping[str, NuggetScore], threshold: float, pas
     return ControlResult(name, mean, threshold, passed, len(scores), unparseable, reason)
 
 
-def positive_control(scores: Mapping[str, NuggetScore], *, threshold: float = POSITIVE_CONTROL_MIN) -> ControlResult:
+def positive_control(
+    scores: Mapping[str, NuggetScore], *, threshold: float = POSITIVE_CONTROL_MIN
+) -> ControlResult:
     """scores: qid -> the judge's score of that question's own reference answer."""
     return _control("positive", scores, threshold, lambda mean: mean >= threshold)
 
 
-def negative_control(scores: Mapping[str, NuggetScore], *, threshold: float = NEGATIVE_CONTROL_MAX) -> ControlResult:
+def negative_control(
+    scores: Mapping[str, NuggetScore], *, threshold: float = NEGATIVE_CONTROL_MAX
+) -> ControlResult:
     """scores: qid -> the judge's score of the reference answer seeded_derangement assigned to it."""
     return _control("negative", scores, threshold, lambda mean: mean <= threshold)
 

@@ -73,7 +73,9 @@ class EvidenceMatcher:
         """Retrieved flags for the units added so far, plus `extra` (a cut unit) when given."""
         hits = self.hits
         if extra is not None and self.gold_grams:
-            hits = hits | self.gold_grams.intersection(extra.gram_seq)  # a scan: no set of the cut unit is built
+            hits = hits | self.gold_grams.intersection(
+                extra.gram_seq
+            )  # a scan: no set of the cut unit is built
         flags = []
         for ev, long, found in zip(self.gold, self.long, self.short_found):
             if long:
@@ -139,8 +141,12 @@ def score_qasper_assembled(
     suffix = UNIT_SUFFIX[unit]
     rec, complete, partial = [], [], []
     for budget in budgets:
-        picked = assemble(iter(ranked_chunks), budget, unit=unit, overflow=overflow, novelty=novelty, tokens=tokens)
-        flags = retrieved_flags(gold, [grams.get_transient(p.text) if p.truncated else grams.get(p.text) for p in picked])
+        picked = assemble(
+            iter(ranked_chunks), budget, unit=unit, overflow=overflow, novelty=novelty, tokens=tokens
+        )
+        flags = retrieved_flags(
+            gold, [grams.get_transient(p.text) if p.truncated else grams.get(p.text) for p in picked]
+        )
         rec.append((f"rec@{budget}{suffix}", sum(flags) / len(flags)))
         complete.append((f"complete@{budget}{suffix}", float(all(flags))))
         partial.append((f"partial@{budget}{suffix}", float(any(flags))))

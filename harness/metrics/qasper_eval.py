@@ -1,4 +1,5 @@
-"""The stand-alone Qasper scorer behind `harness qasper-eval`: gold file + predictions JSONL -> answer and evidence F1.
+"""The stand-alone Qasper scorer behind `harness qasper-eval`: gold file + predictions JSONL -> answer and
+evidence F1.
 
 Follows the official evaluator's aggregation: every gold question is scored; a question without a prediction
 scores 0 for answer and evidence F1 and is counted as missing, but enters no answer-type mean; a scored
@@ -140,9 +141,15 @@ def read_predictions(path: str | Path) -> dict[str, Prediction]:
         missing = [k for k in ("question_id", "predicted_answer", "predicted_evidence") if k not in record]
         if missing:
             raise InputError(f"missing field(s) {', '.join(missing)}", path=path, record=where)
-        qid, answer, evidence = record["question_id"], record["predicted_answer"], record["predicted_evidence"]
+        qid, answer, evidence = (
+            record["question_id"],
+            record["predicted_answer"],
+            record["predicted_evidence"],
+        )
         if not isinstance(qid, str) or not qid:
-            raise InputError(f"`question_id` must be a non-empty string, got {qid!r}", path=path, record=where)
+            raise InputError(
+                f"`question_id` must be a non-empty string, got {qid!r}", path=path, record=where
+            )
         if not isinstance(answer, str):
             raise InputError(f"`predicted_answer` must be a string, got {type(answer).__name__}",
                              path=path, record=where)
@@ -155,7 +162,9 @@ def read_predictions(path: str | Path) -> dict[str, Prediction]:
     return predictions
 
 
-def evaluate(gold: QasperGold, predictions: dict[str, Prediction], *, predictions_path=None) -> QasperEvaluation:
+def evaluate(
+    gold: QasperGold, predictions: dict[str, Prediction], *, predictions_path=None
+) -> QasperEvaluation:
     """Score predictions against gold (module docstring). An id in neither the scored nor the excluded
     gold questions is an error: it usually means predictions for another split."""
     excluded = set(gold.excluded)

@@ -36,12 +36,14 @@ class MetricSet:
     # score_question with `assembly:` options (harness.config.lab.Assembly); None: the set declares no
     # assembly (harness.config.metric_sets)
     score_assembled: Callable[..., list[tuple[str, float]]] | None = None
-    # what each metric measures, for the glossary (harness.report.glossary), keyed by `metric_form`: {B} is the
+    # what each metric measures, for the glossary (harness.report.glossary), keyed by `metric_form`: {B} is
+    # the
     # budget with its unit ("512 tokens"), {k} the cut-off; a metric without one is named by the set alone
     descriptions: Mapping[str, str] = field(default_factory=dict)
 
     def metric_names(self, budgets: Sequence[int], suffix: str = "t") -> tuple[str, ...]:
-        """The names score_question returns for these budgets, in the same order (suffix "w": word budgets)."""
+        """The names score_question returns for these budgets, in the same order (suffix "w": word
+        budgets)."""
         budgets = check_budgets(budgets, self.name)
         if self.budget_interleaved:
             by_budget = [f"{m}@{b}{suffix}" for b in budgets for m in self.budget_metrics]
@@ -86,15 +88,19 @@ METRIC_SETS: dict[str, MetricSet] = {
         answer_metrics=("answer_f1",),
         score_assembled=_qasper_assembled,
         descriptions={
-            "rec@B": "the share of a question's gold evidence strings found in the first {B} of retrieved source "
-                     "text",
-            "complete@B": "1 when every gold evidence string of the question is found in the first {B} retrieved, "
-                          "else 0 (a mean over questions: the share answered in full)",
-            "partial@B": "1 when at least one gold evidence string is found in the first {B} retrieved, else 0",
+            "rec@B": "the share of a question's gold evidence strings found in the first {B} of retrieved "
+                     "source "
+            "text",
+            "complete@B": "1 when every gold evidence string of the question is found in the first {B} "
+                          "retrieved, "
+            "else 0 (a mean over questions: the share answered in full)",
+            "partial@B": "1 when at least one gold evidence string is found in the first {B} retrieved, else "
+                         "0",
             "rec@k": "the share of a question's gold evidence strings found in the top {k} chunks",
             "hit@k": "1 when some gold evidence string is found in the top {k} chunks, else 0",
-            "answer_f1@B": "word-overlap F1 of the fixed reader's answer, given the first {B} retrieved, against "
-                           "the gold answers",
+            "answer_f1@B": "word-overlap F1 of the fixed reader's answer, given the first {B} retrieved, "
+                           "against "
+            "the gold answers",
         },
     ),
     "freshstack": MetricSet(
@@ -109,12 +115,14 @@ METRIC_SETS: dict[str, MetricSet] = {
         tail=(f"mrr@{freshstack.MRR_DEPTH}",),
         answer_metrics=("nugget_recall",),
         descriptions={
-            "prec@B": "the share of the word 5-grams in the first {B} retrieved that belong to the gold sections",
+            "prec@B": "the share of the word 5-grams in the first {B} retrieved that belong to the gold "
+                      "sections",
             "rec@B": "the share of the gold sections' word 5-grams found in the first {B} retrieved",
             "hit@k": "1 when a relevant chunk (half its 5-grams gold) is in the top {k}, else 0",
             "mrr@k": "1 / the rank of the first relevant chunk within the top {k} (0 when none)",
-            "nugget_recall@B": "the share of the question's answer nuggets a judge finds in the fixed reader's "
-                               "answer, given the first {B} retrieved",
+            "nugget_recall@B": "the share of the question's answer nuggets a judge finds in the fixed "
+                               "reader's "
+            "answer, given the first {B} retrieved",
         },
     ),
 }

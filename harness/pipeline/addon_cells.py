@@ -34,7 +34,9 @@ def chunk_variants(chunks: Sequence[Chunk]) -> list[tuple[str, list[Chunk]]]:
     if list(groups) == [None]:
         return [("", list(chunks))]
     if None in groups:
-        raise HarnessError(f"a chunk set mixes chunks with and without `{VARIANT}` ({len(groups[None])} without)")
+        raise HarnessError(
+            f"a chunk set mixes chunks with and without `{VARIANT}` ({len(groups[None])} without)"
+        )
     return [(f"@{name}", members) for name, members in groups.items()]
 
 
@@ -93,7 +95,8 @@ def inserted_in_head(expansion: Expansion, head: int) -> list[int]:
 
 
 def expanded_run_block(qid: str, expanded: ExpandedRanking, tag: str, *, depth: int | None) -> RunBlock:
-    """The expanded list's first `depth` entries as a run block, scored n, n-1, ... (n: the whole list's length)."""
+    """The expanded list's first `depth` entries as a run block, scored n, n-1, ... (n: the whole list's
+    length)."""
     n = len(expanded) if depth is None else min(depth, len(expanded))
     scores = np.arange(len(expanded), len(expanded) - n, -1, dtype=np.float64)
     return RunBlock(qid, expanded.head(n).chunk_ids[:n], scores, tag)

@@ -12,7 +12,8 @@ question from exactly B source tokens of the cell's run file (harness.pipeline.r
   so stats, audit and report read them like any metric, and a rerun of `score` keeps them;
 - results/judges/<dataset>/<arm>__<retriever>.jsonl: every nugget verdict; results/judges/controls.jsonl
   and results/judges/acceptance.json (the controls, judged before any arm; stats reads the rates);
-- results/answers/reader_acceptance.json: the reader's controls per dataset (harness.pipeline.reader_controls),
+- results/answers/reader_acceptance.json: the reader's controls per dataset
+(harness.pipeline.reader_controls),
   answered after the judge's controls and, like them, before any arm of any dataset; stats reads the rates;
 - results/answers/summary.json: counts per cell (questions, dropped, failed, truncated contexts).
 
@@ -54,7 +55,14 @@ from harness.grid.paths import (
 from harness.grid.states import SCORED, cell_state, mark_answer_done
 from harness.pipeline.reader_controls import reader_controls, write_reader_acceptance
 from harness.pipeline.reading import (
-    ANSWER_F1, NUGGET_RECALL, ReaderContext, answer_metric, ask_reader, judge_nuggets, reader_context, score_answer,
+    ANSWER_F1,
+    NUGGET_RECALL,
+    ReaderContext,
+    answer_metric,
+    ask_reader,
+    judge_nuggets,
+    reader_context,
+    score_answer,
 )
 from harness.pipeline.parts import write_part
 from harness.grid.results import ResultRow
@@ -72,7 +80,11 @@ JUDGE_CONTROLS_FILE = "controls.jsonl"  # under results/judges/
 def model_family(model_cfg: Any) -> str:
     """The family a model belongs to: the letters that open its model name (qwen2.5:7b -> qwen,
     openai/gpt-oss-120b -> gpt, gemma3-270m-... -> gemma)."""
-    name = getattr(model_cfg, "name", None) or getattr(model_cfg, "package", None) or getattr(model_cfg, "model_path", "")
+    name = (
+        getattr(model_cfg, "name", None)
+        or getattr(model_cfg, "package", None)
+        or getattr(model_cfg, "model_path", "")
+    )
     base = str(name).rstrip("/").split("/")[-1].lower()
     match = re.match(r"[a-z]+", base)
     return match.group(0) if match else base
@@ -85,14 +97,20 @@ def check_judge_family(study: Study) -> None:
     if judge.model is None or not judge.require_distinct_family:
         return
     family = model_family(study.models[judge.model])
-    others = {f"reader model {study.config.reader.model!r}": study.config.reader.model} if study.config.reader.model else {}
+    others = (
+        {f"reader model {study.config.reader.model!r}": study.config.reader.model}
+        if study.config.reader.model
+        else {}
+    )
     others |= {f"arm {arm!r} (indexing model {cfg.model!r})": cfg.model
                for arm, cfg in study.arms.items() if getattr(cfg, "model", None)}
     clash = [what for what, model in others.items() if model_family(study.models[model]) == family]
     if clash:
         raise HarnessError(
-            f"{study.config_path}: `judge.require_distinct_family` is true, but the judge model {judge.model!r} "
-            f"is of family {family!r} like the {', '.join(clash)}; choose a judge from another family")
+            f"{study.config_path}: `judge.require_distinct_family` is true, but the judge model "
+            f"{judge.model!r} "
+            f"is of family {family!r} like the {', '.join(clash)}; choose a judge from another family"
+        )
 
 
 def _model_config(study: Study, name: str, overrides: Mapping[str, Any], key: str) -> Any:
@@ -122,7 +140,8 @@ def ranked_ids(study: Study, cell: Cell) -> dict[str, list[str]]:
 
 
 class _Sessions:
-    """One session per model name, sharing one cache per model file (the reader and judge may be one model)."""
+    """One session per model name, sharing one cache per model file (the reader and judge may be one
+    model)."""
 
     def __init__(self, study: Study, stack: ExitStack, *, fresh: bool, replay: bool):
         self.study, self.stack, self.fresh, self.replay = study, stack, fresh, replay
@@ -139,12 +158,18 @@ class _Sessions:
         ledger = self.ledgers[role] = SpendLedger(role, None if cap is None else float(cap),
                                                  spent_before_usd=study_spend_usd(path.parent))
         backend = make_backend(model_cfg, replay_from=cache if self.replay else None)
-        retry = None if model_cfg.retry_temperature is None else {"temperature": float(model_cfg.retry_temperature)}
+        retry = (
+            None
+            if model_cfg.retry_temperature is None
+            else {"temperature": float(model_cfg.retry_temperature)}
+        )
         return LlmSession(backend, cache, ledger, retry_options=retry)
 
 
 def _jsonl(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    atomic_write_text(path, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records))
+    atomic_write_text(
+        path, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
+    )
 
 
 @dataclass
@@ -176,7 +201,9 @@ class Controls:
     judged_any: bool
 
 
-def open_instruments(study: Study, stack: ExitStack, *, fresh: bool = False, replay: bool = False) -> Instruments:
+def open_instruments(
+    study: Study, stack: ExitStack, *, fresh: bool = False, replay: bool = False
+) -> Instruments:
     """The reader's and the judge's sessions, closed with `stack`; `replay` answers only from the cache."""
     reader_cfg, judge_cfg = study.config.reader, study.config.judge
     if fresh and replay:
@@ -191,7 +218,11 @@ def open_instruments(study: Study, stack: ExitStack, *, fresh: bool = False, rep
     if judge_template is not None:
         judge_model = _model_config(study, judge_cfg.model, judge_cfg.model_options, "judge")
         judge, judge_seed = sessions.session("judge", judge_cfg.model, judge_model), judge_model.seed
-        judge_summary = {"name": judge_cfg.name, "model": judge_cfg.model, "prompt_sha256": judge_template.sha256}
+        judge_summary = {
+            "name": judge_cfg.name,
+            "model": judge_cfg.model,
+            "prompt_sha256": judge_template.sha256,
+        }
     return Instruments(reader, reader_template, [reader_model.seed, *study.config.llm.retry_seeds], judge,
                        judge_template, judge_seed, sessions, TokenCache(),
                        {"model": reader_cfg.model, "prompt_sha256": reader_template.sha256}, judge_summary)
@@ -200,7 +231,9 @@ def open_instruments(study: Study, stack: ExitStack, *, fresh: bool = False, rep
 def answered_dataset(study: Study, name: str, selection: Any) -> LoadedDataset:
     """The dataset as `answer` reads it: its seeded sample of `reader.questions`."""
     reader_cfg = study.config.reader
-    return sample_questions(load_dataset(study, name, selection=selection), reader_cfg.questions, reader_cfg.seed)
+    return sample_questions(
+        load_dataset(study, name, selection=selection), reader_cfg.questions, reader_cfg.seed
+    )
 
 
 def answer_settings(study: Study, dataset: LoadedDataset,
@@ -213,8 +246,9 @@ def answer_settings(study: Study, dataset: LoadedDataset,
     metrics = get_metric_set(dataset.metric_set).answer_metrics
     judged = NUGGET_RECALL in metrics and any(q.nuggets for q in dataset.questions)
     if judged and instruments.judge is None:
-        raise HarnessError(f"{study.config_path}: dataset {dataset.name!r} has nuggets to judge but `judge.model` "
-                           "is not set")
+        raise HarnessError(
+            f"{study.config_path}: dataset {dataset.name!r} has nuggets to judge but `judge.model` is not set"
+        )
     return budget, metrics, judged
 
 
@@ -228,19 +262,42 @@ def run_controls(study: Study, instruments: Instruments, selection: Any) -> Cont
         budget, metrics, judged = answer_settings(study, dataset, instruments)
         if judged:  # the controls come first: no arm is judged before the judge itself was checked
             out.judged_any = True
-            out.judge_rows += _controls(dataset, judge, judge_template, judge_cfg.control_seed, out.judge_scores,
-                                        judge_seed=instruments.judge_seed)
+            out.judge_rows += _controls(
+                dataset,
+                judge,
+                judge_template,
+                judge_cfg.control_seed,
+                out.judge_scores,
+                judge_seed=instruments.judge_seed,
+            )
         # then the reader's (scored by the judge on nugget datasets)
         out.reader_rates[name] = reader_controls(
-            dataset, instruments.reader, instruments.reader_template, budget=budget, tokens=instruments.tokens,
-            seeds=instruments.seeds, seed=judge_cfg.control_seed, f1=ANSWER_F1 in metrics,
-            judge=judge if judged else None, judge_template=judge_template, judge_seed=instruments.judge_seed)
+            dataset,
+            instruments.reader,
+            instruments.reader_template,
+            budget=budget,
+            tokens=instruments.tokens,
+            seeds=instruments.seeds,
+            seed=judge_cfg.control_seed,
+            f1=ANSWER_F1 in metrics,
+            judge=judge if judged else None,
+            judge_template=judge_template,
+            judge_seed=instruments.judge_seed,
+        )
         out.prepared.append((name, dataset, budget, metrics, judged))
     return out
 
 
-def answer_one_cell(study: Study, instruments: Instruments, dataset: LoadedDataset, cell: Cell, budget: int,
-                    metrics: Sequence[str], judged: bool, frozen_hash: str | None) -> tuple[list[ResultRow], dict]:
+def answer_one_cell(
+    study: Study,
+    instruments: Instruments,
+    dataset: LoadedDataset,
+    cell: Cell,
+    budget: int,
+    metrics: Sequence[str],
+    judged: bool,
+    frozen_hash: str | None,
+) -> tuple[list[ResultRow], dict]:
     """One cell answered (and judged): writes its answers and verdicts, returns its rows and counts."""
     return _answer_cell(study, dataset, cell, budget, instruments.tokens, instruments.reader,
                         instruments.reader_template, instruments.seeds, instruments.judge if judged else None,
@@ -270,9 +327,12 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
         for name, dataset, budget, metrics, judged in controls.prepared:
             cells = [cell for cell in answer_cells(study) if cell.dataset.name == name]
             for cell in tqdm(cells, desc=f"answer {name}", unit="cell", disable=not progress):
-                cell_rows, counts = answer_one_cell(study, instruments, dataset, cell, budget, metrics, judged,
-                                                    frozen_hash)
-                write_part(answers_dir(study), *cell.names, cell_rows)  # this stage's rows: only it writes them
+                cell_rows, counts = answer_one_cell(
+                    study, instruments, dataset, cell, budget, metrics, judged, frozen_hash
+                )
+                write_part(
+                    answers_dir(study), *cell.names, cell_rows
+                )  # this stage's rows: only it writes them
                 mark_answer_done(study, cell, frozen_hash=frozen_hash, counts=counts)
                 summary["cells"][str(cell)] = counts
                 log(f"answer {cell}: {counts}")
@@ -280,7 +340,9 @@ def answer_study(study: Study, *, frozen_hash: str | None, fresh: bool = False, 
         if controls.judged_any:  # written even when no reference answer made the controls computable
             _jsonl(judges_dir(study) / JUDGE_CONTROLS_FILE, controls.judge_rows)
             summary["controls"] = _write_acceptance(study, study.config.judge.name, controls.judge_scores)
-        summary["ledger"] = {role: ledger.totals().as_dict() for role, ledger in instruments.sessions.ledgers.items()}
+        summary["ledger"] = {
+            role: ledger.totals().as_dict() for role, ledger in instruments.sessions.ledgers.items()
+        }
     _write_summary(answers_dir(study) / "summary.json", summary | {"frozen_config_hash": frozen_hash})
     return summary
 
@@ -322,9 +384,20 @@ def _controls(dataset: LoadedDataset, judge: LlmSession, template: PromptTemplat
         for control, answer, source in pairs:
             verdicts = judge_nuggets(judge, template, q.query, q.nuggets, answer, seed=judge_seed)
             controls[control][f"{dataset.name}/{q.qid}"] = score_verdicts([v.verdict for v in verdicts])
-            rows += [{"dataset": dataset.name, "control": control, "qid": q.qid, "answer_of": source, "nugget": i,
-                      "text": v.nugget, "verdict": v.verdict, "raw": v.raw, "truncated": v.truncated}
-                     for i, v in enumerate(verdicts)]
+            rows += [
+                {
+                    "dataset": dataset.name,
+                    "control": control,
+                    "qid": q.qid,
+                    "answer_of": source,
+                    "nugget": i,
+                    "text": v.nugget,
+                    "verdict": v.verdict,
+                    "raw": v.raw,
+                    "truncated": v.truncated,
+                }
+                for i, v in enumerate(verdicts)
+            ]
     return rows
 
 
@@ -356,7 +429,9 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
     """Answer every question of one cell; score answer F1 (`f1`) or nugget recall (a `judge`), or neither
     (a metric set with nuggets but none given: the answers are still written)."""
     if cell_state(study, cell, frozen_hash) != SCORED:
-        raise HarnessError(f"answer: cell {cell} is not scored under the current freeze; run `harness score` first")
+        raise HarnessError(
+            f"answer: cell {cell} is not scored under the current freeze; run `harness score` first"
+        )
     chunks = {c.chunk_id: c for c in read_chunk_set(study, dataset, cell.arm, frozen_hash=frozen_hash)}
     ranked = ranked_ids(study, cell)
     counts = Counter(questions=0, answered=0, reader_failed=0, reader_truncated=0, judge_truncated=0,
@@ -370,14 +445,24 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
         counts["questions"] += 1
         missing = [cid for cid in ranked.get(q.qid, []) if cid not in chunks]
         if missing:
-            raise HarnessError(f"{run_path(study, *cell.names)}: chunk {missing[0]} is not in the {cell.arm} chunk set")
+            raise HarnessError(
+                f"{run_path(study, *cell.names)}: chunk {missing[0]} is not in the {cell.arm} chunk set"
+            )
         context: ReaderContext = reader_context([chunks[c] for c in ranked.get(q.qid, [])], budget, tokens)
         reply = ask_reader(reader, template, q.query, context, seeds=seeds)
         counts["answered"] += 1
         counts["reader_failed"] += reply.failed
         counts["reader_truncated"] += reply.truncated
-        records.append({"qid": q.qid, "answer": reply.answer, "failed": reply.failed, "attempts": reply.attempts,
-                        "truncated": reply.truncated, **context.to_json()})
+        records.append(
+            {
+                "qid": q.qid,
+                "answer": reply.answer,
+                "failed": reply.failed,
+                "attempts": reply.attempts,
+                "truncated": reply.truncated,
+                **context.to_json(),
+            }
+        )
         scored = score_answer(q, reply.answer, f1=f1, judge=judge, judge_template=judge_template,
                               judge_seed=judge_seed)
         if scored.dropped:
@@ -389,7 +474,9 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
             counts["judge_truncated"] += sum(v.truncated for v in scored.verdicts)
             verdict_rows += [{"qid": q.qid, "nugget": i, "text": v.nugget, "answer": reply.answer,
                               "verdict": v.verdict, "raw": v.raw} for i, v in enumerate(scored.verdicts)]
-        rows.append(ResultRow(*cell.names, q.qid, q.cluster, q.stratum, answer_metric(f1, budget), scored.value))
+        rows.append(
+            ResultRow(*cell.names, q.qid, q.cluster, q.stratum, answer_metric(f1, budget), scored.value)
+        )
     _jsonl(answers_path(study, cell), records)
     if judge is not None:
         _jsonl(judges_dir(study) / dataset.name / f"{cell.arm}__{cell.retriever}.jsonl", verdict_rows)
@@ -398,7 +485,8 @@ def _answer_cell(study, dataset, cell, budget, tokens, reader, template, seeds, 
 
 def uncovered_answer_tests(study: Study, plan: Any) -> list[str]:
     """The plan's answer-level tests (plan and amendments) that the config cannot run, as
-    "<family>/<test>: <why>" (answer_test_gaps). Empty when every such test is runnable once `answer` has run."""
+    "<family>/<test>: <why>" (answer_test_gaps). Empty when every such test is runnable once `answer` has
+    run."""
     problems = []
     for family in plan.families:
         for test in family.tests:

@@ -17,7 +17,17 @@ from harness.pipeline.answer import SPOT_CHECK_FILE
 from harness.study import Study
 from harness.grid.paths import judge_acceptance_path, judges_dir
 
-SAMPLE_COLUMNS = ("dataset", "arm", "retriever", "qid", "nugget", "nugget_text", "answer", JUDGE_COLUMN, HUMAN_COLUMN)
+SAMPLE_COLUMNS = (
+    "dataset",
+    "arm",
+    "retriever",
+    "qid",
+    "nugget",
+    "nugget_text",
+    "answer",
+    JUDGE_COLUMN,
+    HUMAN_COLUMN,
+)
 
 
 def verdict_rows(study: Study) -> list[dict]:
@@ -37,7 +47,9 @@ def sample_csv(rows: list[dict], *, n: int, seed: int) -> str:
     """A seeded sample (without replacement, min(n, rows)) in the rows' own order, as CSV."""
     if not rows:
         raise HarnessError("no judge verdicts to sample; run `harness answer` first")
-    picked = sorted(np.random.default_rng(seed).choice(len(rows), size=min(n, len(rows)), replace=False).tolist())
+    picked = sorted(
+        np.random.default_rng(seed).choice(len(rows), size=min(n, len(rows)), replace=False).tolist()
+    )
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=SAMPLE_COLUMNS, lineterminator="\n")
     writer.writeheader()

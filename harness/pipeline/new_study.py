@@ -118,8 +118,16 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
         os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 would become the study folder's mode
         name = "qasper" if inputs.qasper else "freshstack" if inputs.freshstack else "corpus"
         entry, metric_set, evidence = _stage_data(staging, inputs, copies)
-        layout = Layout(study=target.name, dataset=name, entry=entry, metric_set=metric_set, cluster="cluster",
-                        stratified=bool(inputs.freshstack), paid=paid, registered_at=utc_iso(moment))
+        layout = Layout(
+            study=target.name,
+            dataset=name,
+            entry=entry,
+            metric_set=metric_set,
+            cluster="cluster",
+            stratified=bool(inputs.freshstack),
+            paid=paid,
+            registered_at=utc_iso(moment),
+        )
         atomic_write_text(staging / "configs" / "study.yaml", study_yaml(layout))
         study = Study.at(staging)
         dataset = load_dataset(study, name, selection=None)  # the adapter's checks, before anything is kept
@@ -139,9 +147,11 @@ def create_study(target: Path, inputs: Inputs, *, paid: Paid | None = None,
         if paid:
             _copy_prompts(staging, copies)
         _validate(Study.at(staging))
-        registration = {ENCLOSING: "a git commit", OWN: "a git commit in the study's own repository (git init)",
-                        None: f"{RECORD_PATH}, as git cannot commit here" if git else
-                        f"{RECORD_PATH} (--no-git)"}[repository]
+        registration = {
+            ENCLOSING: "a git commit",
+            OWN: "a git commit in the study's own repository (git init)",
+            None: f"{RECORD_PATH}, as git cannot commit here" if git else f"{RECORD_PATH} (--no-git)",
+        }[repository]
         # absolute: `make` runs from the harness repository, wherever init ran
         atomic_write_text(staging / "README.md", readme(layout, registration=registration, where=str(target)))
         if target.is_dir():
@@ -162,7 +172,9 @@ def _check_target(target: Path) -> None:
     if target.exists() and not target.is_dir():
         raise HarnessError(f"{target}: exists and is not a folder")
     if target.is_dir() and any(target.iterdir()):
-        raise HarnessError(f"{target}: not empty; `harness init` writes a new study into an empty or new folder")
+        raise HarnessError(
+            f"{target}: not empty; `harness init` writes a new study into an empty or new folder"
+        )
     if not target.parent.is_dir():
         raise HarnessError(f"{target.parent}: no such folder (create it first)")
 
@@ -199,7 +211,11 @@ def _stage_data(root: Path, inputs: Inputs, copies: _Copies) -> tuple[dict, str,
     Markdown, the evidence counts."""
     data = root / "data"
     if inputs.freshstack:
-        return _stage_freshstack(data, inputs.freshstack, inputs.corpus_path_prefix, copies), "freshstack", None
+        return (
+            _stage_freshstack(data, inputs.freshstack, inputs.corpus_path_prefix, copies),
+            "freshstack",
+            None,
+        )
     if inputs.qasper:
         copies.copy(inputs.qasper, data / "qasper" / inputs.qasper.name, what="Qasper file")
         return ({"adapter": "qasper", "metric_set": "qasper", "files": [f"data/qasper/{inputs.qasper.name}"]},
@@ -223,7 +239,8 @@ def _stage_data(root: Path, inputs: Inputs, copies: _Copies) -> tuple[dict, str,
 
 
 def _stage_freshstack(data: Path, folder: Path, prefix: str, copies: _Copies) -> dict:
-    """queries, corpus and qrels copied per domain; the checkout stays where it is (a repository, often large),
+    """queries, corpus and qrels copied per domain; the checkout stays where it is (a repository, often
+    large),
     named by its absolute path and pinned by its HEAD commit, which the freeze records."""
     if not folder.is_dir():
         raise InputError("not a folder of FreshStack domains", path=folder)
@@ -239,13 +256,16 @@ def _stage_freshstack(data: Path, folder: Path, prefix: str, copies: _Copies) ->
         if not checkout.is_dir():
             raise InputError("no checkout/ folder (the docs repository the corpus was cut from)", path=sub)
         copies.followed(sub / "checkout", folder, "the config names the checkout by that path")
-        head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=False)
+        head = subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+        )
         options |= {"checkout": str(checkout), "commit": head.stdout.strip() if head.returncode == 0 else "",
                     "corpus_path_prefix": prefix}
         domains[sub.name] = options
     if not domains:
-        raise InputError("holds no domain folder (each with queries.jsonl, corpus.jsonl and checkout/)", path=folder)
+        raise InputError(
+            "holds no domain folder (each with queries.jsonl, corpus.jsonl and checkout/)", path=folder
+        )
     return {"adapter": "freshstack", "metric_set": "freshstack", "domains": domains}
 
 
@@ -257,9 +277,12 @@ def _document_bodies(documents: Path) -> list[str]:
         if not isinstance(rel, str):
             continue  # inline `text`, or a malformed line the adapter reports
         if Path(rel).is_absolute() or os.path.normpath(rel).startswith(".."):
-            raise InputError(f"`path` {rel!r} leaves the folder of documents.jsonl; `harness init` copies the "
-                             "corpus into the study, so every body must lie under that folder",
-                             path=documents, record=f"line {line}")
+            raise InputError(
+                f"`path` {rel!r} leaves the folder of documents.jsonl; `harness init` copies the "
+                "corpus into the study, so every body must lie under that folder",
+                path=documents,
+                record=f"line {line}",
+            )
         out.append(rel)
     return out
 
@@ -302,8 +325,12 @@ def _register(root: Path, repository: str | None, moment: dt.datetime) -> str:
                     git + ["commit", "-q", "-m", f"Register study {root.name} (harness init)", "--", "."]):
         proc = subprocess.run(command, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise HarnessError(f"{root}: the study is written, but `{' '.join(command[3:5])}` failed: "
-                               f"{proc.stderr.strip() or proc.stdout.strip()}; commit the folder to register the plan")
-    commit = subprocess.run(git + ["rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=False)
+            raise HarnessError(
+                f"{root}: the study is written, but `{' '.join(command[3:5])}` failed: "
+                f"{proc.stderr.strip() or proc.stdout.strip()}; commit the folder to register the plan"
+            )
+    commit = subprocess.run(
+        git + ["rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=False
+    )
     own = " in the study's own repository (git init)" if repository == OWN else ""
     return f"git commit {commit.stdout.strip()}{own}"

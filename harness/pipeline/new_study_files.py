@@ -66,7 +66,11 @@ def _flow(value: Any) -> str:
         return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_flow(v) for v in value) + "]"
-    if isinstance(value, str) and PLAIN.fullmatch(value) and value not in ("true", "false", "null", "yes", "no"):
+    if (
+        isinstance(value, str)
+        and PLAIN.fullmatch(value)
+        and value not in ("true", "false", "null", "yes", "no")
+    ):
         return value
     return json.dumps(value)
 
@@ -83,14 +87,16 @@ def study_yaml(layout: Layout) -> str:
     values = {k: _entry_value(v) for k, v in layout.entry.items()}
     entry = "\n".join(f"    {k}:" + (v if v.startswith("\n") else f" {v}") for k, v in values.items())
     lines = [
-        "# Written by `harness init`. Every value is checked by `harness config --study .`, which also prints",
+        "# Written by `harness init`. Every value is checked by `harness config --study .`, which also "
+        "prints",
         "# the defaults filled in. Change it before `harness freeze`; afterwards a change is drift.",
         f"study: {_flow(layout.study)}",
         "",
         "datasets:",
         f"  {_flow(layout.dataset)}:",
         entry,
-        f"    selection: {{seed: {SELECTION_SEED}, {_count_key(layout)}: all, exclude: []}}  # all; a number draws a seeded sample",
+        f"    selection: {{seed: {SELECTION_SEED}, {_count_key(layout)}: all, exclude: []}}  # all; a number "
+        "draws a seeded sample",
         "",
         "tokenizer: cl100k_base",
         "",
@@ -104,8 +110,10 @@ def study_yaml(layout: Layout) -> str:
         *(f"  {arm}: {{kind: {arm}}}" for arm in FREE_ARMS),
     ]
     if layout.paid:
-        lines += ["  # the paid arms: one call per chunk enriching it (E), or situating it in its document (CR)",
-                  *(f"  {arm}: {{kind: {arm}, model: llm}}" for arm in PAID_ARMS)]
+        lines += [
+            "  # the paid arms: one call per chunk enriching it (E), or situating it in its document (CR)",
+            *(f"  {arm}: {{kind: {arm}, model: llm}}" for arm in PAID_ARMS),
+        ]
     else:
         lines += ["  # paid arms (`harness init --llm MODEL` writes them): a `models:` entry `llm` and",
                   "  # E: {kind: E, model: llm}", "  # CR: {kind: CR, model: llm}"]
@@ -128,7 +136,12 @@ def study_yaml(layout: Layout) -> str:
         f"  {layout.metric_set}: {_flow(list(layout.budgets))}",
     ]
     if layout.paid:
-        lines += ["", "llm:", "  workers: 1", "  # spend_cap_usd: 10.0   # `harness estimate` checks the paid arms against it"]
+        lines += [
+            "",
+            "llm:",
+            "  workers: 1",
+            "  # spend_cap_usd: 10.0   # `harness estimate` checks the paid arms against it",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -154,13 +167,17 @@ def _test(test_id: str, a: str, b: str, layout: Layout, *, margin: bool) -> str:
 def _primary_family(layout: Layout) -> list[str]:
     return [
         "  - id: primary",
-        "    description: Is one LLM call per chunk (E) equivalent to free structure (S+T, H1) and to situating context (CR, H2)?",
+        "    description: Is one LLM call per chunk (E) equivalent to free structure (S+T, H1) and to "
+        "situating context (CR, H2)?",
         "    tier: confirmatory",
         "    multiplicity: holm",
         "    decision: {rule: tost, signflip_required: false}",
         "    seed: 1101",
         "    tests:",
-        *(f"      - {_test(f'H{i}', a, b, layout, margin=True)}" for i, (a, b) in enumerate(STARTER_PRIMARY, start=1)),
+        *(
+            f"      - {_test(f'H{i}', a, b, layout, margin=True)}"
+            for i, (a, b) in enumerate(STARTER_PRIMARY, start=1)
+        ),
     ]
 
 
@@ -168,7 +185,8 @@ def plan_yaml(layout: Layout) -> str:
     metrics = METRIC_SETS[layout.metric_set].metric_names(layout.budgets)
     lines = [
         "# The registered analysis (prose: PLAN.md). `harness stats` and `harness audit` read this file and",
-        "# amendments/*.yaml, nothing else. Differences are A - B in points (metric x 100), paired by question.",
+        "# amendments/*.yaml, nothing else. Differences are A - B in points (metric x 100), paired by "
+        "question.",
         "# Once outcomes exist, change nothing here: add an amendment (amendments/NNNN-name.yaml).",
         f"study: {_flow(layout.study)}",
         f'registered_at: "{layout.registered_at}"',
@@ -198,7 +216,8 @@ def plan_yaml(layout: Layout) -> str:
         lines += _primary_family(layout) + [""]
     lines += [
         "  - id: structure",
-        "    description: Under the hybrid retriever, do header-led chunks (S) differ from 512-character windows (F512c) and 256-token windows (F256t)?",
+        "    description: Under the hybrid retriever, do header-led chunks (S) differ from 512-character "
+        "windows (F512c) and 256-token windows (F256t)?",
         "    tier: confirmatory",
         "    multiplicity: holm",
         "    decision: {rule: two-sided, signflip_required: true}",
@@ -209,9 +228,12 @@ def plan_yaml(layout: Layout) -> str:
     if not layout.paid:
         lines += [
             "",
-            "  # The paid arms: with E and CR in configs/study.yaml (`harness init --llm MODEL` writes both), add them",
-            "  # to `arms:` above and uncomment this family before any outcome exists. TOST: E is equivalent to B when",
-            f"  # the 90% CI of E - B lies within +-margin points ({layout.margin} here; choose it before seeing data).",
+            "  # The paid arms: with E and CR in configs/study.yaml (`harness init --llm MODEL` writes "
+            "both), add them",
+            "  # to `arms:` above and uncomment this family before any outcome exists. TOST: E is equivalent "
+            "to B when",
+            f"  # the 90% CI of E - B lies within +-margin points ({layout.margin} here; choose it before "
+            "seeing data).",
             *("  # " + line[2:] for line in _primary_family(layout)),
         ]
     return "\n".join(lines) + "\n"
@@ -222,12 +244,16 @@ def plan_md(layout: Layout) -> str:
     paid_question = (", and does one LLM call per chunk (E) index as well as free structure (S+T) and "
                      "situating context (CR)") if layout.paid else ""
     if layout.paid:
-        margin = (f"H1 and H2 are equivalence tests (TOST) with a margin of {layout.margin} points: a difference "
-                  "smaller than that would not change which indexing to use. Say why, for this corpus.")
+        margin = (
+            f"H1 and H2 are equivalence tests (TOST) with a margin of {layout.margin} points: a difference "
+            "smaller than that would not change which indexing to use. Say why, for this corpus."
+        )
     else:
-        margin = ("The structure family is two-sided: it can show a difference, never equivalence, so a verdict "
-                  "n.d. does not mean the arms are as good as each other. plan.yaml holds a commented example of "
-                  f"an equivalence (TOST) family with a margin of {layout.margin} points.")
+        margin = (
+            "The structure family is two-sided: it can show a difference, never equivalence, so a verdict "
+            "n.d. does not mean the arms are as good as each other. plan.yaml holds a commented example of "
+            f"an equivalence (TOST) family with a margin of {layout.margin} points."
+        )
     return f"""# {layout.study}: registered analysis
 
 Written by `harness init` on {layout.registered_at}: a complete draft, generated from plan.yaml. plan.yaml is
@@ -275,9 +301,17 @@ None yet. A change after outcomes exist is an amendment (amendments/) and is lab
 
 
 def readme(layout: Layout, *, registration: str, where: str) -> str:
-    answer = "" if not layout.paid else ("\nThe paid arms call `llm` "
-                                         f"({layout.paid.backend}, {layout.paid.model}); `harness estimate --study .` counts "
-                                         "their calls and tokens before any is made.\n")
+    answer = (
+        ""
+        if not layout.paid
+        else (
+            "\nThe paid arms call `llm` "
+            f"({layout.paid.backend}, {layout.paid.model}); `harness estimate --study .` counts "
+            "their calls and tokens before any is made.\n"
+        )
+    )
+    commit = (" (commit them: the commit holding the frozen plan is its registration)"
+              if registration.startswith("a git") else "")
     return f"""# {layout.study}
 
 A study written by `harness init`: dataset `{layout.dataset}` under data/, the config in configs/study.yaml,
@@ -295,7 +329,6 @@ or one stage at a time: `harness select --study .`, then `freeze`, `estimate`, `
 results/report/index.html.
 
 Before `freeze`: read plan/PLAN.md and plan/plan.yaml, a generated draft, and make them say what this study
-asks{" (commit them: the commit holding the frozen plan is its registration)" if registration.startswith("a git") else ""}.
-Once outcomes exist, plan/ stays as registered; a change is an amendment (amendments/). docs/getting-started.md
-in the harness repository says more.
+asks{commit}. Once outcomes exist, plan/ stays as registered; a change is an amendment
+(amendments/). docs/getting-started.md in the harness repository says more.
 """

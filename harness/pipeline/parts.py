@@ -36,16 +36,22 @@ def write_variants_part(
 ) -> Path:
     path = variants_part_path(per_question_dir, dataset, arm, retriever)
     df = check_and_sort(to_frame(rows), str(path))
-    foreign = df[(df["dataset"] != dataset) | (df["retriever"] != retriever) | ~df["arm"].str.startswith(f"{arm}@")]
+    foreign = df[
+        (df["dataset"] != dataset) | (df["retriever"] != retriever) | ~df["arm"].str.startswith(f"{arm}@")
+    ]
     if len(foreign):
         row = foreign.iloc[0]
-        raise InputError(f"{path}: row of ({row['dataset']}, {row['arm']}, {row['retriever']}) is not a variant of "
-                         f"({dataset}, {arm}, {retriever})")
+        raise InputError(
+            f"{path}: row of ({row['dataset']}, {row['arm']}, {row['retriever']}) is not a variant of "
+            f"({dataset}, {arm}, {retriever})"
+        )
     write_frame(df, path, None)
     return path
 
 
-def read_variants_part(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> pd.DataFrame:
+def read_variants_part(
+    per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str
+) -> pd.DataFrame:
     return read_per_question(variants_part_path(per_question_dir, dataset, arm, retriever))
 
 
@@ -55,7 +61,9 @@ def read_part(per_question_dir: str | os.PathLike, dataset: str, arm: str, retri
     foreign = df[(df["dataset"] != dataset) | (df["arm"] != arm) | (df["retriever"] != retriever)]
     if len(foreign):
         row = foreign.iloc[0]
-        raise InputError(f"holds a row of another cell ({row['dataset']}, {row['arm']}, {row['retriever']})", path=path)
+        raise InputError(
+            f"holds a row of another cell ({row['dataset']}, {row['arm']}, {row['retriever']})", path=path
+        )
     return df
 
 

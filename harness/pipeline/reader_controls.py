@@ -88,7 +88,9 @@ def reader_controls(dataset: LoadedDataset, reader: LlmSession, template: Prompt
         entry[control] = sum(scores) / len(scores) if scores else None  # None: not computable
         entry[f"{control}_questions"] = len(scores)
     if not other:
-        entry["negative_not_computable"] = f"{len(by_cluster)} cluster(s) with gold evidence; a derangement needs 2"
+        entry["negative_not_computable"] = (
+            f"{len(by_cluster)} cluster(s) with gold evidence; a derangement needs 2"
+        )
     return entry
 
 

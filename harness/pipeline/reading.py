@@ -39,8 +39,14 @@ class ReaderContext:
         return sha256_text(self.text)
 
     def to_json(self) -> dict[str, Any]:
-        return {"context_sha256": self.sha256, "chunk_ids": list(self.chunk_ids), "context_tokens": self.tokens,
-                "cut": None if self.cut_tokens is None else {"chunk_id": self.chunk_ids[-1], "tokens": self.cut_tokens}}
+        return {
+            "context_sha256": self.sha256,
+            "chunk_ids": list(self.chunk_ids),
+            "context_tokens": self.tokens,
+            "cut": None
+            if self.cut_tokens is None
+            else {"chunk_id": self.chunk_ids[-1], "tokens": self.cut_tokens},
+        }
 
 
 def reader_context(ranked: Sequence[Chunk], budget: int, tokens: TokenCache) -> ReaderContext:
@@ -81,7 +87,8 @@ class Verdict:
 
 def judge_nuggets(session: LlmSession, template: PromptTemplate, question: str, nuggets: Sequence[str],
                   answer: str, *, seed: int) -> list[Verdict]:
-    """One call per nugget; an unreadable reply is kept as "unparseable" (not supported, counted), not retried."""
+    """One call per nugget; an unreadable reply is kept as "unparseable" (not supported, counted), not
+    retried."""
     out = []
     for nugget in nuggets:
         prompt = template.render({"question": question, "nugget": nugget, "answer": answer or "(no answer)"})

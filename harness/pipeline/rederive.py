@@ -73,7 +73,8 @@ def first_difference(released: Iterable[str], ours: Iterable[str], label: str) -
         if theirs is None:
             return f"{label}: ends after line {n - 1}, re-derived line {n} is {mine[:120]!r}"
         if mine is None:
-            return f"{label}: line {n} {theirs[:120]!r} is not re-derived (the re-derived file ends at line {n - 1})"
+            return (f"{label}: line {n} {theirs[:120]!r} is not re-derived "
+                    f"(the re-derived file ends at line {n - 1})")
         if theirs != mine:
             # a long line (a chunk's JSON) is shown from a little before where it differs
             first = next(i for i, (a, b) in enumerate(zip_longest(theirs, mine)) if a != b)
@@ -140,7 +141,8 @@ def selection_checks(study: Study) -> list[Check]:
     path = study.selection_path
     item = str(path.relative_to(study.root)) if path.is_relative_to(study.root) else str(path)
     if not path.is_file():
-        return []  # `harness select` never ran: every eligible question is used, there is no sample to re-draw
+        # `harness select` never ran: every eligible question is used, there is no sample to re-draw
+        return []
     try:
         drawn = draw_selection(study)
     except HarnessError as e:
@@ -159,11 +161,20 @@ def selection_checks(study: Study) -> list[Check]:
                            {k: v for k, v in drawn.items() if k != "datasets"})
     problems += [rest] if rest else []
     if problems:
-        return [Check(SUBJECT, item, FAIL, "differs from the draw by its seed, data and exclusions: "
-                      + "; ".join(problems[:SHOWN]) + (f"; and {len(problems) - SHOWN} more" if len(problems) > SHOWN
-                                                       else ""))]
+        return [
+            Check(
+                SUBJECT,
+                item,
+                FAIL,
+                "differs from the draw by its seed, data and exclusions: "
+                + "; ".join(problems[:SHOWN])
+                + (f"; and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""),
+            )
+        ]
     sizes = ", ".join(f"{n} {_selected_count(e)}" for n, e in sorted(drawn["datasets"].items()))
-    return [Check(SUBJECT, item, PASS, f"equal to the draw by each dataset's seed, data and exclusions ({sizes})")]
+    return [
+        Check(SUBJECT, item, PASS, f"equal to the draw by each dataset's seed, data and exclusions ({sizes})")
+    ]
 
 
 def _selected_count(entry: dict) -> int:
@@ -185,7 +196,9 @@ def _selection_differences(released: Any, drawn: Any, where: str = "") -> list[s
     if isinstance(released, list) and isinstance(drawn, list) and released != drawn:
         removed = [str(x) for x in drawn if x not in released]
         added = [str(x) for x in released if x not in drawn]
-        parts = ([f"lacks {_named(removed)}"] if removed else []) + ([f"adds {_named(added)}"] if added else [])
+        parts = ([f"lacks {_named(removed)}"] if removed else []) + (
+            [f"adds {_named(added)}"] if added else []
+        )
         return [f"`{label}` " + (" and ".join(parts) if parts else "holds the drawn ids in another order")]
     if released != drawn:
         return [f"`{label}` is {_short(released)}, drawn {_short(drawn)}"]
@@ -201,7 +214,8 @@ def table_checks(study: Study, frozen: str) -> list[Check]:
         parquet, csv = per_question_path(study, name, "parquet"), per_question_path(study, name, "csv")
         cells = [c for c in configured_cells(study) if c.dataset.name == name]
         if (not parquet.is_file() and not csv.is_file()) or unscored_cells(study, frozen, cells):
-            continue  # no table a full grid assembles: the grid check fails it, or it was released as a deviation
+            # no table a full grid assembles: the grid check fails it, or it was released as a deviation
+            continue
         try:
             expected = assembled_frame(study, name, frozen)
         except HarnessError as e:
@@ -213,11 +227,18 @@ def table_checks(study: Study, frozen: str) -> list[Check]:
             if not path.is_file():
                 checks.append(Check(SUBJECT, label, FAIL, "missing"))
                 continue
-            released = text_lines(path) if path.suffix == ".csv" else blocks_lines(_csv_blocks(read_per_question(path)))
+            released = (
+                text_lines(path)
+                if path.suffix == ".csv"
+                else blocks_lines(_csv_blocks(read_per_question(path)))
+            )
             differs = first_difference(released, blocks_lines(_csv_blocks(expected)),
                                        label + ("" if path.suffix == ".csv" else " (as CSV)"))
-            checks.append(Check(SUBJECT, label, FAIL, f"not the table its parts assemble to: {differs}") if differs else
-                          Check(SUBJECT, label, PASS, f"{len(expected)} rows, equal to what its parts assemble to"))
+            checks.append(
+                Check(SUBJECT, label, FAIL, f"not the table its parts assemble to: {differs}")
+                if differs
+                else Check(SUBJECT, label, PASS, f"{len(expected)} rows, equal to what its parts assemble to")
+            )
     return checks
 
 
@@ -225,20 +246,32 @@ def table_checks(study: Study, frozen: str) -> list[Check]:
 
 
 def acceptance_checks(study: Study, frozen: str) -> list[Check]:
-    """The reader's and the judge's control answers replayed from the cache, rescored, compared with the records."""
+    """The reader's and the judge's control answers replayed from the cache, rescored, compared with the
+    records."""
     reader_path = reader_acceptance_path(study)
     judge_path, controls_path = judge_acceptance_path(study), judges_dir(study) / JUDGE_CONTROLS_FILE
     if not study.config.reader.cells or not (reader_path.is_file() or judge_path.is_file()):
-        return []  # nothing answered: no instrument record to check (the grid and plan checks see what is missing)
+        # nothing answered: no instrument record to check (the grid and plan checks see what is missing)
+        return []
     root = results_dir(study).parent
     try:
         with ExitStack() as stack:
             instruments = open_instruments(study, stack, replay=True)
             controls = run_controls(study, instruments, read_selection(study))
     except (ReplayMiss, HarnessError) as e:
-        return [Check(SUBJECT, "(instrument controls)", FAIL, f"cannot be replayed from the generation cache: {e}")]
-    checks = [_record_check(reader_path, root, reader_acceptance_record(
-        instruments.reader_summary, controls.reader_rates, frozen_hash=frozen), "the reader's control answers")]
+        return [
+            Check(
+                SUBJECT, "(instrument controls)", FAIL, f"cannot be replayed from the generation cache: {e}"
+            )
+        ]
+    checks = [
+        _record_check(
+            reader_path,
+            root,
+            reader_acceptance_record(instruments.reader_summary, controls.reader_rates, frozen_hash=frozen),
+            "the reader's control answers",
+        )
+    ]
     if controls.judged_any:
         judge = study.config.judge.name
         entry = judge_acceptance_entry(study, controls.judge_scores)
@@ -247,14 +280,26 @@ def acceptance_checks(study: Study, frozen: str) -> list[Check]:
                                     released=released.get(judge) if isinstance(released, dict) else None,
                                     key=f" (entry {judge!r})"))
         label = str(controls_path.relative_to(root))
-        differs = (f"{label}: missing" if not controls_path.is_file() else
-                   first_difference(text_lines(controls_path), blocks_lines([jsonl_lines(controls.judge_rows)]), label))
-        checks.append(Check(SUBJECT, label, FAIL, f"not the replayed controls: {differs}") if differs else Check(
-            SUBJECT, label, PASS, f"{len(controls.judge_rows)} verdicts, equal to the replayed controls"))
+        differs = (
+            f"{label}: missing"
+            if not controls_path.is_file()
+            else first_difference(
+                text_lines(controls_path), blocks_lines([jsonl_lines(controls.judge_rows)]), label
+            )
+        )
+        checks.append(
+            Check(SUBJECT, label, FAIL, f"not the replayed controls: {differs}")
+            if differs
+            else Check(
+                SUBJECT, label, PASS, f"{len(controls.judge_rows)} verdicts, equal to the replayed controls"
+            )
+        )
     return checks
 
 
-def _record_check(path: Path, root: Path, ours: Any, source: str, *, released: Any = ..., key: str = "") -> Check:
+def _record_check(
+    path: Path, root: Path, ours: Any, source: str, *, released: Any = ..., key: str = ""
+) -> Check:
     label = str(path.relative_to(root))
     if released is ...:
         released = read_json(path) if path.is_file() else None
@@ -262,7 +307,9 @@ def _record_check(path: Path, root: Path, ours: Any, source: str, *, released: A
         return Check(SUBJECT, label, FAIL, f"missing{key}: it cannot be compared with {source}")
     differs = json_difference(released, ours)
     if differs:
-        return Check(SUBJECT, label, FAIL, f"edited{key}: not what {source} replayed from the cache give: {differs}")
+        return Check(
+            SUBJECT, label, FAIL, f"edited{key}: not what {source} replayed from the cache give: {differs}"
+        )
     return Check(SUBJECT, label, PASS, f"equal{key} to what {source} replayed from the cache give")
 
 
@@ -284,14 +331,18 @@ def model_chunk_set_checks(study: Study, frozen: str) -> list[Check]:
         selection = read_selection(study)
         for dataset in dict.fromkeys(cs.dataset.name for cs in todo):
             arms = [cs.arm.name for cs in todo if cs.dataset.name == dataset]
-            failed = build_in_scratch(scratch, load_dataset(scratch, dataset, selection=selection), arms, frozen)
+            failed = build_in_scratch(
+                scratch, load_dataset(scratch, dataset, selection=selection), arms, frozen
+            )
             for arm in arms:
                 path = chunks_path(study, dataset, arm)
                 label = str(path.relative_to(root))
                 if arm in failed:
                     checks.append(Check(SUBJECT, label, FAIL, failed[arm]))
                     continue
-                differs = first_difference(text_lines(path), text_lines(chunks_path(scratch, dataset, arm)), label)
+                differs = first_difference(
+                    text_lines(path), text_lines(chunks_path(scratch, dataset, arm)), label
+                )
                 checks.append(Check(SUBJECT, label, FAIL, f"not what the generation cache replays: {differs}")
                               if differs else
                               Check(SUBJECT, label, PASS, "equal to its rebuild from the generation cache"))
@@ -307,7 +358,9 @@ def scratch_study(study: Study, folder: Path) -> Study:
     return Study(study.root, results_root=folder)
 
 
-def build_in_scratch(scratch: Study, dataset: LoadedDataset, arms: Sequence[str], frozen: str) -> dict[str, str]:
+def build_in_scratch(
+    scratch: Study, dataset: LoadedDataset, arms: Sequence[str], frozen: str
+) -> dict[str, str]:
     """Build `arms` of the dataset, and the arms they are built from, in the scratch study in replay mode,
     each once (one build-arms pass, resumed past an arm the cache cannot rebuild); returns {arm: why it
     could not be built} for a cache miss and for the arms built from it."""
@@ -322,7 +375,10 @@ def build_in_scratch(scratch: Study, dataset: LoadedDataset, arms: Sequence[str]
         todo = [a for a in sources_first(scratch, dataset.name, needed)
                 if a not in failed and not chunks_path(scratch, dataset.name, a).is_file()]
         for arm in todo:  # built from an arm that failed: not built
-            if arm_kind(scratch, arm).derived and (source := source_arm(scratch, arm, dataset.name)) in failed:
+            if (
+                arm_kind(scratch, arm).derived
+                and (source := source_arm(scratch, arm, dataset.name)) in failed
+            ):
                 failed[arm] = f"not rebuilt: the chunk set it is built from, {source}, could not be"
         todo = [a for a in todo if a not in failed]
         if not todo:

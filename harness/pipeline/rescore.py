@@ -1,4 +1,5 @@
-"""`harness audit --rescore K|all`: re-run K seeded cells (or every cell) from the frozen inputs and compare bytes.
+"""`harness audit --rescore K|all`: re-run K seeded cells (or every cell) from the frozen inputs and compare
+bytes.
 
 The plain audit recomputes the statistics from the per-question table and the table from its parts
 (harness.pipeline.rederive); this shows that the parts came from the frozen inputs. K cells (dataset x arm x
@@ -16,7 +17,8 @@ order (`all`: every eligible cell, in grid order). In one scratch study, by the 
 
 Dense vectors are read from the released vector cache (results/embeddings), linked into the scratch study,
 instead of being encoded again. So that an edited cache cannot pass, a seeded sample of the vectors the
-rescore read (VECTOR_SAMPLE chunk texts and queries per dense retriever) is encoded afresh and compared bit for
+rescore read (VECTOR_SAMPLE chunk texts and queries per dense retriever) is encoded afresh and compared bit
+for
 bit. A vector edited outside the sample moves the scores of the cells that read it, which are compared with
 the released run files (every such cell under `--rescore all`); the vectors are a cache, not in the
 release record, but runs rescored from an edited cache change the run files the record binds.
@@ -42,15 +44,35 @@ from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.grid.cells import Cell, RetrieverSpec, answer_cells, configured_cells
 from harness.grid.paths import (
-    answer_part_path, answers_path, cell_part_path, chunks_path, embeddings_dir, judges_dir, per_question_dir, run_path,
+    answer_part_path,
+    answers_path,
+    cell_part_path,
+    chunks_path,
+    embeddings_dir,
+    judges_dir,
+    per_question_dir,
+    run_path,
     variants_part_path,
 )
-from harness.grid.results import ResultRow, _csv_blocks, _parquet_bytes, check_and_sort, read_per_question, to_frame
+from harness.grid.results import (
+    ResultRow,
+    _csv_blocks,
+    _parquet_bytes,
+    check_and_sort,
+    read_per_question,
+    to_frame,
+)
 from harness.grid.states import mark_cell_done
 from harness.llm.base import ReplayMiss
 from harness.metrics.registry import ScoringCache, budgets_from_config
 from harness.pipeline.answer import answer_one_cell, answer_settings, answered_dataset, open_instruments
-from harness.pipeline.rederive import blocks_lines, build_in_scratch, first_difference, scratch_study, text_lines
+from harness.pipeline.rederive import (
+    blocks_lines,
+    build_in_scratch,
+    first_difference,
+    scratch_study,
+    text_lines,
+)
 from harness.pipeline.score import _by_arm, scopes, score_cells, write_cell_parts
 from harness.provenance.checks import Check
 from harness.retrieval.registry import RetrieverContext, embedding_retrievers
@@ -74,7 +96,8 @@ def _llm_reranked(retriever: RetrieverSpec) -> bool:
 
 
 def draw_cells(study: Study, k: int | str, seed: int) -> tuple[list[Cell], int]:
-    """K cells by the seed (grid order, then Random(seed).sample), or every eligible cell in grid order (`all`),
+    """K cells by the seed (grid order, then Random(seed).sample), or every eligible cell in grid order
+    (`all`),
     and how many were not eligible."""
     cells = configured_cells(study)
     eligible = [c for c in cells if not _llm_reranked(c.retriever)]
@@ -129,11 +152,21 @@ def rescore(study: Study, k: int | str, seed: int, frozen: str, *, log: Callable
 class _Rescoring:
     """One rescore's scratch study, retrievers and (opened on first use) replayed reader and judge."""
 
-    def __init__(self, study: Study, scratch: Study, frozen: str, context: RetrieverContext, stack: ExitStack):
-        self.study, self.scratch, self.frozen, self.context, self.stack = study, scratch, frozen, context, stack
+    def __init__(
+        self, study: Study, scratch: Study, frozen: str, context: RetrieverContext, stack: ExitStack
+    ):
+        self.study, self.scratch, self.frozen, self.context, self.stack = (
+            study,
+            scratch,
+            frozen,
+            context,
+            stack,
+        )
         self.answered = set(answer_cells(study))
         self.instruments = None
-        self.read: dict[str, tuple[set[str], set[str]]] = {}  # dense retriever -> chunk texts and queries ranked
+        self.read: dict[
+            str, tuple[set[str], set[str]]
+        ] = {}  # dense retriever -> chunk texts and queries ranked
 
     def dataset_cells(self, dataset: LoadedDataset, cells: Sequence[Cell],
                       selection) -> Iterable[tuple[Cell, Check]]:
@@ -150,8 +183,16 @@ class _Rescoring:
                 continue
             chunks = read_chunk_set(self.scratch, dataset, source, frozen_hash=self.frozen)
             self._note_read(arm_cells, chunks, dataset)
-            scored = score_cells(self.scratch, dataset, arm_cells, scopes(dataset, chunks), self.context, cache,
-                                 budgets, run_depth=self.study.config.run_depth)
+            scored = score_cells(
+                self.scratch,
+                dataset,
+                arm_cells,
+                scopes(dataset, chunks),
+                self.context,
+                cache,
+                budgets,
+                run_depth=self.study.config.run_depth,
+            )
             for cell, (rows, variant_rows, counts) in zip(arm_cells, scored):
                 differs = self._scored_difference(cell, rows, variant_rows)
                 if differs is None and cell in self.answered:
@@ -159,9 +200,23 @@ class _Rescoring:
                     write_cell_parts(per_question_dir(self.scratch), cell, rows, variant_rows)
                     mark_cell_done(self.scratch, cell, frozen_hash=self.frozen, counts=counts)
                     differs = self._answer_difference(dataset.name, cell, selection)
-                yield cell, (_checked(str(cell), False, differs) if differs else _checked(
-                    str(cell), True, f"chunk set {source}, run file and {len(rows)} per-question rows identical"
-                    + (", answers, verdicts and answer rows replayed identical" if cell in self.answered else "")))
+                yield (
+                    cell,
+                    (
+                        _checked(str(cell), False, differs)
+                        if differs
+                        else _checked(
+                            str(cell),
+                            True,
+                            f"chunk set {source}, run file and {len(rows)} per-question rows identical"
+                            + (
+                                ", answers, verdicts and answer rows replayed identical"
+                                if cell in self.answered
+                                else ""
+                            ),
+                        )
+                    ),
+                )
 
     def _label(self, path: Path) -> str:
         return str(path.relative_to(self.study.root)) if path.is_relative_to(self.study.root) else str(path)
@@ -173,15 +228,20 @@ class _Rescoring:
         return first_difference(text_lines(released), text_lines(chunks_path(self.scratch, dataset, source)),
                                 self._label(released))
 
-    def _scored_difference(self, cell: Cell, rows: list[ResultRow], variant_rows: list[ResultRow]) -> str | None:
+    def _scored_difference(
+        self, cell: Cell, rows: list[ResultRow], variant_rows: list[ResultRow]
+    ) -> str | None:
         run_file = run_path(self.study, *cell.names)
         if not run_file.is_file():
             return f"{self._label(run_file)}: missing"
         differs = first_difference(text_lines(run_file), text_lines(run_path(self.scratch, *cell.names)),
                                    self._label(run_file))
         if variant_rows and not differs:
-            differs = self._rows_difference(variants_part_path(per_question_dir(self.study), *cell.names), variant_rows,
-                                            "the rows per variant")
+            differs = self._rows_difference(
+                variants_part_path(per_question_dir(self.study), *cell.names),
+                variant_rows,
+                "the rows per variant",
+            )
         return differs or self._rows_difference(cell_part_path(self.study, cell), rows, "the cell's rows")
 
     def _rows_difference(self, part: Path, rows: list[ResultRow], what: str) -> str | None:
@@ -192,8 +252,11 @@ class _Rescoring:
         ours = check_and_sort(to_frame(rows), "rescored rows")
         if part.read_bytes() == _parquet_bytes(ours):
             return None
-        return first_difference(blocks_lines(_csv_blocks(read_per_question(part))), blocks_lines(_csv_blocks(ours)),
-                                f"{self._label(part)} ({what}, as CSV)")
+        return first_difference(
+            blocks_lines(_csv_blocks(read_per_question(part))),
+            blocks_lines(_csv_blocks(ours)),
+            f"{self._label(part)} ({what}, as CSV)",
+        )
 
     def _answer_difference(self, dataset_name: str, cell: Cell, selection) -> str | None:
         """The cell answered and judged again from the generation cache (replay) in the scratch study."""
@@ -202,8 +265,9 @@ class _Rescoring:
         dataset = answered_dataset(self.scratch, dataset_name, selection)
         budget, metrics, judged = answer_settings(self.scratch, dataset, self.instruments)
         try:
-            rows, _counts = answer_one_cell(self.scratch, self.instruments, dataset, cell, budget, metrics, judged,
-                                            self.frozen)
+            rows, _counts = answer_one_cell(
+                self.scratch, self.instruments, dataset, cell, budget, metrics, judged, self.frozen
+            )
         except ReplayMiss as e:
             return f"answering {cell} again: {e}"
         released_answers, verdicts = answers_path(self.study, cell), judges_dir(self.study) / dataset_name / \
@@ -231,8 +295,12 @@ class _Rescoring:
         out = []
         for name, (texts, queries) in sorted(self.read.items()):
             retriever = self.context.get(name)  # a type that embeds (embedding_retrievers): a DenseRetriever
-            sample = seeded_samples([(pool, min(VECTOR_SAMPLE, len(pool))) for pool in (texts, queries)], seed)
-            where = ", ".join(self._label(embeddings_dir(self.study) / d.name) for d in retriever.cache_directories())
+            sample = seeded_samples(
+                [(pool, min(VECTOR_SAMPLE, len(pool))) for pool in (texts, queries)], seed
+            )
+            where = ", ".join(
+                self._label(embeddings_dir(self.study) / d.name) for d in retriever.cache_directories()
+            )
             label = f"(vectors {name})"
             try:
                 differ = retriever.differing_cached(*sample)

@@ -35,9 +35,11 @@ class ScopeChoice:
         own = (f"a question's own scope holds a median of {self.median_chunks:g} S chunks and "
                f"{self.median_tokens:,.0f} source tokens")
         if self.scope == POOLED_SCOPE:
-            return (f"{own}, so every arm would retrieve nearly all of it (at most {SATURATING_CHUNKS} chunks or "
-                    f"{SATURATING_BUDGETS}x the {self.budget}-token budget saturates); one pooled index over "
-                    f"{self.pooled_documents} documents instead")
+            return (
+                f"{own}, so every arm would retrieve nearly all of it (at most {SATURATING_CHUNKS} chunks or "
+                f"{SATURATING_BUDGETS}x the {self.budget}-token budget saturates); one pooled index over "
+                f"{self.pooled_documents} documents instead"
+            )
         if self.saturates:  # and pooling adds nothing: every question already searches every document
             return (f"{own}, every question's scope already being all {self.pooled_documents} documents: "
                     "expect metrics near their ceiling (a larger corpus would help)")

@@ -52,7 +52,8 @@ QUESTIONS_PER_SEARCH = 64
 
 
 class _Ranked(Sequence):
-    """A ranking's chunks, best first, materialised (and ordered, Ranking.position) only where the metrics look."""
+    """A ranking's chunks, best first, materialised (and ordered, Ranking.position) only where the metrics
+    look."""
 
     def __init__(self, chunks: Sequence[Chunk], ranking: Ranking):
         self._chunks, self._ranking = chunks, ranking
@@ -110,7 +111,9 @@ def score_cells(
         raise ValueError(f"score_cells takes the cells of one arm, got {sorted({c.arm.name for c in cells})}")
     context.add_documents(dataset.documents)  # late chunking pools document tokens (harness.retrieval.late)
     if cells:  # a run file is per arm and keyed by question (harness.retrieval.outside)
-        context.rank_arm(dataset.name, cells[0].arm.name, dataset.questions, [c for s in scoped for c in s.chunks])
+        context.rank_arm(
+            dataset.name, cells[0].arm.name, dataset.questions, [c for s in scoped for c in s.chunks]
+        )
     scoring = [_CellScoring(study, dataset, cell, context, cache, budgets, run_depth) for cell in cells]
     for scope in scoped:
         variants = chunk_variants(scope.chunks)  # RM: one chunk set per seed, averaged per question below
@@ -138,7 +141,9 @@ class _CellScoring:
         self.run_depth = run_depth
         self.retriever = context.get(self.retriever_name)
         self.tag = f"{self.arm_name}__{self.retriever_name}"
-        self.mode = cell.arm.expansion  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
+        self.mode = (
+            cell.arm.expansion
+        )  # E+KX, E+AX, E+SX: expand the ranked list (harness.pipeline.addon_cells)
         self.run_blocks, self.rows, self.variant_rows = [], [], []
         self.counts: dict[str, Any] = {"questions": 0, "questions_empty_scope": 0, "questions_outside_arm": 0}
         self.inserted: list[int] = []
@@ -152,7 +157,8 @@ class _CellScoring:
 
     def open_scope(self, scope: Scope, variants: list[tuple[str, list[Chunk]]]) -> None:
         if not scope.chunks:
-            # an arm built on a sample of documents (`documents: N`) has no results, not zeros, for questions on
+            # an arm built on a sample of documents (`documents: N`) has no results, not zeros, for questions
+            # on
             # the other documents; the plan's subset pairs it on its sample (and names any shortfall)
             if self.cell.arm.sampled:
                 self.counts["questions_outside_arm"] += len(scope.questions)
@@ -163,7 +169,9 @@ class _CellScoring:
         self.by_id = {c.chunk_id: c for c in scope.chunks} if self.mode else {}
         self.averaged += [v[1:] for v, _ in variants if v and v[1:] not in self.averaged]
 
-    def score_batch(self, scope: Scope, variants: list[tuple[str, list[Chunk]]], batch: Sequence[Question]) -> None:
+    def score_batch(
+        self, scope: Scope, variants: list[tuple[str, list[Chunk]]], batch: Sequence[Question]
+    ) -> None:
         if not scope.chunks and self.cell.arm.sampled:
             return
         dataset, mode, run_depth = self.dataset, self.mode, self.run_depth
@@ -183,16 +191,30 @@ class _CellScoring:
                     ranked: Sequence[Chunk] = _Ranked(chunks, rankings[v][i])
                     if mode:
                         ranked = ExpandedRanking(mode, rankings[v][i], ids, self.chunk_sets[v], self.by_id)
-                        self.run_blocks.append(expanded_run_block(q.qid + v, ranked, self.tag, depth=run_depth))
+                        self.run_blocks.append(
+                            expanded_run_block(q.qid + v, ranked, self.tag, depth=run_depth)
+                        )
                         self.inserted += inserted_in_head(ranked.head(run_depth), run_depth)
                     else:
-                        self.run_blocks.append(ranking_block(q.qid + v, rankings[v][i], ids, self.tag, depth=run_depth))
-                    per_variant.append(score_question(dataset.metric_set, q, ranked, self.budgets, cache=self.cache,
-                                                      assembly=self.study.config.assembly)
-                                       + self._ir_values(q, q.qid + v, chunks, self.run_blocks[-1].chunk_ids))
+                        self.run_blocks.append(
+                            ranking_block(q.qid + v, rankings[v][i], ids, self.tag, depth=run_depth)
+                        )
+                    per_variant.append(
+                        score_question(
+                            dataset.metric_set,
+                            q,
+                            ranked,
+                            self.budgets,
+                            cache=self.cache,
+                            assembly=self.study.config.assembly,
+                        )
+                        + self._ir_values(q, q.qid + v, chunks, self.run_blocks[-1].chunk_ids)
+                    )
             arm, retriever_name = self.arm_name, self.retriever_name
             for metric, value in mean_over_variants(per_variant):
-                self.rows.append(ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value))
+                self.rows.append(
+                    ResultRow(dataset.name, arm, retriever_name, q.qid, q.cluster, q.stratum, metric, value)
+                )
             if len(per_variant) > 1:  # kept per variant too: the between-run spread of repeats reads them
                 self.variant_rows += [
                     ResultRow(dataset.name, arm + v, retriever_name, q.qid, q.cluster, q.stratum, m, x)
@@ -220,7 +242,9 @@ class _CellScoring:
             self.counts["inserted_per_expansion"] = asdict(summarise_counts(self.inserted))
         if self.averaged:
             self.counts["variants_averaged"] = self.averaged
-        write_run_blocks(run_path(self.study, self.dataset.name, self.arm_name, self.retriever_name), self.run_blocks)
+        write_run_blocks(
+            run_path(self.study, self.dataset.name, self.arm_name, self.retriever_name), self.run_blocks
+        )
         return self.rows, self.variant_rows, self.counts
 
 
@@ -241,7 +265,9 @@ def score_study(
     scorer = score_executor(executor)
     selection = read_selection(study)
     context = RetrieverContext.for_study(study, progress=progress, share_indexes=True)
-    leftovers = [p for folder in (per_question_dir(study), runs_dir(study)) for p in remove_stale_temporaries(folder)]
+    leftovers = [
+        p for folder in (per_question_dir(study), runs_dir(study)) for p in remove_stale_temporaries(folder)
+    ]
     if leftovers:
         log(f"removed {len(leftovers)} temporary file(s) a killed run left: "
             + ", ".join(str(p.relative_to(results_dir(study))) for p in leftovers))
@@ -252,7 +278,9 @@ def score_study(
             raise HarnessError(f"dataset {name}: no questions left to score (counts: {dataset.counts})")
         budgets = budgets_from_config(study.config.budgets, dataset.metric_set)
         cells = [c for c in configured_cells(study) if c.dataset.name == name]
-        retrievers = list(dict.fromkeys(r for r in study.retrievers if any(c.retriever.name == r for c in cells)))
+        retrievers = list(
+            dict.fromkeys(r for r in study.retrievers if any(c.retriever.name == r for c in cells))
+        )
         todo = [c for c in cells if cell_state(study, c, frozen_hash) != SCORED]
         log(f"{name}: {len(cells)} cells, {len(cells) - len(todo)} already scored, {len(todo)} to score")
         # retrievers are shared across datasets; built here only when they rank here (a model is loaded once)
@@ -364,7 +392,9 @@ def score_arm(
     each cell's counts."""
     # an expansion arm ranks its `of:` arm's chunks; one arm's chunks in memory at a time
     scoped = scopes(dataset, read_chunk_set(study, dataset, arm_cells[0].arm.ranks, frozen_hash=frozen_hash))
-    scored = score_cells(study, dataset, arm_cells, scoped, context, cache, budgets, run_depth=study.config.run_depth)
+    scored = score_cells(
+        study, dataset, arm_cells, scoped, context, cache, budgets, run_depth=study.config.run_depth
+    )
     del scoped
     context.flush()  # the arm's new vectors and pair scores as one shard per cache
     record_first_outcome(study, frozen_hash=frozen_hash)
@@ -375,7 +405,8 @@ def score_arm(
         mark_cell_done(study, cell, frozen_hash=frozen_hash, counts=cell_counts_)
         counts[cell] = cell_counts_
     scored = rows = variant_rows = None
-    release_freed_memory()  # the arm's indexes and rankings: a worker scoring beside another holds only its caches
+    # the arm's indexes and rankings: a worker scoring beside another holds only its caches
+    release_freed_memory()
     return counts
 
 
@@ -426,9 +457,16 @@ def score_one_arm(root: str, dataset_name: str, arm: str, retrievers: Sequence[s
         _worker.clear()  # another dataset's analyses are not needed again by this process
         study = Study.at(root)
         dataset = load_dataset(study, dataset_name, selection=read_selection(study))
-        _worker.append(_WorkerState(key, study, dataset, budgets_from_config(study.config.budgets, dataset.metric_set),
-                                    RetrieverContext.for_study(study, progress=False, share_indexes=True),
-                                    ScoringCache()))
+        _worker.append(
+            _WorkerState(
+                key,
+                study,
+                dataset,
+                budgets_from_config(study.config.budgets, dataset.metric_set),
+                RetrieverContext.for_study(study, progress=False, share_indexes=True),
+                ScoringCache(),
+            )
+        )
     state = _worker[0]
     cells = [cell_of(state.study, dataset_name, arm, r) for r in retrievers]
     counts = score_arm(state.study, state.dataset, cells, state.context, state.cache, state.budgets,
@@ -436,7 +474,9 @@ def score_one_arm(root: str, dataset_name: str, arm: str, retrievers: Sequence[s
     return {str(cell): c for cell, c in counts.items()}
 
 
-def _arm_tasks(study: Study, dataset_name: str, cells: Sequence[Cell], frozen_hash: str | None) -> dict[str, tuple]:
+def _arm_tasks(
+    study: Study, dataset_name: str, cells: Sequence[Cell], frozen_hash: str | None
+) -> dict[str, tuple]:
     """One task per arm, the heaviest first (chunks ranked times cells), so that the last arm to finish is a
     light one (an arm of five seeds' chunk sets can take several times another's time)."""
     root = str(study.root)
@@ -444,17 +484,28 @@ def _arm_tasks(study: Study, dataset_name: str, cells: Sequence[Cell], frozen_ha
         return -_chunks_ranked(study, dataset_name, group[0].arm.ranks.name) * len(group)
 
     groups = sorted(_by_arm(cells), key=weight)
-    return {group[0].arm.name: (root, dataset_name, group[0].arm.name, [c.retriever.name for c in group], frozen_hash)
-            for group in groups}
+    return {
+        group[0].arm.name: (
+            root,
+            dataset_name,
+            group[0].arm.name,
+            [c.retriever.name for c in group],
+            frozen_hash,
+        )
+        for group in groups
+    }
 
 
-def _in_grid_order(cells: Sequence[Cell], by_arm: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+def _in_grid_order(
+    cells: Sequence[Cell], by_arm: dict[str, dict[str, dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
     """{cell: counts} in grid order, whatever order the arms ran or finished in."""
     return {str(c): by_arm[c.arm.name][str(c)] for c in cells}
 
 
 def _chunks_ranked(study: Study, dataset_name: str, arm: str) -> int:
-    """The chunk count its manifest records (0 when unbuilt: the task then fails with read_chunk_set's error)."""
+    """The chunk count its manifest records (0 when unbuilt: the task then fails with read_chunk_set's
+    error)."""
     path = chunk_manifest_path(study, dataset_name, arm)
     return int(read_json(path)["chunk_set"]["chunks"]) if path.is_file() else 0
 
@@ -476,9 +527,12 @@ def score_arms_in_processes(study: Study, dataset_name: str, cells: Sequence[Cel
     return _in_grid_order(cells, counts)
 
 
-def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: str, frozen_hash: str | None) -> dict[str, int]:
+def encode_one_chunk_set(
+    root: str, dataset_name: str, source: str, retriever: str, frozen_hash: str | None
+) -> dict[str, int]:
     """Embed one chunk set (the arm `source`'s) with one dense retriever into the study's vector cache, in the
-    batches a scoring cell uses (each scope's chunks, per variant, then its questions); returns its counters."""
+    batches a scoring cell uses (each scope's chunks, per variant, then its questions); returns its
+    counters."""
     study = Study.at(root)
     dataset = load_dataset(study, dataset_name, selection=read_selection(study))
     context = RetrieverContext.for_study(study, progress=False)
@@ -496,7 +550,8 @@ def encode_one_chunk_set(root: str, dataset_name: str, source: str, retriever: s
 
 
 def chunk_sets_to_encode(study: Study, cells: Sequence[Cell]) -> list[tuple[str, str]]:
-    """(source arm, dense retriever) for every chunk set a cell ranks with embeddings, in grid order, once each."""
+    """(source arm, dense retriever) for every chunk set a cell ranks with embeddings, in grid order, once
+    each."""
     pairs = [(c.arm.ranks.name, d) for c in cells
              for d in embedding_retrievers(study.retrievers, c.retriever.name)]
     return list(dict.fromkeys(pairs))
@@ -506,7 +561,8 @@ def score_cells_on_ray(
     study: Study, executor: Executor, dataset_name: str, cells: Sequence[Cell], *, frozen_hash: str | None,
     log: Callable[[str], None] = print,
 ) -> dict[str, dict[str, int]]:
-    """Every arm a task (score_one_arm); progress is logged as arms complete, in the `harness status` vocabulary."""
+    """Every arm a task (score_one_arm); progress is logged as arms complete, in the `harness status`
+    vocabulary."""
     if not cells:
         return {}
     root = str(study.root)
@@ -519,10 +575,22 @@ def score_cells_on_ray(
                 f"cache hits {counters.get('cache_hits', 0)}, misses {counters.get('cache_misses', 0)})")
 
         # every vector is in the shared cache before a cell ranks with it
-        run_on_ray(ray, encode_one_chunk_set, {(source, dense): (root, dataset_name, source, dense, frozen_hash)
-                                               for source, dense in encodings}, encoded)
+        run_on_ray(
+            ray,
+            encode_one_chunk_set,
+            {
+                (source, dense): (root, dataset_name, source, dense, frozen_hash)
+                for source, dense in encodings
+            },
+            encoded,
+        )
         tasks = _arm_tasks(study, dataset_name, cells, frozen_hash)
-        counts = run_on_ray(ray, score_one_arm, tasks,
-                            lambda arm, done, n_done: log(f"{dataset_name}/{arm}: {len(done)} cell(s) {SCORED} "
-                                                          f"({n_done}/{len(tasks)} arms, ray)"))
+        counts = run_on_ray(
+            ray,
+            score_one_arm,
+            tasks,
+            lambda arm, done, n_done: log(
+                f"{dataset_name}/{arm}: {len(done)} cell(s) {SCORED} ({n_done}/{len(tasks)} arms, ray)"
+            ),
+        )
     return _in_grid_order(cells, counts)

@@ -52,7 +52,9 @@ class GridStatus:
     stats_state: str  # "none", STALE (another freeze) or "released"
     report_written: bool
     generation_cache: dict[str, int]  # model -> cached answers in results/generations/<model>.jsonl
-    drifted_files: list[str]  # input files whose bytes differ from frozen_config.json (build-arms would refuse)
+    drifted_files: list[
+        str
+    ]  # input files whose bytes differ from frozen_config.json (build-arms would refuse)
 
     def chunk_set_counts(self) -> Counter:
         return Counter(s.state for s in self.chunk_sets)
@@ -71,9 +73,11 @@ class GridStatus:
             return "make freeze (no frozen_config.json yet)"
         if self.drifted_files:
             listed = ", ".join(self.drifted_files[:5]) + (" ..." if len(self.drifted_files) > 5 else "")
-            return (f"the inputs drifted from the freeze ({len(self.drifted_files)} file(s) changed: {listed}); "
-                    "every stage refuses to run: revert them, or run `harness freeze` "
-                    "(`--force REASON` once outcomes exist)")
+            return (
+                f"the inputs drifted from the freeze ({len(self.drifted_files)} file(s) changed: {listed}); "
+                "every stage refuses to run: revert them, or run `harness freeze` "
+                "(`--force REASON` once outcomes exist)"
+            )
         if sets[MISSING] or sets[STALE]:
             return f"make build-arms ({_counted(sets, 'chunk set')}){self.planned_note()}"
         if cells[MISSING] or cells[STALE]:
@@ -86,21 +90,31 @@ class GridStatus:
                                      else "no statistics yet") + ")"
         if not self.report_written:
             return "make report (no report yet)"
-        return ("nothing to build: every cell is scored and the statistics are released (make audit re-checks them)"
-                + self.planned_note())
+        return (
+            "nothing to build: every cell is scored and the statistics are released (make audit re-checks "
+            "them)"
+            + self.planned_note()
+        )
 
     def planned_note(self) -> str:
-        """Planned arms are skipped by build-arms and waited for by nothing; say so wherever the next step is."""
+        """Planned arms are skipped by build-arms and waited for by nothing; say so wherever the next step
+        is."""
         arms = sorted({s.chunk_set.arm.name for s in self.chunk_sets if s.state == NOT_IMPLEMENTED})
         return f"; not buildable yet, skipped: {', '.join(arms)}" if arms else ""
 
 
 def _counted(counts: Counter, noun: str) -> str:
-    parts = [f"{counts[s]} {noun}s {s}" if counts[s] != 1 else f"1 {noun} {s}" for s in (MISSING, STALE) if counts[s]]
+    parts = [
+        f"{counts[s]} {noun}s {s}" if counts[s] != 1 else f"1 {noun} {s}"
+        for s in (MISSING, STALE)
+        if counts[s]
+    ]
     return ", ".join(parts)
 
 
-def _llm_figures(kind: ArmKindSpec, manifest: dict[str, Any] | None, s_chunks: int | None, arm_cfg: dict) -> tuple:
+def _llm_figures(
+    kind: ArmKindSpec, manifest: dict[str, Any] | None, s_chunks: int | None, arm_cfg: dict
+) -> tuple:
     """(calls needed, calls cached, failures). Before a build the cached share is unknown: cache keys hash
     whole prompts, and an E prompt holds the previous chunk's generated summary."""
     if kind.llm_free:
@@ -109,7 +123,9 @@ def _llm_figures(kind: ArmKindSpec, manifest: dict[str, Any] | None, s_chunks: i
         cost = manifest["llm"]["cost"]
         return cost.get("calls"), cost.get("calls"), cost.get("failures")  # every answered call is cached
     subset = documents_of(arm_cfg) != ALL_DOCUMENTS  # PF on a sample: its chunk count is unknown here
-    per_document = kind.calls_per_document > 0  # M-TP: status reads no dataset, so the document count is unknown
+    per_document = (
+        kind.calls_per_document > 0
+    )  # M-TP: status reads no dataset, so the document count is unknown
     runs = getattr(arm_cfg, "repeats", None) or 1  # repeat generations: every call once per run
     needed = None if s_chunks is None or subset or per_document else runs * kind.calls_per_chunk * s_chunks
     return needed, None, None
@@ -194,7 +210,9 @@ def format_status(status: GridStatus) -> str:
     for s in status.chunk_sets:
         llm = f"{_known(s.llm_calls_cached)}/{_known(s.llm_calls_needed)}" if s.uses_llm else None
         rows.append([s.chunk_set.dataset, s.chunk_set.arm, s.kind, s.state, s.chunks, llm, s.llm_failures])
-    lines += _table(["dataset", "arm", "kind", "state", "chunks", "LLM calls cached/needed", "failures"], rows)
+    lines += _table(
+        ["dataset", "arm", "kind", "state", "chunks", "LLM calls cached/needed", "failures"], rows
+    )
     if status.generation_cache:
         cached = ", ".join(f"{m} {n}" for m, n in status.generation_cache.items())
         lines.append(f"generation cache (answers per model, shared by its arms): {cached}")
@@ -203,8 +221,10 @@ def format_status(status: GridStatus) -> str:
     by_set: dict[ChunkSet, dict[str, str]] = {}
     for c in status.cells:
         by_set.setdefault(ChunkSet(c.cell.dataset, c.cell.arm), {})[c.cell.retriever.name] = c.state
-    lines += _table(["dataset", "arm", *retrievers],
-                    [[cs.dataset, cs.arm, *(states.get(r, "") for r in retrievers)] for cs, states in by_set.items()])
+    lines += _table(
+        ["dataset", "arm", *retrievers],
+        [[cs.dataset, cs.arm, *(states.get(r, "") for r in retrievers)] for cs, states in by_set.items()],
+    )
     if status.answer_cells:
         lines += ["", "answer cells (answered / missing / stale = answered under another freeze)"]
         lines += _table(["dataset", "arm", "retriever", "state"],

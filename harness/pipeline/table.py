@@ -37,11 +37,20 @@ def assemble_per_question(study: Study, dataset: str, frozen_hash: str | None,
     rows when answered under `frozen_hash`, and one answered under another freeze is left out and said so."""
     answered, stale = _answer_cells_by_state(study, dataset, frozen_hash)
     extra = [read_part(answers_dir(study), *cell.names) for cell in answered]
-    n = combine_parts(per_question_dir(study), dataset, _scored_cells(study, dataset),
-                      per_question_path(study, dataset, "parquet"), per_question_path(study, dataset, "csv"), extra=extra)
+    n = combine_parts(
+        per_question_dir(study),
+        dataset,
+        _scored_cells(study, dataset),
+        per_question_path(study, dataset, "parquet"),
+        per_question_path(study, dataset, "csv"),
+        extra=extra,
+    )
     if stale:
-        log(f"{dataset}: {len(stale)} answer cell(s) answered under another freeze left out of the per-question "
-            f"table until `harness answer` reruns: {', '.join(map(str, stale))}")
+        log(
+            f"{dataset}: {len(stale)} answer cell(s) answered under another freeze left out of the "
+            "per-question "
+            f"table until `harness answer` reruns: {', '.join(map(str, stale))}"
+        )
     update_manifest(study, dataset, {
         "rows": n,
         "answer_cells": [str(c) for c in answered],

@@ -27,7 +27,12 @@ if TYPE_CHECKING:  # harness.plan.load reads the entries with this module's func
     from harness.plan.load import PlanState
 
 BRIDGING, TARGETING, OVERLAP = "bridging", "targeting-terciles", "overlap-terciles"
-ANSWER_TYPE, WIN_TIE_LOSS, CONDITIONAL, SUBSET = "answer-type", "win-tie-loss", "conditional-means", "subset-contrast"
+ANSWER_TYPE, WIN_TIE_LOSS, CONDITIONAL, SUBSET = (
+    "answer-type",
+    "win-tie-loss",
+    "conditional-means",
+    "subset-contrast",
+)
 # analysis -> (required fields, optional fields) besides id and analysis
 FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     BRIDGING: (("dataset", "a", "b", "metric", "retrievers", "seed"), ()),
@@ -92,8 +97,9 @@ def _entry_spec(entry: Any, where: Where, i: int) -> EntrySpec:
         raise where.fail(f"expected a mapping; got {type(entry).__name__}")
     analysis = entry.get("analysis")
     if not isinstance(analysis, str) or analysis not in FIELDS:
-        raise where.child("analysis").fail(f"unknown analysis {analysis!r} [entry {entry.get('id', f'#{i}')}] "
-                                           f"(known: {', '.join(ANALYSES)})")
+        raise where.child("analysis").fail(
+            f"unknown analysis {analysis!r} [entry {entry.get('id', f'#{i}')}] (known: {', '.join(ANALYSES)})"
+        )
     required, optional = FIELDS[analysis]
     keys = check_keys(where, entry, ("id", "analysis", *required), optional)
     spec: EntrySpec = build(EntrySpec, keys, where)
@@ -107,7 +113,9 @@ def analysis_plans(where: Where, specs: tuple[EntrySpec, ...], state: PlanState,
     for i, spec in enumerate(specs):
         here = where.child(f"[{i}]")
         if not re.fullmatch(r"[A-Za-z0-9_-]+", spec.id):
-            raise here.child("id").fail(f"{spec.id!r} must use letters, digits, '_' or '-' (it names output files)")
+            raise here.child("id").fail(
+                f"{spec.id!r} must use letters, digits, '_' or '-' (it names output files)"
+            )
         if spec.id in seen:
             raise here.child("id").fail(f"analysis {spec.id!r} already exists")
         seen.add(spec.id)

@@ -51,12 +51,16 @@ def load_plan(plan_path: str | Path, amendments_dir: str | Path | None = None) -
     alpha = float(spec.alpha)
     if not 0 < alpha < 1:
         raise where.child("alpha").fail(f"must lie in (0, 1); got {alpha}")
-    datasets = {name: _dataset(where.child("datasets").child(name), name, d) for name, d in spec.datasets.items()}
+    datasets = {
+        name: _dataset(where.child("datasets").child(name), name, d) for name, d in spec.datasets.items()
+    }
     state = PlanState(datasets=datasets, arms=list(spec.arms), retrievers=list(spec.retrievers))
     for i, family in enumerate(spec.families):
         _add_family(where.child("families").child(f"[{i}]"), family, "plan", state)
     plan_family_ids = set(state.tests)
-    state.analyses += analysis_plans(where.child("exploratory"), spec.exploratory, state, "plan", state.analysis_ids)
+    state.analyses += analysis_plans(
+        where.child("exploratory"), spec.exploratory, state, "plan", state.analysis_ids
+    )
     amendments = []
     if amendments_dir is not None and Path(amendments_dir).is_dir():
         for path in sorted(Path(amendments_dir).glob("*.yaml")):
@@ -106,20 +110,31 @@ class PlanState:
 
 def _dataset(where: Where, name: str, spec: PlanDatasetSpec) -> DatasetPlan:
     if spec.primary_metric not in spec.metrics:
-        raise where.child("primary_metric").fail(f"{spec.primary_metric!r} is not among the dataset's metrics")
+        raise where.child("primary_metric").fail(
+            f"{spec.primary_metric!r} is not among the dataset's metrics"
+        )
     margin = checked_margin(spec.margin, lambda message: where.child("margin").fail(message))
     reader = None
     if spec.reader_acceptance is not None:
         at = where.child("reader_acceptance")
         positive, negative = _thresholds(spec.reader_acceptance, lambda message: at.fail(message))
         reader = ReaderAcceptance(positive_min=positive, negative_max=negative)
-    return DatasetPlan(name=name, primary_metric=spec.primary_metric, cluster=spec.cluster,
-                       stratified=spec.stratified, margin=margin, metrics=spec.metrics, reader_acceptance=reader)
+    return DatasetPlan(
+        name=name,
+        primary_metric=spec.primary_metric,
+        cluster=spec.cluster,
+        stratified=spec.stratified,
+        margin=margin,
+        metrics=spec.metrics,
+        reader_acceptance=reader,
+    )
 
 
 def _add_family(where: Where, spec: FamilySpec, source: str, state: PlanState) -> None:
     if spec.id in state.tests:
-        raise where.child("id").fail(f"family {spec.id!r} already exists; amendments add families, never edit them")
+        raise where.child("id").fail(
+            f"family {spec.id!r} already exists; amendments add families, never edit them"
+        )
     rule = RULE_TERMS[spec.decision.rule]
     if rule.unadjusted_only and spec.multiplicity != "none":
         raise where.child("decision").child("rule").fail(
@@ -154,11 +169,15 @@ def _add_test(where: Where, spec: TestSpec, fam_id: str, source: str, state: Pla
     if spec.a == spec.b and spec.retriever_b is None:
         raise fail("b", f"compares arm {spec.a!r} with itself")
     if spec.dataset not in state.datasets:
-        raise fail("dataset", f"dataset {spec.dataset!r} is not in the plan (datasets: {', '.join(state.datasets)})")
+        raise fail(
+            "dataset", f"dataset {spec.dataset!r} is not in the plan (datasets: {', '.join(state.datasets)})"
+        )
     if spec.metric not in state.datasets[spec.dataset].metrics:
         raise fail("metric", f"metric {spec.metric!r} is not registered for dataset {spec.dataset!r}")
     family = next(f for f in state.families if f["id"] == fam_id)
-    if spec.rule is not ABSENT and spec.rule not in tuple(RULE_TERMS):  # a tuple: an unhashable value is no crash
+    if spec.rule is not ABSENT and spec.rule not in tuple(
+        RULE_TERMS
+    ):  # a tuple: an unhashable value is no crash
         raise fail("rule", f"unknown decision rule {spec.rule!r} (known: {', '.join(RULE_TERMS)})")
     rule = RULE_TERMS[family["rule"] if spec.rule is ABSENT else spec.rule]
     if rule.holm_needs_signflip and family["multiplicity"] == "holm" and not family["signflip_required"]:
@@ -171,7 +190,9 @@ def _add_test(where: Where, spec: TestSpec, fam_id: str, source: str, state: Pla
     if rule.needs_margin:
         if spec.margin is ABSENT:
             raise fail("margin", f"required for a {rule.title} test")
-        margin = checked_margin(Number()(spec.margin, where.child("margin")), lambda message: fail("margin", message))
+        margin = checked_margin(
+            Number()(spec.margin, where.child("margin")), lambda message: fail("margin", message)
+        )
     elif spec.margin is not ABSENT:
         takers = " and ".join(f"{r.title} tests" for r in RULE_TERMS.values() if r.needs_margin)
         raise fail("margin", f"only {takers} take a margin")
@@ -179,14 +200,28 @@ def _add_test(where: Where, spec: TestSpec, fam_id: str, source: str, state: Pla
     subset = _subset(where.child("subset"), spec.subset, dataset, fail) if spec.subset is not None else None
     acceptance = _acceptance(spec.acceptance, fail) if spec.acceptance is not None else None
     state.test_ids.add(spec.id)
-    state.tests[fam_id].append(TestPlan(
-        id=spec.id, family=fam_id, a=spec.a, b=spec.b, retriever=spec.retriever, dataset=spec.dataset,
-        metric=spec.metric, rule=rule.name, margin=margin, subset=subset, source=source, acceptance=acceptance,
-        retriever_b=spec.retriever_b))
+    state.tests[fam_id].append(
+        TestPlan(
+            id=spec.id,
+            family=fam_id,
+            a=spec.a,
+            b=spec.b,
+            retriever=spec.retriever,
+            dataset=spec.dataset,
+            metric=spec.metric,
+            rule=rule.name,
+            margin=margin,
+            subset=subset,
+            source=source,
+            acceptance=acceptance,
+            retriever_b=spec.retriever_b,
+        )
+    )
 
 
 def checked_margin(value: float, fail: Callable[[str], HarnessError]) -> float:
-    """An equivalence margin in points: positive, at most MAX_MARGIN (the schema already refused .nan and .inf)."""
+    """An equivalence margin in points: positive, at most MAX_MARGIN (the schema already refused .nan and
+    .inf)."""
     margin = float(value)
     if not 0 < margin <= MAX_MARGIN:
         raise fail(f"must be positive and at most {MAX_MARGIN:g} points; got {margin}")
@@ -209,7 +244,9 @@ def _subset(where: Where, spec: SubsetSpec, dataset: DatasetPlan,
     allow = given.get("allow_shortfall", False)
     if allow and "n_clusters" not in given:
         raise fail("subset.allow_shortfall", "only a sampled subset (n_clusters, seed) can fall short")
-    return Subset(n_clusters=given.get("n_clusters"), seed=given.get("seed"), strata=strata, allow_shortfall=allow)
+    return Subset(
+        n_clusters=given.get("n_clusters"), seed=given.get("seed"), strata=strata, allow_shortfall=allow
+    )
 
 
 def _acceptance(spec: AcceptanceSpec, fail: Callable[[str, str], HarnessError]) -> Acceptance:
@@ -238,10 +275,15 @@ def _amendment(path: Path, state: PlanState, plan_family_ids: set[str]) -> Amend
     spec: AmendmentFile = Part(AmendmentFile)(data, where)
     amend_id = str(spec.id)
     if amend_id != match.group(1):
-        raise where.child("id").fail(f"{spec.id!r} does not match the file name's number {match.group(1)!r} (quote it)")
+        raise where.child("id").fail(
+            f"{spec.id!r} does not match the file name's number {match.group(1)!r} (quote it)"
+        )
     source = f"amendment {amend_id}"
     adds = where.child("adds")
-    for kind, new, known in (("arm", spec.adds.arms, state.arms), ("retriever", spec.adds.retrievers, state.retrievers)):
+    for kind, new, known in (
+        ("arm", spec.adds.arms, state.arms),
+        ("retriever", spec.adds.retrievers, state.retrievers),
+    ):
         for i, name in enumerate(new):
             if name in known:
                 raise adds.child(f"{kind}s").child(f"[{i}]").fail(f"{kind} {name!r} is already registered")
@@ -255,8 +297,10 @@ def _amendment(path: Path, state: PlanState, plan_family_ids: set[str]) -> Amend
         if test.family not in state.tests:
             raise at.child("family").fail(f"no family {test.family!r}")
         if test.family in plan_family_ids:
-            raise at.child("family").fail(f"{test.family!r} is registered in plan.yaml; adding tests would change "
-                                          "its multiplicity after registration (add a new family instead)")
+            raise at.child("family").fail(
+                f"{test.family!r} is registered in plan.yaml; adding tests would change "
+                "its multiplicity after registration (add a new family instead)"
+            )
         _add_test(at, test, test.family, source, state)
         added_tests.append(test.id)
     added_analyses = analysis_plans(adds.child("exploratory"), spec.adds.exploratory, state, source,

@@ -175,7 +175,8 @@ def _retrieval_record(study: Study, identities: dict[str, Any] | None = None) ->
             models[name] = _retriever_model_identity(context, name, cfg)
     record = {"bm25_token_pattern": WORD_RE.pattern, "model_identity": models}
     if any(retriever_spec(cfg).embeds for cfg in study.retrievers.values()):
-        # code constants that decide a dense run file's bytes (docs/determinism.md), hashed like the token pattern
+        # code constants that decide a dense run file's bytes (docs/determinism.md), hashed like the token
+        # pattern
         record["dense"] = {"score_decimals": dense.SCORE_DECIMALS,
                            "sentence_transformers_encoding": dense.SentenceTransformerEmbedder.encoding}
     return record

@@ -117,7 +117,8 @@ def input_record(study: Study) -> dict[str, Any]:
 
 
 def plugin_record(study: Study) -> dict[str, Any] | None:
-    """{"arms": {arm: identity}, "retrievers": {name: identity}} of the entries running outside code, or None."""
+    """{"arms": {arm: identity}, "retrievers": {name: identity}} of the entries running outside code, or
+    None."""
     arms = {arm: _identity(study, kind.plugin, cfg, f"arms.{arm}") for arm, cfg in sorted(study.arms.items())
             if (kind := get_kind(cfg.kind)).plugin is not None}
     retrievers = {name: _identity(study, spec.plugin, cfg, f"retrievers.{name}")

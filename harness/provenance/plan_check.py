@@ -32,15 +32,20 @@ def check_plan_against_config(study: Study) -> Plan:
                                  f"configs/study.yaml defines it nowhere", path=files[test.source])
             gaps = answer_test_gaps(study, test)
             if gaps:
-                raise InputError(f"test {test.id!r} (family {family.id}): metric {test.metric} is measured by the "
-                                 f"answer stage, but {'; '.join(gaps)}; configs/study.yaml must answer it "
-                                 "(`reader.cells`, `reader.budgets`, `judge`)", path=files[test.source])
+                raise InputError(
+                    f"test {test.id!r} (family {family.id}): metric {test.metric} is measured by the "
+                    f"answer stage, but {'; '.join(gaps)}; configs/study.yaml must answer it "
+                    "(`reader.cells`, `reader.budgets`, `judge`)",
+                    path=files[test.source],
+                )
             if is_answer_level(test.metric) and plan.datasets[test.dataset].reader_acceptance is None:
                 # no default threshold: an unregistered bar could be chosen after seeing the reader
-                raise InputError(f"`datasets.{test.dataset}.reader_acceptance` is missing: test {test.id!r} (family "
-                                 f"{family.id}, {files[test.source].name}) is answer-level ({test.metric}), so the "
-                                 "plan must register the reader's control thresholds {positive_min, negative_max}",
-                                 path=plan.path)
+                raise InputError(
+                    f"`datasets.{test.dataset}.reader_acceptance` is missing: test {test.id!r} (family "
+                    f"{family.id}, {files[test.source].name}) is answer-level ({test.metric}), so the "
+                    "plan must register the reader's control thresholds {positive_min, negative_max}",
+                    path=plan.path,
+                )
     return plan
 
 

@@ -100,19 +100,31 @@ def require_recorded(study: Study, *, stage: str, exempt: Callable[[str], bool] 
             verified[rel] = sha
         elif not exempt(rel):
             foreign[rel] = sha
-            problems.append(f"results/{rel}: " + ("edited after it was written (its SHA-256 " + sha[:12]
-                                                  + " is not one the harness wrote there)" if written else
-                                                  "not recorded: the harness never wrote it (added by hand?)"))
+            problems.append(
+                f"results/{rel}: "
+                + (
+                    "edited after it was written (its SHA-256 "
+                    + sha[:12]
+                    + " is not one the harness wrote there)"
+                    if written
+                    else "not recorded: the harness never wrote it (added by hand?)"
+                )
+            )
     if problems and adopt:
         _adopt(study, stage, adopt, foreign)
         verified |= foreign
     elif problems:
         shown = "\n".join(f"  {p}" for p in problems[:MAX_LISTED])
         more = f"\n  ... and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""
-        why = (f"the study has no write journal ({journal_dir(study)}): its results predate it, or it was removed"
-               if journaled is None else "the write journal holds what every harness stage wrote")
+        why = (
+            f"the study has no write journal ({journal_dir(study)}): its results predate it, or it was "
+            "removed"
+            if journaled is None
+            else "the write journal holds what every harness stage wrote"
+        )
         raise HarnessError(
-            f"{stage}: refusing to run over {len(problems)} released file(s) the harness did not write ({why}):\n"
+            f"{stage}: refusing to run over {len(problems)} released file(s) the harness did not write "
+            f"({why}):\n"
             f"{shown}{more}\n"
             "Restore them, or remove them so that the stage that writes them rebuilds them (`harness score` "
             "rebuilds the per-question tables from its parts); to keep them anyway, rerun with "

@@ -54,9 +54,19 @@ def verify_registration(study: Study, *, registered_hash: str | None = None) -> 
     if registered_hash is not None:
         current = frozen_hash(study)
         same = current == registered_hash.strip().lower()
-        checks.append(Check(SUBJECT, "published hash", PASS if same else FAIL,
-                            f"frozen hash {current} " + ("matches the published hash" if same else
-                                                         f"differs from the published hash {registered_hash}")))
+        checks.append(
+            Check(
+                SUBJECT,
+                "published hash",
+                PASS if same else FAIL,
+                f"frozen hash {current} "
+                + (
+                    "matches the published hash"
+                    if same
+                    else f"differs from the published hash {registered_hash}"
+                ),
+            )
+        )
     if in_git(study.root):
         frozen = read_json(study.frozen_path)
         outcome = _first_outcome(study)
@@ -104,8 +114,14 @@ def verify_first_outcome(study: Study) -> list[Check]:
     at, out = recorded.at, []
     now = dt.datetime.now(dt.timezone.utc)
     if at > now + CLOCK_SKEW:
-        out.append(Check(OUTCOME_SUBJECT, item, FAIL, f"first outcome recorded at {utc_iso(at)}, in the future "
-                                                      f"(now {utc_iso(now)})"))
+        out.append(
+            Check(
+                OUTCOME_SUBJECT,
+                item,
+                FAIL,
+                f"first outcome recorded at {utc_iso(at)}, in the future (now {utc_iso(now)})",
+            )
+        )
     done = earliest_completion(study)
     if done is not None and at > done[0]:
         out.append(Check(OUTCOME_SUBJECT, item, FAIL, f"first outcome recorded at {utc_iso(at)}, after cell "
@@ -114,12 +130,21 @@ def verify_first_outcome(study: Study) -> list[Check]:
     if in_git(study.root):
         committed = _first_results_commit(study)
         if committed is not None and at > committed[1] + CLOCK_SKEW:
-            out.append(Check(OUTCOME_SUBJECT, item, FAIL, f"first outcome recorded at {utc_iso(at)}, after the "
-                                                          f"per-question results were first committed "
-                                                          f"({_at(*committed)})"))
+            out.append(
+                Check(
+                    OUTCOME_SUBJECT,
+                    item,
+                    FAIL,
+                    f"first outcome recorded at {utc_iso(at)}, after the "
+                    f"per-question results were first committed "
+                    f"({_at(*committed)})",
+                )
+            )
         out += _written_once(study, item) if item != first_outcome_path(study).name else []
         anchors.append("not after the first commit of results, unchanged since committed")
-    return out or [Check(OUTCOME_SUBJECT, item, PASS, f"first outcome at {utc_iso(at)}: {', '.join(anchors)}")]
+    return out or [
+        Check(OUTCOME_SUBJECT, item, PASS, f"first outcome at {utc_iso(at)}: {', '.join(anchors)}")
+    ]
 
 
 def _written_once(study: Study, rel: str) -> list[Check]:
@@ -152,21 +177,44 @@ def _verify_file(study: Study, rel: str, frozen_sha: str, first_outcome: dt.date
     current = sha256_file(path) if path.is_file() else None
     head = commits[-1]
     if frozen_sha not in shas:
-        return [Check(SUBJECT, rel, FAIL, f"the frozen content ({frozen_sha[:12]}) is in no commit; "
-                                          f"last committed in {_at(*head)}"
-                                          + ("; the file has uncommitted changes" if current != shas[-1] else ""))]
+        return [
+            Check(
+                SUBJECT,
+                rel,
+                FAIL,
+                f"the frozen content ({frozen_sha[:12]}) is in no commit; "
+                f"last committed in {_at(*head)}"
+                + ("; the file has uncommitted changes" if current != shas[-1] else ""),
+            )
+        ]
     i = shas.index(frozen_sha)
     registered = commits[i]
-    out = [Check(SUBJECT, rel, FAIL, f"registered in {_at(*registered)}, dated before its parent {_at(p, t)}: "
-                                     "a backdated commit") for p, t in backdated_parents(study.root, registered[0])]
+    out = [
+        Check(
+            SUBJECT,
+            rel,
+            FAIL,
+            f"registered in {_at(*registered)}, dated before its parent {_at(p, t)}: a backdated commit",
+        )
+        for p, t in backdated_parents(study.root, registered[0])
+    ]
     out += [Check(SUBJECT, rel, FAIL, f"changed after its registration ({_at(*registered)}) in {_at(c, t)}")
             for c, t in commits[i + 1:]]
     if current != shas[-1]:
-        out.append(Check(SUBJECT, rel, FAIL, f"uncommitted change: differs from its last commit ({_at(*head)})"))
+        out.append(
+            Check(SUBJECT, rel, FAIL, f"uncommitted change: differs from its last commit ({_at(*head)})")
+        )
     if rel.startswith("plan/") and first_outcome is not None and registered[1] > first_outcome:
         replaced = f" (replacing the version of {_at(*commits[i - 1])})" if i else ""
-        out.append(Check(SUBJECT, rel, FAIL, f"registered in {_at(*registered)}{replaced}, after the first outcome "
-                                             f"({utc_iso(first_outcome)}): the plan moved once outcomes existed"))
+        out.append(
+            Check(
+                SUBJECT,
+                rel,
+                FAIL,
+                f"registered in {_at(*registered)}{replaced}, after the first outcome "
+                f"({utc_iso(first_outcome)}): the plan moved once outcomes existed",
+            )
+        )
     if not out:
         out.append(Check(SUBJECT, rel, PASS, f"registered in {_at(*registered)}, unchanged since"))
     return out

@@ -96,7 +96,8 @@ def _recorded_study_files(path: Path) -> dict[str, Any]:
 
 
 def lost_deviations(study: Study) -> int:
-    """How many DEVIATIONS.md entries the release record holds that the file no longer has (removed or edited)."""
+    """How many DEVIATIONS.md entries the release record holds that the file no longer has (removed or
+    edited)."""
     recorded = _recorded_study_files(results_manifest_path(study)).get(DEVIATIONS_NAME)
     if not isinstance(recorded, dict):
         return 0
@@ -126,9 +127,11 @@ def require_deviations_kept(study: Study) -> None:
     otherwise be recorded with the loss)."""
     lost = lost_deviations(study)
     if lost:
-        raise HarnessError(f"{study.root / DEVIATIONS_NAME}: {lost} entr{'y' if lost == 1 else 'ies'} recorded in "
-                           f"{results_manifest_path(study)} removed or edited; restore them: entries are only "
-                           "ever appended")
+        raise HarnessError(
+            f"{study.root / DEVIATIONS_NAME}: {lost} entr{'y' if lost == 1 else 'ies'} recorded in "
+            f"{results_manifest_path(study)} removed or edited; restore them: entries are only "
+            "ever appended"
+        )
 
 
 def record_study_file(study: Study, rel: str) -> None:
@@ -164,26 +167,53 @@ def verify_release_hash(study: Study, published: str) -> list[Check]:
     files are checked against the record by verify_results)."""
     path = results_manifest_path(study)
     if not path.is_file():
-        return [Check(RELEASE_SUBJECT, RESULTS_MANIFEST_NAME, FAIL, f"{path} is missing: nothing to check against "
-                                                                     f"the published release hash {published}")]
+        return [
+            Check(
+                RELEASE_SUBJECT,
+                RESULTS_MANIFEST_NAME,
+                FAIL,
+                f"{path} is missing: nothing to check against the published release hash {published}",
+            )
+        ]
     current, published = release_hash(study), published.strip().lower()
-    checks = [Check(RELEASE_SUBJECT, "published release hash", PASS if current == published else FAIL,
-                    f"the release record hashes to {current}" + (", the published hash" if current == published
-                                                                 else f", not the published {published}: "
-                                                                      "it was rewritten since the release"))]
+    checks = [
+        Check(
+            RELEASE_SUBJECT,
+            "published release hash",
+            PASS if current == published else FAIL,
+            f"the release record hashes to {current}"
+            + (
+                ", the published hash"
+                if current == published
+                else f", not the published {published}: it was rewritten since the release"
+            ),
+        )
+    ]
     recorded, frozen = read_json(path).get("frozen_config_hash"), frozen_hash(study)
     if recorded != frozen:
-        checks.append(Check(RELEASE_SUBJECT, RESULTS_MANIFEST_NAME, FAIL, f"written under frozen hash "
-                                                                          f"{str(recorded)[:12]}, but the study "
-                                                                          f"is frozen as {frozen[:12]}"))
+        checks.append(
+            Check(
+                RELEASE_SUBJECT,
+                RESULTS_MANIFEST_NAME,
+                FAIL,
+                f"written under frozen hash {str(recorded)[:12]}, but the study is frozen as {frozen[:12]}",
+            )
+        )
     return checks
 
 
 def verify_results(study: Study) -> list[Check]:
     path = results_manifest_path(study)
     if not path.is_file():
-        return [Check(SUBJECT, RESULTS_MANIFEST_NAME, FAIL, f"{path} is missing: the released results carry no content "
-                                                   "hashes; rerun the last stage that wrote them")]
+        return [
+            Check(
+                SUBJECT,
+                RESULTS_MANIFEST_NAME,
+                FAIL,
+                f"{path} is missing: the released results carry no content "
+                "hashes; rerun the last stage that wrote them",
+            )
+        ]
     record = read_json(path)
     listed = record.get("files") if isinstance(record, dict) else None
     if not isinstance(listed, dict):
@@ -192,20 +222,40 @@ def verify_results(study: Study) -> list[Check]:
     checks = [_verify_listed(study, rel, entry) for rel, entry in sorted(listed.items())]
     failed = [c for c in checks if c is not None]
     if not failed:
-        failed.append(Check(SUBJECT, RESULTS_MANIFEST_NAME, PASS, f"{len(listed)} released file(s) match their SHA-256"))
+        failed.append(
+            Check(SUBJECT, RESULTS_MANIFEST_NAME, PASS, f"{len(listed)} released file(s) match their SHA-256")
+        )
     unlisted = sorted(set(present) - set(listed))
-    failed += [Check(SUBJECT, f"results/{rel}", FAIL, f"not listed in {RESULTS_MANIFEST_NAME}: added after the last stage")
-               for rel in unlisted[:MAX_LISTED]]
+    failed += [
+        Check(
+            SUBJECT,
+            f"results/{rel}",
+            FAIL,
+            f"not listed in {RESULTS_MANIFEST_NAME}: added after the last stage",
+        )
+        for rel in unlisted[:MAX_LISTED]
+    ]
     if len(unlisted) > MAX_LISTED:
-        failed.append(Check(SUBJECT, "(unlisted)", FAIL, f"... and {len(unlisted) - MAX_LISTED} more unlisted files"))
+        failed.append(
+            Check(SUBJECT, "(unlisted)", FAIL, f"... and {len(unlisted) - MAX_LISTED} more unlisted files")
+        )
     failed += _verify_study_files(study, record.get("study_files"))
-    return failed + [csv_matches_parquet(p) for p in per_question_csvs(study) if p.with_suffix(".parquet").is_file()]
+    return failed + [
+        csv_matches_parquet(p) for p in per_question_csvs(study) if p.with_suffix(".parquet").is_file()
+    ]
 
 
 def _verify_study_files(study: Study, listed: Any) -> list[Check]:
     if not isinstance(listed, dict):
-        return [Check(SUBJECT, RESULTS_MANIFEST_NAME, FAIL, "lists no study files (the selection, DEVIATIONS.md): "
-                                                            "written by an older harness; rerun the last stage")]
+        return [
+            Check(
+                SUBJECT,
+                RESULTS_MANIFEST_NAME,
+                FAIL,
+                "lists no study files (the selection, DEVIATIONS.md): "
+                "written by an older harness; rerun the last stage",
+            )
+        ]
     out = []
     for rel, entry in sorted(listed.items()):
         path = study.root / rel
@@ -213,9 +263,12 @@ def _verify_study_files(study: Study, listed: Any) -> list[Check]:
             out.append(Check(SUBJECT, rel, FAIL, f"listed in {RESULTS_MANIFEST_NAME} but missing"))
         elif not isinstance(entry, dict) or {k: entry.get(k) for k in ("sha256", "bytes")} != _entry(path):
             lost = lost_deviations(study) if rel == DEVIATIONS_NAME else None
-            what = ("entries appended after it was recorded (rerun the last stage to record them)" if lost == 0
-                    else "edited after it was recorded" + (f" ({lost} recorded entries removed or edited)" if lost
-                                                           else ""))
+            what = (
+                "entries appended after it was recorded (rerun the last stage to record them)"
+                if lost == 0
+                else "edited after it was recorded"
+                + (f" ({lost} recorded entries removed or edited)" if lost else "")
+            )
             out.append(Check(SUBJECT, rel, FAIL, f"{what}: SHA-256 {sha256_file(path)[:12]}, manifest "
                                                  f"{str((entry or {}).get('sha256'))[:12]}"))
     out += [Check(SUBJECT, rel, FAIL, f"not listed in {RESULTS_MANIFEST_NAME}: written after the last record")
@@ -233,12 +286,18 @@ def _verify_listed(study: Study, rel: str, entry: Any) -> Check | None:
     size, sha = path.stat().st_size, sha256_file(path)
     if (entry.get("sha256"), entry.get("bytes")) == (sha, size):
         return None
-    return Check(SUBJECT, f"results/{rel}", FAIL, f"edited after it was written: SHA-256 {sha[:12]} ({size} bytes), "
-                                                  f"manifest {str(entry.get('sha256'))[:12]} ({entry.get('bytes')} bytes)")
+    return Check(
+        SUBJECT,
+        f"results/{rel}",
+        FAIL,
+        f"edited after it was written: SHA-256 {sha[:12]} ({size} bytes), "
+        f"manifest {str(entry.get('sha256'))[:12]} ({entry.get('bytes')} bytes)",
+    )
 
 
 def per_question_csvs(study: Study) -> list[Path]:
-    """Every CSV under results/per_question (one without a Parquet twin is the table itself: nothing to compare)."""
+    """Every CSV under results/per_question (one without a Parquet twin is the table itself: nothing to
+    compare)."""
     folder = per_question_dir(study)
     return sorted(folder.rglob("*.csv")) if folder.is_dir() else []
 
@@ -255,7 +314,9 @@ def csv_matches_parquet(csv_path: Path) -> Check:
         reader = csv.reader(f)
         header = next(reader, None)
         if header is None or tuple(header) != COLUMNS:
-            return Check(SUBJECT, name, FAIL, f"header {header if header else '(empty file)'} is not {list(COLUMNS)}")
+            return Check(
+                SUBJECT, name, FAIL, f"header {header if header else '(empty file)'} is not {list(COLUMNS)}"
+            )
         differences, first, lines, ragged = 0, None, 0, False
         for i, got in enumerate(reader):
             lines += 1

@@ -75,7 +75,11 @@ def _deviations_only_grow(study: Study) -> list[Check]:
         before = committed_bytes(root, parent, rel)
         if before is None:
             continue
-        after = current if commit is None else (committed_bytes(root, commit, rel) or b"").decode("utf-8", "replace")
+        after = (
+            current
+            if commit is None
+            else (committed_bytes(root, commit, rel) or b"").decode("utf-8", "replace")
+        )
         kept = set(deviation_entries(after))
         lost = [e for e in deviation_entries(before.decode("utf-8", "replace")) if e not in kept]
         if not lost:
@@ -85,12 +89,27 @@ def _deviations_only_grow(study: Study) -> list[Check]:
         named = "; ".join(repr(e.splitlines()[0][3:]) for e in lost[:MAX_NAMED])
         more = f" and {len(lost) - MAX_NAMED} more" if len(lost) > MAX_NAMED else ""
         if corrections:
-            out.append(Check(SUBJECT, rel, PASS, f"entry {named}{more} edited or removed in {where}, logged by "
-                                                 f"the entry {corrections[0].splitlines()[0][3:]!r}"))
+            out.append(
+                Check(
+                    SUBJECT,
+                    rel,
+                    PASS,
+                    f"entry {named}{more} edited or removed in {where}, logged by "
+                    f"the entry {corrections[0].splitlines()[0][3:]!r}",
+                )
+            )
         else:
-            out.append(Check(SUBJECT, rel, FAIL, f"entry {named}{more} removed or edited in {where}: entries are "
-                                                 "only ever appended"))
-    return out or [Check(SUBJECT, rel, PASS, f"{len(history)} commit(s): every entry kept since it was committed")]
+            out.append(
+                Check(
+                    SUBJECT,
+                    rel,
+                    FAIL,
+                    f"entry {named}{more} removed or edited in {where}: entries are only ever appended",
+                )
+            )
+    return out or [
+        Check(SUBJECT, rel, PASS, f"{len(history)} commit(s): every entry kept since it was committed")
+    ]
 
 
 # --- the release record ---
@@ -133,13 +152,27 @@ def _record_never_rewritten(study: Study) -> list[Check]:
         logged = refrozen and _deviation_logged(study, parent, commit)
         if after is None:
             if any(k.startswith("per_question/") for k in _files(before)) and not logged:
-                out.append(Check(SUBJECT, rel, FAIL, f"deleted in {where} once per-question results existed, with "
-                                                     f"no entry appended to {DEVIATIONS_NAME}"))
+                out.append(
+                    Check(
+                        SUBJECT,
+                        rel,
+                        FAIL,
+                        f"deleted in {where} once per-question results existed, with "
+                        f"no entry appended to {DEVIATIONS_NAME}",
+                    )
+                )
             continue
         out += [Check(SUBJECT, rel, FAIL, f"{problem} in {where}")
                 for problem in _rewrites(study, before, after, logged, results, parent, commit)]
-    return out or [Check(SUBJECT, rel, PASS, f"{len(history)} commit(s): no released file rewritten under one "
-                                             "freeze, no re-freeze after outcomes unlogged, no generation lost")]
+    return out or [
+        Check(
+            SUBJECT,
+            rel,
+            PASS,
+            f"{len(history)} commit(s): no released file rewritten under one "
+            "freeze, no re-freeze after outcomes unlogged, no generation lost",
+        )
+    ]
 
 
 def _deviation_logged(study: Study, parent: str, commit: str | None) -> bool:
@@ -167,8 +200,10 @@ def _rewrites(study: Study, before: dict[str, Any], after: dict[str, Any], logge
                             f"{str(new_hash)[:12]} ({', '.join(rewritten[:MAX_NAMED])}{more}): the harness "
                             "writes each once per freeze")
     elif any(k.startswith("per_question/") for k in old_files) and not logged:
-        problems.append(f"re-frozen from {str(old_hash)[:12]} to {str(new_hash)[:12]} once per-question results "
-                        f"existed, with no entry appended to {DEVIATIONS_NAME}")
+        problems.append(
+            f"re-frozen from {str(old_hash)[:12]} to {str(new_hash)[:12]} once per-question results "
+            f"existed, with no entry appended to {DEVIATIONS_NAME}"
+        )
     if old_hash != new_hash and logged:
         return problems  # a logged re-freeze may regenerate the model outputs (a new model, FRESH=1)
     for key in (k for k in changed if k.startswith("generations/")):

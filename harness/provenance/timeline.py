@@ -53,7 +53,9 @@ class TimelineEntry:
     time_source: str  # git-commit | registration-record | recorded | unknown
     claimed_before_outcomes: bool | None  # what the YAML says (None: says nothing)
     before_outcomes: bool  # computed by the harness
-    changed_since_registration: bool | None  # bytes differ from the first commit or the record (None: neither)
+    changed_since_registration: (
+        bool | None
+    )  # bytes differ from the first commit or the record (None: neither)
 
     @property
     def label(self) -> str:
@@ -188,8 +190,14 @@ def committed_bytes(root: Path, commit: str, rel: str) -> bytes | None:
 def write_registration_record(root: Path, files: list[str], moment: dt.datetime) -> Path:
     """plan/REGISTRATION.json: `moment` and the SHA-256 of each file (paths relative to `root`)."""
     path = root / RECORD_PATH
-    atomic_write_json(path, {"registered_at": utc_iso(moment), "written_by": "harness init",
-                             "files": {rel: sha256_bytes((root / rel).read_bytes()) for rel in sorted(files)}})
+    atomic_write_json(
+        path,
+        {
+            "registered_at": utc_iso(moment),
+            "written_by": "harness init",
+            "files": {rel: sha256_bytes((root / rel).read_bytes()) for rel in sorted(files)},
+        },
+    )
     return path
 
 
@@ -214,7 +222,9 @@ class FirstOutcome:
 
     at: dt.datetime
     frozen_hash: str | None
-    registration: dict[str, str] | None  # id -> SHA-256 of the plan and amendments then frozen (None: not recorded)
+    registration: (
+        dict[str, str] | None
+    )  # id -> SHA-256 of the plan and amendments then frozen (None: not recorded)
 
 
 class _FirstOutcomeRecord(TypedDict):
@@ -243,7 +253,9 @@ def record_first_outcome(study: Study, *, frozen_hash: str | None = None) -> dt.
         record["registration"] = registration
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     atomic_write_json(tmp, record)
-    note_written(path, sha256_file(tmp), tmp.stat().st_size)  # journaled like any atomic write (harness.files)
+    note_written(
+        path, sha256_file(tmp), tmp.stat().st_size
+    )  # journaled like any atomic write (harness.files)
     try:
         os.link(tmp, path)
     except FileExistsError:  # another scorer recorded first: its time stands
@@ -385,7 +397,10 @@ def timeline(study: Study) -> list[TimelineEntry]:
     record = registration_record(study.root)
     recorded = recorded_first_outcome(study)
     seen = recorded.registration if recorded is not None else None
-    return [_entry(study, entry_id, path, first_outcome, record, seen) for entry_id, path in registered_files(study)]
+    return [
+        _entry(study, entry_id, path, first_outcome, record, seen)
+        for entry_id, path in registered_files(study)
+    ]
 
 
 def format_timeline(entries: list[TimelineEntry], first_outcome: dt.datetime | None) -> str:

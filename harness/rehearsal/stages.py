@@ -50,7 +50,9 @@ class StageFailed(HarnessError):
 class StageRun:
     stage: str
     wall_s: float
-    peak_mib: float  # the stage's process and every process it started, summed (harness.rehearsal.tree_memory)
+    peak_mib: (
+        float  # the stage's process and every process it started, summed (harness.rehearsal.tree_memory)
+    )
     counts: dict[str, int]  # the study's totals after the stage
     # seconds the stage's process waited on models, on encoders, and on either (harness.timing); the rest of
     # wall_s is the harness's own work (worker processes of an executor are not included)
@@ -62,8 +64,14 @@ class StageRun:
         return max(0.0, self.wall_s - self.waiting_s.get(EITHER, 0.0)) / self.wall_s if self.wall_s else 0.0
 
 
-def run_stages(twin: Study, *, executor: str | None, workers: int | None = None, stages: tuple[str, ...] = STAGES,
-               progress: bool = True) -> list[StageRun]:
+def run_stages(
+    twin: Study,
+    *,
+    executor: str | None,
+    workers: int | None = None,
+    stages: tuple[str, ...] = STAGES,
+    progress: bool = True,
+) -> list[StageRun]:
     logs = twin.root / "rehearsal" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     runs = []
@@ -77,7 +85,11 @@ def run_stages(twin: Study, *, executor: str | None, workers: int | None = None,
         runs.append(run)
         if progress:
             r = runs[-1]
-            print(f"rehearse: {stage} done in {r.wall_s:.1f} s, peak {r.peak_mib:.0f} MiB", file=sys.stderr, flush=True)
+            print(
+                f"rehearse: {stage} done in {r.wall_s:.1f} s, peak {r.peak_mib:.0f} MiB",
+                file=sys.stderr,
+                flush=True,
+            )
     return runs
 
 

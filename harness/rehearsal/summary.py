@@ -1,4 +1,5 @@
-"""What a rehearsal prints: each stage's time, memory and counts, then every family and test, ran or blocked."""
+"""What a rehearsal prints: each stage's time, memory and counts, then every family and test, ran or
+blocked."""
 
 from __future__ import annotations
 
@@ -31,10 +32,14 @@ def outcomes(families: list[FamilyResult], registered: dict[str, list[str]]) -> 
         for test in tests:
             row = rows.get(test)
             if released is None:
-                out.append(TestOutcome(family, test, None, "the stats stage wrote no statistics for its family"))
+                out.append(
+                    TestOutcome(family, test, None, "the stats stage wrote no statistics for its family")
+                )
             elif row is None:
                 missing = "; ".join(released.missing) or "no rows"
-                out.append(TestOutcome(family, test, None, f"family not run: no per-question results for {missing}"))
+                out.append(
+                    TestOutcome(family, test, None, f"family not run: no per-question results for {missing}")
+                )
             elif row.verdict == MISSING:
                 out.append(TestOutcome(family, test, None,
                                        "no per-question results for " + "; ".join(row.missing or ["?"])))
@@ -55,14 +60,22 @@ def stage_table(runs: list[StageRun]) -> str:
     peak = max((r.peak_mib for r in runs), default=0.0)
     waited = sum(r.waiting_s.get(EITHER, 0.0) for r in runs)
     own = max(0.0, total - waited) / total if total else 0.0
-    lines.append(f"| **all** | {total:.1f} | {peak:.0f} | {own:.0%} | " + " | ".join("" for _ in COUNTED) + " |")
+    lines.append(
+        f"| **all** | {total:.1f} | {peak:.0f} | {own:.0%} | " + " | ".join("" for _ in COUNTED) + " |"
+    )
     return "\n".join(lines)
 
 
 def outcome_table(results: list[TestOutcome]) -> str:
     lines = ["| family | test | on the twin |", "|---|---|---|"]
     for o in results:
-        shown = f"BLOCKED: {o.reason}" if o.verdict is None else f"{o.verdict}: {o.reason}" if o.reason else o.verdict
+        shown = (
+            f"BLOCKED: {o.reason}"
+            if o.verdict is None
+            else f"{o.verdict}: {o.reason}"
+            if o.reason
+            else o.verdict
+        )
         lines.append(f"| {o.family} | {o.test} | {shown} |")
     return "\n".join(lines)
 
@@ -73,9 +86,11 @@ def headline(results: list[TestOutcome]) -> str:
     if not blocked:
         text = f"every registered test ran on the twin ({len(results)} tests in {len(families)} families)"
     else:
-        text = (f"{len(blocked)} of {len(results)} registered tests are BLOCKED on the twin "
-                f"(families: {', '.join(sorted({o.family for o in blocked}))}): the plan cannot produce their "
-                "verdicts from what the configured arms and retrievers write")
+        text = (
+            f"{len(blocked)} of {len(results)} registered tests are BLOCKED on the twin "
+            f"(families: {', '.join(sorted({o.family for o in blocked}))}): the plan cannot produce their "
+            "verdicts from what the configured arms and retrievers write"
+        )
     undecided = [o for o in results if o.verdict in UNDECIDED]
     if undecided:  # not a fault of the plan, but a test the rehearsal could not exercise: say which
         text += (f"; {len(undecided)} ran but no rule could decide them on the twin "

@@ -43,7 +43,8 @@ def tree_rss_bytes(root_pid: int, proc: Path = PROC) -> int:
 
 
 class TreePeak:
-    """Samples tree_rss_bytes(pid) in a thread from start() to stop(); `peak_bytes` is the largest sum seen."""
+    """Samples tree_rss_bytes(pid) in a thread from start() to stop(); `peak_bytes` is the largest sum
+    seen."""
 
     def __init__(self, pid: int, interval_s: float = INTERVAL_S):
         self.pid, self.interval_s, self.peak_bytes = pid, interval_s, 0

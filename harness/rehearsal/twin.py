@@ -39,9 +39,16 @@ REGISTERED = ("plan", "amendments", "configs", "prompts")
 _GIT_IDENTITY = ("-c", "user.name=harness rehearse", "-c", "user.email=rehearse@localhost")
 # another backend's option -> the simulated model's: what moves the estimate and the spend cap carries over,
 # the rest (reasoning effort, repeat penalty, ...) cannot change a stand-in's answer and is dropped
-SIMULATED_OPTION = {"max_tokens": "max_tokens", "num_predict": "max_tokens", "context_tokens": "context_tokens",
-                    "num_ctx": "context_tokens", "n_ctx": "context_tokens", "temperature": "temperature",
-                    "seed": "seed", "retry_temperature": "retry_temperature"}
+SIMULATED_OPTION = {
+    "max_tokens": "max_tokens",
+    "num_predict": "max_tokens",
+    "context_tokens": "context_tokens",
+    "num_ctx": "context_tokens",
+    "n_ctx": "context_tokens",
+    "temperature": "temperature",
+    "seed": "seed",
+    "retry_temperature": "retry_temperature",
+}
 _PRICES = ("price_in_per_mtok", "price_out_per_mtok")
 _OPTION_SECTIONS = ("reader", "judge")  # sections with `model_options` besides the arms
 
@@ -91,19 +98,28 @@ def sampled_clusters(study: Study) -> dict[str, int]:
 
 
 def without_sources(datasets: Mapping[str, Any]) -> dict[str, Any]:
-    """The twin's data is written locally: the study's `source:` blocks (hub ids, URLs, commits) do not apply."""
+    """The twin's data is written locally: the study's `source:` blocks (hub ids, URLs, commits) do not
+    apply."""
     out = {}
     for name, entry in datasets.items():
         entry = {k: v for k, v in entry.items() if k != "source"}
         if isinstance(entry.get("domains"), Mapping):
-            entry["domains"] = {d: {k: v for k, v in spec.items() if k != "source"} for d, spec in entry["domains"].items()}
+            entry["domains"] = {
+                d: {k: v for k, v in spec.items() if k != "source"} for d, spec in entry["domains"].items()
+            }
         out[name] = entry
     return out
 
 
 def twin_settings(study: Study, *, scale: str, seed: int, real_encoders: bool, malformed_rate: float) -> dict:
-    return {"study": str(study.root), "study_config_sha256": sha256_file(study.config_path), "scale": scale, "seed": seed,
-            "real_encoders": real_encoders, "malformed_rate": malformed_rate}
+    return {
+        "study": str(study.root),
+        "study_config_sha256": sha256_file(study.config_path),
+        "scale": scale,
+        "seed": seed,
+        "real_encoders": real_encoders,
+        "malformed_rate": malformed_rate,
+    }
 
 
 def make_twin(study: Study, out: Path, *, scale: str, seed: int, real_encoders: bool = False,
@@ -111,7 +127,9 @@ def make_twin(study: Study, out: Path, *, scale: str, seed: int, real_encoders: 
     """Write the twin into `out` (or reuse the twin already there, made with the same settings)."""
     out = out.resolve()
     _refuse_inside(study, out)
-    settings = twin_settings(study, scale=scale, seed=seed, real_encoders=real_encoders, malformed_rate=malformed_rate)
+    settings = twin_settings(
+        study, scale=scale, seed=seed, real_encoders=real_encoders, malformed_rate=malformed_rate
+    )
     marker = out / MARKER
     if marker.is_file():
         made = read_json(marker)
@@ -120,25 +138,36 @@ def make_twin(study: Study, out: Path, *, scale: str, seed: int, real_encoders: 
                                "give another --out or delete it")
         return Study.at(out)
     if out.exists() and any(out.iterdir()):
-        raise HarnessError(f"{out} is not empty and holds no rehearsal ({MARKER} missing); give an empty or new folder")
+        raise HarnessError(
+            f"{out} is not empty and holds no rehearsal ({MARKER} missing); give an empty or new folder"
+        )
     out.mkdir(parents=True, exist_ok=True)
     for folder in COPIED:
         source = study.root / folder
         if source.is_dir():
             shutil.copytree(source, out / folder, ignore=shutil.ignore_patterns(*NOT_COPIED, "__pycache__"))
     raw = dict(study.raw_config)
-    raw["datasets"] = without_sources(write_twin_datasets(study.config, study.root, out, scale=scale, seed=seed,
-                                                          min_clusters=sampled_clusters(study)))
+    raw["datasets"] = without_sources(
+        write_twin_datasets(
+            study.config, study.root, out, scale=scale, seed=seed, min_clusters=sampled_clusters(study)
+        )
+    )
     raw["models"] = {name: simulated_model(entry, malformed_rate=malformed_rate)
                      for name, entry in (raw.get("models") or {}).items()}
     raw["retrievers"] = {name: simulated_retriever(entry, real_encoders=real_encoders)
                          for name, entry in (raw.get("retrievers") or {}).items()}
     raw["arms"] = {name: _with_simulated_options(arm) for name, arm in (raw.get("arms") or {}).items()}
-    raw |= {key: _with_simulated_options(raw[key]) for key in _OPTION_SECTIONS if isinstance(raw.get(key), Mapping)}
+    raw |= {
+        key: _with_simulated_options(raw[key])
+        for key in _OPTION_SECTIONS
+        if isinstance(raw.get(key), Mapping)
+    }
     (out / "configs").mkdir(exist_ok=True)
-    atomic_write_text(out / "configs" / "study.yaml",
-                      "# the synthetic twin written by `harness rehearse`: simulated data and stand-in models\n"
-                      + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+    atomic_write_text(
+        out / "configs" / "study.yaml",
+        "# the synthetic twin written by `harness rehearse`: simulated data and stand-in models\n"
+        + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True),
+    )
     _register(out)
     atomic_write_json(marker, settings)
     return Study.at(out)
@@ -159,6 +188,8 @@ def _register(root: Path) -> None:
 def _refuse_inside(study: Study, out: Path) -> None:
     root = study.root.resolve()
     if out == root or root in out.parents:
-        raise HarnessError(f"--out {out} is inside the study {root}; the rehearsal writes nothing into the study "
-                           "(give a folder outside it, e.g. /tmp/rehearsal)")
+        raise HarnessError(
+            f"--out {out} is inside the study {root}; the rehearsal writes nothing into the study "
+            "(give a folder outside it, e.g. /tmp/rehearsal)"
+        )
 

@@ -43,7 +43,13 @@ from harness.data.freshstack import distractor_count
 from harness.data.qasper import convert_paper
 from harness.data.sampling import read_exclusions
 from harness.errors import HarnessError
-from harness.files import atomic_write_bytes, atomic_write_json, atomic_write_jsonl, atomic_write_text, sha256_text
+from harness.files import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_jsonl,
+    atomic_write_text,
+    sha256_text,
+)
 from harness.rehearsal.twin_docs import Page, PageWriter, page_paths
 from harness.rehearsal.twin_handbook import handbook, handbook_questions
 from harness.rehearsal.twin_papers import PaperWriter, paper_ids, plan_papers, INELIGIBLE_PAPERS
@@ -54,7 +60,9 @@ SCALES = ("paper", "small")
 FOLDER = "data"  # under the twin's root
 MANIFEST = "twin_data.json"
 SOURCE = "simulated by harness rehearse (harness.rehearsal.twin_data)"
-NOT_KEPT = ("source",)  # where the real files are fetched from (hub ids, URLs, commits): the twin's are simulated
+NOT_KEPT = (
+    "source",
+)  # where the real files are fetched from (hub ids, URLs, commits): the twin's are simulated
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,9 @@ class Twin:
         if need <= base.papers:
             return base
         questions = max(base.questions, round(need * QUESTIONS_PER_RAISED_PAPER))
-        self.notes.append(f"{group}: {need} papers instead of {base.papers}, for the plan's largest cluster sample")
+        self.notes.append(
+            f"{group}: {need} papers instead of {base.papers}, for the plan's largest cluster sample"
+        )
         return PaperSizes(need, questions, round(questions * base.evidence / base.questions))
 
     @property
@@ -148,7 +158,9 @@ def write_twin_datasets(config, study_root: Path, out: Path, *, scale: str, seed
     for name, cfg in config.datasets.items():
         entry = to_plain(cfg)
         key = _data_key(cfg)
-        excluded = sorted({i for member in groups[key] for i in _excluded_ids(twin, member, config.datasets[member])})
+        excluded = sorted(
+            {i for member in groups[key] for i in _excluded_ids(twin, member, config.datasets[member])}
+        )
         if key not in twin.written:
             twin.needed[groups[key][0]] = max((min_clusters or {}).get(m, 0) for m in groups[key])
             writer = WRITERS.get(cfg.adapter, _write_through_adapter)
@@ -183,7 +195,8 @@ def _excluded_ids(twin: Twin, name: str, cfg: DatasetConfig) -> list[str]:
 
 
 def _exclusion_entry(twin: Twin, name: str, value):
-    """An exclusion file copied into the twin (same bytes, so its ids and comments stay); inline lists kept."""
+    """An exclusion file copied into the twin (same bytes, so its ids and comments stay); inline lists
+    kept."""
     if not isinstance(value, str):
         return list(value)
     source = twin.study.resolve(value).resolve()
@@ -199,8 +212,11 @@ def _exclusion_entry(twin: Twin, name: str, value):
 def _entry(twin: Twin, name: str, cfg: DatasetConfig, entry: dict, written: dict) -> dict:
     written = copy.deepcopy(written)  # each entry its own lists and maps (YAML would write anchors otherwise)
     paths = written["paths"]
-    entry = {("files" if k == "hub" else k): paths.get("files" if k == "hub" else k, v) for k, v in entry.items()
-             if k not in NOT_KEPT}
+    entry = {
+        ("files" if k == "hub" else k): paths.get("files" if k == "hub" else k, v)
+        for k, v in entry.items()
+        if k not in NOT_KEPT
+    }
     if "domains" in written:  # per-domain files (FreshStack)
         entry["domains"] = {d: {k: v for k, v in {**entry["domains"][d], **written["domains"][d]}.items()
                                 if k not in NOT_KEPT} for d in entry["domains"]}
@@ -215,7 +231,9 @@ def _entry(twin: Twin, name: str, cfg: DatasetConfig, entry: dict, written: dict
             held = written["questions"]
             selection["n_questions"] = (
                 {d: _lowered(twin, f"{name}/{d}: selection.n_questions", v, held[d]) for d, v in n.items()}
-                if isinstance(n, dict) else _lowered(twin, f"{name}: selection.n_questions", n, min(held.values())))
+                if isinstance(n, dict)
+                else _lowered(twin, f"{name}: selection.n_questions", n, min(held.values()))
+            )
     return entry
 
 
@@ -230,7 +248,8 @@ def _lowered(twin: Twin, what: str, n, available: int):
 
 
 def _paper_records(twin: Twin, group: str, excluded: list[str]) -> tuple[dict[str, dict], list[str]]:
-    """paper id -> record: the sized papers, the excluded ids as eligible papers of their own, and a few papers
+    """paper id -> record: the sized papers, the excluded ids as eligible papers of their own, and a few
+    papers
     with no usable question; and the ids of the excluded ones."""
     sizes = twin.paper_sizes(group)
     rng = twin.rng(group)
@@ -252,7 +271,10 @@ def _paper_records(twin: Twin, group: str, excluded: list[str]) -> tuple[dict[st
 
 def _write_qasper(twin: Twin, group: str, cfg, excluded: list[str]) -> dict:
     records, excluded = _paper_records(twin, group, excluded)
-    names = [Path(f).name for f in (cfg.files if isinstance(cfg.files, tuple) else (cfg.files,) if cfg.files else ())]
+    names = [
+        Path(f).name
+        for f in (cfg.files if isinstance(cfg.files, tuple) else (cfg.files,) if cfg.files else ())
+    ]
     names = names or ["qasper-twin.json"]
     names = [n if names.count(n) == 1 else f"{k}-{n}" for k, n in enumerate(names)]
     # the excluded papers in the first file (the pilot's came from dev), the rest spread evenly
@@ -262,7 +284,9 @@ def _write_qasper(twin: Twin, group: str, cfg, excluded: list[str]) -> dict:
     files = []
     for name, ids in zip(names, shares):
         rel = twin.path(group, name)
-        twin.write_text(rel, json.dumps({pid: records[pid] for pid in sorted(ids)}, ensure_ascii=False) + "\n")
+        twin.write_text(
+            rel, json.dumps({pid: records[pid] for pid in sorted(ids)}, ensure_ascii=False) + "\n"
+        )
         files.append(rel)
     twin.manifest[group] = _paper_counts(records, excluded) | {"files": files}
     return {"paths": {"files": files}, "clusters": twin.paper_sizes(group).papers}
@@ -279,7 +303,8 @@ def _paper_counts(records: dict[str, dict], excluded: list[str]) -> dict:
 
 
 def _gold_count(pooled: int, ratio) -> int:
-    """Gold files whose distractors (ratio x gold, rounded as the adapter rounds) bring the pool to `pooled`."""
+    """Gold files whose distractors (ratio x gold, rounded as the adapter rounds) bring the pool to
+    `pooled`."""
     if ratio == "full":
         return pooled
     return next(g for g in range(1, pooled + 1) if g + distractor_count(ratio, g, pooled) >= pooled)
@@ -308,7 +333,9 @@ def _write_freshstack(twin: Twin, group: str, cfg: FreshStackDataset, excluded: 
         prefix = options.corpus_path_prefix
         for page in pages:
             twin.write_text(f"{folder}/checkout/{page.path}", page.text)
-        code_files = [f"src/{lex.words[int(i)]}.php" for i in rng.choice(np.arange(300, 3000), 8, replace=False)]
+        code_files = [
+            f"src/{lex.words[int(i)]}.php" for i in rng.choice(np.arange(300, 3000), 8, replace=False)
+        ]
         ids = _question_ids(rng, sizes.questions + sizes.without_markdown_gold, taken)
         taken.update(ids)
         domain_excluded = excluded if position == 0 else []
@@ -325,8 +352,12 @@ def _write_freshstack(twin: Twin, group: str, cfg: FreshStackDataset, excluded: 
                  "commit": _checkout_digest(pages)}
         if options.qrels is not None:
             entry["qrels"] = f"{folder}/qrels.tsv"
-            lines = ["query-id\tcorpus-id\tscore"] + [f"{r['query_id']}\t{cid}\t1" for r in rows
-                                                      for n in r["nuggets"] for cid in n["relevant_corpus_ids"]]
+            lines = ["query-id\tcorpus-id\tscore"] + [
+                f"{r['query_id']}\t{cid}\t1"
+                for r in rows
+                for n in r["nuggets"]
+                for cid in n["relevant_corpus_ids"]
+            ]
             twin.write_text(entry["qrels"], "\n".join(lines) + "\n")
         domains[domain] = entry
         questions[domain] = sizes.questions
@@ -369,8 +400,17 @@ def _gold_assignment(rng: np.random.Generator, n_questions: int, n_gold: int) ->
     return per_question
 
 
-def _domain_queries(lex: Lexicon, writer: PageWriter, topic, prefix: str, gold_pages: list[Page],
-                    code_files: list[str], kept: list[str], excluded: list[str], no_markdown: list[str]) -> list[dict]:
+def _domain_queries(
+    lex: Lexicon,
+    writer: PageWriter,
+    topic,
+    prefix: str,
+    gold_pages: list[Page],
+    code_files: list[str],
+    kept: list[str],
+    excluded: list[str],
+    no_markdown: list[str],
+) -> list[dict]:
     rng = lex.rng
     rows = []
     assignment = _gold_assignment(rng, len(kept), len(gold_pages))
@@ -399,10 +439,21 @@ def _code_file_texts(lex: Lexicon, code_files: list[str]) -> list[tuple[str, str
 def _query_row(writer: PageWriter, topic, qid: str, gold: list[str], ids: list[str]) -> dict:
     q = writer.question(gold, topic)
     return {
-        "query_id": qid, "query_title": q.title, "query_text": q.body, "answer_id": f"{qid}1",
-        "answer_text": q.answer, "metadata": {"date": "2024-06-01", "tags": [writer.lex.word(topic)]},
-        "nuggets": [{"_id": f"{qid}_{n + 1}", "text": text, "relevant_corpus_ids": [cid], "non_relevant_corpus_ids": []}
-                    for n, (text, cid) in enumerate(zip(q.nuggets, ids))],
+        "query_id": qid,
+        "query_title": q.title,
+        "query_text": q.body,
+        "answer_id": f"{qid}1",
+        "answer_text": q.answer,
+        "metadata": {"date": "2024-06-01", "tags": [writer.lex.word(topic)]},
+        "nuggets": [
+            {
+                "_id": f"{qid}_{n + 1}",
+                "text": text,
+                "relevant_corpus_ids": [cid],
+                "non_relevant_corpus_ids": [],
+            }
+            for n, (text, cid) in enumerate(zip(q.nuggets, ids))
+        ],
     }
 
 
@@ -434,12 +485,29 @@ def _jsonl_papers(twin: Twin, group: str) -> tuple[list[dict], list[dict], int]:
     for pid in sorted(records):
         conversion = convert_paper(pid, records[pid], dataset=group)
         doc_id = f"{group}/{pid}"
-        documents.append({"doc_id": doc_id, "domain": group, "path": f"docs/{pid}.md", "provenance": {"source": SOURCE},
-                          "_path": f"docs/{pid}.md", "_text": conversion.document.text})
+        documents.append(
+            {
+                "doc_id": doc_id,
+                "domain": group,
+                "path": f"docs/{pid}.md",
+                "provenance": {"source": SOURCE},
+                "_path": f"docs/{pid}.md",
+                "_text": conversion.document.text,
+            }
+        )
         for q in conversion.questions:
-            questions.append({"qid": q.qid, "query": q.query, "scope": {"doc": doc_id}, "cluster": "doc", "stratum": "",
-                              "evidence": [{"doc_id": doc_id, "start": e.start, "end": e.end} for e in q.evidence],
-                              "answers": list(q.answers), "answer_type": q.answer_type})
+            questions.append(
+                {
+                    "qid": q.qid,
+                    "query": q.query,
+                    "scope": {"doc": doc_id},
+                    "cluster": "doc",
+                    "stratum": "",
+                    "evidence": [{"doc_id": doc_id, "start": e.start, "end": e.end} for e in q.evidence],
+                    "answers": list(q.answers),
+                    "answer_type": q.answer_type,
+                }
+            )
     clusters = len({q["scope"]["doc"] for q in questions})
     return documents, questions, clusters
 
@@ -473,7 +541,9 @@ def _jsonl_docs(twin: Twin, group: str, names: list[str]) -> tuple[list[dict], l
                               "provenance": {"source": SOURCE}, "_path": path, "_text": page.text})
         n_gold = min(len(pages), max(1, round(GOLD_FILES_PER_QUESTION * sizes.questions)))
         for k, files in enumerate(_gold_assignment(rng, sizes.questions, n_gold)):
-            spans = [(pages[f], pages[f].sections[int(rng.integers(0, len(pages[f].sections)))]) for f in files]
+            spans = [
+                (pages[f], pages[f].sections[int(rng.integers(0, len(pages[f].sections)))]) for f in files
+            ]
             q = writer.question([p.text[a:b] for p, (a, b) in spans], topic)
             questions.append({
                 "qid": f"{domain}-q{k + 1:03d}", "query": f"{q.title} {q.body}", "scope": {"domain": domain},
@@ -494,7 +564,11 @@ def _write_question_evidence(twin: Twin, group: str, cfg, excluded: list[str]) -
     document, qe = twin.path(group, Path(cfg.document).name), twin.path(group, Path(cfg.questions).name)
     twin.write_text(document, text)
     twin.write_text(qe, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
-    twin.manifest[group] = {"characters": len(text), "provision_count": len(provisions), "questions": len(records)}
+    twin.manifest[group] = {
+        "characters": len(text),
+        "provision_count": len(provisions),
+        "questions": len(records),
+    }
     return {"paths": {"document": document, "questions": qe}, "clusters": len(records)}
 
 

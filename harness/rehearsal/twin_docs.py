@@ -1,4 +1,5 @@
-"""Simulated documentation pages (FreshStack-like corpora and the JSONL adapter's docs) and the questions asked
+"""Simulated documentation pages (FreshStack-like corpora and the JSONL adapter's docs) and the questions
+asked
 of them.
 
 A page looks like a framework's docs page: "# Title", a list of links to its sections, "##" sections with

@@ -30,7 +30,9 @@ def handbook(lex: Lexicon, chapters: int = 6, per_chapter: int = 4) -> tuple[str
         chapter_topic = (topic, lex.topic(10))
         lines += ["", f"## {c} {lex.title(chapter_topic, 1, 3)}"]
         for p in range(1, per_chapter + 1):
-            sentences = [lex.sentence(chapter_topic, int(rng.integers(9, 20))) for _ in range(int(rng.integers(2, 4)))]
+            sentences = [
+                lex.sentence(chapter_topic, int(rng.integers(9, 20))) for _ in range(int(rng.integers(2, 4)))
+            ]
             cites = None
             if provisions and rng.random() < 0.5:
                 cites = provisions[int(rng.integers(0, len(provisions)))].pid

@@ -5,7 +5,8 @@ paper.
 
 The kept questions and their evidence paragraphs are exact counts (the paper's 951 and 2,245 at paper scale),
 shaped like the paper's sample: annotators per question 1-5 in the shares 80 / 601 / 233 / 33 / 4 of 951,
-evidence paragraphs per question 1 / 2 / 3 / 4+ in the shares 432 / 269 / 100 / 150. Around them, as in the real
+evidence paragraphs per question 1 / 2 / 3 / 4+ in the shares 432 / 269 / 100 / 150. Around them, as in the
+real
 files: questions every annotator marked unanswerable, questions whose only evidence is a figure or table
 ("FLOAT SELECTED", which the adapter drops), papers with no usable question at all, and a few evidence strings
 that differ from their paragraph in whitespace only (located after normalising, as 14 of the 2,245 were).
@@ -66,22 +67,28 @@ def evidence_counts(rng: np.random.Generator, questions: int, evidence: int) -> 
     ones, twos, threes, more = shares_to_counts(questions, EVIDENCE_SHARES)
     rest = evidence - ones - 2 * twos - 3 * threes
     if rest < 4 * more or (more == 0 and rest != 0):
-        raise HarnessError(f"twin data: {evidence} evidence paragraphs cannot be spread over {questions} questions "
-                           "in the paper's shape")
+        raise HarnessError(
+            f"twin data: {evidence} evidence paragraphs cannot be spread over {questions} questions "
+            "in the paper's shape"
+        )
     fours = [4 + int(x) for x in rng.multinomial(rest - 4 * more, [1 / more] * more)] if more else []
     counts = [1] * ones + [2] * twos + [3] * threes + fours
     rng.shuffle(counts)
     return counts
 
 
-def plan_papers(rng: np.random.Generator, paper_ids: list[str], questions: int, evidence: int) -> list[PaperPlan]:
+def plan_papers(
+    rng: np.random.Generator, paper_ids: list[str], questions: int, evidence: int
+) -> list[PaperPlan]:
     """Kept questions spread over the papers (each gets one at least), with the dropped ones around them."""
     n = len(paper_ids)
     if questions < n:
         raise HarnessError(f"twin data: {questions} questions cannot give each of {n} papers one")
     per_paper = 1 + rng.multinomial(questions - n, [1 / n] * n)
     ev = evidence_counts(rng, questions, evidence)
-    annotators = [k + 1 for k, c in enumerate(shares_to_counts(questions, ANNOTATOR_SHARES)) for _ in range(c)]
+    annotators = [
+        k + 1 for k, c in enumerate(shares_to_counts(questions, ANNOTATOR_SHARES)) for _ in range(c)
+    ]
     rng.shuffle(annotators)
     unanswerable = rng.multinomial(round(UNANSWERABLE_EXTRA * questions), [1 / n] * n)
     float_only = rng.multinomial(round(FLOAT_ONLY_EXTRA * questions), [1 / n] * n)
@@ -118,12 +125,18 @@ class PaperWriter:
         topic = self.lex.topic()
         sections = self._sections(topic)
         paragraphs = [(si, pi) for si, s in enumerate(sections) for pi in range(len(s["paragraphs"]))]
-        while self.short and len(paragraphs) < max(plan.evidence, default=0):  # a short paper still holds its evidence
+        while self.short and len(paragraphs) < max(
+            plan.evidence, default=0
+        ):  # a short paper still holds its evidence
             sections += self._sections(topic)[2:]
             paragraphs = [(si, pi) for si, s in enumerate(sections) for pi in range(len(s["paragraphs"]))]
-        figures = [{"caption": f"{('Table', 'Figure')[k % 2]} {k // 2 + 1}: {self.lex.sentence((topic,), 10)}",
-                    "file": f"{k + 1}-{self.lex.words[int(self.rng.integers(100, 5000))]}.png"}
-                   for k in range(int(self.rng.integers(1, 5)))]
+        figures = [
+            {
+                "caption": f"{('Table', 'Figure')[k % 2]} {k // 2 + 1}: {self.lex.sentence((topic,), 10)}",
+                "file": f"{k + 1}-{self.lex.words[int(self.rng.integers(100, 5000))]}.png",
+            }
+            for k in range(int(self.rng.integers(1, 5)))
+        ]
         qas = []
         for q, (m, k) in enumerate(zip(plan.evidence, plan.annotators)):
             chosen = self._evidence_paragraphs(paragraphs, m)
@@ -152,18 +165,24 @@ class PaperWriter:
         """Top-level sections with subsections (names joined by " ::: "), paragraph lengths around Qasper's
         (median ~450 characters, a few over tau_max), and short sections under tau_min."""
         extra = (1, 2) if self.short else (2, 5)
-        names = list(TOP_SECTIONS[:2]) + [self.lex.title((topic,), 1, 3) for _ in range(int(self.rng.integers(*extra)))]
+        names = list(TOP_SECTIONS[:2]) + [
+            self.lex.title((topic,), 1, 3) for _ in range(int(self.rng.integers(*extra)))
+        ]
         names += ["Conclusion"] + (["Acknowledgments"] if self.rng.random() < 0.5 else [])
         sections = []
         for name in names:
             sub_topic = (topic, self.lex.topic(12))
             children = int(self.rng.poisson(0.7 if self.short else 2.2)) if name not in UNDIVIDED else 0
-            header_only = bool(children) and self.rng.random() < 0.3  # a parent section with no text of its own
+            header_only = (
+                bool(children) and self.rng.random() < 0.3
+            )  # a parent section with no text of its own
             paragraphs = self._paragraphs(sub_topic, 0 if header_only else None)
             sections.append({"section_name": name, "paragraphs": paragraphs})
             for _ in range(children):
                 child = name + SEPARATOR + self.lex.title(sub_topic, 1, 4)
-                sections.append({"section_name": child, "paragraphs": self._paragraphs((topic, self.lex.topic(12)))})
+                sections.append(
+                    {"section_name": child, "paragraphs": self._paragraphs((topic, self.lex.topic(12)))}
+                )
                 if self.rng.random() < 0.2:
                     grandchild = child + SEPARATOR + self.lex.title(sub_topic, 1, 3)
                     paragraphs = self._paragraphs((topic, self.lex.topic(12)))
@@ -179,16 +198,21 @@ class PaperWriter:
             return [self.lex.sentence(topics, int(self.rng.integers(4, 10)))]
         out = []
         for _ in range(n):
-            long = self.rng.random() < 0.03  # a paragraph longer than tau_max: a chunk of its own, never split
-            chars = self.lex.lognormal_chars(1900, 0.2, 60) if long else self.lex.lognormal_chars(430, 0.6, 60)
+            long = (
+                self.rng.random() < 0.03
+            )  # a paragraph longer than tau_max: a chunk of its own, never split
+            chars = (
+                self.lex.lognormal_chars(1900, 0.2, 60) if long else self.lex.lognormal_chars(430, 0.6, 60)
+            )
             out.append(self.lex.paragraph(topics, chars))
         return out
 
     def _evidence_paragraphs(self, paragraphs: list[tuple[int, int]], m: int) -> list[tuple[int, int]]:
         """m distinct paragraphs near one another (evidence gathers in a section or two)."""
         if m > len(paragraphs):
-            raise HarnessError(f"twin data: a paper with {len(paragraphs)} paragraphs cannot hold {m} evidence "
-                               "paragraphs")
+            raise HarnessError(
+                f"twin data: a paper with {len(paragraphs)} paragraphs cannot hold {m} evidence paragraphs"
+            )
         anchor = int(self.rng.integers(0, len(paragraphs)))
         half = max(3, m)
         lo, hi = max(0, anchor - half), min(len(paragraphs), anchor + half + 1)
@@ -208,17 +232,31 @@ class PaperWriter:
         start = ("What", "How", "Which", "Why", "Does", "Do")[int(self.rng.integers(0, 6))]
         return f"{start} {' '.join(words)} {self.lex.word(topic)}?"
 
-    def _question(self, paper_id: str, index: int, topic: Topic, sections: list[dict], evidence: list[str], k: int,
-                  figures: list[dict]) -> dict:
+    def _question(
+        self,
+        paper_id: str,
+        index: int,
+        topic: Topic,
+        sections: list[dict],
+        evidence: list[str],
+        k: int,
+        figures: list[dict],
+    ) -> dict:
         types = list(self.rng.choice(len(ANSWER_TYPES), size=k, p=ANSWER_TYPE_SHARES))
         if all(ANSWER_TYPES[t] == "unanswerable" for t in types):
-            types[0] = int(self.rng.choice(3, p=np.array(ANSWER_TYPE_SHARES[:3]) / sum(ANSWER_TYPE_SHARES[:3])))
+            types[0] = int(
+                self.rng.choice(3, p=np.array(ANSWER_TYPE_SHARES[:3]) / sum(ANSWER_TYPE_SHARES[:3]))
+            )
         answering = [a for a, t in enumerate(types) if ANSWER_TYPES[t] != "unanswerable"]
         if self.rng.random() < WHITESPACE_VARIANTS:  # the string as an extraction tool spaced it
             evidence = [e.replace(". ", ".  ", 1) if ". " in e else e for e in evidence]
         cited: dict[int, list[str]] = {a: [] for a in answering}
         for e in evidence:  # every paragraph named by one annotator at least, often by all
-            named = answering if self.rng.random() < 0.6 else [answering[int(self.rng.integers(0, len(answering)))]]
+            named = (
+                answering
+                if self.rng.random() < 0.6
+                else [answering[int(self.rng.integers(0, len(answering)))]]
+            )
             for a in named:
                 cited[a].append(e)
         for a in answering:
@@ -229,7 +267,9 @@ class PaperWriter:
             kind = ANSWER_TYPES[t]
             strings = list(cited.get(a, []))
             if kind != "unanswerable" and self.rng.random() < FLOAT_EVIDENCE:
-                strings.append("FLOAT SELECTED: " + figures[int(self.rng.integers(0, len(figures)))]["caption"])
+                strings.append(
+                    "FLOAT SELECTED: " + figures[int(self.rng.integers(0, len(figures)))]["caption"]
+                )
             answers.append(self._annotation(paper_id, index, a, kind, strings))
         return self._qa(paper_id, index, self._query(topic, sections, evidence), answers)
 
@@ -241,7 +281,9 @@ class PaperWriter:
         for a in range(int(self.rng.integers(1, 4))):
             if float_only:
                 caption = figures[int(self.rng.integers(0, len(figures)))]["caption"]
-                answers.append(self._annotation(paper_id, index, a, "abstractive", ["FLOAT SELECTED: " + caption]))
+                answers.append(
+                    self._annotation(paper_id, index, a, "abstractive", ["FLOAT SELECTED: " + caption])
+                )
             else:
                 answers.append(self._annotation(paper_id, index, a, "unanswerable", []))
         return self._qa(paper_id, index, query, answers)
@@ -255,7 +297,9 @@ class PaperWriter:
             "unanswerable": kind == "unanswerable",
             "extractive_spans": [span] if kind == "extractive" else [],
             "yes_no": bool(self.rng.random() < 0.6) if kind == "yes-no" else None,
-            "free_form_answer": (" ".join(self.lex.content_words(text, 6)) or span) if kind == "abstractive" else "",
+            "free_form_answer": (" ".join(self.lex.content_words(text, 6)) or span)
+            if kind == "abstractive"
+            else "",
             "evidence": evidence,
             "highlighted_evidence": [e.split(". ")[0] for e in evidence],
         }

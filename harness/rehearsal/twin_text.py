@@ -1,4 +1,5 @@
-"""The twin's words: a seeded synthetic vocabulary with Zipf-like frequencies, and the sentences, paragraphs and
+"""The twin's words: a seeded synthetic vocabulary with Zipf-like frequencies, and the sentences, paragraphs
+and
 Markdown blocks made from it.
 
 Every text belongs to topics (a document's, a section's): a topic is a few dozen mid-frequency words drawn far
@@ -14,22 +15,147 @@ from dataclasses import dataclass
 import numpy as np
 
 # English function words head the ranking, as in any real text (BM25 and stop lists should see them)
-FUNCTION_WORDS = ("the", "of", "and", "to", "a", "in", "is", "for", "that", "on", "with", "as", "by", "we", "are",
-                  "this", "from", "be", "it", "an", "at", "or", "which", "can", "not", "each", "when", "its")
+FUNCTION_WORDS = (
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "for",
+    "that",
+    "on",
+    "with",
+    "as",
+    "by",
+    "we",
+    "are",
+    "this",
+    "from",
+    "be",
+    "it",
+    "an",
+    "at",
+    "or",
+    "which",
+    "can",
+    "not",
+    "each",
+    "when",
+    "its",
+)
 # invented words are built from common English morphemes, so the cl100k tokenizer splits them nearly as
 # finely as real text (3.7 characters per token, Qasper's 4.5; words of random syllables gave 2.8, which
 # inflated every token count, price and context length of the rehearsal by 60%)
 _PREFIXES = ("con", "pro", "re", "in", "de", "com", "trans", "pre", "sub", "inter", "dis", "en", "ex", "per",
              "over", "under", "out", "multi", "counter", "post")
-_ROOTS = ("struct", "form", "port", "duct", "mit", "spect", "vert", "press", "tract", "graph", "log", "meter",
-          "stack", "bind", "mark", "lock", "scale", "frame", "path", "load", "shift", "gate", "track", "block",
-          "sort", "field", "range", "weight", "drift", "sample", "model", "layer", "point", "cast", "hold", "flow",
-          "link", "grant", "test", "grade", "quest", "serve", "tend", "vent", "fer", "pose", "sign", "cede", "dict",
-          "fact", "gress", "ject", "lect", "mand", "mod", "pend", "plic", "solve", "tain", "vis", "voc", "clin",
-          "cord", "cur", "fix", "gen", "jud", "lat", "min", "nat", "pact", "pel", "ple", "quir", "rupt", "sect",
-          "sens", "sist", "tect", "tort", "val", "vol")
-_SUFFIXES = ("", "", "tion", "ment", "ing", "er", "al", "ive", "ity", "ous", "ize", "able", "ed", "s", "ly", "ure",
-             "ance", "ist", "ic", "or")
+_ROOTS = (
+    "struct",
+    "form",
+    "port",
+    "duct",
+    "mit",
+    "spect",
+    "vert",
+    "press",
+    "tract",
+    "graph",
+    "log",
+    "meter",
+    "stack",
+    "bind",
+    "mark",
+    "lock",
+    "scale",
+    "frame",
+    "path",
+    "load",
+    "shift",
+    "gate",
+    "track",
+    "block",
+    "sort",
+    "field",
+    "range",
+    "weight",
+    "drift",
+    "sample",
+    "model",
+    "layer",
+    "point",
+    "cast",
+    "hold",
+    "flow",
+    "link",
+    "grant",
+    "test",
+    "grade",
+    "quest",
+    "serve",
+    "tend",
+    "vent",
+    "fer",
+    "pose",
+    "sign",
+    "cede",
+    "dict",
+    "fact",
+    "gress",
+    "ject",
+    "lect",
+    "mand",
+    "mod",
+    "pend",
+    "plic",
+    "solve",
+    "tain",
+    "vis",
+    "voc",
+    "clin",
+    "cord",
+    "cur",
+    "fix",
+    "gen",
+    "jud",
+    "lat",
+    "min",
+    "nat",
+    "pact",
+    "pel",
+    "ple",
+    "quir",
+    "rupt",
+    "sect",
+    "sens",
+    "sist",
+    "tect",
+    "tort",
+    "val",
+    "vol",
+)
+_SUFFIXES = (
+    "",
+    "",
+    "tion",
+    "ment",
+    "ing",
+    "er",
+    "al",
+    "ive",
+    "ity",
+    "ous",
+    "ize",
+    "able",
+    "ed",
+    "s",
+    "ly",
+    "ure",
+    "ance",
+    "ist",
+    "ic",
+    "or",
+)
 VOCABULARY_SIZE = 12_000
 ZIPF_EXPONENT = 1.07
 ZIPF_OFFSET = 2.7  # Mandelbrot's shift: the head is flatter than a pure power law
@@ -96,7 +222,9 @@ class Lexicon:
             k = int(self.rng.integers(4, n - 4))
             words[k] = words[k] + ","
         if self.rng.random() < 0.15:  # a figure, as results sections have
-            words.insert(int(self.rng.integers(1, len(words))), f"{self.rng.integers(1, 99)}.{self.rng.integers(0, 9)}")
+            words.insert(
+                int(self.rng.integers(1, len(words))), f"{self.rng.integers(1, 99)}.{self.rng.integers(0, 9)}"
+            )
         return words[0].capitalize() + " " + " ".join(words[1:]) + "."
 
     def paragraph(self, topics: tuple[Topic, ...], chars: int) -> str:
@@ -114,7 +242,11 @@ class Lexicon:
         return " ".join(sentences)
 
     def title(self, topics: tuple[Topic, ...], lo: int = 2, hi: int = 6) -> str:
-        words = [w for w in self.draw(int(self.rng.integers(lo, hi + 1)) + 3, topics, 0.6) if w not in FUNCTION_WORDS]
+        words = [
+            w
+            for w in self.draw(int(self.rng.integers(lo, hi + 1)) + 3, topics, 0.6)
+            if w not in FUNCTION_WORDS
+        ]
         words = words[:hi] or [self.words[int(self.rng.integers(100, 1000))]]
         return " ".join(w.capitalize() for w in words)
 
@@ -139,8 +271,14 @@ class Lexicon:
         lines = []
         for k in range(n_lines):
             a, b, c = words[3 * k:3 * k + 3]
-            lines.append((f"${a} = {b}('{c}');", f"    {a}.{b}({c}, {numbers[k]})", f"{a}_{b} = {c}.get('{a}')",
-                          f"// {a} {b} {c}")[shapes[k]])
+            lines.append(
+                (
+                    f"${a} = {b}('{c}');",
+                    f"    {a}.{b}({c}, {numbers[k]})",
+                    f"{a}_{b} = {c}.get('{a}')",
+                    f"// {a} {b} {c}",
+                )[shapes[k]]
+            )
         return f"```{language}\n" + "\n".join(lines) + "\n```"
 
     def table(self, topics: tuple[Topic, ...]) -> str:
@@ -154,7 +292,9 @@ class Lexicon:
 
     def bullet_list(self, topics: tuple[Topic, ...]) -> str:
         ordered = self.rng.random() < 0.3
-        items = [self.sentence(topics, int(self.rng.integers(4, 14))) for _ in range(int(self.rng.integers(2, 7)))]
+        items = [
+            self.sentence(topics, int(self.rng.integers(4, 14))) for _ in range(int(self.rng.integers(2, 7)))
+        ]
         return "\n".join(f"{k + 1}. {s}" if ordered else f"- {s}" for k, s in enumerate(items))
 
     def note(self, topics: tuple[Topic, ...]) -> str:
@@ -183,8 +323,12 @@ def _invent_words(rng: np.random.Generator, size: int) -> list[str]:
         u = rng.random((batch, 2))
         parts = rng.integers(0, 1 << 30, size=(batch, 4))
         for i in range(batch):
-            w = ((_PREFIXES[parts[i, 0] % len(_PREFIXES)] if u[i, 0] < 0.5 else "") + _ROOTS[parts[i, 1] % len(_ROOTS)]
-                 + _SUFFIXES[parts[i, 2] % len(_SUFFIXES)] + (_ROOTS[parts[i, 3] % len(_ROOTS)] if u[i, 1] < 0.12 else ""))
+            w = (
+                (_PREFIXES[parts[i, 0] % len(_PREFIXES)] if u[i, 0] < 0.5 else "")
+                + _ROOTS[parts[i, 1] % len(_ROOTS)]
+                + _SUFFIXES[parts[i, 2] % len(_SUFFIXES)]
+                + (_ROOTS[parts[i, 3] % len(_ROOTS)] if u[i, 1] < 0.12 else "")
+            )
             if w not in seen:
                 seen.add(w)
                 invented.append(w)

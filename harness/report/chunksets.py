@@ -32,7 +32,9 @@ def chunk_set_stats(chunks: list[Chunk], questions: tuple[Question, ...], budget
                     unit: str = "tokens") -> ChunkSetStats:
     # count_tokens remembers counts per paragraph: a report's chunk sets share most of their paragraphs
     tokens = np.array([count_tokens(c.text) for c in chunks], dtype=float)
-    sizes = tokens if unit == "tokens" else np.array([size_in_unit(c.text, unit) for c in chunks], dtype=float)
+    sizes = (
+        tokens if unit == "tokens" else np.array([size_in_unit(c.text, unit) for c in chunks], dtype=float)
+    )
     covers = _coverage_by_doc(chunks)
     located = [e for q in questions for e in q.evidence if e.located]
     spanning = sum(not _held_whole(covers.get(e.doc_id, []), e.start, e.end) for e in located)

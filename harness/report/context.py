@@ -49,7 +49,9 @@ class ReportContext:
             try:
                 out[name] = load_dataset(self.study, name, selection=self.selection)
             except HarnessError as e:
-                self.problems[f"dataset {name}"] = Missing(f"dataset `{name}` does not load ({e})", "make select")
+                self.problems[f"dataset {name}"] = Missing(
+                    f"dataset `{name}` does not load ({e})", "make select"
+                )
         return out
 
     @cached_property
@@ -87,4 +89,6 @@ class ReportContext:
         return self._chunk_stats[dataset, arm]
 
     def budgets(self, dataset: str) -> list[int]:
-        return list(budgets_from_config(self.study.config.budgets, self.study.config.datasets[dataset].metric_set))
+        return list(
+            budgets_from_config(self.study.config.budgets, self.study.config.datasets[dataset].metric_set)
+        )

@@ -42,12 +42,16 @@ def budget_sweep_svg(means: list[ArmMean], *, dataset: str, retriever: str, arm_
     if not names:
         raise ValueError(f"{dataset}/{retriever}: no metric is measured at two or more token budgets")
     order = list(arm_order)
-    arms = sorted(dict.fromkeys(m.arm for m in cells), key=lambda a: (order.index(a) if a in order else len(order), a))
+    arms = sorted(
+        dict.fromkeys(m.arm for m in cells), key=lambda a: (order.index(a) if a in order else len(order), a)
+    )
     fig, axes = plt.subplots(1, len(names), figsize=(3.4 * len(names) + 1.6, 3.2), dpi=100, squeeze=False)
     colours = plt.get_cmap("tab10")
     for ax, name in zip(axes[0], names):
         for i, arm in enumerate(arms):
-            pts = sorted((budgeted(m.metric)[1], m) for m in cells if m.arm == arm and budgeted(m.metric)[0] == name)
+            pts = sorted(
+                (budgeted(m.metric)[1], m) for m in cells if m.arm == arm and budgeted(m.metric)[0] == name
+            )
             if not pts:
                 continue
             xs = [b for b, _ in pts]
@@ -58,7 +62,9 @@ def budget_sweep_svg(means: list[ArmMean], *, dataset: str, retriever: str, arm_
         ax.set_xticks(sorted({budgeted(m.metric)[1] for m in cells if budgeted(m.metric)[0] == name}))
         ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.set_title(name, fontsize=REPORT_TEXT_PT + 1)
-        ax.set_xlabel(f"{'word' if cells[0].metric.endswith('w') else 'token'} budget", fontsize=REPORT_TEXT_PT)
+        ax.set_xlabel(
+            f"{'word' if cells[0].metric.endswith('w') else 'token'} budget", fontsize=REPORT_TEXT_PT
+        )
         ax.set_ylabel("mean (points), 95% CI band", fontsize=REPORT_TEXT_PT)
     axes[0][-1].legend(fontsize=REPORT_TEXT_PT, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     fig.suptitle(f"{dataset}, {retriever}", fontsize=10)

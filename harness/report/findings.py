@@ -134,23 +134,31 @@ def finding(row: DecidedRow, fam: FamilyResult, wording: Wording) -> str:
     """The row's sentence: the comparison, the estimate, the conclusion and, when undecided, what would
     decide it."""
     c = row.contrast
-    compared = (f"`{row.test}`: {wording.arm(row.a, row.dataset)} against {wording.arm(row.b, row.dataset)} on "
-                f"`{row.dataset}` under "
-                f"{_retrievers(row)}, by {wording.metric(row.dataset, row.metric)}")
+    compared = (
+        f"`{row.test}`: {wording.arm(row.a, row.dataset)} against {wording.arm(row.b, row.dataset)} on "
+        f"`{row.dataset}` under "
+        f"{_retrievers(row)}, by {wording.metric(row.dataset, row.metric)}"
+    )
     if c is None:
-        return f"{compared}: no per-question results ({'; '.join(row.missing) or 'none'}), so nothing is decided."
+        lacking = "; ".join(row.missing) or "none"
+        return f"{compared}: no per-question results ({lacking}), so nothing is decided."
     level = row.ci_shown or "95"
     lo, hi = row.shown_ci
-    parts = [f"{compared}: `{row.a}` - `{row.b}` = {c.estimate:+.2f} points, {level}% CI [{lo:.2f}, {hi:.2f}] "
-             f"({_count(c.n_questions, 'question')} in {_count(c.n_clusters, 'cluster')})."]
+    parts = [
+        f"{compared}: `{row.a}` - `{row.b}` = {c.estimate:+.2f} points, {level}% CI [{lo:.2f}, {hi:.2f}] "
+        f"({_count(c.n_questions, 'question')} in {_count(c.n_clusters, 'cluster')})."
+    ]
     parts.append(_reading(row, fam))
     needed = clusters_needed(row, fam)
     if needed is not None:
         parts.append(_needed(needed))
     if demoted(row, fam):
         failed = [f"the {x.instrument} ({x.name})" for x in row.instrument_checks if not x.passed]
-        parts.append(f"Reported as exploratory: {' and '.join(failed)} failed {'its' if len(failed) == 1 else 'their'} "
-                     "acceptance controls, so this is not a registered conclusion.")
+        parts.append(
+            f"Reported as exploratory: {' and '.join(failed)} failed "
+            f"{'its' if len(failed) == 1 else 'their'} "
+            "acceptance controls, so this is not a registered conclusion."
+        )
     return " ".join(parts)
 
 
@@ -173,7 +181,9 @@ def _reading(row: DecidedRow, fam: FamilyResult) -> str:
     assert c is not None
     a, b, v = f"`{row.a}`", f"`{row.b}`", row.verdict
     if v == DIFFERENT:
-        return f"{a} {_direction(row)} than {b} ({v}): the difference is detectable under the registered rule."
+        return (
+            f"{a} {_direction(row)} than {b} ({v}): the difference is detectable under the registered rule."
+        )
     if v == EQUIVALENT:
         said = f"Equivalent ({v}) within the registered margin of ±{row.margin:g} points."
         if row.small_difference_within_margin:
@@ -183,28 +193,39 @@ def _reading(row: DecidedRow, fam: FamilyResult) -> str:
         said = f"No detectable difference ({v})"
         if row.mdd is not None:
             said += f"; differences larger than {row.mdd:.1f} points would likely have been detected"
-        said += (f". This does not show that {a} is as good as {b}: no equivalence margin is registered for this "
-                 "test.")
+        said += (
+            f". This does not show that {a} is as good as {b}: no equivalence margin is registered for this "
+            "test."
+        )
         if excludes_zero(c.ci95_bca):
             said += " " + _failed_requirement(row, fam)
         return said
     if v == INCONCLUSIVE:
-        return (f"Inconclusive ({v}): the CI neither lies within ±{row.margin:g} points nor excludes 0, so neither "
-                "equivalence nor a difference can be concluded.")
+        return (
+            f"Inconclusive ({v}): the CI neither lies within ±{row.margin:g} points nor excludes 0, so "
+            "neither "
+            "equivalence nor a difference can be concluded."
+        )
     if v == TOO_FEW_CLUSTERS:
-        return (f"Cannot be read ({v}): {row.verdict_reason or 'no sampling distribution'}. More questions "
-                f"within these clusters would not decide it; at least {MIN_CLUSTERS} clusters would be needed, and "
-                "their spread cannot be estimated from this one.")
+        return (
+            f"Cannot be read ({v}): {row.verdict_reason or 'no sampling distribution'}. More questions "
+            f"within these clusters would not decide it; at least {MIN_CLUSTERS} clusters would be needed, "
+            "and "
+            "their spread cannot be estimated from this one."
+        )
     if v == NO_VARIATION:
-        return (f"Cannot be read ({v}): {row.verdict_reason or 'nothing varied'}. No number of clusters would "
-                "decide it while the metric does not vary (a harder question set, or a smaller budget, might).")
+        return (
+            f"Cannot be read ({v}): {row.verdict_reason or 'nothing varied'}. No number of clusters would "
+            "decide it while the metric does not vary (a harder question set, or a smaller budget, might)."
+        )
     return f"Verdict {v}."
 
 
 def _failed_requirement(row: DecidedRow, fam: FamilyResult) -> str:
     c = row.contrast
     assert c is not None
-    # an enumerated sign-flip test on C clusters can reach no p below 2 / 2^C (the observed signs and their mirror)
+    # an enumerated sign-flip test on C clusters can reach no p below 2 / 2^C (the observed signs and their
+    # mirror)
     floor = [f"with {c.n_clusters} clusters no sign-flip p can fall below {_p(2.0 ** (1 - c.n_clusters))}"] \
         if c.signflip_exact else []
     if row.p_signflip_holm is not None:
@@ -212,8 +233,10 @@ def _failed_requirement(row: DecidedRow, fam: FamilyResult) -> str:
         p = f"its sign-flip p after Holm is {_p(row.p_signflip_holm)} ({aside})"
     else:
         p = f"its sign-flip p is {_p(c.p_signflip)}" + (f" ({floor[0]})" if floor else "")
-    return (f"The 95% CI excludes 0, but the rule also requires the sign-flip p below alpha {fam.alpha:g}, and "
-            f"{p}.")
+    return (
+        f"The 95% CI excludes 0, but the rule also requires the sign-flip p below alpha {fam.alpha:g}, and "
+        f"{p}."
+    )
 
 
 def _needed(n: ClustersNeeded) -> str:
@@ -224,14 +247,19 @@ def _needed(n: ClustersNeeded) -> str:
         where = "0" if n.shows == DIFFERENT else "at the margin"
         return f"No number of clusters would show {target} while the estimate is {where}."
     if not n.realistic:
-        return (f"No realistic number of clusters would decide it: showing {target} at {at} would take about "
-                f"{n.total} clusters, {n.total / n.now:.0f} times the {n.now} here, if the true difference is the "
-                "estimate.")
+        return (
+            f"No realistic number of clusters would decide it: showing {target} at {at} would take about "
+            f"{n.total} clusters, {n.total / n.now:.0f} times the {n.now} here, if the true difference is "
+            "the "
+            "estimate."
+        )
     if n.more == 0:
         return (f"By the spread of its clusters the {n.now} here would already show {target} at {at}; the "
                 "registered test fell short all the same, so a few more clusters would likely decide it.")
-    return (f"About {n.more} more clusters ({n.total} in all) would likely show {target} at {at}, if the true "
-            "difference is the estimate.")
+    return (
+        f"About {n.more} more clusters ({n.total} in all) would likely show {target} at {at}, if the true "
+        "difference is the estimate."
+    )
 
 
 def _count(n: int, noun: str) -> str:

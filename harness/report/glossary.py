@@ -24,39 +24,97 @@ from harness.stats.verdicts import VERDICT_MEANINGS
 
 TESTS, DATASETS, ARMS, RETRIEVERS, METRICS = "Registered tests", "Datasets", "Arms", "Retrievers", "Metrics"
 ARM_KIND_GROUP, RETRIEVER_TYPE_GROUP = "Arm kinds", "Retriever types"
-RULE_GROUP, VERDICTS, TIER_GROUP, INSTRUMENTS, WORDS = "Decision rules", "Verdicts", "Tiers", "Instruments", "Words"
+RULE_GROUP, VERDICTS, TIER_GROUP, INSTRUMENTS, WORDS = (
+    "Decision rules",
+    "Verdicts",
+    "Tiers",
+    "Instruments",
+    "Words",
+)
 
 # the report's own vocabulary: (term, text, is a code). Codes are linked wherever they appear on the first
 # screen; words at their first appearance in a sentence.
 REPORT_WORDS = (
-    ("points", "differences are in points: metric values (0 to 1) times 100, so +5 points means A scores "
-               "0.05 higher than B on average", False),
-    ("CI", "confidence interval of A - B from the BCa cluster bootstrap; a rule reads the 90% CI (TOST) or the "
-           "95% CI", True),
-    ("BCa", "bias-corrected and accelerated bootstrap: clusters are resampled with replacement and the "
-            "interval corrected for bias and skew (docs/design.md)", True),
-    ("cluster", "the unit the statistics resample (e.g. all questions on one paper): more clusters, not more "
-                "questions per cluster, narrow the CI", False),
-    ("margin", "the equivalence margin: how far apart (in points) A and B may be and still count as "
-               "equivalent, registered before any outcome", False),
-    ("MDD", "minimum detectable difference: the true difference a test of this size and spread would call "
-            "diff. with 80% probability at the plan's alpha", True),
-    ("sign-flip p", "the p-value of the cluster sign-flip test of A - B = 0 (every cluster's sign flipped at "
-                    "random), which two-sided families may require beside the CI", True),
-    ("Holm", "the Holm step-down adjustment of a family's decisive p-values for testing several hypotheses",
-     True),
-    ("TOST", "two one-sided tests: equivalence within the margin, shown when the 90% CI lies inside it",
-     True),
+    (
+        "points",
+        "differences are in points: metric values (0 to 1) times 100, so +5 points means A scores "
+        "0.05 higher than B on average",
+        False,
+    ),
+    (
+        "CI",
+        "confidence interval of A - B from the BCa cluster bootstrap; a rule reads the 90% CI (TOST) or the "
+        "95% CI",
+        True,
+    ),
+    (
+        "BCa",
+        "bias-corrected and accelerated bootstrap: clusters are resampled with replacement and the "
+        "interval corrected for bias and skew (docs/design.md)",
+        True,
+    ),
+    (
+        "cluster",
+        "the unit the statistics resample (e.g. all questions on one paper): more clusters, not more "
+        "questions per cluster, narrow the CI",
+        False,
+    ),
+    (
+        "margin",
+        "the equivalence margin: how far apart (in points) A and B may be and still count as "
+        "equivalent, registered before any outcome",
+        False,
+    ),
+    (
+        "MDD",
+        "minimum detectable difference: the true difference a test of this size and spread would call "
+        "diff. with 80% probability at the plan's alpha",
+        True,
+    ),
+    (
+        "sign-flip p",
+        "the p-value of the cluster sign-flip test of A - B = 0 (every cluster's sign flipped at "
+        "random), which two-sided families may require beside the CI",
+        True,
+    ),
+    (
+        "Holm",
+        "the Holm step-down adjustment of a family's decisive p-values for testing several hypotheses",
+        True,
+    ),
+    (
+        "TOST",
+        "two one-sided tests: equivalence within the margin, shown when the 90% CI lies inside it",
+        True,
+    ),
     ("alpha", "the plan's significance level (0.05 unless it says otherwise)", False),
-    ("family", "the plan's group of tests sharing a question, a decision rule, a tier and a Holm adjustment",
-     False),
-    ("tier", "what a family's verdicts may be read as: confirmatory, pre-specified secondary or exploratory",
-     False),
-    ("instrument check", "the acceptance controls a reader or judge must pass before the tests resting on it "
-                         "count (the Instruments section)", False),
-    ("budget", "how much retrieved source text a metric reads: chunks in rank order, the last one cut at the "
-               "budget (512t: 512 cl100k tokens; w: words)", False),
-    ("spending guide", "the report's last section: every registered choice ranked by what it returned", False),
+    (
+        "family",
+        "the plan's group of tests sharing a question, a decision rule, a tier and a Holm adjustment",
+        False,
+    ),
+    (
+        "tier",
+        "what a family's verdicts may be read as: confirmatory, pre-specified secondary or exploratory",
+        False,
+    ),
+    (
+        "instrument check",
+        "the acceptance controls a reader or judge must pass before the tests resting on it "
+        "count (the Instruments section)",
+        False,
+    ),
+    (
+        "budget",
+        "how much retrieved source text a metric reads: chunks in rank order, the last one cut at the "
+        "budget (512t: 512 cl100k tokens; w: words)",
+        False,
+    ),
+    (
+        "spending guide",
+        "the report's last section: every registered choice ranked by what it returned",
+        False,
+    ),
 )
 
 
@@ -145,10 +203,14 @@ def registry_glossary() -> list[Definition]:
 
 def glossary_markdown(definitions: Iterable[Definition] | None = None) -> str:
     """docs/glossary.md: the registries' glossary as Markdown (one list per group)."""
-    lines = ["# Glossary", "",
-             "Generated from the registries by `harness glossary --out docs/glossary.md` (do not edit by hand): "
-             "each entry is the `description` declared beside it, or what its registry says where it has none. "
-             "A study's report carries its own glossary, with its tests, datasets, arms and retrievers.", ""]
+    lines = [
+        "# Glossary",
+        "",
+        "Generated from the registries by `harness glossary --out docs/glossary.md` (do not edit by hand): "
+        "each entry is the `description` declared beside it, or what its registry says where it has none. "
+        "A study's report carries its own glossary, with its tests, datasets, arms and retrievers.",
+        "",
+    ]
     lines += _markdown_groups(registry_glossary() if definitions is None else list(definitions), level="##")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -182,7 +244,9 @@ def sentence_wording(ctx: ReportContext) -> Wording:
             arms[name] = short
     metrics = {}
     for dataset, test_metric in _plan_metrics(ctx):
-        metrics[dataset, test_metric] = metric_text(ctx.study.config.datasets[dataset].metric_set, test_metric)
+        metrics[dataset, test_metric] = metric_text(
+            ctx.study.config.datasets[dataset].metric_set, test_metric
+        )
     return Wording(arms, metrics, _context_costs(ctx))
 
 
@@ -191,7 +255,9 @@ def _context_costs(ctx: ReportContext) -> dict[tuple[str, str], str]:
     chunk-set statistics (an arm without a built chunk set of its own, e.g. an expansion, has none)."""
     if ctx.plan is None:
         return {}
-    pairs = dict.fromkeys((t.dataset, arm) for fam in ctx.plan.families for t in fam.tests for arm in (t.a, t.b))
+    pairs = dict.fromkeys(
+        (t.dataset, arm) for fam in ctx.plan.families for t in fam.tests for arm in (t.a, t.b)
+    )
     costs = {}
     for dataset, arm in pairs:
         loaded = ctx.datasets.get(dataset)
@@ -221,10 +287,16 @@ def study_glossary(ctx: ReportContext) -> list[Definition]:
         for fam in ctx.plan.families:
             for t in fam.tests:
                 margin = f", margin ±{t.margin:g} points" if t.margin is not None else ""
-                out.append(Definition(TESTS, t.id, f"{TIER_NAMES.get(fam.tier, fam.tier)} test of family {fam.id} "
-                                      f"({fam.description.rstrip()}): A = {t.a}, B = {t.b} on {t.dataset} under "
-                                      f"{t.retriever}{' and ' + t.retriever_b if t.retriever_b else ''}, by "
-                                      f"{t.metric}; rule {t.rule}{margin}"))
+                out.append(
+                    Definition(
+                        TESTS,
+                        t.id,
+                        f"{TIER_NAMES.get(fam.tier, fam.tier)} test of family {fam.id} "
+                        f"({fam.description.rstrip()}): A = {t.a}, B = {t.b} on {t.dataset} under "
+                        f"{t.retriever}{' and ' + t.retriever_b if t.retriever_b else ''}, by "
+                        f"{t.metric}; rule {t.rule}{margin}",
+                    )
+                )
     for name, ds in ctx.study.config.datasets.items():
         loaded = ctx.datasets.get(name)
         size = "" if loaded is None else \
@@ -243,7 +315,9 @@ def study_glossary(ctx: ReportContext) -> list[Definition]:
         members = spec.member_names(cfg)
         text = retriever_type_text(cfg.type, spec) if name == cfg.type else \
             f"a {cfg.type} retriever: {retriever_type_text(cfg.type, spec)}"
-        out.append(Definition(RETRIEVERS, name, text + (f"; ranks with {', '.join(members)}" if members else "")))
+        out.append(
+            Definition(RETRIEVERS, name, text + (f"; ranks with {', '.join(members)}" if members else ""))
+        )
     by_metric: dict[str, list[str]] = {}
     for dataset, metric in _plan_metrics(ctx):
         text = metric_text(ctx.study.config.datasets[dataset].metric_set, metric)

@@ -15,11 +15,13 @@ from harness.report.model import Definition, Section
 from harness.report.tables import to_html
 
 _STYLE = """
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1180px;margin:2em auto;padding:0 1em;color:#222}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1180px;margin:2em auto;
+padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 nav ol{columns:3;font-size:.95em}code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto}
-table{border-collapse:collapse;font-size:.85em;margin:.4em 0}th,td{padding:.2em .6em;text-align:left;font-variant-numeric:tabular-nums;border-bottom:1px solid #e4e4e4}
+table{border-collapse:collapse;font-size:.85em;margin:.4em 0}
+th,td{padding:.2em .6em;text-align:left;font-variant-numeric:tabular-nums;border-bottom:1px solid #e4e4e4}
 th{border-bottom:2px solid #888}
 figure{margin:1.2em 0;overflow-x:auto}figcaption{font-size:.9em;color:#444;margin-bottom:.3em}
 img{max-width:100%;height:auto;display:block}.file{color:#888}.note{font-size:.85em;color:#444}
@@ -96,7 +98,10 @@ def _definitions(definitions: list[Definition]) -> list[str]:
     parts, group = [], None
     for d in definitions:
         if d.group != group:
-            parts += (["</dl>"] if group is not None else []) + [f"<h3>{esc(d.group)}</h3>", '<dl class="glossary">']
+            parts += (["</dl>"] if group is not None else []) + [
+                f"<h3>{esc(d.group)}</h3>",
+                '<dl class="glossary">',
+            ]
             group = d.group
         kind = ' class="code"' if d.code else ""
         parts.append(f'<dt id="{esc(d.anchor)}"{kind}>{esc(d.term)}</dt><dd>{_inline_code(d.text)}</dd>')
@@ -118,8 +123,10 @@ def term_linker(definitions: list[Definition]) -> Callable[[str], str]:
         names = sorted((t for t, d in terms.items() if d.code == code), key=lambda t: (-len(t), t))
         return "|".join(map(re.escape, names)) or r"(?!x)x"
 
-    pattern = re.compile(rf"(?<![\w@+.-])(?:(?P<code>{alternation(True)})|(?P<word>(?:{alternation(False)})s?))"
-                         r"(?![\w@+-])")
+    pattern = re.compile(
+        rf"(?<![\w@+.-])(?:(?P<code>{alternation(True)})|(?P<word>(?:{alternation(False)})s?))"
+        r"(?![\w@+-])"
+    )
 
     def link(d: Definition, shown: str) -> str:
         return f'<a class="term" href="#{esc(d.anchor)}">{shown}</a>'

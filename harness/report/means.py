@@ -31,7 +31,9 @@ class ArmMean:
     seed: int
 
 
-def arm_means(table: pd.DataFrame, *, stratified: dict[str, bool], resamples: int = MEANS_RESAMPLES) -> list[ArmMean]:
+def arm_means(
+    table: pd.DataFrame, *, stratified: dict[str, bool], resamples: int = MEANS_RESAMPLES
+) -> list[ArmMean]:
     """One ArmMean per (dataset, arm, retriever, metric) present in `table`, in table order."""
     out = []
     keys = ["dataset", "arm", "retriever", "metric"]
@@ -50,8 +52,13 @@ def arm_means(table: pd.DataFrame, *, stratified: dict[str, bool], resamples: in
         dataset, arm, retriever, metric = (columns[c][start] for c in keys)
         seed = derive_seed(MEANS_SEED, f"{dataset}/{arm}/{retriever}/{metric}")
         strata = columns["stratum"][start:end] if stratified.get(dataset, False) else None
-        result = cluster_bootstrap(columns["value"][start:end].astype(float) * 100.0, columns["cluster"][start:end],
-                                   strata, resamples=resamples, seed=seed)
+        result = cluster_bootstrap(
+            columns["value"][start:end].astype(float) * 100.0,
+            columns["cluster"][start:end],
+            strata,
+            resamples=resamples,
+            seed=seed,
+        )
         out.append(ArmMean(dataset, arm, retriever, metric, result.n_questions, result.n_clusters,
                            result.estimate, tuple(result.ci95_bca), seed))
     return out

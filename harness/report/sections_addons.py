@@ -24,9 +24,18 @@ def _merge_row(dataset: str, arm: str, addon: dict, record: dict) -> list:
     per_doc = record["merges_per_document"]
     short = record.get("shortfall")
     long_ = addon["long_merged"]
-    return [dataset, arm, addon["of"], per_doc["total"], f"{per_doc['mean']:.2f}", _distribution(per_doc["distribution"]),
-            f"{long_['over_limit']}/{long_['merged_chunks']}",
-            "–" if short is None else f"{short['merges_short']} in {short['documents_short']} of {short['documents']} docs"]
+    return [
+        dataset,
+        arm,
+        addon["of"],
+        per_doc["total"],
+        f"{per_doc['mean']:.2f}",
+        _distribution(per_doc["distribution"]),
+        f"{long_['over_limit']}/{long_['merged_chunks']}",
+        "–"
+        if short is None
+        else f"{short['merges_short']} in {short['documents_short']} of {short['documents']} docs",
+    ]
 
 
 def addon_arms(ctx: ReportContext) -> Section | None:
@@ -45,7 +54,9 @@ def addon_arms(ctx: ReportContext) -> Section | None:
             continue
         addon = manifest["addon"]
         if "per_seed" in addon:  # RM: one row per seed
-            merges += [_merge_row(dataset, f"{arm} ({seed})", addon, r) for seed, r in addon["per_seed"].items()]
+            merges += [
+                _merge_row(dataset, f"{arm} ({seed})", addon, r) for seed, r in addon["per_seed"].items()
+            ]
         else:
             merges.append(_merge_row(dataset, arm, addon, addon))
         if "source_key_reuse_rate" in addon:
@@ -58,21 +69,48 @@ def addon_arms(ctx: ReportContext) -> Section | None:
     if unbuilt:
         sec.missing.append(Missing("add-on chunk sets " + ", ".join(unbuilt), "make build-arms"))
     if merges:
-        sec.tables.append(table(
-            "addon-merges", "Merges per document (M, and the count-matched controls RM per seed and SM), merged "
-            "chunks over 512 tokens, and merges short of M's count per document (RM, SM; never made up silently).",
-            ["dataset", "arm", "of", "merges", "per doc", "distribution (merges: docs)", "merged > 512 tok",
-             "shortfall"], merges))
+        sec.tables.append(
+            table(
+                "addon-merges",
+                "Merges per document (M, and the count-matched controls RM per seed and SM), merged "
+                "chunks over 512 tokens, and merges short of M's count per document (RM, SM; never made up "
+                "silently).",
+                [
+                    "dataset",
+                    "arm",
+                    "of",
+                    "merges",
+                    "per doc",
+                    "distribution (merges: docs)",
+                    "merged > 512 tok",
+                    "shortfall",
+                ],
+                merges,
+            )
+        )
     if reuse:
-        sec.tables.append(table(
-            "addon-key-reuse", "Key reuse rate pooled over chunks: the share of keyed chunks whose key an earlier "
-            "chunk of the document already had, for the arm merged from (E: with the key dictionary, E-K: without).",
-            ["dataset", "arm", "kind", "key reuse"], reuse))
+        sec.tables.append(
+            table(
+                "addon-key-reuse",
+                "Key reuse rate pooled over chunks: the share of keyed chunks whose key an earlier "
+                "chunk of the document already had, for the arm merged from (E: with the key dictionary, "
+                "E-K: without).",
+                ["dataset", "arm", "kind", "key reuse"],
+                reuse,
+            )
+        )
     if outcomes:
-        sec.tables.append(table(
-            "addon-mapping", "M-TP mapping outcomes per key (kept: mapped to itself; remapped: to another listed "
-            "key; invalid: to a key not listed; missing: not in the answer; unparseable: no usable answer). Only "
-            "kept and remapped change a key.", ["dataset", "arm", *OUTCOMES], outcomes))
+        sec.tables.append(
+            table(
+                "addon-mapping",
+                "M-TP mapping outcomes per key (kept: mapped to itself; remapped: to another listed "
+                "key; invalid: to a key not listed; missing: not in the answer; unparseable: no usable "
+                "answer). Only "
+                "kept and remapped change a key.",
+                ["dataset", "arm", *OUTCOMES],
+                outcomes,
+            )
+        )
     sec.tables += _expansion_tables(ctx, sec)
     return sec
 
@@ -96,7 +134,20 @@ def _expansion_tables(ctx: ReportContext, sec: Section) -> list:
         sec.missing.append(Missing("insertion counts of expansion cells " + ", ".join(missing), "make score"))
     if not rows:
         return []
-    return [table("addon-expansion", "Chunks inserted per expansion: after each retrieved chunk placed within the "
-                  "run depth of the expanded list, how many chunks were inserted (pooled over questions).",
-                  ["dataset", "arm", "retriever", "expansions", "inserted", "mean", "distribution (inserted: count)"],
-                  rows)]
+    return [
+        table(
+            "addon-expansion",
+            "Chunks inserted per expansion: after each retrieved chunk placed within the "
+            "run depth of the expanded list, how many chunks were inserted (pooled over questions).",
+            [
+                "dataset",
+                "arm",
+                "retriever",
+                "expansions",
+                "inserted",
+                "mean",
+                "distribution (inserted: count)",
+            ],
+            rows,
+        )
+    ]

@@ -28,11 +28,15 @@ def exploratory(ctx: ReportContext) -> Section:
         return sec
     entries = ctx.plan.analyses if ctx.plan is not None else ()
     if not entries:
-        sec.paragraphs.append("The plan registers no exploratory analysis (`exploratory:` in plan/plan.yaml).")
+        sec.paragraphs.append(
+            "The plan registers no exploratory analysis (`exploratory:` in plan/plan.yaml)."
+        )
         return sec
-    sec.paragraphs.append("Exploratory by construction: no multiplicity adjustment and no verdict. Differences "
-                          "in points; group CIs are 95% BCa cluster bootstrap, contrasts between groups 95% "
-                          "percentile cluster bootstrap (clusters resampled once for both groups).")
+    sec.paragraphs.append(
+        "Exploratory by construction: no multiplicity adjustment and no verdict. Differences "
+        "in points; group CIs are 95% BCa cluster bootstrap, contrasts between groups 95% "
+        "percentile cluster bootstrap (clusters resampled once for both groups)."
+    )
     folder = stats_dir(ctx.study) / "analyses"
     for entry in entries:
         path = folder / f"{entry.id}.json"
@@ -45,14 +49,32 @@ def exploratory(ctx: ReportContext) -> Section:
                             for m in record["missing"]]
             continue
         excluded = record.get("excluded") or {}
-        notes = ["Questions without a value: " + "; ".join(f"{k}: {v}" for k, v in sorted(excluded.items())) + "."] \
-            if excluded else []
-        sec.tables.append(table(f"exploratory-{entry.id}", f"{entry.id}: {record['description']}",
-                                [c.replace("_", " ") for c in record["columns"]],
-                                [[_cell(c, row.get(c)) for c in record["columns"]] for row in record["rows"]], notes))
+        notes = (
+            [
+                "Questions without a value: "
+                + "; ".join(f"{k}: {v}" for k, v in sorted(excluded.items()))
+                + "."
+            ]
+            if excluded
+            else []
+        )
+        sec.tables.append(
+            table(
+                f"exploratory-{entry.id}",
+                f"{entry.id}: {record['description']}",
+                [c.replace("_", " ") for c in record["columns"]],
+                [[_cell(c, row.get(c)) for c in record["columns"]] for row in record["rows"]],
+                notes,
+            )
+        )
         if "group" in record["columns"]:
-            sec.figures.append(Figure(f"exploratory-{entry.id}", f"{entry.id}: group means and contrasts with "
-                                      "95% CIs, per retriever (points).", _groups_svg(record)))
+            sec.figures.append(
+                Figure(
+                    f"exploratory-{entry.id}",
+                    f"{entry.id}: group means and contrasts with 95% CIs, per retriever (points).",
+                    _groups_svg(record),
+                )
+            )
     return sec
 
 

@@ -112,11 +112,18 @@ def chunk_sets(ctx: ReportContext) -> Section:
                                        + ", ".join(unbuilt), "make build-arms"))
         if rows:
             short = UNIT_LABEL[unit]
-            sec.tables.append(table(f"chunks-{name}", f"Chunk sets of `{name}`: chunks, tokens (cl100k) per chunk, "
-                                    f"share of chunks longer than each budget in the study's budget unit ({unit}), "
-                                    "and share of located gold evidence that no single chunk holds whole.",
-                                    ["arm", "chunks", "mean tok", "p95 tok"] + [f"> {b} {short}" for b in budgets]
-                                    + ["gold spanning chunks"], rows))
+            sec.tables.append(
+                table(
+                    f"chunks-{name}",
+                    f"Chunk sets of `{name}`: chunks, tokens (cl100k) per chunk, "
+                    f"share of chunks longer than each budget in the study's budget unit ({unit}), "
+                    "and share of located gold evidence that no single chunk holds whole.",
+                    ["arm", "chunks", "mean tok", "p95 tok"]
+                    + [f"> {b} {short}" for b in budgets]
+                    + ["gold spanning chunks"],
+                    rows,
+                )
+            )
     if not ctx.datasets:
         sec.missing.append(Missing("loadable datasets", "make select"))
     return sec
@@ -137,23 +144,54 @@ def costs(ctx: ReportContext) -> Section:
                 continue
             c = m["llm"]["cost"]
             spend = float(c.get("cost_usd", 0.0))
-            rows.append([name, arm, m["llm"].get("model", "–"), c.get("calls"), c.get("prompt_tokens"),
-                         c.get("completion_tokens"), f"{spend:.4f}", f"{1000 * spend / chunks:.4f}" if chunks else "–",
-                         c.get("failures"), c.get("truncated_prompts")])
+            rows.append(
+                [
+                    name,
+                    arm,
+                    m["llm"].get("model", "–"),
+                    c.get("calls"),
+                    c.get("prompt_tokens"),
+                    c.get("completion_tokens"),
+                    f"{spend:.4f}",
+                    f"{1000 * spend / chunks:.4f}" if chunks else "–",
+                    c.get("failures"),
+                    c.get("truncated_prompts"),
+                ]
+            )
     if unbuilt:
         sec.missing.append(Missing("manifests of " + ", ".join(unbuilt), "make build-arms"))
     if rows:
-        sec.tables.append(table("costs", "LLM cost per arm from the build manifests' spend ledger (counted from "
-                                "cache records, so a cache-warm rebuild reports what the paying run cost).",
-                                ["dataset", "arm", "model", "calls", "input tok", "output tok", "spend USD",
-                                 "USD / 1,000 chunks", "failures", "truncations"], rows))
+        sec.tables.append(
+            table(
+                "costs",
+                "LLM cost per arm from the build manifests' spend ledger (counted from "
+                "cache records, so a cache-warm rebuild reports what the paying run cost).",
+                [
+                    "dataset",
+                    "arm",
+                    "model",
+                    "calls",
+                    "input tok",
+                    "output tok",
+                    "spend USD",
+                    "USD / 1,000 chunks",
+                    "failures",
+                    "truncations",
+                ],
+                rows,
+            )
+        )
     _estimate_beside_actual(ctx, sec)
     _answer_stage_costs(ctx, sec)
     return sec
 
 
-# per role: (the cell count of its failures, the cell count of its truncations) in results/answers/summary.json
-_ROLE_COUNTS = {"reader": ("reader_failed", "reader_truncated"), "judge": ("verdicts_unparseable", "judge_truncated")}
+# per role: (the cell count of its failures, the cell count of its truncations) in
+# results/answers/summary.json
+_ROLE_COUNTS = {
+    "reader": ("reader_failed", "reader_truncated"),
+    "judge": ("verdicts_unparseable", "judge_truncated"),
+}
 
 
 def _answer_stage_costs(ctx: ReportContext, sec: Section) -> None:
@@ -167,8 +205,13 @@ def _answer_stage_costs(ctx: ReportContext, sec: Section) -> None:
         return
     summary = read_json(path)
     if summary.get("frozen_config_hash") != ctx.frozen_hash:
-        sec.missing.append(Missing("reader and judge costs under the current freeze (results/answers/summary.json "
-                                   f"is from {str(summary.get('frozen_config_hash'))[:12]})", "make answer"))
+        sec.missing.append(
+            Missing(
+                "reader and judge costs under the current freeze (results/answers/summary.json "
+                f"is from {str(summary.get('frozen_config_hash'))[:12]})",
+                "make answer",
+            )
+        )
         return
     cells = summary.get("cells", {})
     ledger = summary.get("ledger", {})
@@ -177,24 +220,74 @@ def _answer_stage_costs(ctx: ReportContext, sec: Section) -> None:
         if role not in ledger:
             continue
         c = ledger[role]
-        rows.append([role, (summary.get(role) or {}).get("model", "–"), c["calls"], c["fresh_calls"], c["cache_hits"],
-                     c["prompt_tokens"], c["completion_tokens"], f"{float(c['cost_usd']):.4f}",
-                     sum(counts.get(failed, 0) for counts in cells.values()),
-                     sum(counts.get(truncated, 0) for counts in cells.values())])
-    sec.tables.append(table(
-        "costs-answer-stage", "Reader and judge spend from the answer stage's ledger (retries and the reader's and judge's "
-        "acceptance controls included). Failures: reader answers that stayed unusable after the retries, judge "
-        "verdicts that could not be parsed; truncations: reader contexts or judge prompts cut to the model's "
-        "window; both summed over the answer cells (the control calls are not among them: the Instruments section shows the controls). `harness estimate` covers the indexing arms only, so no estimate stands beside these.",
-        ["role", "model", "calls", "fresh calls", "cache hits", "input tok", "output tok", "spend USD", "failures",
-         "truncations"], rows))
-    sec.tables.append(table(
-        "costs-answer-cells", "The answer stage per cell (dataset / arm / retriever): questions answered, reader "
-        "failures and truncations, judge truncations and unparseable verdicts.",
-        ["cell", "questions", "answered", "reader failed", "reader truncated", "judge truncated",
-         "verdicts unparseable"],
-        [[cell, n.get("questions"), n.get("answered"), n.get("reader_failed"), n.get("reader_truncated"),
-          n.get("judge_truncated"), n.get("verdicts_unparseable")] for cell, n in sorted(cells.items())]))
+        rows.append(
+            [
+                role,
+                (summary.get(role) or {}).get("model", "–"),
+                c["calls"],
+                c["fresh_calls"],
+                c["cache_hits"],
+                c["prompt_tokens"],
+                c["completion_tokens"],
+                f"{float(c['cost_usd']):.4f}",
+                sum(counts.get(failed, 0) for counts in cells.values()),
+                sum(counts.get(truncated, 0) for counts in cells.values()),
+            ]
+        )
+    sec.tables.append(
+        table(
+            "costs-answer-stage",
+            "Reader and judge spend from the answer stage's ledger (retries and the reader's and judge's "
+            "acceptance controls included). Failures: reader answers that stayed unusable after the retries, "
+            "judge "
+            "verdicts that could not be parsed; truncations: reader contexts or judge prompts cut to the "
+            "model's "
+            "window; both summed over the answer cells (the control calls are not among them: the "
+            "Instruments section shows the controls). `harness estimate` covers the indexing arms only, so "
+            "no estimate stands beside these.",
+            [
+                "role",
+                "model",
+                "calls",
+                "fresh calls",
+                "cache hits",
+                "input tok",
+                "output tok",
+                "spend USD",
+                "failures",
+                "truncations",
+            ],
+            rows,
+        )
+    )
+    sec.tables.append(
+        table(
+            "costs-answer-cells",
+            "The answer stage per cell (dataset / arm / retriever): questions answered, reader "
+            "failures and truncations, judge truncations and unparseable verdicts.",
+            [
+                "cell",
+                "questions",
+                "answered",
+                "reader failed",
+                "reader truncated",
+                "judge truncated",
+                "verdicts unparseable",
+            ],
+            [
+                [
+                    cell,
+                    n.get("questions"),
+                    n.get("answered"),
+                    n.get("reader_failed"),
+                    n.get("reader_truncated"),
+                    n.get("judge_truncated"),
+                    n.get("verdicts_unparseable"),
+                ]
+                for cell, n in sorted(cells.items())
+            ],
+        )
+    )
 
 
 def _estimate_beside_actual(ctx: ReportContext, sec: Section) -> None:
@@ -214,11 +307,28 @@ def _estimate_beside_actual(ctx: ReportContext, sec: Section) -> None:
                      None if not actual else f"{float(actual.get('cost_usd', 0.0)):.4f}"])
     a = record["assumptions"]
     cap = record["spend_cap_usd"]
-    sec.tables.append(table(
-        "cost-estimate", "Cost estimated before any LLM call (`harness estimate`: prompts rendered and counted in "
-        f"{a['tokenizer']}, first attempts only; output tokens per call: {a['output_tokens_per_call']}; "
-        f"{a['summary_tokens_per_call']} tokens per previous summary) beside the spend ledger's actual figures "
-        "(the model's own token counts, retries included; – where the arm is not built). Estimated total "
-        f"${record['total_usd']:.4f}" + ("; no spend cap." if cap is None else f" against the cap ${cap:.4f}."),
-        ["dataset", "arm", "calls est.", "calls actual", "input tok est.", "input tok actual", "output tok est.",
-         "output tok actual", "USD est.", "USD actual"], rows))
+    sec.tables.append(
+        table(
+            "cost-estimate",
+            "Cost estimated before any LLM call (`harness estimate`: prompts rendered and counted in "
+            f"{a['tokenizer']}, first attempts only; output tokens per call: {a['output_tokens_per_call']}; "
+            f"{a['summary_tokens_per_call']} tokens per previous summary) beside the spend ledger's actual "
+            "figures "
+            "(the model's own token counts, retries included; – where the arm is not built). Estimated total "
+            f"${record['total_usd']:.4f}"
+            + ("; no spend cap." if cap is None else f" against the cap ${cap:.4f}."),
+            [
+                "dataset",
+                "arm",
+                "calls est.",
+                "calls actual",
+                "input tok est.",
+                "input tok actual",
+                "output tok est.",
+                "output tok actual",
+                "USD est.",
+                "USD actual",
+            ],
+            rows,
+        )
+    )

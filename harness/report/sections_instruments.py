@@ -38,13 +38,21 @@ def instruments(ctx: ReportContext) -> Section:
     sec = Section("instruments", "Instruments")
     rows = _reader_rows(ctx, sec) + _judge_rows(ctx, sec) + _embedder_rows(ctx) + _llm_rows(ctx)
     if rows:
-        sec.tables.append(table(
-            "instruments", "Every instrument the outcomes rest on. Reader and judge: their acceptance controls "
-            "against the plan's thresholds (rates in the dataset's answer metric, x100); a FAIL reports the tests "
-            "in the last column as exploratory. Embedders: distinct texts (chunks of every arm, queries) in the "
-            "study's vector cache that were cut to the model window. LLM calls: failed calls (no usable output "
-            "after the retries) and retries per call, per arm; no threshold is registered for these.",
-            HEADER, rows))
+        sec.tables.append(
+            table(
+                "instruments",
+                "Every instrument the outcomes rest on. Reader and judge: their acceptance controls "
+                "against the plan's thresholds (rates in the dataset's answer metric, x100); a FAIL reports "
+                "the tests "
+                "in the last column as exploratory. Embedders: distinct texts (chunks of every arm, queries) "
+                "in the "
+                "study's vector cache that were cut to the model window. LLM calls: failed calls (no usable "
+                "output "
+                "after the retries) and retries per call, per arm; no threshold is registered for these.",
+                HEADER,
+                rows,
+            )
+        )
     return sec
 
 
@@ -69,7 +77,9 @@ def _current(ctx: ReportContext, sec: Section, path: Path, what: str, target: st
     record = read_json(path)
     stamp = record.get("frozen_config_hash") if isinstance(record, dict) else None
     if stamp and ctx.frozen_hash and stamp != ctx.frozen_hash:
-        sec.missing.append(Missing(f"{what} under the current freeze (the file is from {stamp[:12]})", target))
+        sec.missing.append(
+            Missing(f"{what} under the current freeze (the file is from {stamp[:12]})", target)
+        )
         return None
     return record
 
@@ -91,11 +101,24 @@ def _reader_rows(ctx: ReportContext, sec: Section) -> list[list]:
                                        ("negative", "another cluster's gold evidence", "negative_max")):
             value = entry[control]
             limit = None if registered is None else getattr(registered, bound)
-            ok = value is not None and limit is not None and (value >= limit if control == "positive" else value <= limit)
-            rows.append([f"reader ({name})", f"{control} control: mean {metric} from {source} "
-                         f"({entry[f'{control}_questions']} questions)", _pct(value),
-                         "not registered" if limit is None else f"{'>=' if control == 'positive' else '<='} {_pct(limit)}",
-                         _result(ok), demoted])
+            ok = (
+                value is not None
+                and limit is not None
+                and (value >= limit if control == "positive" else value <= limit)
+            )
+            rows.append(
+                [
+                    f"reader ({name})",
+                    f"{control} control: mean {metric} from {source} "
+                    f"({entry[f'{control}_questions']} questions)",
+                    _pct(value),
+                    "not registered"
+                    if limit is None
+                    else f"{'>=' if control == 'positive' else '<='} {_pct(limit)}",
+                    _result(ok),
+                    demoted,
+                ]
+            )
     return rows
 
 
@@ -118,9 +141,16 @@ def _judge_rows(ctx: ReportContext, sec: Section) -> list[list]:
             value = rates.get(control)
             sign = ">=" if index == 0 else "<="
             ok = value is not None and all(passes(value, b[index]) for b in bounds)
-            rows.append([f"judge {name}", f"{control} control: {what} ({rates.get(f'{control}_questions', 0)} "
-                         "questions)", _pct(value), " / ".join(f"{sign} {_pct(b[index])}" for b in bounds),
-                         _result(ok), demoted])
+            rows.append(
+                [
+                    f"judge {name}",
+                    f"{control} control: {what} ({rates.get(f'{control}_questions', 0)} questions)",
+                    _pct(value),
+                    " / ".join(f"{sign} {_pct(b[index])}" for b in bounds),
+                    _result(ok),
+                    demoted,
+                ]
+            )
         spot = rates.get("spot_check") or {}
         kappa = spot.get("kappa")
         rows.append([f"judge {name}", "human spot check: Cohen's kappa",
@@ -143,7 +173,16 @@ def _embedder_rows(ctx: ReportContext) -> list[list]:
             continue
         mine = [d for info, d in spaces if info.get("model") == model]
         if not mine:
-            rows.append([f"embedder of {name}", "texts cut to the model window", "nothing embedded yet", "–", "–", "–"])
+            rows.append(
+                [
+                    f"embedder of {name}",
+                    "texts cut to the model window",
+                    "nothing embedded yet",
+                    "–",
+                    "–",
+                    "–",
+                ]
+            )
             continue
         cut = total = 0
         for directory in mine:
@@ -172,9 +211,17 @@ def _llm_rows(ctx: ReportContext) -> list[list]:
             if not cost:
                 continue  # an LLM-free or unbuilt arm
             calls = int(cost.get("calls", 0))
-            rows.append([f"indexing LLM, {arm} ({name})", "failed calls; retries per call",
-                         f"{_rate(int(cost.get('failed_calls', 0)), calls)}; {_retries(int(cost.get('retries', 0)), calls)}",
-                         "–", "–", "–"])
+            rows.append(
+                [
+                    f"indexing LLM, {arm} ({name})",
+                    "failed calls; retries per call",
+                    f"{_rate(int(cost.get('failed_calls', 0)), calls)}; "
+                    f"{_retries(int(cost.get('retries', 0)), calls)}",
+                    "–",
+                    "–",
+                    "–",
+                ]
+            )
     for cell in answer_cells(ctx.study) if ctx.study.config.reader.cells else []:
         path = answers_path(ctx.study, cell)
         if not path.is_file():

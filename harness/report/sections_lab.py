@@ -32,7 +32,9 @@ def _split_datasets(ctx: ReportContext) -> list[str]:
     return [n for n, d in ctx.study.config.datasets.items() if d.adapter == "question_evidence"]
 
 
-def _oversized(ctx: ReportContext, dataset: str, arm: str, budgets: list[int], unit: str) -> dict[int, int] | None:
+def _oversized(
+    ctx: ReportContext, dataset: str, arm: str, budgets: list[int], unit: str
+) -> dict[int, int] | None:
     try:
         chunks = read_chunk_set(ctx.study, ctx.datasets[dataset], arm_spec(ctx.study, arm),
                                 frozen_hash=ctx.frozen_hash)
@@ -68,15 +70,27 @@ def lab_results(ctx: ReportContext) -> Section | None:
             over = _oversized(ctx, dataset, arm, budgets, ctx.budget_unit)
             for retriever in dict.fromkeys(rows.loc[rows["arm"] == arm, "retriever"]):
                 for b in budgets:
-                    cells = [points(100 * means[arm, retriever, b, k, s]) if (arm, retriever, b, k, s) in means else "–"
-                             for s in SPLITS for k in ("partial", "complete")]
+                    cells = [
+                        points(100 * means[arm, retriever, b, k, s])
+                        if (arm, retriever, b, k, s) in means
+                        else "–"
+                        for s in SPLITS
+                        for k in ("partial", "complete")
+                    ]
                     out.append([arm, retriever, f"{b}{suffix}", *cells, "–" if over is None else over[b]])
         header = ["arm", "retriever", "budget"] + [f"{s} ({counts.get(s, 0)}) {k}" for s in SPLITS
                                                    for k in ("partial", "complete")] + ["chunks > budget"]
-        sec.tables.append(table(
-            f"lab-splits-{dataset}", f"`{dataset}`: partial and complete recall in points per split (plain means "
-            "over questions; the QES arms were built from the train split only). `chunks > budget` counts the "
-            "arm's chunks longer than the budget, which can never enter the context whole.", header, out))
+        sec.tables.append(
+            table(
+                f"lab-splits-{dataset}",
+                f"`{dataset}`: partial and complete recall in points per split (plain means "
+                "over questions; the QES arms were built from the train split only). `chunks > budget` "
+                "counts the "
+                "arm's chunks longer than the budget, which can never enter the context whole.",
+                header,
+                out,
+            )
+        )
         figure = _l_sweep(ctx, dataset, rows)
         if figure is not None:
             sec.figures.append(figure)
@@ -106,8 +120,15 @@ def _l_sweep(ctx: ReportContext, dataset: str, rows) -> Figure | None:
     for ax, kind in zip(axes[0], ("complete", "partial")):
         for base, retriever in series:
             pts = means[kind, base, retriever].sort_index()
-            ax.plot(pts.index, 100 * pts.values, marker="o", markersize=3, color=colours(bases.index(base) % 10),
-                    linestyle=("-", "--", ":", "-.")[retrievers.index(retriever) % 4], label=f"{base} / {retriever}")
+            ax.plot(
+                pts.index,
+                100 * pts.values,
+                marker="o",
+                markersize=3,
+                color=colours(bases.index(base) % 10),
+                linestyle=("-", "--", ":", "-.")[retrievers.index(retriever) % 4],
+                label=f"{base} / {retriever}",
+            )
         ax.set_title(f"{kind}@{budget}", fontsize=REPORT_TEXT_PT + 1)
         ax.set_xlabel("chunk length L (characters)", fontsize=REPORT_TEXT_PT)
         ax.set_ylabel("points", fontsize=REPORT_TEXT_PT)
@@ -115,6 +136,9 @@ def _l_sweep(ctx: ReportContext, dataset: str, rows) -> Figure | None:
     axes[0][1].legend(fontsize=REPORT_TEXT_PT, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     svg = svg_text(fig)  # closes the figure
-    return Figure(f"lab-l-sweep-{dataset}", f"`{dataset}`: complete and partial recall at budget {budget} against "
-                  "the chunk length L, per arm (colour) and retriever (line style); plain means over all questions.",
-                  svg)
+    return Figure(
+        f"lab-l-sweep-{dataset}",
+        f"`{dataset}`: complete and partial recall at budget {budget} against "
+        "the chunk length L, per arm (colour) and retriever (line style); plain means over all questions.",
+        svg,
+    )

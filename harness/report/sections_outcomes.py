@@ -21,7 +21,11 @@ from harness.report.context import ReportContext
 from harness.report.model import Figure, Missing, Section, interval, p_value, points, table
 from harness.grid.paths import stats_dir
 
-TIER_NAMES = {"confirmatory": "confirmatory", "secondary": "pre-specified secondary", "exploratory": "exploratory"}
+TIER_NAMES = {
+    "confirmatory": "confirmatory",
+    "secondary": "pre-specified secondary",
+    "exploratory": "exploratory",
+}
 TIER_MARKS = {"confirmatory": "c", "secondary": "s", "exploratory": "x"}
 
 
@@ -46,7 +50,9 @@ def families(ctx: ReportContext) -> tuple[list[FamilyResult], list[Missing]]:
         data = FamilyResult.from_json(read_json(path), str(path))
         stamp = data.frozen_config_hash
         if ctx.frozen_hash and stamp and stamp != ctx.frozen_hash:
-            missing.append(Missing(f"family {fam.id}: statistics from another freeze ({stamp[:12]})", "make stats"))
+            missing.append(
+                Missing(f"family {fam.id}: statistics from another freeze ({stamp[:12]})", "make stats")
+            )
             continue
         found.append(data)
     return found, missing
@@ -62,7 +68,10 @@ def per_arm_means(ctx: ReportContext) -> Section:
     for dataset in dict.fromkeys(m.dataset for m in ctx.means):
         cells = [m for m in ctx.means if m.dataset == dataset]
         order = list(ctx.study.arms)
-        arms = sorted(dict.fromkeys(m.arm for m in cells), key=lambda a: (order.index(a) if a in order else len(order), a))
+        arms = sorted(
+            dict.fromkeys(m.arm for m in cells),
+            key=lambda a: (order.index(a) if a in order else len(order), a),
+        )
         by = {(m.metric, m.retriever, m.arm): m for m in cells}
         rows = []
         for metric, retriever in dict.fromkeys((m.metric, m.retriever) for m in cells):
@@ -70,11 +79,18 @@ def per_arm_means(ctx: ReportContext) -> Section:
                 f"{points(by[metric, retriever, a].mean)} {interval(by[metric, retriever, a].ci95)}"
                 if (metric, retriever, a) in by else "–" for a in arms])
         n = cells[0]
-        sec.tables.append(table(
-            f"means-{dataset}", f"Per-arm means on `{dataset}` in points with 95% BCa cluster-bootstrap CIs "
-            f"({n.n_questions} questions, {n.n_clusters} clusters; {MEANS_RESAMPLES} resamples, seed derived from "
-            f"{MEANS_SEED} and the cell). Descriptive: the registered tests are in Verdicts.",
-            ["metric", "retriever"] + arms, rows, collapsed=True))
+        sec.tables.append(
+            table(
+                f"means-{dataset}",
+                f"Per-arm means on `{dataset}` in points with 95% BCa cluster-bootstrap CIs "
+                f"({n.n_questions} questions, {n.n_clusters} clusters; {MEANS_RESAMPLES} resamples, seed "
+                "derived from "
+                f"{MEANS_SEED} and the cell). Descriptive: the registered tests are in Verdicts.",
+                ["metric", "retriever"] + arms,
+                rows,
+                collapsed=True,
+            )
+        )
     return sec
 
 
@@ -122,10 +138,31 @@ def verdict_table(fam: FamilyResult):
     notes = ["† equivalent within the margin, but the 95% CI excludes 0: a small difference."] \
         if any(r.small_difference_within_margin for r in fam.rows) else []
     notes += t_tost_notes(fam) + undecided_notes(fam) + acceptance_notes(fam)
-    return table(f"verdicts-{fam.family}", caption(fam),
-                 ["test", "A - B", "dataset", "retriever", "metric", "n (clusters)", "estimate", "90% CI", "95% CI",
-                  "p TOST (Holm)", "90% t CI", "p t-TOST", "p sign-flip (Holm)", "margin", "MDD", "tier", "verdict"],
-                 _verdict_rows(fam), notes)
+    return table(
+        f"verdicts-{fam.family}",
+        caption(fam),
+        [
+            "test",
+            "A - B",
+            "dataset",
+            "retriever",
+            "metric",
+            "n (clusters)",
+            "estimate",
+            "90% CI",
+            "95% CI",
+            "p TOST (Holm)",
+            "90% t CI",
+            "p t-TOST",
+            "p sign-flip (Holm)",
+            "margin",
+            "MDD",
+            "tier",
+            "verdict",
+        ],
+        _verdict_rows(fam),
+        notes,
+    )
 
 
 def forest_plots(ctx: ReportContext) -> Section:
@@ -138,9 +175,15 @@ def forest_plots(ctx: ReportContext) -> Section:
         if not fam.ran:
             sec.missing.append(Missing(f"forest plot of family {fam.family} (not run)", "make stats"))
             continue
-        sec.figures.append(Figure(f"forest-{fam.family}", f"Family {fam.family} "
-                                  f"({TIER_NAMES.get(fam.tier, fam.tier)}): A - B in points; shaded band "
-                                  "±margin on TOST rows; marker and colour give the verdict.", forest_svg(fam)))
+        sec.figures.append(
+            Figure(
+                f"forest-{fam.family}",
+                f"Family {fam.family} "
+                f"({TIER_NAMES.get(fam.tier, fam.tier)}): A - B in points; shaded band "
+                "±margin on TOST rows; marker and colour give the verdict.",
+                forest_svg(fam),
+            )
+        )
     return sec
 
 
@@ -183,9 +226,14 @@ def spending_guide(ctx: ReportContext) -> Section:
                  f"{r.a} under {r.retriever} instead of {r.b} under {r.retriever_b}",
                  retriever_label(r), r.metric, f"{c.estimate:+.1f}", interval(r.shown_ci), f"{r.ci_shown}%",
                  r.verdict, f"{TIER_MARKS.get(r.tier, '?')} ({family}/{r.test})"] for family, r, c in ordered]
-        sec.tables.append(table(f"spending-{dataset}", f"Where to spend on `{dataset}`, in order: every registered "
-                                "choice, ordered by what it returned (A - B in points). Tiers: c confirmatory; "
-                                "s pre-specified secondary; x exploratory.",
-                                ["choice", "retriever", "metric", "return", "CI", "level", "verdict", "tier (test)"],
-                                body))
+        sec.tables.append(
+            table(
+                f"spending-{dataset}",
+                f"Where to spend on `{dataset}`, in order: every registered "
+                "choice, ordered by what it returned (A - B in points). Tiers: c confirmatory; "
+                "s pre-specified secondary; x exploratory.",
+                ["choice", "retriever", "metric", "return", "CI", "level", "verdict", "tier (test)"],
+                body,
+            )
+        )
     return sec

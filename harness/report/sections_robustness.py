@@ -37,9 +37,12 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
     sec = Section("repeats", "Robustness: repeat generations")
     sec.paragraphs.append(
         "An arm with repeats is generated several times (repeat 0 as configured, each further repeat with "
-        "shifted seeds); every registered test reads its per-question values averaged over the repeats. Below, "
-        "each such test is also taken once per repeat on the same questions: the spread across runs is variation "
-        "the pooled CI (which covers the sampling of questions) does not show.")
+        "shifted seeds); every registered test reads its per-question values averaged over the repeats. "
+        "Below, "
+        "each such test is also taken once per repeat on the same questions: the spread across runs is "
+        "variation "
+        "the pooled CI (which covers the sampling of questions) does not show."
+    )
     runs = _run_table(ctx, repeated, sec)
     if runs is not None:
         sec.tables.append(runs)
@@ -48,7 +51,9 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
     if ctx.plan is None:
         sec.missing.append(Missing("plan/plan.yaml (write the plan first)", "make freeze stats"))
         return sec
-    tests = [(fam.id, t) for fam in ctx.plan.families for t in fam.tests if t.a in repeated or t.b in repeated]
+    tests = [
+        (fam.id, t) for fam in ctx.plan.families for t in fam.tests if t.a in repeated or t.b in repeated
+    ]
     if not tests:
         sec.paragraphs.append("No registered test compares a repeated arm ("
                               + ", ".join(repeated) + "), so there is no spread to report.")
@@ -80,14 +85,33 @@ def repeat_generations(ctx: ReportContext) -> Section | None:
                      points(spread.sd, 2), f"[{spread.low:+.1f}, {spread.high:+.1f}]",
                      f"{contrast.estimate:+.1f}", interval(contrast.ci95_bca)])
     if rows:
-        sec.tables.append(table(
-            "repeat-spread", "Between-run spread of each registered contrast on a repeated arm (points, A - B): "
-            "the estimate per repeat, their standard deviation (n - 1) and range, and the pooled contrast (the "
-            "registered test, on per-question values averaged over repeats) with its 95% BCa CI.",
-            ["test", "dataset", "contrast", "metric", "questions", "per repeat", "SD", "range", "pooled",
-             "pooled 95% CI"], rows,
-            notes=("The mean of the per-repeat estimates equals the pooled estimate: pooling is a per-question "
-                   "mean over repeats.",)))
+        sec.tables.append(
+            table(
+                "repeat-spread",
+                "Between-run spread of each registered contrast on a repeated arm (points, A - B): "
+                "the estimate per repeat, their standard deviation (n - 1) and range, and the pooled "
+                "contrast (the "
+                "registered test, on per-question values averaged over repeats) with its 95% BCa CI.",
+                [
+                    "test",
+                    "dataset",
+                    "contrast",
+                    "metric",
+                    "questions",
+                    "per repeat",
+                    "SD",
+                    "range",
+                    "pooled",
+                    "pooled 95% CI",
+                ],
+                rows,
+                notes=(
+                    "The mean of the per-repeat estimates equals the pooled estimate: pooling is a "
+                    "per-question "
+                    "mean over repeats.",
+                ),
+            )
+        )
     return sec
 
 
@@ -106,16 +130,32 @@ def _run_table(ctx: ReportContext, repeated: dict[str, list[str]], sec: Section)
                 continue
             for name, run in per_repeat.items():
                 calls = run["calls"]
-                rows.append([dataset, arm, name, ", ".join(map(str, run["seeds"])), run["chunks"], calls["calls"],
-                             calls["fresh_calls"], calls["cache_hits"], run["failures"], run["retries"]])
+                rows.append(
+                    [
+                        dataset,
+                        arm,
+                        name,
+                        ", ".join(map(str, run["seeds"])),
+                        run["chunks"],
+                        calls["calls"],
+                        calls["fresh_calls"],
+                        calls["cache_hits"],
+                        run["failures"],
+                        run["retries"],
+                    ]
+                )
     if unbuilt:
         sec.missing.append(Missing("repeated chunk sets " + ", ".join(unbuilt), "make build-arms"))
     if not rows:
         return None
-    return table("repeat-runs", "Generation runs of each repeated arm: the seeds of the first attempt and of the "
-                 "retries, chunks, LLM calls (fresh and from the cache, as counted when the chunk set was last "
-                 "built), chunks left failed and retries.",
-                 ["dataset", "arm", "repeat", "seeds", "chunks", "calls", "fresh", "cached", "failed", "retries"], rows)
+    return table(
+        "repeat-runs",
+        "Generation runs of each repeated arm: the seeds of the first attempt and of the "
+        "retries, chunks, LLM calls (fresh and from the cache, as counted when the chunk set was last "
+        "built), chunks left failed and retries.",
+        ["dataset", "arm", "repeat", "seeds", "chunks", "calls", "fresh", "cached", "failed", "retries"],
+        rows,
+    )
 
 
 def _variant_rows(ctx: ReportContext, tests, repeated) -> tuple[pd.DataFrame, list[str]]:

@@ -60,7 +60,9 @@ def reader_acceptance(ctx: ReportContext) -> list[InstrumentCheck]:
     `datasets.<name>.reader_acceptance`."""
     if ctx.plan is None:
         return []
-    datasets = sorted({t.dataset for fam in ctx.plan.families for t in fam.tests if is_answer_level(t.metric)})
+    datasets = sorted(
+        {t.dataset for fam in ctx.plan.families for t in fam.tests if is_answer_level(t.metric)}
+    )
     if not datasets:
         return []
     try:
@@ -101,16 +103,29 @@ def summary(ctx: ReportContext) -> Section:
         body.append(head + [points(r.contrast.estimate, 2), f"{interval(r.shown_ci, 2)} {r.ci_shown}%",
                             r.verdict + (SMALL_MARK if r.small_difference_within_margin else ""),
                             TIER_NAMES.get(r.tier, r.tier)])
-    sec.tables.append(table("summary-tests", "Every registered confirmatory and pre-specified secondary test "
-                            "(A - B in points; the CI its rule reads; details in Verdicts).", SUMMARY_HEADER, body,
-                            notes=_notes(body), collapsed=False))  # the answer: never folded away
+    sec.tables.append(
+        table(
+            "summary-tests",
+            "Every registered confirmatory and pre-specified secondary test "
+            "(A - B in points; the CI its rule reads; details in Verdicts).",
+            SUMMARY_HEADER,
+            body,
+            notes=_notes(body),
+            collapsed=False,
+        )
+    )  # the answer: never folded away
     plotted = [r for (fam, test) in registered
                if (r := rows.get((fam.id, test.id))) and r.contrast is not None]
     if plotted:
         combined = replace(found[0], family="summary", rows=tuple(plotted))
-        sec.figures.append(Figure("forest-summary", "Every test above: A - B in points; shaded band ±margin on "
-                                  "TOST rows; marker and colour give the verdict.",
-                                  forest_svg(combined, title="Registered tests", compact=True)))
+        sec.figures.append(
+            Figure(
+                "forest-summary",
+                "Every test above: A - B in points; shaded band ±margin on "
+                "TOST rows; marker and colour give the verdict.",
+                forest_svg(combined, title="Registered tests", compact=True),
+            )
+        )
     return sec
 
 
@@ -129,8 +144,10 @@ def _answer(ctx: ReportContext, rows: dict, decided_by: dict, allowed: bool) -> 
         if fam.tier != lead:
             continue
         if not allowed:
-            said.append(f"{fam.description.rstrip()} Not yet answered: outcomes are withheld until every cell is "
-                        "scored.")
+            said.append(
+                f"{fam.description.rstrip()} Not yet answered: outcomes are withheld until every cell is "
+                "scored."
+            )
             continue
         keys = [key for t in fam.tests if (key := (fam.id, t.id)) in rows]
         found = [conclusion(rows[key], decided_by[key]) for key in keys]
@@ -146,14 +163,21 @@ def _counts(ctx: ReportContext) -> str:
     parts = []
     for name, ds in ctx.datasets.items():
         dropped = sum(v for k, v in ds.counts.items() if k.startswith(QUESTION_DROP))
-        parts.append(f"`{name}` {len(ds.questions)} questions in {len({q.cluster for q in ds.questions})} clusters, "
-                     f"{dropped} dropped")
+        parts.append(
+            f"`{name}` {len(ds.questions)} questions in {len({q.cluster for q in ds.questions})} clusters, "
+            f"{dropped} dropped"
+        )
     checks = [c for check in INSTRUMENT_CHECKS for c in check(ctx)]
     if checks:
         failed = [c for c in checks if not c.passed]
-        parts.append(f"instruments passed {len(checks) - len(failed)} of {len(checks)}"
-                     + (f" (failed: {', '.join(c.name for c in failed)}; rates and thresholds under Instruments)"
-                        if failed else ""))
+        parts.append(
+            f"instruments passed {len(checks) - len(failed)} of {len(checks)}"
+            + (
+                f" (failed: {', '.join(c.name for c in failed)}; rates and thresholds under Instruments)"
+                if failed
+                else ""
+            )
+        )
     else:
         parts.append("no instrument check registered")
     return "; ".join(parts) + "."

@@ -43,7 +43,12 @@ def to_latex(t: Table) -> str:
 
 def to_markdown(t: Table) -> str:
     cell = lambda v: str(v).replace("|", "\\|")  # noqa: E731
-    lines = [f"*{t.caption}*", "", "| " + " | ".join(map(cell, t.header)) + " |", "|" + "---|" * len(t.header)]
+    lines = [
+        f"*{t.caption}*",
+        "",
+        "| " + " | ".join(map(cell, t.header)) + " |",
+        "|" + "---|" * len(t.header),
+    ]
     lines += ["| " + " | ".join(map(cell, row)) + " |" for row in t.rows]
     lines += [""] + [f"{n}" for n in t.notes] if t.notes else []
     return "\n".join(lines) + "\n"

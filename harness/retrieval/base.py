@@ -77,7 +77,8 @@ class Ranking:
         return self._order[:k], self._scores[:k]
 
     def position(self, rank: int) -> int:
-        """The position of the chunk at 0-based `rank`; IndexError past the end (so it iterates as a sequence).
+        """The position of the chunk at 0-based `rank`; IndexError past the end (so it iterates as a
+        sequence).
         A reader walking down the ranking doubles the ordered head at each step past it."""
         if not 0 <= rank < len(self):
             raise IndexError(f"rank {rank} outside a ranking of {len(self)} chunks")
@@ -98,8 +99,11 @@ HEAD_STEP = 64  # the smallest head a lazy ranking orders when read rank by rank
 
 
 def rank_by_score(scores: np.ndarray) -> Ranking:
-    """Full ranking by (-score, position), ordered lazily (Ranking.lazy): lower positions first among equal scores."""
-    scores = np.array(scores, dtype=np.float64)  # a private copy: the ranking must not change under its reader
+    """Full ranking by (-score, position), ordered lazily (Ranking.lazy): lower positions first among equal
+    scores."""
+    scores = np.array(
+        scores, dtype=np.float64
+    )  # a private copy: the ranking must not change under its reader
     if np.isnan(scores).any():
         raise ValueError("scores contain NaN; a ranking needs comparable scores")
     return Ranking.lazy(scores)
@@ -147,7 +151,9 @@ def _full_order(scores: np.ndarray) -> np.ndarray:
     distinct[by_key] = value_rank * len(scores) + nonzero[by_key]
     nonzero = nonzero[np.argsort(distinct)]
     positive = scores[nonzero] > 0
-    return np.concatenate([nonzero[positive], np.flatnonzero(scores == 0), nonzero[~positive]]).astype(np.int64)
+    return np.concatenate([nonzero[positive], np.flatnonzero(scores == 0), nonzero[~positive]]).astype(
+        np.int64
+    )
 
 
 class ScopeIndex(ABC):
@@ -182,10 +188,12 @@ def search_batch(index: ScopeIndex, queries: Sequence[str]) -> list[Ranking]:
 
 class IndexMemo:
     """Scope indexes kept while one chunk set is scored: every cell of an arm ranks the same scopes, and a
-    hybrid, reranker or graph retriever indexes again what its members have indexed. Keyed by retriever,
-    scope and each chunk's id, document, spans and indexed text, so a hit is the index a fresh build would give; indexes are never
-    changed by searching. `clear()` when no cell will rank the scopes it holds again (score clears it after
-each scope: a chunk set's indexes together can take gigabytes)."""
+        hybrid, reranker or graph retriever indexes again what its members have indexed. Keyed by retriever,
+        scope and each chunk's id, document, spans and indexed text, so a hit is the index a fresh build would
+        give; indexes are never
+        changed by searching. `clear()` when no cell will rank the scopes it holds again (score clears it
+        after
+    each scope: a chunk set's indexes together can take gigabytes)."""
 
     def __init__(self) -> None:
         self._indexes: dict[tuple[str, str, str], "ScopeIndex"] = {}
@@ -213,7 +221,9 @@ class Retriever(ABC):
 
     def __init__(self, name: str):
         self.name = name
-        self.memo: IndexMemo | None = None  # set by the scoring loop's RetrieverContext (None: build every time)
+        self.memo: IndexMemo | None = (
+            None  # set by the scoring loop's RetrieverContext (None: build every time)
+        )
 
     def _memoised(self, scope_key: str, chunks: Sequence[Chunk], build: Callable[[], "ScopeIndex"]):
         return build() if self.memo is None else self.memo.get(self.name, scope_key, chunks, build)

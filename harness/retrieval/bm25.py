@@ -45,7 +45,8 @@ class BM25Index(ScopeIndex):
         self.idf = _okapi_idf(doc_freq, n_docs, epsilon)
         doc_len = corpus.lengths.astype(np.float64)
         avgdl = doc_len.sum() / n_docs if n_docs else 0.0
-        # Same expression, same operation order as rank_bm25.get_scores, so each contribution is bit-identical.
+        # Same expression, same operation order as rank_bm25.get_scores, so each contribution is
+        # bit-identical.
         length_norm = k1 * (1 - b + b * doc_len / avgdl) if avgdl > 0 else np.zeros(n_docs)
         freq = freq.astype(np.float64)
         weights = self.idf[terms] * (freq * (k1 + 1) / (freq + length_norm[rows]))
@@ -60,7 +61,9 @@ class BM25Index(ScopeIndex):
         sparse = ~in_dense
         self._rows, self._weights = rows[sparse], weights[sparse]
         # Python ints: a query reads a few of them, scalar by scalar
-        self._indptr: list[int] = np.concatenate(([0], np.cumsum(np.bincount(terms[sparse], minlength=n_terms)))).tolist()
+        self._indptr: list[int] = np.concatenate(
+            ([0], np.cumsum(np.bincount(terms[sparse], minlength=n_terms)))
+        ).tolist()
 
     def scores(self, query: str) -> np.ndarray:
         scores = None
@@ -86,7 +89,8 @@ class BM25Index(ScopeIndex):
 
 
 def _okapi_idf(doc_freq: np.ndarray, n_docs: int, epsilon: float) -> np.ndarray:
-    """rank_bm25's idf with its floor; math.log per distinct df and a sequential mean, as rank_bm25 computes them."""
+    """rank_bm25's idf with its floor; math.log per distinct df and a sequential mean, as rank_bm25 computes
+    them."""
     if len(doc_freq) == 0:
         return np.zeros(0)
     by_df = {int(df): math.log(n_docs - df + 0.5) - math.log(df + 0.5) for df in np.unique(doc_freq)}

@@ -68,7 +68,9 @@ def token_list_terms(token_lists: Sequence[Sequence[str]]) -> CorpusTerms:
     """Number the terms of already tokenised chunks."""
     term_of = _new_vocabulary()
     lengths = np.fromiter(map(len, token_lists), np.int64, len(token_lists))
-    ids = np.fromiter(map(term_of.__getitem__, itertools.chain.from_iterable(token_lists)), np.int64, int(lengths.sum()))
+    ids = np.fromiter(
+        map(term_of.__getitem__, itertools.chain.from_iterable(token_lists)), np.int64, int(lengths.sum())
+    )
     return CorpusTerms(list(term_of), ids, lengths)
 
 

@@ -58,7 +58,9 @@ def _digests(shard: Path, keys: np.ndarray) -> np.ndarray:
             raise ValueError("a key is not 64 hex digits")
         return np.frombuffer(bytes.fromhex("".join(texts)), dtype="S32").copy()
     except (ValueError, TypeError) as e:
-        raise HarnessError(f"{shard}: unreadable cache shard ({e}); delete it to recompute its entries") from None
+        raise HarnessError(
+            f"{shard}: unreadable cache shard ({e}); delete it to recompute its entries"
+        ) from None
 
 
 class KeyIndex:
@@ -71,7 +73,9 @@ class KeyIndex:
     """
 
     def __init__(self, *, merge_at: int = 1 << 16) -> None:
-        self.merge_at = merge_at  # recent keys held in the dict before a merge (at least an eighth of the index)
+        self.merge_at = (
+            merge_at  # recent keys held in the dict before a merge (at least an eighth of the index)
+        )
         self._keys = np.zeros(0, dtype="S32")
         self._locations = np.zeros(0, dtype=np.int64)
         self._recent: dict[bytes, int] = {}
@@ -99,13 +103,20 @@ class KeyIndex:
         for d, location, new in zip(digests, np.asarray(locations).tolist(), fresh.tolist()):
             if new:
                 self._recent.setdefault(d, location)
-        if len(self._recent) > max(self.merge_at, len(self._keys) >> 3):  # merges cost a sort: amortised over many adds
+        if len(self._recent) > max(
+            self.merge_at, len(self._keys) >> 3
+        ):  # merges cost a sort: amortised over many adds
             self._merge()
 
     def load(self, digests: np.ndarray, locations: np.ndarray) -> None:
-        """Start from `digests` (dtype S32) in order of precedence: where a key repeats, its first entry wins."""
+        """Start from `digests` (dtype S32) in order of precedence: where a key repeats, its first entry
+        wins."""
         first = np.unique(digests, return_index=True)[1] if len(digests) else np.zeros(0, dtype=np.int64)
-        self._keys, self._locations, self._recent = digests[first], np.asarray(locations, dtype=np.int64)[first], {}
+        self._keys, self._locations, self._recent = (
+            digests[first],
+            np.asarray(locations, dtype=np.int64)[first],
+            {},
+        )
 
     def _merge(self) -> None:
         keys = np.concatenate([self._keys, np.array(list(self._recent), dtype="S32")])
@@ -167,7 +178,9 @@ class VectorCache:
             with np.load(shard, allow_pickle=False) as z:
                 return [z[name] for name in names]
         except (OSError, ValueError, KeyError) as e:
-            raise HarnessError(f"{shard}: unreadable cache shard ({e}); delete it to recompute its entries") from None
+            raise HarnessError(
+                f"{shard}: unreadable cache shard ({e}); delete it to recompute its entries"
+            ) from None
 
     def _vectors(self, number: int) -> np.ndarray:
         if number == self._pending.number:
@@ -177,8 +190,10 @@ class VectorCache:
             return self._resident[number]
         (vectors,) = self._read(self._shards[number], "vectors")
         if vectors.ndim != 2 or len(vectors) != len(self._flags[number]):
-            raise HarnessError(f"{self._shards[number]}: {vectors.shape} vectors for {len(self._flags[number])} keys; "
-                               "delete it to recompute its entries")
+            raise HarnessError(
+                f"{self._shards[number]}: {vectors.shape} vectors for {len(self._flags[number])} keys; "
+                "delete it to recompute its entries"
+            )
         return self._keep(number, vectors.astype(self.dtype, copy=False))
 
     def _keep(self, number: int, vectors: np.ndarray) -> np.ndarray:
@@ -206,7 +221,8 @@ class VectorCache:
             try:
                 encoded = encoder(list(missing.values()))
             except BaseException:
-                self.flush()  # a failing model (a server gone, an interrupt): keep what was computed before it
+                # a failing model (a server gone, an interrupt): keep what was computed before it
+                self.flush()
                 raise
             self._store(list(missing), *encoded)
             where = self._where.find(digests)
@@ -235,7 +251,9 @@ class VectorCache:
         vectors, truncated = None, np.zeros(len(where), dtype=bool)
         by_shard = np.argsort(shard_of, kind="stable")
         numbers, starts = np.unique(shard_of[by_shard], return_index=True)
-        for number, at in zip(numbers.tolist(), np.split(by_shard, starts[1:])):  # each needed shard read once
+        for number, at in zip(
+            numbers.tolist(), np.split(by_shard, starts[1:])
+        ):  # each needed shard read once
             block = self._vectors(number)
             if vectors is None:
                 vectors = np.empty((len(where), block.shape[1]), dtype=self.dtype)
@@ -249,7 +267,8 @@ class VectorCache:
         truncated = np.asarray(truncated, dtype=bool)
         if vectors.ndim != 2 or len(vectors) != len(keys) or truncated.shape != (len(keys),):
             raise HarnessError(
-                f"{self.namespace.model}: encoder returned {vectors.shape} vectors and {truncated.shape} flags "
+                f"{self.namespace.model}: encoder returned {vectors.shape} vectors and {truncated.shape} "
+                "flags "
                 f"for {len(keys)} texts"
             )
         if self._pending.number is not None and self._pending.width != vectors.shape[1]:
@@ -261,13 +280,16 @@ class VectorCache:
             self._flags.append(None)
         rows = pending.rows + np.arange(len(keys), dtype=np.int64)
         pending.add(keys, vectors, truncated)
-        self._flags[pending.number] = pending.flags()  # a view of the held flags, replaced by the written ones
+        self._flags[pending.number] = (
+            pending.flags()
+        )  # a view of the held flags, replaced by the written ones
         self._where.add([bytes.fromhex(k) for k in keys], pending.number << 32 | rows)
         if pending.nbytes > self.pending_bytes:
             self.flush()
 
     def flush(self) -> Path | None:
-        """Write the entries held in memory as one shard (named by its keys); returns its path (None: none held)."""
+        """Write the entries held in memory as one shard (named by its keys); returns its path (None: none
+        held)."""
         pending = self._pending
         if pending.number is None:
             return None
@@ -290,7 +312,8 @@ class VectorCache:
 
 class _Pending:
     """A cache's entries not yet written, in the order they were stored: keys, and vectors and flags in
-    buffers that double when full (a lookup reads them between stores, so appending must not copy them all)."""
+    buffers that double when full (a lookup reads them between stores, so appending must not copy them
+    all)."""
 
     def __init__(self) -> None:
         self.number: int | None = None  # the shard number its entries are indexed under
@@ -305,7 +328,9 @@ class _Pending:
 
     @property
     def nbytes(self) -> int:
-        return self.rows * self._vectors.itemsize * self.width + 100 * self.rows  # the keys' str objects, roughly
+        return (
+            self.rows * self._vectors.itemsize * self.width + 100 * self.rows
+        )  # the keys' str objects, roughly
 
     def add(self, keys: list[str], vectors: np.ndarray, truncated: np.ndarray) -> None:
         end = self.rows + len(keys)
@@ -333,5 +358,7 @@ _LIVE: "weakref.WeakSet[VectorCache]" = weakref.WeakSet()
 def _flush_at_exit() -> None:
     """What a process computed is kept when it ends normally without a last flush (a crash loses it)."""
     for cache in list(_LIVE):
-        if cache._anchor.is_dir():  # else a removed scratch copy's (harness.pipeline.rescore): nothing to keep
+        if (
+            cache._anchor.is_dir()
+        ):  # else a removed scratch copy's (harness.pipeline.rescore): nothing to keep
             cache.flush()

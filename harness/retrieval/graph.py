@@ -97,7 +97,9 @@ def seed_vector(base: np.ndarray, seeds: int) -> np.ndarray:
     return p0
 
 
-def personalised_pagerank(w: np.ndarray, p0: np.ndarray, *, restart: float = 0.5, iterations: int = 25) -> np.ndarray:
+def personalised_pagerank(
+    w: np.ndarray, p0: np.ndarray, *, restart: float = 0.5, iterations: int = 25
+) -> np.ndarray:
     degree = w.sum(axis=1)
     # column j of the transition holds w[j, :] / degree[j]: mass flows from j to its neighbours
     transition = np.divide(w, degree[:, None], out=np.zeros_like(w), where=degree[:, None] > 0).T
@@ -114,7 +116,9 @@ def min_max(x: np.ndarray) -> np.ndarray:
 
 def graph_scores(base: np.ndarray, w: np.ndarray, params: GraphParams = GraphParams()) -> np.ndarray:
     base = np.asarray(base, dtype=np.float64)
-    p = personalised_pagerank(w, seed_vector(base, params.seeds), restart=params.restart, iterations=params.iterations)
+    p = personalised_pagerank(
+        w, seed_vector(base, params.seeds), restart=params.restart, iterations=params.iterations
+    )
     mass = p / p.max() if len(p) and p.max() > 0 else np.zeros_like(p)
     return params.base_weight * min_max(base) + (1 - params.base_weight) * mass
 

@@ -89,10 +89,16 @@ class GraphRetriever(Retriever):
 
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> GraphIndex:
         if len(chunks) > MAX_CHUNKS:
-            raise HarnessError(f"retriever {self.name!r}: scope {scope_key} has {len(chunks)} chunks; the chunk "
-                               f"graph is built for at most {MAX_CHUNKS} (one document or a small pool)")
-        return GraphIndex(scope_key, self.base.index(scope_key, chunks), scope_graph(chunks, self.params, self._pattern),
-                          self.params)
+            raise HarnessError(
+                f"retriever {self.name!r}: scope {scope_key} has {len(chunks)} chunks; the chunk "
+                f"graph is built for at most {MAX_CHUNKS} (one document or a small pool)"
+            )
+        return GraphIndex(
+            scope_key,
+            self.base.index(scope_key, chunks),
+            scope_graph(chunks, self.params, self._pattern),
+            self.params,
+        )
 
     def describe(self) -> dict[str, Any]:
         p = self.params

@@ -1,4 +1,5 @@
-"""Reciprocal rank fusion over full rankings: score(c) = sum over retrievers of 1 / (k + rank(c)), ranks from 1."""
+"""Reciprocal rank fusion over full rankings: score(c) = sum over retrievers of 1 / (k + rank(c)), ranks from
+1."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ def reciprocal_rank_fusion(rankings: Sequence[Ranking], *, k: float = DEFAULT_RR
         raise ValueError(f"k must be positive, got {k}")
     n = len(rankings[0])
     if any(len(r) != n for r in rankings):
-        raise ValueError(f"rankings to fuse must cover the same chunks, got lengths {[len(r) for r in rankings]}")
+        raise ValueError(
+            f"rankings to fuse must cover the same chunks, got lengths {[len(r) for r in rankings]}"
+        )
     reciprocal = 1.0 / (k + np.arange(1, n + 1, dtype=np.float64))
     contributions = np.empty((len(rankings), n), dtype=np.float64)
     for row, ranking in zip(contributions, rankings):
@@ -51,7 +54,9 @@ class RRFRetriever(Retriever):
     def __init__(self, name: str, members: Sequence[Retriever], *, k: float = DEFAULT_RRF_K):
         super().__init__(name)
         if len(members) < 2:
-            raise ValueError(f"retriever {name!r}: rrf needs at least two retrievers in `of`, got {len(members)}")
+            raise ValueError(
+                f"retriever {name!r}: rrf needs at least two retrievers in `of`, got {len(members)}"
+            )
         if k <= 0:
             raise ValueError(f"retriever {name!r}: rrf k must be positive, got {k}")
         self.members, self.k = list(members), k

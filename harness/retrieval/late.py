@@ -36,7 +36,13 @@ from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.files import canonical_json, sha256_text
 from harness.retrieval.cache import CacheNamespace, VectorCache
-from harness.retrieval.dense import DenseIndex, DenseRetriever, SentenceTransformerEmbedder, l2_normalise, one_torch_thread
+from harness.retrieval.dense import (
+    DenseIndex,
+    DenseRetriever,
+    SentenceTransformerEmbedder,
+    l2_normalise,
+    one_torch_thread,
+)
 from harness.timing import ENCODER, waiting_on
 
 LATE_ENCODING = "late chunking: one forward pass per window, 1 torch thread, most-context window per token"
@@ -48,7 +54,9 @@ def window_starts(n_tokens: int, width: int, overlap: int) -> list[int]:
     if n_tokens <= width:
         return [0]
     if overlap >= width:
-        raise HarnessError(f"late chunking: late_overlap {overlap} must be below the window of {width} tokens")
+        raise HarnessError(
+            f"late chunking: late_overlap {overlap} must be below the window of {width} tokens"
+        )
     starts = list(range(0, n_tokens - width, width - overlap))
     return starts + [n_tokens - width]
 
@@ -78,17 +86,27 @@ class LateEncoder:
         st = self.embedder._loaded()
         names = [type(m).__name__ for m in st]
         pooling = st[1] if len(st) > 1 else None
-        mode = getattr(pooling, "pooling_mode", None)  # sentence-transformers 5: "mean"; older: one flag per mode
+        mode = getattr(
+            pooling, "pooling_mode", None
+        )  # sentence-transformers 5: "mean"; older: one flag per mode
         if isinstance(mode, str):
             mean = mode == "mean"
         elif mode is not None:
             mean = list(mode) == ["mean"]
         else:
-            mean = pooling is not None and getattr(pooling, "pooling_mode_mean_tokens", False) and not any(
-                getattr(pooling, f"pooling_mode_{m}", False) for m in ("cls_token", "max_tokens", "lasttoken"))
+            mean = (
+                pooling is not None
+                and getattr(pooling, "pooling_mode_mean_tokens", False)
+                and not any(
+                    getattr(pooling, f"pooling_mode_{m}", False)
+                    for m in ("cls_token", "max_tokens", "lasttoken")
+                )
+            )
         if names[:1] != ["Transformer"] or not mean or any(n != "Normalize" for n in names[2:]):
-            raise HarnessError(f"late chunking: model {self.embedder.model!r} ({' -> '.join(names)}) does not embed a "
-                               "text as the mean of its token vectors (Transformer, mean Pooling, optional Normalize)")
+            raise HarnessError(
+                f"late chunking: model {self.embedder.model!r} ({' -> '.join(names)}) does not embed a "
+                "text as the mean of its token vectors (Transformer, mean Pooling, optional Normalize)"
+            )
         return st
 
     def layout(self) -> tuple[list[int], list[int], list[int]]:
@@ -99,7 +117,9 @@ class LateEncoder:
             full = tokenizer("a", add_special_tokens=True)["input_ids"]
             at = next((k for k in range(len(full)) if full[k : k + len(plain)] == plain), None)
             if at is None:
-                raise HarnessError(f"late chunking: cannot place text between the special tokens of {self.embedder.model!r}")
+                raise HarnessError(
+                    f"late chunking: cannot place text between the special tokens of {self.embedder.model!r}"
+                )
             prefix = tokenizer(self.prefix, add_special_tokens=False)["input_ids"] if self.prefix else []
             self._layout = (full[:at], prefix, full[at + len(plain) :])
         return self._layout
@@ -110,7 +130,9 @@ class LateEncoder:
         return self.embedder.max_tokens - len(head) - len(prefix) - len(tail)
 
     def tokens(self, text: str) -> tuple[list[int], np.ndarray]:
-        enc = self._model().tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        enc = self._model().tokenizer(
+            text, add_special_tokens=False, return_offsets_mapping=True, verbose=False
+        )
         return list(enc["input_ids"]), np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
 
     def forward(self, ids: list[int]) -> np.ndarray:
@@ -121,7 +143,9 @@ class LateEncoder:
         st = self._model()
         sequence = torch.tensor([head + prefix + ids + tail])
         with one_torch_thread(), torch.no_grad():
-            out = st[0]({"input_ids": sequence, "attention_mask": torch.ones_like(sequence)})["token_embeddings"][0]
+            out = st[0]({"input_ids": sequence, "attention_mask": torch.ones_like(sequence)})[
+                "token_embeddings"
+            ][0]
         skip = len(head) + len(prefix)
         return out[skip : skip + len(ids)].float().numpy()
 
@@ -130,7 +154,9 @@ class LateEncoder:
         ids, offsets = self.tokens(text)
         width = self.width
         if width < 1:
-            raise HarnessError(f"late chunking: the document prefix leaves no room in {self.embedder.model!r}'s window")
+            raise HarnessError(
+                f"late chunking: the document prefix leaves no room in {self.embedder.model!r}'s window"
+            )
         starts = window_starts(len(ids), width, self.overlap)
         owner = best_window(len(ids), starts, width)
         vectors = None
@@ -145,7 +171,9 @@ class LateEncoder:
         return offsets, vectors, len(starts)
 
 
-def span_mean(offsets: np.ndarray, vectors: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray | None:
+def span_mean(
+    offsets: np.ndarray, vectors: np.ndarray, spans: Sequence[tuple[int, int]]
+) -> np.ndarray | None:
     """Mean of the token vectors overlapping any of `spans`; None when no token does."""
     inside = np.zeros(len(offsets), dtype=bool)
     nonempty = offsets[:, 1] > offsets[:, 0] if len(offsets) else inside
@@ -155,12 +183,24 @@ def span_mean(offsets: np.ndarray, vectors: np.ndarray, spans: Sequence[tuple[in
 
 
 class LateChunkingRetriever(DenseRetriever):
-    """A dense retriever whose chunk vectors are late-pooled from their documents (`documents`: doc_id -> text)."""
+    """A dense retriever whose chunk vectors are late-pooled from their documents (`documents`: doc_id ->
+    text)."""
 
-    def __init__(self, name: str, embedder: SentenceTransformerEmbedder, *, cache_dir: str | Path,
-                 documents: Mapping[str, str], overlap: int, query_prefix: str = "", document_prefix: str = "",
-                 encoder: Any = None):
-        super().__init__(name, embedder, cache_dir=cache_dir, query_prefix=query_prefix, document_prefix=document_prefix)
+    def __init__(
+        self,
+        name: str,
+        embedder: SentenceTransformerEmbedder,
+        *,
+        cache_dir: str | Path,
+        documents: Mapping[str, str],
+        overlap: int,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        encoder: Any = None,
+    ):
+        super().__init__(
+            name, embedder, cache_dir=cache_dir, query_prefix=query_prefix, document_prefix=document_prefix
+        )
         self.documents, self.overlap = documents, overlap
         # the token vectors: the model's own, or a stand-in's with the same token_vectors (a rehearsal's)
         self.encoder = encoder or LateEncoder(embedder, overlap=overlap, prefix=document_prefix)
@@ -170,27 +210,35 @@ class LateChunkingRetriever(DenseRetriever):
     def _chunk_cache(self) -> VectorCache:
         if self._late_cache is None:
             encoding = f"{LATE_ENCODING}, overlap {self.overlap}, window {self.embedder.max_tokens}"
-            namespace = CacheNamespace("late-chunk", self.embedder.model, self.embedder.digest, self.document_prefix, encoding)
+            namespace = CacheNamespace(
+                "late-chunk", self.embedder.model, self.embedder.digest, self.document_prefix, encoding
+            )
             self._late_cache = VectorCache(self.cache_dir, namespace)
         return self._late_cache
 
     def _document(self, chunk: Chunk, scope_key: str) -> str:
         if chunk.indexed_text != chunk.text:
             raise HarnessError(
-                f"retriever {self.name!r} (pooling: late), scope {scope_key}: chunk {chunk.chunk_id} indexes text that is "
-                "not its source text (a section path, generated fields or headers); late chunking pools source tokens "
+                f"retriever {self.name!r} (pooling: late), scope {scope_key}: chunk {chunk.chunk_id} indexes "
+                "text that is "
+                "not its source text (a section path, generated fields or headers); late chunking pools "
+                "source tokens "
                 "only, so restrict this retriever to arms indexing source text (e.g. `arms: [S]`)"
             )
         if chunk.doc_id not in self.documents:
-            raise HarnessError(f"retriever {self.name!r} (pooling: late): the text of document {chunk.doc_id} was not "
-                               "given to the retriever context (RetrieverContext.add_documents)")
+            raise HarnessError(
+                f"retriever {self.name!r} (pooling: late): the text of document {chunk.doc_id} was not "
+                "given to the retriever context (RetrieverContext.add_documents)"
+            )
         return self.documents[chunk.doc_id]
 
     def chunk_vectors(self, scope_key: str, chunks: Sequence[Chunk]) -> np.ndarray:
         """One late-pooled vector per chunk (rows in chunk order), through the vector cache."""
         keys, where = [], {}
         for c in chunks:
-            key = canonical_json({"document": sha256_text(self._document(c, scope_key)), "spans": [list(s) for s in c.spans]})
+            key = canonical_json(
+                {"document": sha256_text(self._document(c, scope_key)), "spans": [list(s) for s in c.spans]}
+            )
             keys.append(key)
             where[key] = (c.doc_id, c.spans)
 
@@ -225,7 +273,8 @@ class LateChunkingRetriever(DenseRetriever):
         return super().describe() | {
             "pooling": "late: mean of document token vectors inside each chunk's spans",
             "late_overlap": self.overlap,
-            "window_rule": "each token from the window where min(tokens before, tokens after) is largest; ties: earlier",
+            "window_rule": "each token from the window where min(tokens before, tokens after) is largest; "
+                           "ties: earlier",
             "truncation": "none: documents longer than the window are encoded in overlapping windows",
         }
 

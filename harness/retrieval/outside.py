@@ -8,7 +8,8 @@ chunks out: they follow, in corpus order, below every chunk it names.
 `type: run-file`: the rankings another toolkit wrote, one TREC run file per arm. A run is read when `score`
 first ranks that arm's chunk set (RetrieverContext.rank_arm says which arm and which questions), and checked
 against it: every line of a selected question must name a chunk of the arm in the question's scope, once, with
-scores not rising down the ranks, and every question with chunks in scope needs a line. Each kind of problem is
+scores not rising down the ranks, and every question with chunks in scope needs a line. Each kind of problem
+is
 counted and the run refused naming the first line of each. Lines for other questions (not selected, another
 dataset) are ignored. A question's chunks are ordered by the run's ranks; chunks it does not name follow, in
 corpus order, scored one below its lowest score. Both types fuse in RRF hybrids and can be reranked: they
@@ -70,13 +71,16 @@ class _FunctionIndex(ScopeIndex):
         if out and all(isinstance(x, str) for x in out):
             unknown = [x for x in out if x not in self.position]
             if unknown:
-                raise HarnessError(f"{what} ranked {len(unknown)} chunk id(s) not in the scope (first: {unknown[0]})")
+                raise HarnessError(
+                    f"{what} ranked {len(unknown)} chunk id(s) not in the scope (first: {unknown[0]})"
+                )
             if len(set(out)) != len(out):
                 raise HarnessError(f"{what} ranked a chunk id twice")
             named = [self.position[x] for x in out]
             return _ranking_from_order(named, [float(len(out) - i) for i in range(len(out))], self.n_chunks)
-        if len(out) != self.n_chunks or not all(isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
-                                                for x in out):
+        if len(out) != self.n_chunks or not all(
+            isinstance(x, (int, float, np.number)) and not isinstance(x, bool) for x in out
+        ):
             raise HarnessError(f"{what} returned {len(out)} values; expected one score (a number) per chunk "
                                f"({self.n_chunks}), or chunk ids best first")
         scores = np.asarray(out, dtype=np.float64)
@@ -86,7 +90,9 @@ class _FunctionIndex(ScopeIndex):
 
 
 class FunctionRetriever(Retriever):
-    def __init__(self, name: str, callable_name: str, function: Callable[..., Any], params: Mapping[str, Any]):
+    def __init__(
+        self, name: str, callable_name: str, function: Callable[..., Any], params: Mapping[str, Any]
+    ):
         super().__init__(name)
         self.callable, self.function, self.params = callable_name, function, dict(params)
         self.what = f"retriever `{name}` (type python)"
@@ -112,7 +118,9 @@ class RankedArm:
     by_query: Mapping[str, list[str]] = field(default_factory=dict)  # query text -> qids, in question order
 
     @classmethod
-    def of(cls, dataset: str, arm: str, questions: Sequence[Question], chunks: Sequence[Chunk]) -> "RankedArm":
+    def of(
+        cls, dataset: str, arm: str, questions: Sequence[Question], chunks: Sequence[Chunk]
+    ) -> "RankedArm":
         by_query: dict[str, list[str]] = defaultdict(list)
         for q in questions:
             by_query[q.query].append(q.qid)
@@ -131,8 +139,10 @@ class _Problems:
     def refuse(self, path: Path, what: str) -> None:
         if not self.found:
             return
-        parts = [f"{len(texts)} {kind} ({'; '.join(texts[:MAX_NAMED])}{'; ...' if len(texts) > MAX_NAMED else ''})"
-                 for kind, texts in self.found.items()]
+        parts = [
+            f"{len(texts)} {kind} ({'; '.join(texts[:MAX_NAMED])}{'; ...' if len(texts) > MAX_NAMED else ''})"
+            for kind, texts in self.found.items()
+        ]
         raise HarnessError(f"{path}: {what}: refused: " + ", ".join(parts))
 
 
@@ -154,9 +164,13 @@ def checked_run(path: Path, ranked: RankedArm, *, what: str) -> dict[str, tuple[
         seen[row.qid, row.chunk_id] = lineno
         doc = ranked.chunk_docs.get(row.chunk_id)
         if doc is None:
-            problems.add("unknown chunk ids", f"line {lineno}: {row.chunk_id} is no chunk of arm {ranked.arm}")
+            problems.add(
+                "unknown chunk ids", f"line {lineno}: {row.chunk_id} is no chunk of arm {ranked.arm}"
+            )
         elif doc not in question.scope:
-            problems.add("chunks outside the question's scope", f"line {lineno}: {row.chunk_id} for {row.qid}")
+            problems.add(
+                "chunks outside the question's scope", f"line {lineno}: {row.chunk_id} for {row.qid}"
+            )
         elif not math.isfinite(row.score):
             problems.add("scores that are not finite", f"line {lineno}: {row.score}")
         else:
@@ -170,16 +184,24 @@ def checked_run(path: Path, ranked: RankedArm, *, what: str) -> dict[str, tuple[
         rows.sort()
         for (_, line_a, _, score_a), (rank_b, line_b, _, score_b) in zip(rows, rows[1:]):
             if score_b > score_a:
-                problems.add("scores rising down the ranks",
-                             f"line {line_b}: rank {rank_b} scores {score_b!r}, above line {line_a}'s {score_a!r}")
+                problems.add(
+                    "scores rising down the ranks",
+                    f"line {line_b}: rank {rank_b} scores {score_b!r}, above line {line_a}'s {score_a!r}",
+                )
         run[qid] = ([r[2] for r in rows], [r[3] for r in rows])
     problems.refuse(path, what)
     return run
 
 
 class _RunIndex(ScopeIndex):
-    def __init__(self, retriever: "RunFileRetriever", scope_key: str, chunks: Sequence[Chunk], ranked: RankedArm,
-                 run: Mapping[str, tuple[list[str], list[float]]]):
+    def __init__(
+        self,
+        retriever: "RunFileRetriever",
+        scope_key: str,
+        chunks: Sequence[Chunk],
+        ranked: RankedArm,
+        run: Mapping[str, tuple[list[str], list[float]]],
+    ):
         super().__init__(scope_key, len(chunks))
         self.retriever, self.ranked, self.run = retriever, ranked, run
         self.position = {c.chunk_id: i for i, c in enumerate(chunks)}
@@ -193,8 +215,10 @@ class _RunIndex(ScopeIndex):
         if not asked:
             raise HarnessError(f"{what}: no question of the run asks {query!r} in scope {self.scope_key}")
         if len({tuple(self.run[qid][0]) for qid in asked}) > 1:
-            raise HarnessError(f"{what}: questions {', '.join(asked)} ask the same query in scope {self.scope_key} "
-                               "but the run ranks them differently; the harness ranks a scope by query text")
+            raise HarnessError(
+                f"{what}: questions {', '.join(asked)} ask the same query in scope {self.scope_key} "
+                "but the run ranks them differently; the harness ranks a scope by query text"
+            )
         ids, scores = self.run[asked[0]]
         return _ranking_from_order([self.position[c] for c in ids], scores, self.n_chunks)
 
@@ -215,8 +239,13 @@ class RunFileRetriever(Retriever):
                                f"{', '.join(self.runs)})")
         key = (ranked.dataset, ranked.arm)
         if key not in self._checked:
-            self._checked = {key: checked_run(self.runs[ranked.arm], ranked,
-                                              what=f"{self.what}, arm {ranked.arm} on dataset {ranked.dataset}")}
+            self._checked = {
+                key: checked_run(
+                    self.runs[ranked.arm],
+                    ranked,
+                    what=f"{self.what}, arm {ranked.arm} on dataset {ranked.dataset}",
+                )
+            }
         return _RunIndex(self, scope_key, chunks, ranked, self._checked[key])
 
     def describe(self) -> dict[str, Any]:

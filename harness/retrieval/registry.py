@@ -25,8 +25,21 @@ from typing import Any, Callable, Mapping, Sequence
 
 from harness.config.models import model_settings
 from harness.config.retrievers import (
-    Bm25, CrossEncoderRerank, Dense, Graph, HttpRerank, LlmYesRerank, PythonRetriever, Rerank, RetrieverConfig, Rrf,
-    RunFile, SimulatedRerank, TransformersRerank, retriever_settings, retriever_spec,
+    Bm25,
+    CrossEncoderRerank,
+    Dense,
+    Graph,
+    HttpRerank,
+    LlmYesRerank,
+    PythonRetriever,
+    Rerank,
+    RetrieverConfig,
+    Rrf,
+    RunFile,
+    SimulatedRerank,
+    TransformersRerank,
+    retriever_settings,
+    retriever_spec,
 )
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
@@ -52,11 +65,15 @@ from harness.retrieval.simulated import HashedEmbedder, HashedLateEncoder, Hashe
 @dataclass
 class RetrieverContext:
     cache_dir: Path  # results/embeddings (harness.grid.paths): embeddings and reranker scores
-    configs: Mapping[str, RetrieverConfig | Mapping[str, Any]]  # the study's `retrievers:` section, to resolve names
+    configs: Mapping[
+        str, RetrieverConfig | Mapping[str, Any]
+    ]  # the study's `retrievers:` section, to resolve names
     models: Mapping[str, Any] = field(default_factory=dict)  # `models:` entries (for llm-yes)
     root: Path | None = None  # relative model paths resolve against the study root
     progress: bool = False  # progress bars inside slow retrievers (the reranker's per-query bar)
-    documents: dict[str, str] = field(default_factory=dict)  # doc_id -> text, for late chunking (add_documents)
+    documents: dict[str, str] = field(
+        default_factory=dict
+    )  # doc_id -> text, for late chunking (add_documents)
     memo: IndexMemo | None = None  # shared scope indexes (harness.retrieval.base.IndexMemo); None: none kept
     ranking: RankedArm | None = None  # the arm score ranks now (rank_arm), for run-file retrievers
     _built: dict[str, Retriever] = field(default_factory=dict, repr=False)
@@ -73,9 +90,13 @@ class RetrieverContext:
         if name in self._built:
             return self._built[name]
         if name not in self.configs:
-            raise HarnessError(f"retriever {name!r} is not configured (configured: {', '.join(self.configs)})")
+            raise HarnessError(
+                f"retriever {name!r} is not configured (configured: {', '.join(self.configs)})"
+            )
         if name in self._building:
-            raise HarnessError(f"retrievers refer to each other in a cycle: {' -> '.join(self._building + [name])}")
+            raise HarnessError(
+                f"retrievers refer to each other in a cycle: {' -> '.join(self._building + [name])}"
+            )
         self._building.append(name)
         try:
             self._built[name] = build_retriever(name, self.configs[name], context=self)
@@ -85,16 +106,20 @@ class RetrieverContext:
         return self._built[name]
 
     def add_documents(self, documents) -> None:
-        """Make the documents' texts (data.model.Document) known to retrievers that read them (pooling: late)."""
+        """Make the documents' texts (data.model.Document) known to retrievers that read them (pooling:
+        late)."""
         self.documents.update((d.doc_id, d.text) for d in documents)
 
-    def rank_arm(self, dataset: str, arm: str, questions: Sequence[Question], chunks: Sequence[Chunk]) -> None:
+    def rank_arm(
+        self, dataset: str, arm: str, questions: Sequence[Question], chunks: Sequence[Chunk]
+    ) -> None:
         """Say which arm's chunk set is ranked next, with the dataset's questions (a run file is per arm and
         keyed by question id, harness.retrieval.outside)."""
         self.ranking = RankedArm.of(dataset, arm, questions, chunks)
 
     def flush(self) -> None:
-        """Write every built retriever's cached model outputs still held in memory (a unit of work is done)."""
+        """Write every built retriever's cached model outputs still held in memory (a unit of work is
+        done)."""
         for retriever in self._built.values():
             retriever.flush()
 
@@ -122,13 +147,23 @@ def _bm25(name: str, cfg: Bm25, context: RetrieverContext) -> Retriever:
 
 def _dense(name: str, cfg: Dense, context: RetrieverContext) -> Retriever:
     if cfg.backend == "sentence-transformers":
-        embedder = dense.SentenceTransformerEmbedder(cfg.model, max_tokens=cfg.max_tokens, batch_size=cfg.batch_size,
-                                                     root=context.root, trust_remote_code=bool(cfg.trust_remote_code))
+        embedder = dense.SentenceTransformerEmbedder(
+            cfg.model,
+            max_tokens=cfg.max_tokens,
+            batch_size=cfg.batch_size,
+            root=context.root,
+            trust_remote_code=bool(cfg.trust_remote_code),
+        )
     elif cfg.backend == "simulated":
         embedder = HashedEmbedder(cfg.model, batch_size=cfg.batch_size)
     else:
-        embedder = dense.OllamaEmbedder(cfg.model, host=cfg.host, num_ctx=cfg.max_tokens, batch_size=cfg.batch_size,
-                                        num_batch=cfg.num_batch)
+        embedder = dense.OllamaEmbedder(
+            cfg.model,
+            host=cfg.host,
+            num_ctx=cfg.max_tokens,
+            batch_size=cfg.batch_size,
+            num_batch=cfg.num_batch,
+        )
     if cfg.pooling == "late":
         return LateChunkingRetriever(name, embedder, cache_dir=context.cache_dir, documents=context.documents,
                                      overlap=cfg.late_overlap, query_prefix=cfg.query_prefix,
@@ -140,12 +175,17 @@ def _dense(name: str, cfg: Dense, context: RetrieverContext) -> Retriever:
 
 
 def _token_cut(cfg: Dense, embedder, context: RetrieverContext) -> TokenCut | None:
-    """`truncate_tokens`: an ollama model counts with `tokenizer:` (read locally), a sentence-transformers one with its own."""
+    """`truncate_tokens`: an ollama model counts with `tokenizer:` (read locally), a sentence-transformers one
+    with its own."""
     if cfg.truncate_tokens is None:
         return None
     if cfg.tokenizer is None:
-        return TokenCut(lambda: embedder._loaded().tokenizer, limit=cfg.truncate_tokens, side=cfg.truncation_side,
-                        identity="the model's own")
+        return TokenCut(
+            lambda: embedder._loaded().tokenizer,
+            limit=cfg.truncate_tokens,
+            side=cfg.truncation_side,
+            identity="the model's own",
+        )
     directory = dense.resolve_model_dir(cfg.tokenizer, root=context.root)
 
     def load():
@@ -168,13 +208,19 @@ def _graph(name: str, cfg: Graph, context: RetrieverContext) -> Retriever:
 
 
 def _rerank(name: str, cfg: Rerank, context: RetrieverContext) -> Retriever:
-    first = context.get(cfg.first_stage)  # before the scorer: a cycle or a typo is reported before any model loads
+    first = context.get(
+        cfg.first_stage
+    )  # before the scorer: a cycle or a typo is reported before any model loads
     scorer = SCORERS[cfg.backend](name, cfg, context)
-    return RerankRetriever(name, first, scorer, depth=cfg.depth, cache_dir=context.cache_dir, progress=context.progress)
+    return RerankRetriever(
+        name, first, scorer, depth=cfg.depth, cache_dir=context.cache_dir, progress=context.progress
+    )
 
 
 def _cross_encoder(name: str, cfg: CrossEncoderRerank, context: RetrieverContext):
-    return CrossEncoderScorer(cfg.model, max_length=cfg.max_length, batch_size=cfg.batch_size, root=context.root)
+    return CrossEncoderScorer(
+        cfg.model, max_length=cfg.max_length, batch_size=cfg.batch_size, root=context.root
+    )
 
 
 def _llm_yes(name: str, cfg: LlmYesRerank, context: RetrieverContext):
@@ -185,7 +231,9 @@ def _llm_yes(name: str, cfg: LlmYesRerank, context: RetrieverContext):
             f"(configured: {', '.join(context.models) or 'none'})"
         )
     if context.root is None:
-        raise HarnessError(f"retriever {name!r}: the llm-yes reranker needs the study directory for its prompt template")
+        raise HarnessError(
+            f"retriever {name!r}: the llm-yes reranker needs the study directory for its prompt template"
+        )
     model = model_settings(context.models[cfg.model], cfg.model)
     return LlmYesNoScorer(model, context.root / "prompts", template=cfg.template)
 
@@ -212,7 +260,9 @@ def _run_file(name: str, cfg: RunFile, context: RetrieverContext) -> Retriever:
     if cfg.backend == "simulated":  # the rehearsal twin's questions are in no run (its stand-in)
         return BM25Retriever(name)
     root = context.root or Path(".")
-    return RunFileRetriever(name, {arm: root / path for arm, path in cfg.runs.items()}, lambda: context.ranking)
+    return RunFileRetriever(
+        name, {arm: root / path for arm, path in cfg.runs.items()}, lambda: context.ranking
+    )
 
 
 # a builder per name of harness.config.retrievers' RETRIEVER_TYPES and RERANK_BACKENDS (the same keys)
@@ -234,7 +284,9 @@ SCORERS: dict[str, Callable[[str, Any, RetrieverContext], Any]] = {
 }
 
 
-def build_retriever(name: str, cfg: RetrieverConfig | Mapping[str, Any], *, context: RetrieverContext) -> Retriever:
+def build_retriever(
+    name: str, cfg: RetrieverConfig | Mapping[str, Any], *, context: RetrieverContext
+) -> Retriever:
     """One retriever from its config entry (a mapping is checked against the schema first, which fills
     in every default); names in rrf `of` / rerank `first_stage` resolve via `context`."""
     cfg = retriever_settings(name, cfg)

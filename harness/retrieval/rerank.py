@@ -37,7 +37,14 @@ class PairScorer(Protocol):
 class CrossEncoderScorer:
     """A sentence-transformers CrossEncoder from a local path, an installed package or the local HF cache."""
 
-    def __init__(self, model: str, *, max_length: int | None = None, batch_size: int = BATCH_SIZE, root: Path | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_length: int | None = None,
+        batch_size: int = BATCH_SIZE,
+        root: Path | None = None,
+    ):
         self.name = model
         self.directory = resolve_model_dir(model, root=root)
         self.digest = directory_digest(self.directory)
@@ -52,17 +59,26 @@ class CrossEncoderScorer:
                     str(self.directory), device="cpu", local_files_only=True, max_length=self.max_length
                 )
             except Exception as e:
-                raise HarnessError(f"cannot load cross-encoder {self.name!r} from {self.directory}: {e}") from None
+                raise HarnessError(
+                    f"cannot load cross-encoder {self.name!r} from {self.directory}: {e}"
+                ) from None
         return self._model
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         if not passages:
             return []
-        scores = self._loaded().predict([(query, p) for p in passages], batch_size=self.batch_size, show_progress_bar=False)
+        scores = self._loaded().predict(
+            [(query, p) for p in passages], batch_size=self.batch_size, show_progress_bar=False
+        )
         return [float(s) for s in np.asarray(scores, dtype=np.float64).reshape(len(passages), -1)[:, 0]]
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "cross-encoder", "model": self.name, "digest": self.digest, "max_length": self.max_length}
+        return {
+            "backend": "cross-encoder",
+            "model": self.name,
+            "digest": self.digest,
+            "max_length": self.max_length,
+        }
 
 
 class RerankIndex(ScopeIndex):
@@ -81,7 +97,9 @@ class RerankIndex(ScopeIndex):
         # The reranker never scored the tail: give it strictly decreasing values below the head so the
         # run file's scores agree with its ranks (TREC tools sort by score).
         tail_scores = head_scores[-1] - np.arange(1, len(tail) + 1, dtype=np.float64)
-        return Ranking(order=np.concatenate([head[by_score], tail]), scores=np.concatenate([head_scores, tail_scores]))
+        return Ranking(
+            order=np.concatenate([head[by_score], tail]), scores=np.concatenate([head_scores, tail_scores])
+        )
 
     def search(self, query: str) -> Ranking:
         return self._rerank(query, self.first_stage.search(query))
@@ -103,9 +121,14 @@ class RerankRetriever(Retriever):
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise ValueError(f"retriever {name!r}: depth must be a positive integer, got {depth!r}")
         if not isinstance(scorer, PairScorer):
-            raise TypeError(f"retriever {name!r}: {type(scorer).__name__} does not implement PairScorer (name, digest, score)")
+            raise TypeError(
+                f"retriever {name!r}: {type(scorer).__name__} does not implement PairScorer (name, digest, "
+                "score)"
+            )
         self.first_stage, self.scorer, self.depth, self.progress = first_stage, scorer, depth, progress
-        self.cache = VectorCache(cache_dir, CacheNamespace("pair-score", scorer.name, scorer.digest, ""), dtype=np.float64)
+        self.cache = VectorCache(
+            cache_dir, CacheNamespace("pair-score", scorer.name, scorer.digest, ""), dtype=np.float64
+        )
 
     def pair_scores(self, query: str, passages: list[str]) -> np.ndarray:
         def score_missing(pairs: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +138,8 @@ class RerankRetriever(Retriever):
                 scores = np.asarray(self.scorer.score(query, missing), dtype=np.float64)
             if scores.shape != (len(missing),) or not np.isfinite(scores).all():
                 raise HarnessError(
-                    f"reranker {self.scorer.name!r} returned {scores.shape} scores (finite: {np.isfinite(scores).all()}) "
+                    f"reranker {self.scorer.name!r} returned {scores.shape} scores (finite: "
+                    f"{np.isfinite(scores).all()}) "
                     f"for {len(missing)} passages"
                 )
             return scores.reshape(-1, 1), np.zeros(len(missing), dtype=bool)

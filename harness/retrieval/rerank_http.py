@@ -1,14 +1,17 @@
 """A reranker served over HTTP (`backend: http-rerank`): the `/rerank` endpoint of vLLM, Text Embeddings
 Inference (TEI) and Infinity, one server or a pool of them.
 
-    api: cohere   POST {base_url}/rerank {"model", "query", "documents"} -> {"results": [{"index", "relevance_score"}]}
-                  (vLLM with base_url .../v1, Infinity); the served ids from GET {base_url}/models ("data": [{"id"}])
+    api: cohere   POST {base_url}/rerank {"model", "query", "documents"} -> {"results": [{"index",
+    "relevance_score"}]}
+                  (vLLM with base_url .../v1, Infinity); the served ids from GET {base_url}/models ("data":
+                  [{"id"}])
     api: tei      POST {base_url}/rerank {"query", "texts", "raw_scores": false} -> [{"index", "score"}];
                   the served id from GET {base_url}/info ("model_id")
 
 When the retriever is built every server must report the configured `model` id (a server reporting another
 id stops the run, naming both); the check runs even when every pair score is cached, because the
-pair-score cache is keyed by what the servers report. Requests go through the LLM layer's server pool (harness.llm.pool.ServerPool):
+pair-score cache is keyed by what the servers report. Requests go through the LLM layer's server pool
+(harness.llm.pool.ServerPool):
 a server that refuses, drops, times out or answers 5xx is rested with backoff and the request moves to
 another; when every server is down the run stops, and the scores already computed are in the pair-score
 cache, so a rerun resumes. With `qwen3_prompt: true` the query and documents are sent wrapped in the
@@ -34,14 +37,17 @@ from harness.retrieval.rerank_qwen3 import PROMPT_HEAD, PROMPT_TAIL, document_pa
 
 
 class RerankServer:
-    """One `/rerank` server; errors are the LLM layer's, so the pool knows which ones are the server's fault."""
+    """One `/rerank` server; errors are the LLM layer's, so the pool knows which ones are the server's
+    fault."""
 
     def __init__(self, url: str, model: str, *, api: str, timeout_s: float):
         self.url, self.model, self.api, self.timeout_s = url.rstrip("/"), model, api, timeout_s
 
     def _request(self, path: str, body: Any | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(self.url + path, data=data, headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url + path, data=data, headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 raw = response.read()
@@ -51,36 +57,50 @@ class RerankServer:
                 raise ServerFailed(f"{self.url}{path} failed (HTTP {e.code}): {detail}") from None
             raise LlmError(f"{self.url}{path} refused the request (HTTP {e.code}): {detail}") from None
         except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError) as e:
-            raise BackendUnavailable(f"{self.url} is unreachable ({e}); rerun to resume from the pair-score cache") from None
+            raise BackendUnavailable(
+                f"{self.url} is unreachable ({e}); rerun to resume from the pair-score cache"
+            ) from None
         try:
             return json.loads(raw)
         except ValueError:
-            raise ServerFailed(f"{self.url}{path} answered with something that is not JSON: {raw[:200]!r}") from None
+            raise ServerFailed(
+                f"{self.url}{path} answered with something that is not JSON: {raw[:200]!r}"
+            ) from None
 
     def served_ids(self) -> list[str]:
         if self.api == "tei":
             info = self._request("/info")
             return [str(info.get("model_id"))] if isinstance(info, dict) else []
         listed = self._request("/models")
-        return sorted(str(m.get("id")) for m in listed.get("data", []) if isinstance(m, dict)) if isinstance(listed, dict) else []
+        return (
+            sorted(str(m.get("id")) for m in listed.get("data", []) if isinstance(m, dict))
+            if isinstance(listed, dict)
+            else []
+        )
 
     def host_report(self) -> str:
         """The configured id, once the server has listed it among the models it serves."""
         served = self.served_ids()
         if self.model not in served:
-            raise ModelMismatch(f"reranker server {self.url} serves {', '.join(served) or 'no model'}, not the "
-                                f"configured model {self.model!r} (`model:` of the rerank retriever)")
+            raise ModelMismatch(
+                f"reranker server {self.url} serves {', '.join(served) or 'no model'}, not the "
+                f"configured model {self.model!r} (`model:` of the rerank retriever)"
+            )
         return canonical_json({"id": self.model})
 
     def pooled_digest(self, report: str) -> str:
-        return "pool-sha256:" + sha256_text(canonical_json({"model": self.model, "api": self.api, "served": report}))
+        return "pool-sha256:" + sha256_text(
+            canonical_json({"model": self.model, "api": self.api, "served": report})
+        )
 
     def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
         if self.api == "tei":
             answer = self._request("/rerank", {"query": query, "texts": list(documents), "raw_scores": False})
             rows, key = answer, "score"
         else:
-            answer = self._request("/rerank", {"model": self.model, "query": query, "documents": list(documents)})
+            answer = self._request(
+                "/rerank", {"model": self.model, "query": query, "documents": list(documents)}
+            )
             rows, key = (answer.get("results") if isinstance(answer, dict) else None), "relevance_score"
         return self._scores(rows, key, len(documents))
 
@@ -88,10 +108,16 @@ class RerankServer:
         """One finite score per document, by the index the server gives back (servers sort by score)."""
         scores: dict[int, float] = {}
         for row in rows if isinstance(rows, list) else []:
-            if isinstance(row, dict) and isinstance(row.get("index"), int) and isinstance(row.get(key), (int, float)):
+            if (
+                isinstance(row, dict)
+                and isinstance(row.get("index"), int)
+                and isinstance(row.get(key), (int, float))
+            ):
                 scores[row["index"]] = float(row[key])
         if sorted(scores) != list(range(n)) or not all(math.isfinite(v) for v in scores.values()):
-            raise ServerFailed(f"{self.url}/rerank returned no finite `{key}` for every one of the {n} documents")
+            raise ServerFailed(
+                f"{self.url}/rerank returned no finite `{key}` for every one of the {n} documents"
+            )
         return [scores[i] for i in range(n)]
 
 
@@ -100,8 +126,10 @@ class HttpRerankScorer:
 
     def __init__(self, cfg: HttpRerank):
         hosts = cfg.hosts or ()
-        members = [(h.url, RerankServer(h.url, cfg.model, api=cfg.api, timeout_s=cfg.timeout_s), h.concurrency)
-                   for h in hosts] or [(cfg.base_url, RerankServer(cfg.base_url, cfg.model, api=cfg.api, timeout_s=cfg.timeout_s), 1)]
+        members = [
+            (h.url, RerankServer(h.url, cfg.model, api=cfg.api, timeout_s=cfg.timeout_s), h.concurrency)
+            for h in hosts
+        ] or [(cfg.base_url, RerankServer(cfg.base_url, cfg.model, api=cfg.api, timeout_s=cfg.timeout_s), 1)]
         self.pool = ServerPool(members, failover=cfg.failover or Failover())
         self.cfg = cfg
         self.name = f"http-rerank:{cfg.model}"
@@ -118,7 +146,9 @@ class HttpRerankScorer:
     def _texts(self, query: str, passages: Sequence[str]) -> tuple[str, list[str]]:
         if not self.cfg.qwen3_prompt:
             return query, list(passages)
-        return PROMPT_HEAD + query_part(self.cfg.instruction, query), [document_part(p) + PROMPT_TAIL for p in passages]
+        return PROMPT_HEAD + query_part(self.cfg.instruction, query), [
+            document_part(p) + PROMPT_TAIL for p in passages
+        ]
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         query_text, documents = self._texts(query, passages)
@@ -129,6 +159,12 @@ class HttpRerankScorer:
         return scores
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "http-rerank", "model": self.cfg.model, "api": self.cfg.api, "servers": self.pool.urls,
-                "qwen3_prompt": self.cfg.qwen3_prompt, "instruction": self.cfg.instruction}
+        return {
+            "backend": "http-rerank",
+            "model": self.cfg.model,
+            "api": self.cfg.api,
+            "servers": self.pool.urls,
+            "qwen3_prompt": self.cfg.qwen3_prompt,
+            "instruction": self.cfg.instruction,
+        }
 

@@ -33,7 +33,9 @@ def p_yes(yes_logit: float, no_logit: float) -> float:
 
 
 class LlmYesNoScorer:
-    def __init__(self, model_cfg: Mapping[str, Any], prompts_dir: str | Path, *, template: str = "rerank_yes.txt"):
+    def __init__(
+        self, model_cfg: Mapping[str, Any], prompts_dir: str | Path, *, template: str = "rerank_yes.txt"
+    ):
         if model_cfg.get("backend") != "llama.cpp":
             raise HarnessError(
                 f"the llm-yes reranker runs on a llama.cpp model, got backend {model_cfg.get('backend')!r}"
@@ -52,7 +54,11 @@ class LlmYesNoScorer:
     def digest(self) -> str:
         """Changes with the weights, the prompt template or the chat format."""
         if self._digest is None:
-            pinned = {"gguf": self.backend.digest, "prompt": self.template.sha256, "chat_format": self.chat_format}
+            pinned = {
+                "gguf": self.backend.digest,
+                "prompt": self.template.sha256,
+                "chat_format": self.chat_format,
+            }
             self._digest = sha256_text(canonical_json(pinned))
         return self._digest
 
@@ -70,7 +76,9 @@ class LlmYesNoScorer:
         for word in ("yes", "no"):
             tokens = llm.tokenize(word.encode("utf-8"), add_bos=False, special=False)
             if len(tokens) != 1:
-                raise HarnessError(f"llm-yes reranker: {word!r} is not a single token for {self.backend.model}")
+                raise HarnessError(
+                    f"llm-yes reranker: {word!r} is not a single token for {self.backend.model}"
+                )
             ids.append(tokens[0])
         return ids[0], ids[1]
 

@@ -51,8 +51,15 @@ def padded_length(n: int) -> int:
 
 
 class Qwen3RerankScorer:
-    def __init__(self, model: str, *, instruction: str = QWEN3_TASK, max_length: int = QWEN3_RERANK_MAX_LENGTH,
-                 batch_size: int = BATCH_SIZE, root: Path | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        instruction: str = QWEN3_TASK,
+        max_length: int = QWEN3_RERANK_MAX_LENGTH,
+        batch_size: int = BATCH_SIZE,
+        root: Path | None = None,
+    ):
         self.name = f"qwen3-rerank:{model}"
         self.model = model
         self.directory = resolve_model_dir(model, root=root)
@@ -70,14 +77,18 @@ class Qwen3RerankScorer:
                 tokenizer = AutoTokenizer.from_pretrained(str(self.directory), local_files_only=True)
                 lm = AutoModelForCausalLM.from_pretrained(str(self.directory), local_files_only=True).eval()
             except Exception as e:  # noqa: BLE001 - any loader failure is reported the same way
-                raise HarnessError(f"cannot load reranker {self.model!r} from {self.directory}: {e}") from None
+                raise HarnessError(
+                    f"cannot load reranker {self.model!r} from {self.directory}: {e}"
+                ) from None
             yes, no = (tokenizer.convert_tokens_to_ids(w) for w in ("yes", "no"))
             if yes in (None, tokenizer.unk_token_id) or no in (None, tokenizer.unk_token_id):
                 raise HarnessError(f"reranker {self.model!r}: its tokenizer has no single 'yes' / 'no' token")
             head = tokenizer(PROMPT_HEAD, add_special_tokens=False)["input_ids"]
             tail = tokenizer(PROMPT_TAIL, add_special_tokens=False)["input_ids"]
             if len(head) + len(tail) >= self.max_length:
-                raise HarnessError(f"reranker {self.model!r}: max_length {self.max_length} leaves no room for the pair")
+                raise HarnessError(
+                    f"reranker {self.model!r}: max_length {self.max_length} leaves no room for the pair"
+                )
             self._loaded = (tokenizer, lm, yes, no, head, tail)
         return self._loaded
 
@@ -93,7 +104,9 @@ class Qwen3RerankScorer:
 
         tokenizer, lm, yes, no, _, _ = self._load()
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        order = sorted(range(len(prompts)), key=lambda i: padded_length(len(prompts[i])))  # stable: ties by input
+        order = sorted(
+            range(len(prompts)), key=lambda i: padded_length(len(prompts[i]))
+        )  # stable: ties by input
         out: dict[int, tuple[float, float]] = {}
         groups: dict[int, list[int]] = {}
         for i in order:
@@ -103,7 +116,9 @@ class Qwen3RerankScorer:
                 for start in range(0, len(members), self.batch_size):
                     batch = members[start : start + self.batch_size]
                     ids = torch.tensor([[pad] * (width - len(prompts[i])) + prompts[i] for i in batch])
-                    mask = torch.tensor([[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in batch])
+                    mask = torch.tensor(
+                        [[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in batch]
+                    )
                     positions = (mask.cumsum(1) - 1).clamp(min=0)
                     last = lm(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, -1, :]
                     for i, row in zip(batch, last.float()):
@@ -116,6 +131,12 @@ class Qwen3RerankScorer:
         return [p_yes(y, n) for y, n in self.logits([self.prompt_ids(query, p) for p in passages])]
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "transformers", "model": self.model, "digest": self.digest, "instruction": self.instruction,
-                "max_length": self.max_length, "pad_multiple": PAD_MULTIPLE,
-                "score": 'softmax of the "yes" and "no" logits at the last position'}
+        return {
+            "backend": "transformers",
+            "model": self.model,
+            "digest": self.digest,
+            "instruction": self.instruction,
+            "max_length": self.max_length,
+            "pad_multiple": PAD_MULTIPLE,
+            "score": 'softmax of the "yes" and "no" logits at the last position',
+        }

@@ -42,7 +42,10 @@ def ranking_block(
 ) -> RunBlock:
     """The first `depth` entries (all when None) of a ranking as a run block."""
     if len(chunk_ids) != len(ranking):
-        raise ValueError(f"question {qid!r}: ranking covers {len(ranking)} chunks but {len(chunk_ids)} chunk ids were given")
+        raise ValueError(
+            f"question {qid!r}: ranking covers {len(ranking)} chunks but {len(chunk_ids)} chunk ids were "
+            "given"
+        )
     order, scores = ranking.head(len(ranking) if depth is None else depth)
     # a copy: the head is a view of the ranking's ordered scores, which may cover the whole scope, and an
     # arm's blocks are held until its cells end
@@ -62,7 +65,9 @@ def _field(value: str, what: str, checked: set[str]) -> str:
     """`value` as a run-file field; `checked` holds the values already accepted (ids repeat on every line)."""
     if value not in checked:
         if not value or _WHITESPACE.search(value):
-            raise ValueError(f"{what} {value!r} cannot be written to a TREC run file (empty or contains whitespace)")
+            raise ValueError(
+                f"{what} {value!r} cannot be written to a TREC run file (empty or contains whitespace)"
+            )
         checked.add(value)
     return value
 
@@ -79,7 +84,9 @@ def write_run_blocks(path: str | os.PathLike, blocks: Iterable[RunBlock]) -> int
     for block in ordered:
         scores = np.asarray(block.scores, dtype=np.float64)
         if len(scores) != len(block.chunk_ids):
-            raise ValueError(f"question {block.qid!r}: {len(scores)} scores for {len(block.chunk_ids)} chunk ids")
+            raise ValueError(
+                f"question {block.qid!r}: {len(scores)} scores for {len(block.chunk_ids)} chunk ids"
+            )
         if not np.isfinite(scores).all():
             format_score(float(scores[~np.isfinite(scores)][0]))  # raises, naming the value
         head = f"{_field(block.qid, 'qid', checked)} Q0 "

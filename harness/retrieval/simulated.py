@@ -59,7 +59,8 @@ def _columns_and_signs(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return columns, signs
 
 
-# Vectors remembered per text: the stand-ins of several encoders embed the same chunk texts, and the reranker's
+# Vectors remembered per text: the stand-ins of several encoders embed the same chunk texts, and the
+# reranker's
 # stand-in sees a scope's passages once per query. A row depends on its text alone, so a remembered row is the
 # row a fresh batch would give.
 _REMEMBERED: dict[str, np.ndarray] = {}
@@ -84,16 +85,21 @@ def hashed_vectors(texts: Sequence[str]) -> np.ndarray:
 
 
 def _hash_rows(texts: Sequence[str]) -> np.ndarray:
-    """Features are every word and every adjacent pair within a text; all texts are bucketed in one bincount."""
+    """Features are every word and every adjacent pair within a text; all texts are bucketed in one
+    bincount."""
     per_text = [words(text) for text in texts]
     lengths = np.fromiter((len(t) for t in per_text), dtype=np.int64, count=len(per_text))
-    hashes = np.fromiter(map(_word_hash, chain.from_iterable(per_text)), dtype=np.uint64, count=int(lengths.sum()))
+    hashes = np.fromiter(
+        map(_word_hash, chain.from_iterable(per_text)), dtype=np.uint64, count=int(lengths.sum())
+    )
     rows = np.repeat(np.arange(len(per_text), dtype=np.int64), lengths)
     same_text = rows[:-1] == rows[1:]  # a pair never spans two texts
     pairs = _mix(hashes[:-1][same_text] ^ (hashes[1:][same_text] * _PAIR))
     columns, signs = _columns_and_signs(np.concatenate([_mix(hashes), pairs]))
     cells = np.concatenate([rows, rows[:-1][same_text]]) * DIMENSIONS + columns
-    out = np.bincount(cells, weights=signs, minlength=len(per_text) * DIMENSIONS).reshape(len(per_text), DIMENSIONS)
+    out = np.bincount(cells, weights=signs, minlength=len(per_text) * DIMENSIONS).reshape(
+        len(per_text), DIMENSIONS
+    )
     return l2_normalise(out).astype(np.float32)
 
 
@@ -145,11 +151,15 @@ class HashedLateEncoder:
         """(offsets [n, 2], vectors [n, DIMENSIONS], windows) for a document; its words are its tokens."""
         found = list(_CASELESS_WORD.finditer(text))
         offsets = np.array([m.span() for m in found], dtype=np.int64).reshape(-1, 2)
-        hashes = np.fromiter((_word_hash(m.group().lower()) for m in found), dtype=np.uint64, count=len(found))
+        hashes = np.fromiter(
+            (_word_hash(m.group().lower()) for m in found), dtype=np.uint64, count=len(found)
+        )
         columns, signs = _columns_and_signs(_mix(hashes))
         own = np.zeros((len(found), DIMENSIONS), dtype=np.float64)
         own[np.arange(len(found)), columns] = signs
         starts = window_starts(len(found), self.width, self.overlap)
         owner = best_window(len(found), starts, self.width)
-        means = np.stack([own[s:s + self.width].mean(axis=0) if len(found) else np.zeros(DIMENSIONS) for s in starts])
+        means = np.stack(
+            [own[s : s + self.width].mean(axis=0) if len(found) else np.zeros(DIMENSIONS) for s in starts]
+        )
         return offsets, (own + CONTEXT_WEIGHT * means[owner]).astype(np.float32), len(starts)

@@ -29,7 +29,9 @@ class TokenCut:
         """(the text cut so prefix + text fits the budget, whether it was cut)."""
         budget = self.limit - (len(self._offsets(prefix)) if prefix else 0)
         if budget < 1:
-            raise HarnessError(f"truncate_tokens {self.limit} leaves no room for the text after the prefix {prefix!r}")
+            raise HarnessError(
+                f"truncate_tokens {self.limit} leaves no room for the text after the prefix {prefix!r}"
+            )
         offsets = self._offsets(text)
         if len(offsets) <= budget:
             return text, False
@@ -38,4 +40,6 @@ class TokenCut:
         return text[offsets[len(offsets) - budget][0] :], True
 
     def describe(self) -> str:
-        return f"inputs cut to {self.limit} tokens ({self.side}; prefix kept whole), tokenizer {self.identity}"
+        return (
+            f"inputs cut to {self.limit} tokens ({self.side}; prefix kept whole), tokenizer {self.identity}"
+        )

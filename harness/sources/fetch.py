@@ -65,9 +65,13 @@ def plan(study: Study) -> list[str]:
     lines = []
     for target in declared_targets(study):
         present = study.resolve(target.path).exists()
-        verb = "would verify" if present and target.path in entries else "present" if present else "would write"
+        verb = (
+            "would verify" if present and target.path in entries else "present" if present else "would write"
+        )
         pin = entries.get(target.path, {}).get("revision") or entries.get(target.path, {}).get("commit")
-        lines.append(f"{verb:<13} {target.path}  <- {target.describe()}" + (f" [locked {pin}]" if pin else ""))
+        lines.append(
+            f"{verb:<13} {target.path}  <- {target.describe()}" + (f" [locked {pin}]" if pin else "")
+        )
     return lines
 
 
@@ -97,8 +101,10 @@ def fetch(study: Study, *, update: bool = False, progress: bool = True) -> Repor
 def _one(study: Study, target: Target, locked: dict | None, *, update: bool, progress: bool):
     declared = to_plain(target.source)
     if locked is not None and locked.get("source") != declared and not update:
-        raise Mismatch(f"{target.path}: its source in the config differs from the one in {lock_path(study)} "
-                       f"(locked {locked.get('source')}, declared {declared}); run `harness fetch --update` to move")
+        raise Mismatch(
+            f"{target.path}: its source in the config differs from the one in {lock_path(study)} "
+            f"(locked {locked.get('source')}, declared {declared}); run `harness fetch --update` to move"
+        )
     path = study.resolve(target.path)
     if target.is_checkout:
         return _checkout(target, path, declared, None if update else locked, progress)
@@ -107,8 +113,12 @@ def _one(study: Study, target: Target, locked: dict | None, *, update: bool, pro
             try:
                 FORMATS[target.role].check(path)
             except HarnessError as e:
-                raise HarnessError(f"{target.path}: placed by hand, but the adapter refuses it: {e}") from None
-            return Outcome(target.path, PRESENT, "(not in the lock: placed by hand; `--update` fetches and locks it)"), None
+                raise HarnessError(
+                    f"{target.path}: placed by hand, but the adapter refuses it: {e}"
+                ) from None
+            return Outcome(
+                target.path, PRESENT, "(not in the lock: placed by hand; `--update` fetches and locks it)"
+            ), None
         expected, pinned_by = _expected_sha256(target, locked)
         _same(target.path, expected, sha256_file(path), pinned_by)
         if locked["sha256"] != expected:  # the lock says otherwise than the config, which outranks it
@@ -165,7 +175,10 @@ def _content(target: Target, locked: dict | None, progress: bool) -> tuple[bytes
     expected = spec.rows if spec.rows is not None else (locked or {}).get("rows")
     if expected is not None and len(rows) != expected:
         source = "config" if spec.rows is not None else "SOURCES.lock"
-        raise Mismatch(f"{target.path}: {spec.id} split {spec.split} has {len(rows)} rows, expected {expected} ({source})")
+        raise Mismatch(
+            f"{target.path}: {spec.id} split {spec.split} has {len(rows)} rows, expected {expected} "
+            f"({source})"
+        )
     try:
         text = fmt.from_rows(rows, f"{spec.id}/{spec.split}")
     except HarnessError as e:
@@ -189,8 +202,9 @@ def _check_format(target: Target, path: Path, data: bytes) -> None:
 
 
 def _refused(target: Target, error: HarnessError) -> HarnessError:
-    return HarnessError(f"{target.path}: {target.describe()} gave content the adapter refuses, nothing written: "
-                        f"{error}")
+    return HarnessError(
+        f"{target.path}: {target.describe()} gave content the adapter refuses, nothing written: {error}"
+    )
 
 
 def _checkout(target: Target, path: Path, declared: dict, locked: dict | None, progress: bool):
@@ -199,17 +213,23 @@ def _checkout(target: Target, path: Path, declared: dict, locked: dict | None, p
     if path.exists():
         found = remote.head(path)
         if found is None:
-            return Outcome(target.path, PRESENT, "(not a git checkout: placed by hand, its commit not verified)"), None
+            return Outcome(
+                target.path, PRESENT, "(not a git checkout: placed by hand, its commit not verified)"
+            ), None
         if not found.startswith(commit):
-            raise Mismatch(f"{target.path}: HEAD expected {commit} ({'SOURCES.lock' if locked else 'config'}), "
-                           f"actual {found} (remove the folder to fetch the declared commit)")
+            raise Mismatch(
+                f"{target.path}: HEAD expected {commit} ({'SOURCES.lock' if locked else 'config'}), "
+                f"actual {found} (remove the folder to fetch the declared commit)"
+            )
         changed = remote.modified_files(path)
         if changed:
             raise Mismatch(f"{target.path}: {len(changed)} tracked file(s) modified since the checkout, e.g. "
                            f"{changed[0].strip()}")
         summary = remote.tree_summary(path)
         if locked and summary["tree"] != locked["tree"]:
-            raise Mismatch(f"{target.path}: tree expected {locked['tree']} (SOURCES.lock), actual {summary['tree']}")
+            raise Mismatch(
+                f"{target.path}: tree expected {locked['tree']} (SOURCES.lock), actual {summary['tree']}"
+            )
         return Outcome(target.path, VERIFIED, f"commit {summary['commit']}"), {"source": declared, **summary}
     remote.checkout_commit(spec.repository, commit, path, progress=progress)
     summary = remote.tree_summary(path)
@@ -218,7 +238,8 @@ def _checkout(target: Target, path: Path, declared: dict, locked: dict | None, p
 
 
 def finish(report: Report, study: Study, *, update: bool, echo: Callable[[str], Any] = print) -> int:
-    """One line per target, the lock, then the refusals: exit 2 on a mismatch, 1 when a source was unavailable."""
+    """One line per target, the lock, then the refusals: exit 2 on a mismatch, 1 when a source was
+    unavailable."""
     for outcome in report.outcomes:
         echo(outcome.line())
     if report.lock_changed:
@@ -228,6 +249,8 @@ def finish(report: Report, study: Study, *, update: bool, echo: Callable[[str], 
     if report.mismatches:
         raise DriftError("refused, nothing written for these:\n  " + "\n  ".join(report.mismatches))
     if report.unavailable:
-        raise HarnessError(f"{len(report.unavailable)} source(s) not fetched:\n  " + "\n  ".join(report.unavailable))
+        raise HarnessError(
+            f"{len(report.unavailable)} source(s) not fetched:\n  " + "\n  ".join(report.unavailable)
+        )
     return 0
 

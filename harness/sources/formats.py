@@ -16,8 +16,12 @@ from harness.data.common import InputReader, iter_jsonl_numbered
 @dataclass(frozen=True)
 class FileFormat:
     what: str  # what a file placed by hand must be
-    from_rows: Callable[[list[dict], str], str] | None  # hub rows (and where they came from) -> the file's text
-    check: Callable[[Path], int]  # the adapter's reader over the file: its record count, InputError if malformed
+    from_rows: (
+        Callable[[list[dict], str], str] | None
+    )  # hub rows (and where they came from) -> the file's text
+    check: Callable[
+        [Path], int
+    ]  # the adapter's reader over the file: its record count, InputError if malformed
 
 
 def json_lines(rows: list[dict], origin: str) -> str:
@@ -47,14 +51,26 @@ def _count_objects(path: Path) -> int:
 
 # by "<adapter>-<key of its `source:` section>" (harness.sources.targets)
 FORMATS: dict[str, FileFormat] = {
-    "qasper-files": FileFormat("a Qasper file in the original schema (a v0.3 release file) or the hub's JSON export",
-                         qasper_file, _check_qasper),
-    "freshstack-queries": FileFormat("FreshStack queries as JSON lines (`Dataset.to_json` of the split)", json_lines,
-                                     lambda p: len(freshstack.read_queries(p))),
-    "freshstack-corpus": FileFormat("a FreshStack corpus as JSON lines (`Dataset.to_json` of the split)", json_lines,
-                                    lambda p: len(freshstack.read_corpus(p, InputReader(p.parent)))),
-    "freshstack-qrels": FileFormat("qrels, TREC or BEIR rows", None,
-                                   lambda p: sum(map(len, freshstack.read_qrels(p, InputReader(p.parent)).values()))),
+    "qasper-files": FileFormat(
+        "a Qasper file in the original schema (a v0.3 release file) or the hub's JSON export",
+        qasper_file,
+        _check_qasper,
+    ),
+    "freshstack-queries": FileFormat(
+        "FreshStack queries as JSON lines (`Dataset.to_json` of the split)",
+        json_lines,
+        lambda p: len(freshstack.read_queries(p)),
+    ),
+    "freshstack-corpus": FileFormat(
+        "a FreshStack corpus as JSON lines (`Dataset.to_json` of the split)",
+        json_lines,
+        lambda p: len(freshstack.read_corpus(p, InputReader(p.parent))),
+    ),
+    "freshstack-qrels": FileFormat(
+        "qrels, TREC or BEIR rows",
+        None,
+        lambda p: sum(map(len, freshstack.read_qrels(p, InputReader(p.parent)).values())),
+    ),
     "jsonl-documents": FileFormat("documents.jsonl (docs/jsonl-format.md)", json_lines, _check_documents),
     "jsonl-questions": FileFormat("questions.jsonl (docs/jsonl-format.md)", json_lines, _count_objects),
 }

@@ -2,7 +2,8 @@
 
 A JSON object {"format": 1, "files": {path: entry}}, path as configured. A file's entry: its `source` as
 declared, the `revision` the hub resolved (the pin when the config gives none), `rows`, `sha256` and `bytes`
-of the file written. A checkout's entry: `source`, `commit` (full), git's `tree` id, tracked `files` and `bytes`.
+of the file written. A checkout's entry: `source`, `commit` (full), git's `tree` id, tracked `files` and
+`bytes`.
 
 A file of its own rather than a section of frozen_config.json: fetching comes before `select` and `freeze`
 (the selection needs the data), and it must be re-runnable on a fresh clone before any freeze exists. The
@@ -34,8 +35,14 @@ def read_lock(study: Study) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     record = read_json(path)
-    if not isinstance(record, dict) or record.get("format") != FORMAT or not isinstance(record.get("files"), dict):
-        raise HarnessError(f"{path}: not a SOURCES.lock of format {FORMAT}; delete it and run `harness fetch --update`")
+    if (
+        not isinstance(record, dict)
+        or record.get("format") != FORMAT
+        or not isinstance(record.get("files"), dict)
+    ):
+        raise HarnessError(
+            f"{path}: not a SOURCES.lock of format {FORMAT}; delete it and run `harness fetch --update`"
+        )
     return record["files"]
 
 

@@ -69,7 +69,9 @@ def git(folder: Path, *args: str, quiet: bool = True) -> str:
     except subprocess.TimeoutExpired:
         raise Unavailable(f"git {args[0]} took more than {GIT_TIMEOUT_S} s") from None
     if proc.returncode != 0:
-        raise HarnessError(f"git {' '.join(args)}: {(proc.stderr or '').strip() or f'exit {proc.returncode}'}")
+        raise HarnessError(
+            f"git {' '.join(args)}: {(proc.stderr or '').strip() or f'exit {proc.returncode}'}"
+        )
     return (proc.stdout or "").strip()
 
 
@@ -139,5 +141,6 @@ def tree_summary(folder: Path) -> dict:
 
 
 def modified_files(folder: Path) -> list[str]:
-    """Tracked files changed since the checkout (untracked files are ignored: the adapters read tracked ones)."""
+    """Tracked files changed since the checkout (untracked files are ignored: the adapters read tracked
+    ones)."""
     return git(folder, "status", "--porcelain", "--untracked-files=no").splitlines()

@@ -49,12 +49,17 @@ def _sourced(entry, at: str, role_prefix: str) -> list[Target]:
         paths = getattr(entry, f.name)
         if given is None:
             continue
-        if isinstance(given, tuple):  # a list of sources for a list of paths (the schema matched their lengths)
+        if isinstance(
+            given, tuple
+        ):  # a list of sources for a list of paths (the schema matched their lengths)
             paths = (paths,) if isinstance(paths, str) else paths
             pairs = [(p, s, f"{at}.source.{f.name}[{i}]") for i, (p, s) in enumerate(zip(paths, given))]
         else:
             pairs = [(paths, given, f"{at}.source.{f.name}")]
-        out += [Target(p, CHECKOUT if s.kind == "git" else f"{role_prefix}-{f.name}", s, key) for p, s, key in pairs]
+        out += [
+            Target(p, CHECKOUT if s.kind == "git" else f"{role_prefix}-{f.name}", s, key)
+            for p, s, key in pairs
+        ]
     return out
 
 
@@ -73,7 +78,12 @@ def declared_targets(study: Study) -> list[Target]:
     for name, cfg in sorted(study.config.datasets.items()):
         for target in _entry_targets(name, cfg):
             first = found.setdefault(target.path, target)
-            if first is not target and (to_plain(first.source), first.role) != (to_plain(target.source), target.role):
-                raise HarnessError(f"{study.config_path}: `{first.declared_at}` and `{target.declared_at}` declare "
-                                   f"different sources for {target.path}")
+            if first is not target and (to_plain(first.source), first.role) != (
+                to_plain(target.source),
+                target.role,
+            ):
+                raise HarnessError(
+                    f"{study.config_path}: `{first.declared_at}` and `{target.declared_at}` declare "
+                    f"different sources for {target.path}"
+                )
     return [found[p] for p in sorted(found)]

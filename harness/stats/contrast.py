@@ -181,7 +181,9 @@ def paired_differences(
         qids = results.qid[pos]
         repeated = qids[1:] == qids[:-1]
         if repeated.any():
-            raise HarnessError(f"arm {arm}, {what}: question {qids[int(np.argmax(repeated))]!r} appears more than once")
+            raise HarnessError(
+                f"arm {arm}, {what}: question {qids[int(np.argmax(repeated))]!r} appears more than once"
+            )
         sides.append(pos)
     pa, pb = sides
     qa, qb = results.qid[pa], results.qid[pb]
@@ -202,9 +204,13 @@ def paired_differences(
                                f"in arm {a} but {values[pb][i]!r} in arm {b}")
     diffs = (results.value[pa] - results.value[pb]) * POINTS
     labels = (f"{a} ({retriever})", f"{b} ({retriever_b})") if retriever_b else (a, b)
-    return PairedDifferences(qids=qa, diffs=diffs, clusters=results.cluster[pa].astype(str),
-                             strata=results.stratum[pa].astype(str),
-                             arms={labels[0]: results.value[pa] * POINTS, labels[1]: results.value[pb] * POINTS})
+    return PairedDifferences(
+        qids=qa,
+        diffs=diffs,
+        clusters=results.cluster[pa].astype(str),
+        strata=results.stratum[pa].astype(str),
+        arms={labels[0]: results.value[pa] * POINTS, labels[1]: results.value[pb] * POINTS},
+    )
 
 
 def no_variation(pairs: PairedDifferences, *, stratified: bool = True) -> str | None:
@@ -228,7 +234,9 @@ def no_variation(pairs: PairedDifferences, *, stratified: bool = True) -> str | 
         by_stratum = {s: pairs.diffs[pairs.strata == s] for s in sorted(set(pairs.strata.tolist()))}
         if len(by_stratum) > 1 and all(np.ptp(d) <= NO_VARIATION_TOL for d in by_stratum.values()):
             return "paired differences do not vary within any stratum: " + ", ".join(
-                f"{float(d[0]):+.2f} points in stratum {s!r} ({len(d)} questions)" for s, d in by_stratum.items())
+                f"{float(d[0]):+.2f} points in stratum {s!r} ({len(d)} questions)"
+                for s, d in by_stratum.items()
+            )
     return None
 
 
@@ -289,8 +297,11 @@ def contrast_of_pairs(
     flip = cluster_sign_flip(pairs.diffs, pairs.clusters, max_flips=max_flips, seed=seed)
     se = cluster_standard_error(pairs.diffs, pairs.clusters, strata)
     p_tost = None if margin is None else tost(boot, margin=margin).p_tost
-    t = None if margin is None else t_tost(boot.estimate, se, n_clusters=boot.n_clusters, n_strata=boot.n_strata,
-                                           margin=margin)
+    t = (
+        None
+        if margin is None
+        else t_tost(boot.estimate, se, n_clusters=boot.n_clusters, n_strata=boot.n_strata, margin=margin)
+    )
     return ContrastResult(
         dataset=dataset, a=a, b=b, retriever=retriever, metric=metric,
         n_questions=boot.n_questions, n_clusters=boot.n_clusters, n_strata=boot.n_strata,

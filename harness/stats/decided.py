@@ -50,10 +50,10 @@ JUDGE, READER = "judge", "reader"
 # what each instrument check is (the glossary, harness.report.glossary; docs/instruments.md)
 INSTRUMENT_MEANINGS = {
     READER: "the fixed LLM that answers from the retrieved text; its positive control (answering from the "
-            "gold evidence) must score high and its negative control (another cluster's evidence) low, or the "
-            "answer-level tests on that dataset are reported as exploratory",
+    "gold evidence) must score high and its negative control (another cluster's evidence) low, or the "
+    "answer-level tests on that dataset are reported as exploratory",
     JUDGE: "the LLM that grades answers against nuggets; it must pass its positive and negative controls and "
-           "agree with a human spot check (Cohen's kappa), or the tests it grades are reported as exploratory",
+    "agree with a human spot check (Cohen's kappa), or the tests it grades are reported as exploratory",
 }
 
 

@@ -202,10 +202,15 @@ def run_family(
     return FamilyResult(**settings, status=Status.RAN, missing=tuple(missing), rows=tuple(rows))
 
 
-def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
-             judge_rates: Mapping[str, Mapping[str, float]] | None = None,
-             contrast: Callable[[FamilyPlan, TestPlan, ResultTable], ContrastResult] | None = None,
-             threads: int = 1, reader_rates: Mapping[str, Mapping[str, Any]] | None = None) -> list[FamilyResult]:
+def run_plan(
+    plan: Plan,
+    table: pd.DataFrame,
+    only: list[str] | None = None,
+    judge_rates: Mapping[str, Mapping[str, float]] | None = None,
+    contrast: Callable[[FamilyPlan, TestPlan, ResultTable], ContrastResult] | None = None,
+    threads: int = 1,
+    reader_rates: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[FamilyResult]:
     """Every family (or those in `only`). With `threads` > 1 the contrasts' bootstraps and sign-flips run
     in that many threads first (NumPy's draws and sums release the GIL); each contrast has its own seed,
     so the output is the same for any thread count."""
@@ -213,8 +218,10 @@ def run_plan(plan: Plan, table: pd.DataFrame, only: list[str] | None = None,
     results = as_results(table)
     if contrast is None and threads > 1:
         contrast = _contrasts_in_threads(plan, families, results, threads)
-    return [run_family(plan, fam, results, judge_rates=judge_rates, contrast=contrast, reader_rates=reader_rates)
-            for fam in families]
+    return [
+        run_family(plan, fam, results, judge_rates=judge_rates, contrast=contrast, reader_rates=reader_rates)
+        for fam in families
+    ]
 
 
 def planned_families(plan: Plan, only: list[str] | None = None) -> list[RuledFamily]:
@@ -261,7 +268,8 @@ def _holm_p(contrast: ContrastResult | None, key: str) -> float:
 def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[PlannedContrast],
                   judge_rates: Mapping[str, Mapping[str, float]] | None = None, *,
                   reader_rates: Mapping[str, Mapping[str, Any]] | None = None) -> list[DecidedRow]:
-    """Holm over each row's decisive p (its rule's: p_tost for TOST rows, else the sign-flip p), then verdicts.
+    """Holm over each row's decisive p (its rule's: p_tost for TOST rows, else the sign-flip p), then
+    verdicts.
 
     `contrasts` holds each registered test's contrast (and its rule) in family order. The one decision path:
     `harness stats` and the known-effects replicates (harness.stats.replicates) both decide here. Rows
@@ -367,7 +375,8 @@ def check_family(
 ) -> list[Check]:
     """PASS/FAIL per row, the family the subject and the test the item (and one check, item "(family)", for
     the family's settings and status). Both sides are JSON as
-    written (`FamilyResult.to_json()`), compared key by key, so the released file is judged as it is on disk."""
+    written (`FamilyResult.to_json()`), compared key by key, so the released file is judged as it is on
+    disk."""
     fam = recomputed["family"]
     checks = []
     settings_diff = [

@@ -24,7 +24,9 @@ def load_per_question(study: Study) -> pd.DataFrame:
     files = {p.stem: p for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
     files.update({p.stem: p for p in sorted(folder.glob("*.parquet"))} if folder.is_dir() else {})
     if not files:
-        raise HarnessError(f"{folder}: no per-question results (*.parquet or *.csv); run `harness score` first")
+        raise HarnessError(
+            f"{folder}: no per-question results (*.parquet or *.csv); run `harness score` first"
+        )
     table = pd.concat([read_per_question(files[name]) for name in sorted(files)], ignore_index=True)
     check_per_question(table, folder, unit="concatenated row")
     return table
@@ -61,7 +63,9 @@ def results_frozen_hash(study: Study) -> str:
     folder = per_question_dir(study)
     tables = {p.stem for p in folder.glob("*.parquet")} | {p.stem for p in folder.glob("*.csv")}
     if not tables:
-        raise HarnessError(f"{folder}: no per-question results (*.parquet or *.csv); run `harness score` first")
+        raise HarnessError(
+            f"{folder}: no per-question results (*.parquet or *.csv); run `harness score` first"
+        )
     orphans = sorted(t for t in tables if not (folder / f"{t}.manifest.json").is_file())
     if orphans:
         raise HarnessError(
@@ -87,14 +91,17 @@ def load_judge_rates(study: Study) -> dict[str, dict[str, float]]:
 def load_reader_rates(study: Study) -> dict[str, dict[str, Any]]:
     """The reader's control rates per dataset, from results/answers/reader_acceptance.json ({"datasets":
     {name: {"positive": mean score from its own gold evidence, "negative": from another cluster's, ...}}}),
-    written by `answer` before any arm. No file: the reader has passed nothing, so answer rows stay exploratory."""
+    written by `answer` before any arm. No file: the reader has passed nothing, so answer rows stay
+    exploratory."""
     path = reader_acceptance_path(study)
     if not path.is_file():
         return {}
     record = read_json(path)
     datasets = record.get("datasets") if isinstance(record, dict) else None
     if not isinstance(datasets, dict) or not all(isinstance(v, dict) for v in datasets.values()):
-        raise HarnessError(f"{path}: expected {{\"datasets\": {{dataset: {{positive: rate, negative: rate}}}}}}")
+        raise HarnessError(
+            f"{path}: expected {{\"datasets\": {{dataset: {{positive: rate, negative: rate}}}}}}"
+        )
     # the per-question records stay in the file: the decision needs the rates only
     return {str(k): {key: v.get(key) for key in ("metric", "positive", "negative", "positive_questions",
                                                   "negative_questions")} for k, v in datasets.items()}

@@ -29,11 +29,22 @@ def run_plan_on_ray(
     families = planned_families(plan, only)
     with ray_session(executor) as ray:
         shared = ray.put(results)
-        calls = {(family.family.id, t.test.id): (shared, contrast_arguments(plan, family.family, t, results))
-                 for family in families for t in family.tests for test in (t.test,)
-                 # a test without results: run_family reports it as missing
-                 if not missing_for(results, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
-                                    metric=test.metric, retriever_b=test.retriever_b)}
+        calls = {
+            (family.family.id, t.test.id): (shared, contrast_arguments(plan, family.family, t, results))
+            for family in families
+            for t in family.tests
+            for test in (t.test,)
+            # a test without results: run_family reports it as missing
+            if not missing_for(
+                results,
+                dataset=test.dataset,
+                a=test.a,
+                b=test.b,
+                retriever=test.retriever,
+                metric=test.metric,
+                retriever_b=test.retriever_b,
+            )
+        }
         computed = run_on_ray(ray, compare_task, calls, lambda key, _result, n_done: log(
             f"{key[0]}/{key[1]}: bootstrap done ({n_done} contrasts, ray)"))
     return run_plan(plan, results, only=only, judge_rates=judge_rates, reader_rates=reader_rates,

@@ -25,8 +25,14 @@ REPORT_TEXT_PT = 9.0
 
 _VERDICT_MARKERS = {EQUIVALENT: "D", DIFFERENT: "s", INCONCLUSIVE: "o", NO_DIFFERENCE: "o", NO_VARIATION: "x",
                     TOO_FEW_CLUSTERS: "x"}
-_VERDICT_COLOURS = {EQUIVALENT: "#1b7837", DIFFERENT: "#b2182b", INCONCLUSIVE: "#7f7f7f", NO_DIFFERENCE: "#4d4d4d",
-                    NO_VARIATION: "#b35806", TOO_FEW_CLUSTERS: "#b35806"}
+_VERDICT_COLOURS = {
+    EQUIVALENT: "#1b7837",
+    DIFFERENT: "#b2182b",
+    INCONCLUSIVE: "#7f7f7f",
+    NO_DIFFERENCE: "#4d4d4d",
+    NO_VARIATION: "#b35806",
+    TOO_FEW_CLUSTERS: "#b35806",
+}
 
 
 def forest_png(fam: FamilyResult) -> bytes:

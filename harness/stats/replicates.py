@@ -1,4 +1,5 @@
-"""Known effects: the registered study replicated under true differences we choose, decided by the plan itself.
+"""Known effects: the registered study replicated under true differences we choose, decided by the plan
+itself.
 
 Each registered test's paired differences (on exactly its registered questions) are centred so their
 question-weighted mean is 0, then shifted by the test's true effect. A replicate redraws every dataset's
@@ -43,7 +44,8 @@ DrawKey: TypeAlias = tuple[str, str | None, tuple[str, ...]]
 
 @dataclass(frozen=True)
 class VerdictShares:
-    """One registered test over the replicates: the share of each verdict, and of the one stating the truth."""
+    """One registered test over the replicates: the share of each verdict, and of the one stating the
+    truth."""
 
     test: str
     family: str
@@ -86,11 +88,13 @@ class ReplicateSummary:
         mc_se = 0.5 / math.sqrt(self.replicates)
         # a column per label the rules give; the others (no variation, too few clusters, missing): "other"
         labels = decided_labels()
-        lines = [f"{self.replicates:,} replicates (seed {self.seed}), {self.resamples:,} resamples and "
-                 f"{self.max_flips:,} sign-flips per contrast; Monte Carlo SE of a share at most {mc_se:.3f}.",
-                 "",
-                 "| family | test | rule | true effect | " + " | ".join(labels) + " | other | correct |",
-                 "|---|---|---|---:|" + "---:|" * len(labels) + "---|---:|"]
+        lines = [
+            f"{self.replicates:,} replicates (seed {self.seed}), {self.resamples:,} resamples and "
+            f"{self.max_flips:,} sign-flips per contrast; Monte Carlo SE of a share at most {mc_se:.3f}.",
+            "",
+            "| family | test | rule | true effect | " + " | ".join(labels) + " | other | correct |",
+            "|---|---|---|---:|" + "---:|" * len(labels) + "---|---:|",
+        ]
         for t in self.tests:
             cells = [_share(t.shares[label]) if label in t.shares else "" for label in labels]
             other = ", ".join(f"{label} {_share(s)}" for label, s in t.shares.items() if label not in labels)
@@ -118,7 +122,9 @@ def replicate_verdicts(
     same for any number of them. Workers are spawned: a script calling this with workers > 1 needs its
     `if __name__ == "__main__":` guard.
     """
-    effects, replicates, resamples, workers = _replicates_iv(plan, effects, replicates, seed, resamples, workers)
+    effects, replicates, resamples, workers = _replicates_iv(
+        plan, effects, replicates, seed, resamples, workers
+    )
     max_flips = plan.max_flips if resamples is None else resamples
     resamples = plan.resamples if resamples is None else resamples
     results = as_results(table)
@@ -149,13 +155,26 @@ def _run(plan: Plan, pools: dict[str, _Pool], draws: dict[DrawKey, np.ndarray], 
             bar.update(1)
         bar.close()
         return out
-    step = max(1, replicates // (workers * 20))  # chunks small enough for a live bar, large enough to amortise
+    step = max(
+        1, replicates // (workers * 20)
+    )  # chunks small enough for a live bar, large enough to amortise
     chunks = {}
     # spawned, not forked: the parent may hold Arrow's threads, which a fork would copy mid-flight
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_replicate_range, plan, pools, {k: d[start : start + step] for k, d in draws.items()},
-                               start, min(step, replicates - start), seed, resamples, max_flips): start
-                   for start in range(0, replicates, step)}
+        futures = {
+            pool.submit(
+                _replicate_range,
+                plan,
+                pools,
+                {k: d[start : start + step] for k, d in draws.items()},
+                start,
+                min(step, replicates - start),
+                seed,
+                resamples,
+                max_flips,
+            ): start
+            for start in range(0, replicates, step)
+        }
         try:
             for future in as_completed(futures):
                 chunks[futures[future]] = future.result()
@@ -170,8 +189,10 @@ def _run(plan: Plan, pools: dict[str, _Pool], draws: dict[DrawKey, np.ndarray], 
 def _replicate_range(plan: Plan, pools: dict[str, _Pool], draws: dict[DrawKey, np.ndarray], first: int,
                      count: int, seed: int, resamples: int, max_flips: int) -> list[dict[str, str]]:
     """Replicates first .. first + count - 1; `draws` holds their rows only."""
-    return [_replicate(plan, pools, {k: d[i] for k, d in draws.items()}, first + i, seed, resamples, max_flips)
-            for i in range(count)]
+    return [
+        _replicate(plan, pools, {k: d[i] for k, d in draws.items()}, first + i, seed, resamples, max_flips)
+        for i in range(count)
+    ]
 
 
 @dataclass(frozen=True)
@@ -271,16 +292,21 @@ def _redrawn(pool: _Pool, picks: Mapping[DrawKey, np.ndarray]) -> PairedDifferen
     for group in pool.groups:
         pick = picks[group.key]
         lengths = group.sizes[pick]
-        # question j of the output belongs to draw i = repeat(i, lengths); its source is starts[pick[i]] + offset
+        # question j of the output belongs to draw i = repeat(i, lengths); its source is starts[pick[i]] +
+        # offset
         firsts = np.cumsum(lengths) - lengths
         positions.append(np.repeat(group.starts[pick] - firsts, lengths) + np.arange(lengths.sum()))
         labels.append(np.repeat(np.arange(slot, slot + len(pick)), lengths))
         slot += len(pick)
     idx = np.concatenate(positions)
     assert pool.values is not None and pool.strata is not None  # _replicate redraws only a pool with rows
-    return PairedDifferences(qids=np.arange(len(idx)), diffs=pool.values[idx], clusters=np.concatenate(labels),
-                             strata=pool.strata[idx],
-                             arms=None if pool.arms is None else {k: v[idx] for k, v in pool.arms.items()})
+    return PairedDifferences(
+        qids=np.arange(len(idx)),
+        diffs=pool.values[idx],
+        clusters=np.concatenate(labels),
+        strata=pool.strata[idx],
+        arms=None if pool.arms is None else {k: v[idx] for k, v in pool.arms.items()},
+    )
 
 
 def _contrast_seed(seed: int, r: int, test_seed: int) -> int:
@@ -296,9 +322,17 @@ def _test_shares(family: FamilyPlan, pool: _Pool, effect: float, verdicts: list[
         counts[label] = counts.get(label, 0) + 1
     shares = {label: n / len(verdicts) for label, n in counts.items()}
     truth = None if rule.truth is None or shares.get(MISSING) == 1.0 else rule.truth(effect, test.margin)
-    return VerdictShares(test=test.id, family=family.id, rule=test.rule, dataset=test.dataset, margin=test.margin,
-                      effect=effect, shares=shares, truth=truth,
-                      correct=None if truth is None else shares.get(truth, 0.0))
+    return VerdictShares(
+        test=test.id,
+        family=family.id,
+        rule=test.rule,
+        dataset=test.dataset,
+        margin=test.margin,
+        effect=effect,
+        shares=shares,
+        truth=truth,
+        correct=None if truth is None else shares.get(truth, 0.0),
+    )
 
 
 def _family_error(plan: Plan, family: FamilyPlan, effects: dict[str, float], pools: dict[str, _Pool],
@@ -320,7 +354,9 @@ def _replicates_iv(plan: Plan, effects: Mapping[str, float], replicates: int, se
     for name, value in effects.items():
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
                 or not math.isfinite(value):
-            raise InputError(f"the true effect of test {name!r} must be a finite number of points; got {value!r}")
+            raise InputError(
+                f"the true effect of test {name!r} must be a finite number of points; got {value!r}"
+            )
         out[name] = float(value)
     for what, value, least in (("replicates", replicates, 1), ("seed", seed, 0), ("workers", workers, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:

@@ -59,8 +59,10 @@ def repeat_spread(rows: pd.DataFrame | ResultTable, test: TestPlan,
         raise HarnessError(f"test {test.id}: neither {test.a} nor {test.b} has repeated generations")
     names = [tuple(repeated[arm]) for arm in sides]
     if len(set(names)) != 1 or len(names[0]) < 2:
-        raise HarnessError(f"test {test.id}: repeated arms {', '.join(sides)} need the same two or more repeats, "
-                           f"got {', '.join(map(str, names))}")
+        raise HarnessError(
+            f"test {test.id}: repeated arms {', '.join(sides)} need the same two or more repeats, "
+            f"got {', '.join(map(str, names))}"
+        )
     combined = as_results(rows)
     selection = select_questions(combined, test)  # the registered test's questions, as registered
     estimates = []
@@ -68,9 +70,17 @@ def repeat_spread(rows: pd.DataFrame | ResultTable, test: TestPlan,
     for variant in names[0]:
         a = f"{test.a}@{variant}" if test.a in repeated else test.a
         b = f"{test.b}@{variant}" if test.b in repeated else test.b
-        pairs = paired_differences(combined, dataset=test.dataset, a=a, b=b, retriever=test.retriever,
-                                   metric=test.metric, subset_clusters=selection.clusters, strata=selection.strata,
-                                   retriever_b=test.retriever_b)
+        pairs = paired_differences(
+            combined,
+            dataset=test.dataset,
+            a=a,
+            b=b,
+            retriever=test.retriever,
+            metric=test.metric,
+            subset_clusters=selection.clusters,
+            strata=selection.strata,
+            retriever_b=test.retriever_b,
+        )
         if n is not None and len(pairs.diffs) != n:
             raise HarnessError(f"test {test.id}: repeat {variant} has {len(pairs.diffs)} paired questions, "
                                f"the first repeat {n}")

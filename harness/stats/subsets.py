@@ -13,7 +13,13 @@ from typing import Any
 import pandas as pd
 
 from harness.stats.contrast import (
-    MissingResultsError, PairedDifferences, ResultTable, as_results, missing_for, paired_differences, sample_clusters,
+    MissingResultsError,
+    PairedDifferences,
+    ResultTable,
+    as_results,
+    missing_for,
+    paired_differences,
+    sample_clusters,
 )
 from harness.plan.model import TestPlan
 

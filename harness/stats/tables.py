@@ -14,13 +14,52 @@ from harness.stats.verdicts import MISSING
 
 # CSV columns: the row fields, intervals split into lo/hi
 CSV_COLUMNS = (
-    "test", "rule", "a", "b", "dataset", "retriever", "retriever_b", "metric", "n_questions", "n_clusters", "n_strata", "estimate",
-    "ci90_bca_lo", "ci90_bca_hi", "ci95_bca_lo", "ci95_bca_hi", "ci90_percentile_lo", "ci90_percentile_hi",
-    "ci95_percentile_lo", "ci95_percentile_hi", "z0", "acceleration", "resamples", "seed", "margin", "p_tost",
-    "p_tost_holm", "p_signflip", "p_signflip_holm", "signflip_exact", "signflip_flips", "se_cluster", "mdd", "verdict",
-    "small_difference_within_margin", "ci_shown", "tier", "source",
+    "test",
+    "rule",
+    "a",
+    "b",
+    "dataset",
+    "retriever",
+    "retriever_b",
+    "metric",
+    "n_questions",
+    "n_clusters",
+    "n_strata",
+    "estimate",
+    "ci90_bca_lo",
+    "ci90_bca_hi",
+    "ci95_bca_lo",
+    "ci95_bca_hi",
+    "ci90_percentile_lo",
+    "ci90_percentile_hi",
+    "ci95_percentile_lo",
+    "ci95_percentile_hi",
+    "z0",
+    "acceleration",
+    "resamples",
+    "seed",
+    "margin",
+    "p_tost",
+    "p_tost_holm",
+    "p_signflip",
+    "p_signflip_holm",
+    "signflip_exact",
+    "signflip_flips",
+    "se_cluster",
+    "mdd",
+    "verdict",
+    "small_difference_within_margin",
+    "ci_shown",
+    "tier",
+    "source",
     # appended, so readers of the earlier columns by position keep working
-    "verdict_reason", "no_variation", "ci90_t_lo", "ci90_t_hi", "p_tost_t", "t_df", "t_tost_disagrees",
+    "verdict_reason",
+    "no_variation",
+    "ci90_t_lo",
+    "ci90_t_hi",
+    "p_tost_t",
+    "t_df",
+    "t_tost_disagrees",
 )
 SMALL_MARK = "†"
 T_TOST_MARK = "‡"  # the bootstrap TOST and the t-TOST disagree about equivalence
@@ -30,10 +69,13 @@ def caption(fam: FamilyResult) -> str:
     kinds = sorted({r.rule for r in fam.rows}) if fam.rows else [fam.rule]
     adjust = (f"Holm over {fam.n_tests} (p Holm)" if fam.multiplicity == "holm"
               else "unadjusted, no multiplicity correction")
-    return (f"Family {fam.family} ({fam.tier}, {fam.source}): {fam.description} "
-            f"A - B in points (x100); {'; '.join(rule(k).caption(fam.signflip_required) for k in kinds)}; "
-            f"p-values {adjust}; alpha {fam.alpha}; MDD: minimum detectable difference, 80% power at alpha from "
-            f"the cluster standard error; BCa cluster bootstrap, {fam.resamples} resamples, family seed {fam.seed}.")
+    return (
+        f"Family {fam.family} ({fam.tier}, {fam.source}): {fam.description} "
+        f"A - B in points (x100); {'; '.join(rule(k).caption(fam.signflip_required) for k in kinds)}; "
+        f"p-values {adjust}; alpha {fam.alpha}; MDD: minimum detectable difference, 80% power at alpha from "
+        f"the cluster standard error; BCa cluster bootstrap, {fam.resamples} resamples, family seed "
+        f"{fam.seed}."
+    )
 
 
 _HEADER = ("test", "A - B", "dataset", "retriever", "metric", "questions (clusters)", "estimate", "CI",
@@ -130,7 +172,10 @@ def to_markdown(fam: FamilyResult) -> str:
     lines += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in fam.rows]
     if any(r.small_difference_within_margin for r in fam.rows):
-        lines += ["", f"{SMALL_MARK} equivalent within the margin, but the 95% CI excludes 0: a small difference."]
+        lines += [
+            "",
+            f"{SMALL_MARK} equivalent within the margin, but the 95% CI excludes 0: a small difference.",
+        ]
     notes = t_tost_notes(fam) + undecided_notes(fam) + acceptance_notes(fam)
     if notes:
         lines += [""] + notes
@@ -146,8 +191,12 @@ def to_csv(fam: FamilyResult) -> str:
     writer.writerow(CSV_COLUMNS)
     for row in fam.rows:
         flat = flat_record(row.to_json())
-        writer.writerow(["" if flat.get(c) is None else repr(flat[c]) if isinstance(flat[c], float) else flat[c]
-                         for c in CSV_COLUMNS])
+        writer.writerow(
+            [
+                "" if flat.get(c) is None else repr(flat[c]) if isinstance(flat[c], float) else flat[c]
+                for c in CSV_COLUMNS
+            ]
+        )
     return out.getvalue()
 
 

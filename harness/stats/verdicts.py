@@ -23,17 +23,20 @@ UNDECIDED = (TOO_FEW_CLUSTERS, NO_VARIATION)  # rows reported with their estimat
 # what each label lets a reader conclude (the glossary, harness.report.glossary); a label missing here is
 # listed with the rules that give it
 VERDICT_MEANINGS = {
-    EQUIVALENT: "equivalent: A - B lies within the registered margin (TOST p below alpha, or the 95% CI inside "
-                "the margin under ci95-within-margin)",
+    EQUIVALENT: "equivalent: A - B lies within the registered margin (TOST p below alpha, or the 95% CI "
+                "inside "
+    "the margin under ci95-within-margin)",
     DIFFERENT: "different: the CI excludes 0 (and, where the family requires it, the sign-flip p is below "
-               "alpha): A and B differ in the direction of the estimate",
+    "alpha): A and B differ in the direction of the estimate",
     INCONCLUSIVE: "inconclusive: neither equivalence within the margin nor a difference could be shown",
-    NO_DIFFERENCE: "no detectable difference: the rule could not show a difference; not evidence that A and B "
-                   "are equivalent, which only a registered margin (a TOST) could show",
+    NO_DIFFERENCE: "no detectable difference: the rule could not show a difference; not evidence that A and "
+                   "B "
+    "are equivalent, which only a registered margin (a TOST) could show",
     TOO_FEW_CLUSTERS: f"fewer than {MIN_CLUSTERS} clusters: no sampling distribution, so the row is reported "
-                      "with its estimate and never decided",
-    NO_VARIATION: "every paired difference identical, or an arm constant (floor or ceiling): the instrument did "
-                  "not vary, so the row is never decided",
+    "with its estimate and never decided",
+    NO_VARIATION: "every paired difference identical, or an arm constant (floor or ceiling): the instrument "
+                  "did "
+    "not vary, so the row is never decided",
     MISSING: "the registered test has no per-question results: reported, never decided",
 }
 
@@ -75,7 +78,11 @@ def tost_verdict(*, p_tost: float, ci95: tuple[float, float], alpha: float) -> D
 
 
 def two_sided_verdict(
-    *, ci95: tuple[float, float], alpha: float, p_signflip: float | None = None, signflip_required: bool = False
+    *,
+    ci95: tuple[float, float],
+    alpha: float,
+    p_signflip: float | None = None,
+    signflip_required: bool = False,
 ) -> Decision:
     """diff. if the 95% CI excludes 0 (and, when required, the sign-flip p is below alpha), else n.d."""
     if signflip_required and p_signflip is None:
