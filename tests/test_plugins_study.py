@@ -1,7 +1,7 @@
 """A study whose arms and retrievers come from outside the harness (docs/plugins.md), run through every stage
 to the report: a LangChain arm, a Chonkie arm and a `kind: python` arm of the study's plugins/, a `type:
-python` retriever, and a `type: run-file` retriever (fused with BM25 and reranked). The freeze records the
-plugin code and the run files: editing either is drift, named by its file."""
+python` retriever, and a `type: run-file` retriever (fused with BM25 and reranked), with a test on nDCG@10.
+The freeze records the plugin code and the run files: editing either is drift, named by its file."""
 
 from __future__ import annotations
 
@@ -53,7 +53,10 @@ TESTS = [
     {"id": "H-py", "a": "py", "b": "S", "retriever": "fused", "dataset": DATASET, "metric": "rec@512t"},
     {"id": "H-lc", "a": "lc", "b": "S", "retriever": "words", "dataset": DATASET, "metric": "rec@512t"},
     {"id": "H-ck", "a": "ck", "b": "S", "retriever": "reranked", "dataset": DATASET, "metric": "rec@512t"},
+    # a standard IR measure (docs/ir-measures.md) on the other toolkit's run files
+    {"id": "H-ext", "a": "lc", "b": "S", "retriever": "ext", "dataset": DATASET, "metric": "nDCG@10"},
 ]
+IR_MEASURES = ["nDCG@10", "RR@10", "AP"]
 
 
 def plugin_study(tmp_path: Path) -> Path:
@@ -62,10 +65,11 @@ def plugin_study(tmp_path: Path) -> Path:
     (study / "plugins" / "my_chunker.py").write_text(CHUNKER, encoding="utf-8")
     (study / "plugins" / "my_retriever.py").write_text(RETRIEVER, encoding="utf-8")
     (study / "runs").mkdir()
-    edit_config(study, lambda config: config.update(arms=ARMS, retrievers=RETRIEVERS))
+    edit_config(study, lambda cfg: cfg.update(arms=ARMS, retrievers=RETRIEVERS, ir_measures=IR_MEASURES))
 
     def plan(p: dict) -> None:
         p.update(arms=list(ARMS), retrievers=list(RETRIEVERS))
+        p["datasets"][DATASET]["metrics"] += IR_MEASURES
         next(f for f in p["families"] if f["id"] == FAMILY)["tests"] = TESTS
 
     edit_yaml(study / "plan" / "plan.yaml", plan)
@@ -122,6 +126,7 @@ def test_a_study_of_outside_chunkers_and_retrievers_runs_to_the_report(tmp_path,
     assert scored_cells(Study.at(study)) == {(DATASET, a, r) for a in ARMS for r in RETRIEVERS}
     manifest = read_json(study / "results" / "chunks" / DATASET / "py.manifest.json")
     assert manifest["pieces"]["unlocated"] == 0 and manifest["chunker"] == "python"
+    assert (study / "results" / "qrels" / DATASET / "lc.qrels").stat().st_size > 0
     report = (study / "results" / "report" / "report.md").read_text(encoding="utf-8")
     assert all(test["id"] in report for test in TESTS)
 
