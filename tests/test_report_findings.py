@@ -248,3 +248,33 @@ def test_an_incon_row_beyond_the_margin_needs_a_difference_inside_it_equivalence
     z = float(ndtri(1 - 0.025) + ndtri(0.8))
     assert (needed.shows, needed.alpha, needed.sides) == (EQUIVALENT, 0.025, 1)
     assert needed.total == math.ceil(8 * (z * 4.0 / 3.0) ** 2)
+
+
+def test_a_metric_at_its_ceiling_for_most_questions_is_flagged():
+    from harness.report.findings import saturation_note
+
+    r = row(NO_DIFFERENCE, contrast(0.5, (-1.0, 2.0)))
+    assert saturation_note(r, NAMES) is None
+    wording = replace(NAMES, saturated={("corpus", "S", "hybrid", "rec@512t"): ("ceiling", 0.92),
+                                        ("corpus", "F512c", "hybrid", "rec@512t"): ("ceiling", 0.875)})
+    assert saturation_note(r, wording) == (
+        "`H3`: `rec@512t` sits at its ceiling for 92% of `S`'s questions and its ceiling for 88% of "
+        "`F512c`'s questions: near a bound it can barely tell arms apart.")
+
+
+def test_saturated_metrics_counts_the_share_of_each_tested_arm_at_one_or_zero():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from harness.report.glossary import saturated_metrics
+
+    test = SimpleNamespace(dataset="corpus", a="S", b="F512c", retriever="hybrid", retriever_b=None,
+                           metric="rec@512t")
+    values = {"S": [1.0, 1.0, 1.0, 0.5], "F512c": [1.0, 0.5, 0.0, 0.5], "P": [1.0] * 4}
+    table = pd.DataFrame([{"dataset": "corpus", "arm": arm, "retriever": "hybrid", "qid": f"q{i}",
+                           "metric": "rec@512t", "value": v} for arm, vs in values.items()
+                          for i, v in enumerate(vs)])
+    ctx = SimpleNamespace(plan=SimpleNamespace(families=[SimpleNamespace(tests=[test])]), per_question=table)
+    # S: 3 of 4 at the ceiling; F512c: 1 of 4 each way, so not most; P is not tested
+    assert saturated_metrics(ctx) == {("corpus", "S", "hybrid", "rec@512t"): ("ceiling", 0.75)}

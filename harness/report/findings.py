@@ -23,6 +23,8 @@ from harness.stats.verdicts import (
 
 # a test needing more than this many times its clusters is out of any realistic reach
 REALISTIC = 10
+# a metric at its ceiling or floor for more than this share of an arm's questions can barely tell arms apart
+SATURATED = 0.5
 CI95_ALPHA = 0.05  # the 95% CI, whatever the plan's alpha: the interval the diff. and margin rules read
 EXPLORATORY = "exploratory"
 
@@ -35,6 +37,9 @@ class Wording:
     metrics: Mapping[tuple[str, str], str]  # (dataset, metric) -> what it measures, in words
     # (dataset, arm) -> its context cost, e.g. "4.0 chunks per document, 212 tokens each"
     costs: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    # (dataset, arm, retriever, metric) -> (bound, share): the metric sits at its ceiling (1) or floor (0)
+    # for `share` of the arm's questions, where that is most of them (SATURATED)
+    saturated: Mapping[tuple[str, str, str, str], tuple[str, float]] = field(default_factory=dict)
 
     def arm(self, name: str, dataset: str | None = None) -> str:
         said = [x for x in (self.arms.get(name), self.costs.get((dataset or "", name))) if x]
@@ -160,6 +165,19 @@ def finding(row: DecidedRow, fam: FamilyResult, wording: Wording) -> str:
             "acceptance controls, so this is not a registered conclusion."
         )
     return " ".join(parts)
+
+
+def saturation_note(row: DecidedRow, wording: Wording) -> str | None:
+    """Where the row's metric sits at its ceiling or floor for most of an arm's questions: near a bound a
+    metric can barely tell arms apart, whatever the verdict (None: neither arm is near one)."""
+    bounded = [(arm, *wording.saturated[key]) for arm, retriever in ((row.a, row.retriever),
+                                                                    (row.b, row.retriever_b or row.retriever))
+               if (key := (row.dataset, arm, retriever, row.metric)) in wording.saturated]
+    if not bounded:
+        return None
+    said = " and ".join(f"its {bound} for {share:.0%} of `{arm}`'s questions"
+                        for arm, bound, share in bounded)
+    return f"`{row.test}`: `{row.metric}` sits at {said}: near a bound it can barely tell arms apart."
 
 
 def _retrievers(row: DecidedRow) -> str:

@@ -15,7 +15,7 @@ from harness.errors import HarnessError
 from harness.metrics.registry import METRIC_SETS, MetricSet, metric_form
 from harness.plan.schema import TIER_MEANINGS, TIERS
 from harness.report.context import ReportContext
-from harness.report.findings import Wording
+from harness.report.findings import SATURATED, Wording
 from harness.report.model import Definition, Section
 from harness.report.sections_outcomes import TIER_NAMES
 from harness.stats.decided import INSTRUMENT_MEANINGS
@@ -247,7 +247,26 @@ def sentence_wording(ctx: ReportContext) -> Wording:
         metrics[dataset, test_metric] = metric_text(
             ctx.study.config.datasets[dataset].metric_set, test_metric
         )
-    return Wording(arms, metrics, _context_costs(ctx))
+    return Wording(arms, metrics, _context_costs(ctx), saturated_metrics(ctx))
+
+
+def saturated_metrics(ctx: ReportContext) -> dict[tuple[str, str, str, str], tuple[str, float]]:
+    """(dataset, arm, retriever, metric) -> ("ceiling" or "floor", share) for every tested metric that sits
+    at 1 or at 0 for most of an arm's questions (findings.SATURATED)."""
+    table = ctx.per_question
+    if ctx.plan is None or table is None or table.empty:
+        return {}
+    tested = {(t.dataset, arm, retriever, t.metric) for fam in ctx.plan.families for t in fam.tests
+              for arm, retriever in ((t.a, t.retriever), (t.b, t.retriever_b or t.retriever))}
+    keys = ["dataset", "arm", "retriever", "metric"]
+    rows = table[table.set_index(keys).index.isin(list(tested))]
+    out = {}
+    for key, values in rows.groupby(keys, sort=True)["value"]:
+        for bound, value in (("ceiling", 1.0), ("floor", 0.0)):
+            share = float((values == value).mean())
+            if share > SATURATED:
+                out[tuple(str(k) for k in key)] = (bound, share)
+    return out
 
 
 def _context_costs(ctx: ReportContext) -> dict[tuple[str, str], str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from harness.errors import HarnessError
 from harness.report.context import ReportContext
-from harness.report.findings import conclusion, finding
+from harness.report.findings import conclusion, finding, saturation_note
 from harness.report.glossary import sentence_wording
 from harness.report.model import Figure, Missing, Section, interval, points, table
 from harness.report.sections_inputs import QUESTION_DROP
@@ -110,7 +110,8 @@ def summary(ctx: ReportContext) -> Section:
             "(A - B in points; the CI its rule reads; details in Verdicts).",
             SUMMARY_HEADER,
             body,
-            notes=_notes(body),
+            notes=_notes(body) + [note for fam, test in registered if (key := (fam.id, test.id)) in rows
+                                  and (note := saturation_note(rows[key], wording)) is not None],
             collapsed=False,
         )
     )  # the answer: never folded away
