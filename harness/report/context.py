@@ -85,7 +85,7 @@ class ReportContext:
             ds = self.datasets[dataset]
             chunks = read_chunk_set(self.study, ds, arm_spec(self.study, arm), frozen_hash=self.frozen_hash)
             self._chunk_stats[dataset, arm] = chunk_set_stats(chunks, ds.questions, self.budgets(dataset),
-                                                             self.budget_unit)
+                                                             self.budget_unit, ds.documents)
         return self._chunk_stats[dataset, arm]
 
     def budgets(self, dataset: str) -> list[int]:

@@ -106,7 +106,9 @@ def chunk_sets(ctx: ReportContext) -> Section:
             rows.append([arm, s.chunks, f"{s.mean_tokens:.1f}", f"{s.p95_tokens:.0f}"]
                         + [f"{100 * s.share_over[b]:.1f}%" for b in budgets]
                         + [f"{100 * s.share_spanning:.1f}% ({s.evidence_spanning}/{s.evidence_located})"
-                           if s.share_spanning is not None else "–"])
+                           if s.share_spanning is not None else "–"]
+                        + [f"{100 * s.cut_mid_sentence / s.chunks:.1f}%" if s.chunks else "–",
+                           f"{s.tables_split}/{s.tables}" if s.tables else "–"])
         if unbuilt:
             sec.missing.append(Missing(f"{name}: chunk sets not built under the current freeze: "
                                        + ", ".join(unbuilt), "make build-arms"))
@@ -117,10 +119,12 @@ def chunk_sets(ctx: ReportContext) -> Section:
                     f"chunks-{name}",
                     f"Chunk sets of `{name}`: chunks, tokens (cl100k) per chunk, "
                     f"share of chunks longer than each budget in the study's budget unit ({unit}), "
-                    "and share of located gold evidence that no single chunk holds whole.",
+                    "share of located gold evidence that no single chunk holds whole, and chunk health: "
+                    "the share of chunks cut mid-sentence (ending inside a line, not after . ! or ?) and the "
+                    "Markdown tables a chunk boundary splits.",
                     ["arm", "chunks", "mean tok", "p95 tok"]
                     + [f"> {b} {short}" for b in budgets]
-                    + ["gold spanning chunks"],
+                    + ["gold spanning chunks", "cut mid-sentence", "tables split"],
                     rows,
                 )
             )
