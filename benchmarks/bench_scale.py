@@ -87,7 +87,8 @@ def _study_and_cell(folder: Path):
     from harness.config.arm_kinds import get_kind
     from harness.grid.cells import ArmSpec, Cell, DatasetSpec, RetrieverSpec
 
-    study = SimpleNamespace(root=folder, results_root=folder, config=SimpleNamespace(assembly=None))
+    config = SimpleNamespace(assembly=None, ir_measures=None)
+    study = SimpleNamespace(root=folder, results_root=folder, config=config)
     cell = Cell(DatasetSpec("bench", None), ArmSpec("S", SimpleNamespace(kind="S"), get_kind("S"), "S"),
                 RetrieverSpec("bm25", None))
     return study, cell

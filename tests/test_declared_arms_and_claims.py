@@ -65,12 +65,13 @@ def test_sampled_arm_has_no_rows_for_documents_outside_its_sample(tmp_path):
     from metrics_support import question
 
     outside = Scope("doc-b", [], [question("alpha beta gamma delta epsilon", qid="q2")])
-    dataset = SimpleNamespace(name="papers", metric_set="qasper", documents=[])
+    dataset = SimpleNamespace(name="papers", metric_set="qasper", documents=[], questions=[])
     # no scope with chunks: the retriever is never asked (late-chunking retrievers are handed the documents)
-    context = SimpleNamespace(get=lambda name: None, add_documents=lambda documents: None, memo=None)
+    context = SimpleNamespace(get=lambda name: None, add_documents=lambda documents: None, memo=None,
+                              rank_arm=lambda *args: None)
 
     def score(arm_cfg):
-        study = SimpleNamespace(root=tmp_path, results_root=None)
+        study = SimpleNamespace(root=tmp_path, results_root=None, config=SimpleNamespace(ir_measures=None))
         cell = Cell(DatasetSpec("papers", None), ArmSpec("A", arm_cfg, get_kind(arm_cfg.kind)),
                     RetrieverSpec("bm25", None))
         return score_cell(study, dataset, cell, [outside], context, ScoringCache(), (512,), run_depth=10)

@@ -262,5 +262,5 @@ def test_the_summary_counts_the_readers_controls_among_its_instruments(tmp_path)
     )
     assert [(c.name, c.passed) for c in reader_acceptance(ReportContext(study))] == \
         [("reader on docs", False), ("reader on papers", True)]
-    headline = summary(ReportContext(study)).paragraphs[0]
-    assert "instruments passed 1 of 3 (failed: reader on docs, judge nugget-judge;" in headline
+    counts = summary(ReportContext(study)).paragraphs[1]  # after the paragraph answering the question
+    assert "instruments passed 1 of 3 (failed: reader on docs, judge nugget-judge;" in counts

@@ -106,3 +106,14 @@ def test_rrf_retriever_fuses_its_members_for_every_query():
     assert retriever.describe() == {"type": "rrf", "k": 60, "of": ["a", "b"]}
     with pytest.raises(ValueError, match="at least two retrievers"):
         RRFRetriever("hybrid", [_Fixed("a", [0])])
+
+
+def test_rank_sets_with_equal_exact_sums_tie_and_fall_back_to_position():
+    # chunk 8 at ranks 18, 3, 3, 3 and chunk 9 at ranks 10, 5, 5, 5: 1/78 + 3/63 = 1/70 + 3/65 exactly,
+    # but the float sums differ in the last bit, which ordered 9 before 8
+    first = [0, 1, 2, 3, 4, 5, 6, 10, 7, 9, 11, 12, 13, 14, 15, 16, 17, 8, 18, 19]
+    other = [0, 1, 8, 3, 9, 5, 6, 7, 2, 4, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
+    fused = reciprocal_rank_fusion([ranking(first), ranking(other), ranking(other), ranking(other)], k=60)
+    order = fused.order.tolist()
+    at = order.index(8)
+    assert order[at + 1] == 9 and fused.scores[at] == fused.scores[at + 1]  # scores in rank order

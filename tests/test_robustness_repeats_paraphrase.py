@@ -258,12 +258,14 @@ def test_score_averages_repeats_per_question_and_keeps_each_repeat(tmp_path):
     start, end = base[2].spans[0]
     q = Question(qid="q1", dataset="papers", query="?", cluster=doc.doc_id, stratum="", scope=(doc.doc_id,),
                  evidence=(Evidence(doc.doc_id, doc.text[start:end], start, end),))
-    study = SimpleNamespace(root=tmp_path, results_root=None, config=SimpleNamespace(assembly=None))
+    config = SimpleNamespace(assembly=None, ir_measures=None)
+    study = SimpleNamespace(root=tmp_path, results_root=None, config=config)
     arm = SimpleNamespace(kind="E", repeats=2)
     cell = Cell(DatasetSpec("papers", None), ArmSpec("E-rep", arm, get_kind("E")),
                 RetrieverSpec("bm25", None))
-    context = SimpleNamespace(get=lambda name: _InOrder(), add_documents=lambda documents: None, memo=None)
-    dataset = SimpleNamespace(name="papers", metric_set="qasper", documents=[])
+    context = SimpleNamespace(get=lambda name: _InOrder(), add_documents=lambda documents: None, memo=None,
+                              rank_arm=lambda *args: None)
+    dataset = SimpleNamespace(name="papers", metric_set="qasper", documents=[], questions=[])
     rows, variant_rows, counts = score_cell(study, dataset, cell, [Scope(doc.doc_id, r0 + r1, [q])],
                                             context, ScoringCache(), (512,), run_depth=10)
     pooled = {r.metric: r.value for r in rows}

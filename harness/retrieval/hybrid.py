@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,15 +27,42 @@ def reciprocal_rank_fusion(rankings: Sequence[Ranking], *, k: float = DEFAULT_RR
         )
     reciprocal = 1.0 / (k + np.arange(1, n + 1, dtype=np.float64))
     contributions = np.empty((len(rankings), n), dtype=np.float64)
-    for row, ranking in zip(contributions, rankings):
+    ranks = np.empty((len(rankings), n), dtype=np.int64)
+    for row, ranked, ranking in zip(contributions, ranks, rankings):
         row[ranking.order] = reciprocal
+        ranked[ranking.order] = np.arange(1, n + 1)
     # Add each chunk's terms in sorted order: the same multiset of ranks then gives the same float,
     # whatever the retriever order, so genuine ties are ties and fall back to position.
     contributions.sort(axis=0)
     total = np.zeros(n, dtype=np.float64)
     for row in contributions:
         total += row
-    return rank_by_score(total)
+    return rank_by_score(_exact_near_ties(total, ranks, k))
+
+
+NEAR_TIE = 1e-12  # relative gap below which two fused float scores are settled by exact arithmetic
+
+
+def _exact_near_ties(total: np.ndarray, ranks: np.ndarray, k: float) -> np.ndarray:
+    """The fused scores with every near tie settled exactly: two different sets of ranks can give the same
+    rational sum (1/78 + 3/63 = 1/70 + 3/65) but float sums a bit apart, which would order by rounding
+    instead of by position. Chunks whose float scores lie within NEAR_TIE of a neighbour's get the correctly
+    rounded float of their exact sum, so equal sums are equal floats and fall back to position."""
+    if len(total) < 2:
+        return total
+    order = np.argsort(-total, kind="stable")
+    ordered = total[order]
+    close = np.abs(np.diff(ordered)) <= NEAR_TIE * max(float(np.abs(ordered).max()), 1e-300)
+    if not close.any():
+        return total
+    near = np.zeros(len(total), dtype=bool)
+    near[:-1] |= close
+    near[1:] |= close
+    settled = total.copy()
+    base = Fraction(k)
+    for chunk in order[near]:
+        settled[chunk] = float(sum(Fraction(1) / (base + int(r)) for r in ranks[:, chunk]))
+    return settled
 
 
 class RRFIndex(ScopeIndex):
