@@ -89,3 +89,21 @@ def test_a_measure_the_harness_does_not_compute_is_refused_in_the_config(tmp_pat
     edit_config(tmp_path, lambda cfg: cfg.__setitem__("ir_measures", ["MRR@10"]))
     assert main(["config", "--study", str(tmp_path)]) != 0
     assert "ir_measures" in capsys.readouterr().err
+
+
+def test_the_audits_rescore_re_derives_the_released_qrels(scored, tmp_path):
+    import shutil
+
+    from harness.pipeline.rescore import rescore
+    from harness.provenance.freeze import frozen_hash
+    from harness.study import Study
+
+    copy = Study.at(shutil.copytree(scored.root, tmp_path / "study"))
+    frozen = frozen_hash(copy)
+    assert all(c.passed for c in rescore(copy, "all", 0, frozen, log=lambda line: None))
+    qrels = qrels_path(copy, "papers", "F512c")
+    lines = qrels.read_text().splitlines(keepends=True)
+    qrels.write_text("".join(lines[1:]))  # a relevant chunk dropped: the runs and rows stay as they were
+    failed = [c for c in rescore(copy, "all", 0, frozen, log=lambda line: None) if not c.passed]
+    assert failed and all("qrels/papers/F512c.qrels line 1 differs" in c.detail for c in failed)
+    assert {c.item.split("/")[1] for c in failed} == {"F512c"}

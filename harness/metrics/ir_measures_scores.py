@@ -49,20 +49,28 @@ def relevant(chunk: Chunk, gold: Iterable[tuple[int, int]]) -> bool:
     return False
 
 
-def chunk_qrels(questions: Sequence[Question], chunks: Sequence[Chunk]) -> dict[str, dict[str, int]]:
-    """qid -> {chunk_id: 1} for every chunk of the question's scope relevant to its located evidence."""
+def chunks_by_doc(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
+    """A scope's chunks grouped by document, in their order: built once per scope, read per question."""
     by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_doc.setdefault(c.doc_id, []).append(c)
-    qrels: dict[str, dict[str, int]] = {}
-    for q in questions:
-        spans: dict[str, list[tuple[int, int]]] = {}
-        for e in q.evidence:
-            if e.located and e.end > e.start:
-                spans.setdefault(e.doc_id, []).append((e.start, e.end))
-        qrels[q.qid] = {c.chunk_id: 1 for doc, gold in sorted(spans.items()) for c in by_doc.get(doc, [])
-                        if relevant(c, gold)}
-    return qrels
+    return by_doc
+
+
+def question_qrels(question: Question, by_doc: Mapping[str, Sequence[Chunk]]) -> dict[str, int]:
+    """{chunk_id: 1} for every chunk of `by_doc` (chunks_by_doc) relevant to the located evidence."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for e in question.evidence:
+        if e.located and e.end is not None and e.start is not None and e.end > e.start:
+            spans.setdefault(e.doc_id, []).append((e.start, e.end))
+    return {c.chunk_id: 1 for doc, gold in sorted(spans.items()) for c in by_doc.get(doc, [])
+            if relevant(c, gold)}
+
+
+def chunk_qrels(questions: Sequence[Question], chunks: Sequence[Chunk]) -> dict[str, dict[str, int]]:
+    """qid -> {chunk_id: 1} for every chunk of the question's scope relevant to its located evidence."""
+    by_doc = chunks_by_doc(chunks)
+    return {q.qid: question_qrels(q, by_doc) for q in questions}
 
 
 def ir_scores(names: Sequence[str], qrels: Mapping[str, Mapping[str, int]],

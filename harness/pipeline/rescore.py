@@ -51,6 +51,7 @@ from harness.grid.paths import (
     embeddings_dir,
     judges_dir,
     per_question_dir,
+    qrels_path,
     run_path,
     variants_part_path,
 )
@@ -236,6 +237,12 @@ class _Rescoring:
             return f"{self._label(run_file)}: missing"
         differs = first_difference(text_lines(run_file), text_lines(run_path(self.scratch, *cell.names)),
                                    self._label(run_file))
+        if self.study.config.ir_measures and not differs:  # the relevance other evaluators read, re-derived
+            dataset, arm, _ = cell.names
+            qrels = qrels_path(self.study, dataset, arm)
+            differs = (f"{self._label(qrels)}: missing" if not qrels.is_file() else
+                       first_difference(text_lines(qrels), text_lines(qrels_path(self.scratch, dataset, arm)),
+                                        self._label(qrels)))
         if variant_rows and not differs:
             differs = self._rows_difference(
                 variants_part_path(per_question_dir(self.study), *cell.names),

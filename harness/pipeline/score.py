@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from itertools import groupby
-from typing import Any, Callable, ClassVar, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 from harness.arms.addon_descriptives import summarise_counts
 from harness.arms.build import read_chunk_set
@@ -21,7 +21,7 @@ from harness.data.load import LoadedDataset, load_dataset, read_selection
 from harness.data.model import Chunk, Question
 from harness.errors import HarnessError
 from harness.memory import release_freed_memory
-from harness.metrics.ir_measures_scores import chunk_qrels, ir_scores, qrels_lines
+from harness.metrics.ir_measures_scores import chunks_by_doc, ir_scores, qrels_lines, question_qrels
 from harness.metrics.registry import ScoringCache, budgets_from_config, score_question
 from harness.grid.cells import Cell, arm_spec, cell_of, configured_cells
 from harness.grid.paths import (
@@ -149,6 +149,7 @@ class _CellScoring:
         self.inserted: list[int] = []
         self.averaged: list[str] = []  # variants averaged per question (RM's seeds)
         self.qrels: dict[str, dict[str, int]] = {}  # run-file qid -> relevant chunk ids (`ir_measures:` only)
+        self.by_doc_of: dict[str, dict[str, list[Chunk]]] = {}  # per variant, with `ir_measures:` only
         # the open scope's, per variant (open_scope)
         self.indexes: dict[str, Any] = {}
         self.ids_of: dict[str, list[str]] = {}
@@ -165,6 +166,8 @@ class _CellScoring:
             return
         self.indexes = {v: self.retriever.index(scope.key + v, chunks) for v, chunks in variants}
         self.ids_of = {v: [c.chunk_id for c in chunks] for v, chunks in variants}
+        if self.study.config.ir_measures:  # relevance reads the scope's chunks by document, once per scope
+            self.by_doc_of = {v: chunks_by_doc(chunks) for v, chunks in variants}
         self.chunk_sets = {v: ChunkPositions(chunks) for v, chunks in variants} if self.mode else {}
         self.by_id = {c.chunk_id: c for c in scope.chunks} if self.mode else {}
         self.averaged += [v[1:] for v, _ in variants if v and v[1:] not in self.averaged]
@@ -183,7 +186,7 @@ class _CellScoring:
             if not scope.chunks:
                 self.counts["questions_empty_scope"] += 1
                 per_variant = [score_question(dataset.metric_set, q, [], self.budgets, cache=self.cache)
-                               + self._ir_values(q, q.qid, [], [])]
+                               + self._ir_values(q, q.qid, {}, [])]
             else:
                 per_variant = []
                 for v, chunks in variants:
@@ -208,7 +211,8 @@ class _CellScoring:
                             cache=self.cache,
                             assembly=self.study.config.assembly,
                         )
-                        + self._ir_values(q, q.qid + v, chunks, self.run_blocks[-1].chunk_ids)
+                        + self._ir_values(q, q.qid + v, self.by_doc_of.get(v, {}),
+                                          self.run_blocks[-1].chunk_ids)
                     )
             arm, retriever_name = self.arm_name, self.retriever_name
             for metric, value in mean_over_variants(per_variant):
@@ -220,14 +224,14 @@ class _CellScoring:
                     ResultRow(dataset.name, arm + v, retriever_name, q.qid, q.cluster, q.stratum, m, x)
                     for (v, _), values in zip(variants, per_variant) for m, x in values]
 
-    def _ir_values(self, q: Question, run_qid: str, chunks: Sequence[Chunk],
+    def _ir_values(self, q: Question, run_qid: str, by_doc: Mapping[str, Sequence[Chunk]],
                    ranked_ids: Sequence[str]) -> list[tuple[str, float]]:
         """The study's `ir_measures:` for one question, from exactly the chunk ids its run file lists (so the
         run file and results/qrels/ reproduce them with any evaluator); none when the study lists none."""
         names = self.study.config.ir_measures
         if not names:
             return []
-        qrels = chunk_qrels([q], chunks)[q.qid]
+        qrels = question_qrels(q, by_doc)
         self.qrels[run_qid] = qrels
         scores = ir_scores(names, {run_qid: qrels}, {run_qid: ranked_ids})
         self.counts["questions_without_relevant_chunk"] = (
