@@ -28,6 +28,10 @@ $(STAMP):
 	rm -f $(VENV)/.installed-*
 	touch $@
 
+# Byte-compile the package and tests once: where PYTHONDONTWRITEBYTECODE is set, every process the suite or
+# a stage starts would otherwise compile each module it imports from source again
+BYTECODE := $(VENV)/bin/python -m compileall -q harness tests benchmarks > /dev/null
+
 venv: $(STAMP)  ## create the virtual environment and install pinned dependencies
 
 # TEST_WORKERS=N runs the suite in N processes (pytest-xdist; default: one per core); the 25 slowest tests are listed
@@ -35,9 +39,11 @@ TEST_WORKERS ?= auto
 test: $(STAMP)  ## lint (ruff), type-check (mypy), then run the suite in parallel and list the 25 slowest tests
 	$(VENV)/bin/python -m ruff check harness tests benchmarks
 	$(VENV)/bin/python -m mypy
+	$(BYTECODE)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --durations=25 tests
 
 demo: $(STAMP)  ## run the demo studies end to end (estimate, build-arms, score, answer, stats, audit, report): demo, then handbook
+	$(BYTECODE)
 	$(MAKE) --no-print-directory estimate build-arms score answer stats audit report STUDY=examples/demo
 	$(MAKE) --no-print-directory build-arms score stats audit report STUDY=examples/handbook
 

@@ -16,6 +16,12 @@ from pathlib import Path
 
 import pytest
 
+# Under pytest-xdist each worker gives llama.cpp its share of the cores: llama.cpp's threads spin while they
+# wait, so workers that each use every core slow one another several-fold (harness.llm.llamacpp_backend).
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("HARNESS_LLAMA_THREADS", str(max(1, _share)))
+
 
 def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The run's base temporary folder, common to every xdist worker (each worker's own is a child of it)."""

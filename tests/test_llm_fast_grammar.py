@@ -39,6 +39,26 @@ def backend():
     })
 
 
+@pytest.fixture(scope="module")
+def references(backend):
+    """llama-cpp-python's own output per (prompt, repeat_penalty), computed once: its grammar sampler scans
+    the whole vocabulary at every token, so each reference costs tens of seconds."""
+    done: dict[tuple[str, float], tuple[str, int, int]] = {}
+
+    def get(prompt: str, repeat_penalty: float) -> tuple[str, int, int]:
+        if (prompt, repeat_penalty) not in done:
+            llm, lock = backend.llama()
+            with lock:
+                llm.chat_format, llm.chat_handler = "gemma", None
+                llm.reset()  # the whole prompt is evaluated afresh (no KV prefix reuse from earlier calls)
+                done[prompt, repeat_penalty] = reference(
+                    llm, [{"role": "user", "content": prompt}], repeat_penalty=repeat_penalty
+                )
+        return done[prompt, repeat_penalty]
+
+    return get
+
+
 def reference(llm, messages, *, repeat_penalty):
     """llama-cpp-python's own path: the sampler chain penalties -> grammar -> greedy."""
     resp = llm.create_chat_completion(
@@ -54,15 +74,14 @@ def reference(llm, messages, *, repeat_penalty):
 
 @pytest.mark.parametrize("repeat_penalty", [1.0, 1.1])
 @pytest.mark.parametrize("prompt", PROMPTS, ids=["indexer", "results"])
-def test_fast_path_equals_llama_cpp_path(backend, prompt, repeat_penalty):
+def test_fast_path_equals_llama_cpp_path(backend, references, prompt, repeat_penalty):
     llm, lock = backend.llama()
     assert supported(llm)
     messages = [{"role": "user", "content": prompt}]
+    slow = references(prompt, repeat_penalty)
     with lock:
         llm.chat_format, llm.chat_handler = "gemma", None
-        llm.reset()  # both paths evaluate the whole prompt afresh (no KV prefix reuse from earlier calls)
-        slow = reference(llm, messages, repeat_penalty=repeat_penalty)
-        llm.reset()
+        llm.reset()  # as for the reference: the whole prompt evaluated afresh
         fast = greedy_json(
             llm, messages, ENRICH_SCHEMA, max_tokens=MAX_TOKENS, repeat_penalty=repeat_penalty, seed=0
         )
@@ -71,7 +90,7 @@ def test_fast_path_equals_llama_cpp_path(backend, prompt, repeat_penalty):
     assert slow[2] > 0 and slow[1] > 20
 
 
-def test_backend_complete_uses_fast_path_and_matches(backend, monkeypatch):
+def test_backend_complete_uses_fast_path_and_matches(backend, references, monkeypatch):
     """complete() with a schema at temperature 0 goes through greedy_json and returns the reference text."""
     import harness.llm.llamacpp_backend as mod
 
@@ -83,12 +102,9 @@ def test_backend_complete_uses_fast_path_and_matches(backend, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(mod, "greedy_json", spy)
+    slow = references(PROMPTS[0], 1.0)
     llm, lock = backend.llama()
-    messages = [{"role": "user", "content": PROMPTS[0]}]
     with lock:
-        llm.chat_format, llm.chat_handler = "gemma", None
-        llm.reset()
-        slow = reference(llm, messages, repeat_penalty=1.0)
         llm.reset()
     got = backend.complete(PROMPTS[0], schema=ENRICH_SCHEMA, seed=0)
     assert len(calls) == 1

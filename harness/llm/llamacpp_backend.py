@@ -58,6 +58,23 @@ def locate_model(package: str | None, model_path: str | None) -> tuple[Path, str
     return found
 
 
+THREADS_ENV = "HARNESS_LLAMA_THREADS"
+
+
+def llama_threads() -> int:
+    """llama.cpp's threads: HARNESS_LLAMA_THREADS when set, else every core (llama-cpp-python's default of
+    half of them halves decoding speed). A runner with one process per core sets 1: llama.cpp's threads spin
+    while they wait, so two two-thread processes on two cores slow each other several-fold."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if not value:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise HarnessError(
+            f"environment variable {THREADS_ENV}={value!r}: expected a whole number of threads >= 1"
+        )
+    return int(value)
+
+
 def shared_llama(path: Path, n_ctx: int) -> tuple[Any, threading.Lock]:
     """The process-wide Llama for this file and context size, and the lock serialising its use."""
     key = (str(path), n_ctx)
@@ -69,8 +86,7 @@ def shared_llama(path: Path, n_ctx: int) -> tuple[Any, threading.Lock]:
                 raise HarnessError(
                     "the llama.cpp backend needs llama-cpp-python; pip install llama-cpp-python"
                 ) from None
-            # every core: llama-cpp-python defaults to half of them, which halves decoding speed here
-            threads = os.cpu_count() or 1
+            threads = llama_threads()
             _models[key] = Llama(model_path=str(path), n_ctx=n_ctx, verbose=False, logits_all=False,
                                  n_threads=threads, n_threads_batch=threads)
             _model_locks[key] = threading.Lock()
