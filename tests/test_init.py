@@ -82,7 +82,8 @@ def git_identity(monkeypatch):
 def outside_any_repository(tmp_path, monkeypatch):
     """tmp_path as a newcomer's folder: git finds no repository at or above it (it may not climb past it)."""
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    found = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--git-dir"], capture_output=True, text=True)
+    found = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--git-dir"], capture_output=True,
+                           text=True)
     assert found.returncode != 0, found.stdout
 
 

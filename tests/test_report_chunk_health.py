@@ -87,8 +87,9 @@ def test_the_chunk_set_table_shows_each_dense_retrievers_chunks_over_its_window(
     study = make_llm_free_study(tmp_path / "s", ("bm25", "minilm"), arms=("S", "F512c"))
     assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
     # what `score` records in the dataset's manifest for a cell ranking F512c's chunks with minilm
+    window = {"minilm": {"chunks": 40, "over_window": 7}}
     atomic_write_json(per_question_sidecar(study, "docs"), {"cell_counts": {
-        "docs/F512c/minilm": {"questions": 4, "embedder_window": {"minilm": {"chunks": 40, "over_window": 7}}},
+        "docs/F512c/minilm": {"questions": 4, "embedder_window": window},
         "docs/F512c/bm25": {"questions": 4}}})
     docs = _table(chunk_sets(ReportContext(study)), "chunks-docs")
     assert docs.header[-1] == "> window minilm" and "input window" in docs.caption

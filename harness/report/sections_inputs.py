@@ -145,9 +145,9 @@ def chunk_sets(ctx: ReportContext) -> Section:
                     "share of located gold evidence that no single chunk holds whole, and chunk health: "
                     "the share of chunks cut mid-sentence (ending inside a line, not after . ! or ?) and the "
                     "Markdown tables a chunk boundary splits"
-                    + (", and per dense retriever the chunks longer than its embedder's input window (counted "
-                       "by its own tokenizer, document prefix included; cut before encoding), of those it "
-                       "indexed (–: no scored cell recorded it)" if embedders else "") + ".",
+                    + (", and per dense retriever the chunks longer than its embedder's input window "
+                       "(counted by its own tokenizer, document prefix included; cut before encoding), of "
+                       "those it indexed (–: no scored cell recorded it)" if embedders else "") + ".",
                     ["arm", "chunks", "mean tok", "p95 tok"]
                     + [f"> {b} {short}" for b in budgets]
                     + ["gold spanning chunks", "cut mid-sentence", "tables split"]
