@@ -78,6 +78,15 @@ def git_identity(monkeypatch):
         monkeypatch.setenv(f"GIT_{key}_EMAIL", "test@example.org")
 
 
+@pytest.fixture
+def outside_any_repository(tmp_path, monkeypatch):
+    """tmp_path as a newcomer's folder: git finds no repository at or above it (it may not climb past it)."""
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    found = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--git-dir"], capture_output=True,
+                           text=True)
+    assert found.returncode != 0, found.stdout
+
+
 def git_repository(path: Path) -> Path:
     path.mkdir()
     subprocess.run(["git", "init", "-q", str(path)], check=True)
@@ -95,15 +104,18 @@ def report_names_the_tests(study: Path) -> None:
 
 
 @pytest.mark.slow
-def test_jsonl_through_init_and_make_all_to_a_report(tmp_path, git_identity, capsys):
+def test_jsonl_through_init_and_make_all_to_a_report_outside_any_repository(tmp_path, outside_any_repository,
+                                                                             git_identity, capsys):
     documents, questions = corpus(tmp_path / "in")
-    study = git_repository(tmp_path / "repo") / "study"
+    study = tmp_path / "study"
     assert main(["init", str(study), "--documents", str(documents), "--questions", str(questions)]) == 0
-    assert "registered the plan: git commit" in capsys.readouterr().out
+    assert "in the study's own repository (git init)" in capsys.readouterr().out
     # STAMP names an existing file: the venv is the test's own, make must not (re)install it
     proc = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "all", f"STUDY={study}",
                            "STAMP=pyproject.toml", "RESCORE=1"], capture_output=True, text=True)
+    # a newcomer's run ends in success: make passes run-all's code through, and the audit can verify all
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "NOT VERIFIABLE" not in proc.stdout + proc.stderr
     order = [line.split()[2] for line in proc.stdout.splitlines() if line.startswith("== harness ")]
     assert order == ["select", "freeze", "estimate", "build-arms", "score", "stats", "audit", "report"]
     assert "PASS  (registration)/plan/plan.yaml" in proc.stdout  # the init commit anchors the plan
@@ -111,10 +123,11 @@ def test_jsonl_through_init_and_make_all_to_a_report(tmp_path, git_identity, cap
 
 
 @pytest.mark.slow
-def test_markdown_folder_through_init_and_run_all_to_a_report(tmp_path, git_identity, capsys):
+def test_markdown_folder_through_init_and_run_all_to_a_report_inside_a_repository(tmp_path, git_identity,
+                                                                                  capsys):
     corpus(tmp_path / "in")
     questions = markdown_questions(tmp_path / "in", tmp_path / "md_questions.jsonl")
-    study = tmp_path / "study"
+    study = git_repository(tmp_path / "repo") / "study"
     assert (
         main(["init", str(study), "--markdown", str(tmp_path / "in" / "docs"), "--questions", str(questions)])
         == 0
@@ -126,13 +139,14 @@ def test_markdown_folder_through_init_and_run_all_to_a_report(tmp_path, git_iden
     ) in out
     assert "4 documents, 19 questions in 19 clusters" in out
     assert "questions_dropped_no_located_evidence 1" in out
+    assert "registered the plan: git commit" in out and "own repository" not in out
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "run-all", "--study", str(study), "--rescore", "0"],
         cwd=ROOT,
         capture_output=True,
         text=True,
     )
-    # outside any repository, init made the study its own and committed it: the audit anchors the plan there
+    # inside a repository, init committed the study there: the audit anchors the plan on that commit
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "NOT VERIFIABLE" not in proc.stdout + proc.stderr
     assert "PASS  (registration)/plan/plan.yaml" in proc.stdout

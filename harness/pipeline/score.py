@@ -155,6 +155,8 @@ class _CellScoring:
         self.ids_of: dict[str, list[str]] = {}
         self.chunk_sets: dict[str, ChunkPositions] = {}
         self.by_id: dict[str, Chunk] = {}
+        # per embedding retriever, the (variant, chunk id)s it indexed and those cut to its window
+        self.window: dict[str, tuple[set[tuple[str, str]], set[tuple[str, str]]]] = {}
 
     def open_scope(self, scope: Scope, variants: list[tuple[str, list[Chunk]]]) -> None:
         if not scope.chunks:
@@ -165,6 +167,11 @@ class _CellScoring:
                 self.counts["questions_outside_arm"] += len(scope.questions)
             return
         self.indexes = {v: self.retriever.index(scope.key + v, chunks) for v, chunks in variants}
+        for v, chunks in variants:
+            for embedder, flags in self.indexes[v].over_window().items():
+                indexed, over = self.window.setdefault(embedder, (set(), set()))
+                indexed.update((v, c.chunk_id) for c in chunks)
+                over.update((v, c.chunk_id) for c, cut in zip(chunks, flags.tolist()) if cut)
         self.ids_of = {v: [c.chunk_id for c in chunks] for v, chunks in variants}
         if self.study.config.ir_measures:  # relevance reads the scope's chunks by document, once per scope
             self.by_doc_of = {v: chunks_by_doc(chunks) for v, chunks in variants}
@@ -246,6 +253,11 @@ class _CellScoring:
             self.counts["inserted_per_expansion"] = asdict(summarise_counts(self.inserted))
         if self.averaged:
             self.counts["variants_averaged"] = self.averaged
+        if self.window:  # the report's chunk-set table reads these (docs/pipeline.md, "The study report")
+            self.counts["embedder_window"] = {
+                name: {"chunks": len(indexed), "over_window": len(over)}
+                for name, (indexed, over) in sorted(self.window.items())
+            }
         write_run_blocks(
             run_path(self.study, self.dataset.name, self.arm_name, self.retriever_name), self.run_blocks
         )

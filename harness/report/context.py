@@ -11,11 +11,13 @@ from harness.arms.build import read_chunk_set
 from harness.config.lab import UNITS
 from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
+from harness.files import read_json
 from harness.metrics.registry import budgets_from_config
 from harness.plan.load import load_study_plan
 from harness.provenance.freeze import frozen_hash
 from harness.provenance.interim import Cell, outcomes_allowed
 from harness.grid.cells import arm_spec
+from harness.grid.paths import per_question_sidecar
 from harness.report.chunksets import ChunkSetStats, chunk_set_stats
 from harness.report.means import arm_means
 from harness.report.model import Missing
@@ -28,6 +30,7 @@ class ReportContext:
     study: Study
     problems: dict[str, Missing] = field(default_factory=dict)
     _chunk_stats: dict[tuple[str, str], ChunkSetStats] = field(default_factory=dict)
+    _cell_counts: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     @cached_property
     def frozen_hash(self) -> str | None:
@@ -87,6 +90,14 @@ class ReportContext:
             self._chunk_stats[dataset, arm] = chunk_set_stats(chunks, ds.questions, self.budgets(dataset),
                                                              self.budget_unit, ds.documents)
         return self._chunk_stats[dataset, arm]
+
+    def cell_counts(self, dataset: str) -> dict[str, dict]:
+        """Each scored cell's counts (keyed `dataset/arm/retriever`) from the dataset's per-question manifest,
+        read once per report; empty when `score` has not assembled the dataset."""
+        if dataset not in self._cell_counts:
+            path = per_question_sidecar(self.study, dataset)
+            self._cell_counts[dataset] = read_json(path).get("cell_counts", {}) if path.is_file() else {}
+        return self._cell_counts[dataset]
 
     def budgets(self, dataset: str) -> list[int]:
         return list(

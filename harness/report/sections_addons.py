@@ -4,13 +4,9 @@ chunks inserted per expansion. Read from the build manifests (`addon`) and the s
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.arms.consolidate import OUTCOMES
 from harness.grid.arms import arm_kind
-from harness.files import read_json
 from harness.grid.cells import chunk_sets, configured_cells
-from harness.grid.paths import per_question_sidecar
 from harness.grid.states import chunk_set_manifest
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, table
@@ -118,13 +114,8 @@ def addon_arms(ctx: ReportContext) -> Section | None:
 def _expansion_tables(ctx: ReportContext, sec: Section) -> list:
     cells = [c for c in configured_cells(ctx.study) if c.arm.retrieval_time]
     rows, missing = [], []
-    sidecars: dict[str, Any] = {}
     for cell in cells:
-        dataset = cell.dataset.name
-        if dataset not in sidecars:
-            path = per_question_sidecar(ctx.study, dataset)
-            sidecars[dataset] = read_json(path).get("cell_counts", {}) if path.is_file() else {}
-        counts = sidecars[dataset].get(str(cell), {}).get("inserted_per_expansion")
+        counts = ctx.cell_counts(cell.dataset.name).get(str(cell), {}).get("inserted_per_expansion")
         if counts is None:
             missing.append(str(cell))
             continue

@@ -7,7 +7,8 @@ from harness.files import read_json
 from harness.provenance.timeline import first_outcome_time, timeline, utc_iso
 from harness.report.context import ReportContext
 from harness.report.model import Missing, Section, table
-from harness.grid.cells import chunk_sets as grid_chunk_sets
+from harness.config.retrievers import retriever_spec
+from harness.grid.cells import chunk_sets as grid_chunk_sets, configured_cells
 from harness.grid.paths import answers_dir, chunk_manifest_path, results_dir
 
 UNIT_LABEL = {"tokens": "tok", "words": "words"}  # the budget unit in column headers
@@ -91,8 +92,29 @@ def arms_of(ctx: ReportContext, dataset: str) -> list[str]:
     return [cs.arm.name for cs in grid_chunk_sets(ctx.study) if cs.dataset.name == dataset]
 
 
+def cutting_embedders(ctx: ReportContext) -> list[str]:
+    """The study's dense retrievers, whose embedders cut a text longer than their input window (under late
+    pooling nothing is cut: a long document is encoded in overlapping windows)."""
+    return [name for name, cfg in ctx.study.retrievers.items()
+            if retriever_spec(cfg).embeds and getattr(cfg, "pooling", None) is None]
+
+
+def over_window(ctx: ReportContext, dataset: str, arm: str, embedder: str) -> str:
+    """The chunks of a chunk set the embedder cut to its window, out of those it indexed, as `score` recorded
+    them in a cell ranking that chunk set with it ("–": no such cell scored)."""
+    for cell in configured_cells(ctx.study):
+        if cell.dataset.name != dataset or cell.arm.ranks.name != arm:
+            continue
+        found = ctx.cell_counts(dataset).get(str(cell), {}).get("embedder_window", {}).get(embedder)
+        if found:
+            over, indexed = found["over_window"], found["chunks"]
+            return f"{over} ({100 * over / indexed:.1f}%)" if indexed else "0"
+    return "–"
+
+
 def chunk_sets(ctx: ReportContext) -> Section:
     sec = Section("chunk-sets", "Chunk sets")
+    embedders = cutting_embedders(ctx)
     for name in ctx.datasets:
         budgets = ctx.budgets(name)
         unit = ctx.budget_unit
@@ -108,7 +130,8 @@ def chunk_sets(ctx: ReportContext) -> Section:
                         + [f"{100 * s.share_spanning:.1f}% ({s.evidence_spanning}/{s.evidence_located})"
                            if s.share_spanning is not None else "–"]
                         + [f"{100 * s.cut_mid_sentence / s.chunks:.1f}%" if s.chunks else "–",
-                           f"{s.tables_split}/{s.tables}" if s.tables else "–"])
+                           f"{s.tables_split}/{s.tables}" if s.tables else "–"]
+                        + [over_window(ctx, name, arm, e) for e in embedders])
         if unbuilt:
             sec.missing.append(Missing(f"{name}: chunk sets not built under the current freeze: "
                                        + ", ".join(unbuilt), "make build-arms"))
@@ -121,10 +144,14 @@ def chunk_sets(ctx: ReportContext) -> Section:
                     f"share of chunks longer than each budget in the study's budget unit ({unit}), "
                     "share of located gold evidence that no single chunk holds whole, and chunk health: "
                     "the share of chunks cut mid-sentence (ending inside a line, not after . ! or ?) and the "
-                    "Markdown tables a chunk boundary splits.",
+                    "Markdown tables a chunk boundary splits"
+                    + (", and per dense retriever the chunks longer than its embedder's input window "
+                       "(counted by its own tokenizer, document prefix included; cut before encoding), of "
+                       "those it indexed (–: no scored cell recorded it)" if embedders else "") + ".",
                     ["arm", "chunks", "mean tok", "p95 tok"]
                     + [f"> {b} {short}" for b in budgets]
-                    + ["gold spanning chunks", "cut mid-sentence", "tables split"],
+                    + ["gold spanning chunks", "cut mid-sentence", "tables split"]
+                    + [f"> window {e}" for e in embedders],
                     rows,
                 )
             )

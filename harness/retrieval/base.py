@@ -171,6 +171,12 @@ class ScopeIndex(ABC):
         """One ranking per query, identical to calling `search` on each (subclasses batch the work)."""
         return [self.search(q) for q in queries]
 
+    def over_window(self) -> dict[str, np.ndarray]:
+        """Per embedding retriever this index ranks with (itself or a member), one flag per chunk position:
+        the chunk's text was longer than the embedder's input window and cut before encoding. Empty: no
+        embedder cuts here."""
+        return {}
+
 
 def search_batch(index: ScopeIndex, queries: Sequence[str]) -> list[Ranking]:
     """index.search_many(queries), remembered for the last batch the index answered: the cells of an arm

@@ -412,11 +412,20 @@ class OllamaEmbedder(Embedder):
 
 
 class DenseIndex(ScopeIndex):
-    def __init__(self, retriever: "DenseRetriever", scope_key: str, matrix: np.ndarray, n_truncated: int):
+    def __init__(self, retriever: "DenseRetriever", scope_key: str, matrix: np.ndarray,
+                 truncated: np.ndarray | None):
         super().__init__(scope_key, len(matrix))
         self.retriever = retriever
         self.matrix = matrix  # unit rows, float64
-        self.n_truncated = n_truncated  # chunks of this scope whose text exceeded the model window
+        # per chunk, its text exceeded the model window (None: nothing is cut, as under late pooling)
+        self.truncated = truncated
+
+    @property
+    def n_truncated(self) -> int:
+        return 0 if self.truncated is None else int(self.truncated.sum())
+
+    def over_window(self) -> dict[str, np.ndarray]:
+        return {} if self.truncated is None else {self.retriever.name: self.truncated}
 
     def search(self, query: str) -> Ranking:
         return self.search_many([query])[0]
@@ -474,10 +483,10 @@ class DenseRetriever(Retriever):
 
         return encode
 
-    def _embed(self, texts: list[str], prefix: str, role: str) -> tuple[np.ndarray, int]:
+    def _embed(self, texts: list[str], prefix: str, role: str) -> tuple[np.ndarray, np.ndarray]:
         vectors, truncated = self._cache(prefix).encode(texts, self._encoder(prefix))
         self.truncated[role].update(sha256_text(t) for t, cut in zip(texts, truncated.tolist()) if cut)
-        return (l2_normalise(vectors) if len(texts) else np.zeros((0, 0))), int(truncated.sum())
+        return (l2_normalise(vectors) if len(texts) else np.zeros((0, 0))), truncated
 
     def embed_queries(self, queries: list[str]) -> np.ndarray:
         return self._embed(queries, self.query_prefix, "queries")[0]
@@ -498,10 +507,10 @@ class DenseRetriever(Retriever):
 
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> DenseIndex:
         def build() -> DenseIndex:
-            matrix, n_truncated = self._embed(
+            matrix, truncated = self._embed(
                 [c.indexed_text for c in chunks], self.document_prefix, "documents"
             )
-            return DenseIndex(self, scope_key, matrix, n_truncated)
+            return DenseIndex(self, scope_key, matrix, truncated)
 
         return self._memoised(scope_key, chunks, build)
 

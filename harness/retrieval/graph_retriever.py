@@ -80,6 +80,9 @@ class GraphIndex(ScopeIndex):
     def search_many(self, queries: Sequence[str]) -> list[Ranking]:
         return [self._rerank(r) for r in search_batch(self.base, queries)]
 
+    def over_window(self) -> dict[str, np.ndarray]:
+        return self.base.over_window()
+
 
 class GraphRetriever(Retriever):
     def __init__(self, name: str, base: Retriever, params: GraphParams, *, ref_pattern: str):

@@ -77,6 +77,9 @@ class RRFIndex(ScopeIndex):
         per_member = [search_batch(m, queries) for m in self.members]
         return [reciprocal_rank_fusion(list(rs), k=self.k) for rs in zip(*per_member)]
 
+    def over_window(self) -> dict[str, np.ndarray]:
+        return {name: flags for m in self.members for name, flags in m.over_window().items()}
+
 
 class RRFRetriever(Retriever):
     def __init__(self, name: str, members: Sequence[Retriever], *, k: float = DEFAULT_RRF_K):

@@ -267,7 +267,8 @@ class LateChunkingRetriever(DenseRetriever):
 
     def index(self, scope_key: str, chunks: Sequence[Chunk]) -> DenseIndex:
         vectors = self.chunk_vectors(scope_key, chunks)
-        return DenseIndex(self, scope_key, l2_normalise(vectors) if len(chunks) else np.zeros((0, 0)), 0)
+        # nothing is cut: a document longer than the window is encoded in overlapping windows
+        return DenseIndex(self, scope_key, l2_normalise(vectors) if len(chunks) else np.zeros((0, 0)), None)
 
     def describe(self) -> dict[str, Any]:
         return super().describe() | {

@@ -111,6 +111,9 @@ class RerankIndex(ScopeIndex):
                      leave=False, disable=not self.retriever.progress)
         return [self._rerank(q, r) for q, r in pairs]
 
+    def over_window(self) -> dict[str, np.ndarray]:
+        return self.first_stage.over_window()
+
 
 class RerankRetriever(Retriever):
     def __init__(
