@@ -43,6 +43,12 @@ def built_once(tmp_path_factory) -> Callable[[str, Callable[[Path], None]], Path
     return get
 
 
+@pytest.fixture
+def git_identity(monkeypatch):
+    """Who commits, for tests that make a study a git repository (the machine may have no identity)."""
+    for key in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{key}_NAME", "Test")
+        monkeypatch.setenv(f"GIT_{key}_EMAIL", "test@example.org")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -71,17 +71,18 @@ def write_jsonl(path: Path, rows) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
-@pytest.fixture
-def git_identity(monkeypatch):
-    for key in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{key}_NAME", "Test")
-        monkeypatch.setenv(f"GIT_{key}_EMAIL", "test@example.org")
-
-
 def git_repository(path: Path) -> Path:
     path.mkdir()
     subprocess.run(["git", "init", "-q", str(path)], check=True)
     return path
+
+
+def run_make(study: Path, *targets: str) -> subprocess.CompletedProcess:
+    """`make TARGETS STUDY=study` in the harness checkout, run by this test's interpreter; STAMP names an
+    existing file, so make does not (re)install the venv."""
+    return subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), *targets, f"STUDY={study}",
+                           f"RUN={sys.executable} -m harness", "STAMP=pyproject.toml", "RESCORE=1"],
+                          capture_output=True, text=True)
 
 
 def report_names_the_tests(study: Path) -> None:
@@ -100,9 +101,7 @@ def test_jsonl_through_init_and_make_all_to_a_report(tmp_path, git_identity, cap
     study = git_repository(tmp_path / "repo") / "study"
     assert main(["init", str(study), "--documents", str(documents), "--questions", str(questions)]) == 0
     assert "registered the plan: git commit" in capsys.readouterr().out
-    # STAMP names an existing file: the venv is the test's own, make must not (re)install it
-    proc = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "all", f"STUDY={study}",
-                           "STAMP=pyproject.toml", "RESCORE=1"], capture_output=True, text=True)
+    proc = run_make(study, "all")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     order = [line.split()[2] for line in proc.stdout.splitlines() if line.startswith("== harness ")]
     assert order == ["select", "freeze", "estimate", "build-arms", "score", "stats", "audit", "report"]
