@@ -3,7 +3,7 @@
 `built_once` builds an expensive input (a scored study, say) once per test run, whatever the number of
 pytest-xdist workers: the first worker to ask builds it under a file lock in the run's shared temporary
 folder and the others wait and read it. What it returns is read-only by convention: a test that writes
-copies it first.
+copies it first. `built_demo` is the demo study, built and scored that way.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
 
 def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -41,6 +43,20 @@ def built_once(tmp_path_factory) -> Callable[[str, Callable[[Path], None]], Path
         return target
 
     return get
+
+
+@pytest.fixture(scope="session")
+def built_demo(built_once) -> Path:
+    """A copy of the demo study (examples/demo) with every chunk set built and every cell scored: run files
+    and per-question tables, no statistics. Built once per test run (minutes); read-only."""
+    from harness.cli.main import main  # conftest loads harness code only for a fixture that needs it
+
+    def build(root: Path) -> None:
+        shutil.copytree(DEMO, root / "demo")
+        for stage in ("build-arms", "score"):
+            assert main([stage, "--study", str(root / "demo"), "--quiet"]) == 0, stage
+
+    return built_once("demo-scored", build) / "demo"
 
 
 @pytest.fixture

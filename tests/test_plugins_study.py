@@ -181,7 +181,8 @@ def test_no_cell_is_scored_while_a_run_file_is_not_written_and_its_freeze_is_not
     # BM25's cells could be scored now; an outcome would then fix the freeze before the run file exists
     assert main(["score", "--study", str(study), "--no-progress"]) == 1
     assert not first_outcome_path(Study.at(study)).exists()
-    assert "run file(s) not written yet, so no cell is scored: ext: runs/F512c.trec" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "run file(s) not written yet, so no cell is scored: ext: runs/F512c.trec" in err
     write_runs(study, ("F512c",))
     run(study, "freeze")  # no outcome: no --force, no deviation
     assert "publish this hash" in capsys.readouterr().out and not (study / "DEVIATIONS.md").exists()

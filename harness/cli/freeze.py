@@ -75,8 +75,8 @@ def run(args) -> int:
         say(args, loss_summary(name, content["counts"]), problem=bool(lost_counts(content["counts"])))
     unwritten = unwritten_files(record.get("plugins"))
     if unwritten:  # docs/plugins.md, Run files: this hash changes once they are written
-        print(f"{len(unwritten)} run file(s) not written yet: {', '.join(unwritten)}. Write them from the chunk "
-              "sets build-arms builds, then freeze again before `score` (no outcome exists yet, so no "
+        print(f"{len(unwritten)} run file(s) not written yet: {', '.join(unwritten)}. Write them from the "
+              "chunk sets build-arms builds, then freeze again before `score` (no outcome exists yet, so no "
               "deviation is logged); publish the hash of that freeze, not this one")
         return 0
     print(
