@@ -84,7 +84,7 @@ def plugin_study(tmp_path: Path) -> Path:
     return study
 
 
-def write_runs(study: Path, arms=tuple(ARMS)) -> None:
+def write_runs(study: Path, arms: tuple[str, ...] = tuple(ARMS)) -> None:
     """What another toolkit would write from the built chunk sets: each question's five chunks sharing the
     most words with it."""
     questions = [json.loads(line) for line in (study / "data" / "questions.jsonl").read_text().splitlines()]
