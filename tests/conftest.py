@@ -3,7 +3,7 @@
 `built_once` builds an expensive input (a scored study, say) once per test run, whatever the number of
 pytest-xdist workers: the first worker to ask builds it under a file lock in the run's shared temporary
 folder and the others wait and read it. What it returns is read-only by convention: a test that writes
-copies it first.
+copies it first. `built_demo` is the demo study, built and scored that way.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import pytest
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
     os.environ.setdefault("HARNESS_LLAMA_THREADS", str(max(1, _share)))
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
 
 def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -49,6 +51,34 @@ def built_once(tmp_path_factory) -> Callable[[str, Callable[[Path], None]], Path
     return get
 
 
+SHIPPED_OUTPUTS = {"generations", "embeddings"}  # the model outputs a clone of the demo receives
+
+
+def _outputs_of_a_local_run(folder: str, names: list[str]) -> set[str]:
+    """What a developer's own `make demo` left under examples/demo/results, besides the shipped caches."""
+    return set(names) - SHIPPED_OUTPUTS if Path(folder) == DEMO / "results" else set()
+
+
+@pytest.fixture(scope="session")
+def built_demo(built_once) -> Path:
+    """A copy of the demo study (examples/demo) with every chunk set built and every cell scored: run files
+    and per-question tables, no statistics. Built once per test run (minutes); read-only."""
+    from harness.cli.main import main  # conftest loads harness code only for a fixture that needs it
+
+    def build(root: Path) -> None:
+        shutil.copytree(DEMO, root / "demo", ignore=_outputs_of_a_local_run)
+        for stage in ("build-arms", "score"):
+            assert main([stage, "--study", str(root / "demo"), "--quiet"]) == 0, stage
+
+    return built_once("demo-scored", build) / "demo"
+
+
+@pytest.fixture
+def git_identity(monkeypatch):
+    """Who commits, for tests that make a study a git repository (the machine may have no identity)."""
+    for key in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{key}_NAME", "Test")
+        monkeypatch.setenv(f"GIT_{key}_EMAIL", "test@example.org")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

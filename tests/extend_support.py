@@ -21,12 +21,13 @@ FAMILY = "structure"  # the family `harness init` registers
 DATASET = "corpus"  # the dataset it names
 
 
-def starter_study(tmp_path: Path) -> Path:
+def starter_study(tmp_path: Path, *, git: bool = False) -> Path:
+    """By default registered by its record: the same on every machine, whatever git knows of who commits.
+    With `git`, init makes the study its own repository and commits it (the test sets who commits)."""
     documents, questions = corpus(tmp_path / "in")
     study = tmp_path / "study"
-    # registered by its record: the same on every machine, whatever git knows of who commits
     assert main(["init", str(study), "--documents", str(documents), "--questions", str(questions),
-                 "--no-git"]) == 0
+                 *([] if git else ["--no-git"])]) == 0
     return study
 
 

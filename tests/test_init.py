@@ -72,13 +72,6 @@ def write_jsonl(path: Path, rows) -> None:
 
 
 @pytest.fixture
-def git_identity(monkeypatch):
-    for key in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{key}_NAME", "Test")
-        monkeypatch.setenv(f"GIT_{key}_EMAIL", "test@example.org")
-
-
-@pytest.fixture
 def outside_any_repository(tmp_path, monkeypatch):
     """tmp_path as a newcomer's folder: git finds no repository at or above it (it may not climb past it)."""
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
@@ -91,6 +84,14 @@ def git_repository(path: Path) -> Path:
     path.mkdir()
     subprocess.run(["git", "init", "-q", str(path)], check=True)
     return path
+
+
+def run_make(study: Path, *targets: str) -> subprocess.CompletedProcess:
+    """`make TARGETS STUDY=study` in the harness checkout, run by this test's interpreter; STAMP names an
+    existing file, so make does not (re)install the venv."""
+    return subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), *targets, f"STUDY={study}",
+                           f"RUN={sys.executable} -m harness", "STAMP=pyproject.toml", "RESCORE=1"],
+                          capture_output=True, text=True)
 
 
 def report_names_the_tests(study: Path) -> None:
@@ -110,9 +111,7 @@ def test_jsonl_through_init_and_make_all_to_a_report_outside_any_repository(tmp_
     study = tmp_path / "study"
     assert main(["init", str(study), "--documents", str(documents), "--questions", str(questions)]) == 0
     assert "in the study's own repository (git init)" in capsys.readouterr().out
-    # STAMP names an existing file: the venv is the test's own, make must not (re)install it
-    proc = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "all", f"STUDY={study}",
-                           "STAMP=pyproject.toml", "RESCORE=1"], capture_output=True, text=True)
+    proc = run_make(study, "all")
     # a newcomer's run ends in success: make passes run-all's code through, and the audit can verify all
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "NOT VERIFIABLE" not in proc.stdout + proc.stderr

@@ -9,6 +9,7 @@ from harness.cli.output import add_output_arguments, say
 from harness.data.load import loss_summary, lost_counts
 from harness.provenance.drift import check_frozen
 from harness.provenance.freeze import prepare_freeze, write_freeze
+from harness.provenance.inputs import unwritten_files
 from harness.provenance.interim import deviation_logged, record_deviation
 from harness.provenance.release import DEVIATIONS_NAME, record_study_file
 from harness.provenance.timeline import first_outcome_time, format_timeline, timeline
@@ -72,6 +73,12 @@ def run(args) -> int:
     print(_summary(record, study, digest, verb="kept" if digest == before else "froze"))
     for name, content in sorted(record["dataset_content"].items()):
         say(args, loss_summary(name, content["counts"]), problem=bool(lost_counts(content["counts"])))
+    unwritten = unwritten_files(record.get("plugins"))
+    if unwritten:  # docs/plugins.md, Run files: this hash changes once they are written
+        print(f"{len(unwritten)} run file(s) not written yet: {', '.join(unwritten)}. Write them from the "
+              "chunk sets build-arms builds, then freeze again before `score` (no outcome exists yet, so no "
+              "deviation is logged); publish the hash of that freeze, not this one")
+        return 0
     print(
         "publish this hash (a public registry, a tag, the paper); `harness audit --registered-hash "
         f"{digest}` "

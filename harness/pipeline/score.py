@@ -36,6 +36,7 @@ from harness.pipeline.parts import write_part, write_variants_part
 from harness.pipeline.table import assemble_per_question, update_manifest
 from harness.grid.results import ResultRow
 from harness.files import atomic_write_text, read_json, remove_stale_temporaries, sha256_text
+from harness.provenance.inputs import plugin_record, unwritten_files
 from harness.provenance.timeline import record_first_outcome
 from harness.retrieval.base import Ranking, search_batch
 from harness.retrieval.expansion import ChunkPositions
@@ -272,12 +273,25 @@ def write_cell_parts(per_q, cell: Cell, rows: list[ResultRow], variant_rows: lis
     write_part(per_q, *cell.names, rows)
 
 
+def refuse_unwritten_run_files(study: Study) -> None:
+    """No cell is scored while a run file is not written yet: a cell scored first would be an outcome, and the
+    freeze that then records the run file would need a deviation (docs/plugins.md, Run files)."""
+    unwritten = unwritten_files(plugin_record(study))
+    if unwritten:
+        raise HarnessError(
+            f"{len(unwritten)} run file(s) not written yet, so no cell is scored: {', '.join(unwritten)}; "
+            "write them from the chunk sets build-arms built (results/chunks/), then `harness freeze` again "
+            "(no outcome exists yet, so no deviation is logged) and score"
+        )
+
+
 def score_study(
     study: Study, *, frozen_hash: str | None, datasets: Sequence[str] | None = None, progress: bool = True,
     log: Callable[[str], None] = print, executor: "Executor | None" = None,
 ) -> dict[str, int]:
     """Score every configured cell not yet complete; returns {dataset: rows in its combined table}.
     `executor` (harness.pipeline.executors) chooses, once, where the cells are scored (score_executor)."""
+    refuse_unwritten_run_files(study)
     scorer = score_executor(executor)
     selection = read_selection(study)
     context = RetrieverContext.for_study(study, progress=progress, share_indexes=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from harness.config.arm_kinds import get_kind
 from harness.config.plugin_code import PLUGINS_FOLDER, PluginCode
@@ -126,6 +126,14 @@ def plugin_record(study: Study) -> dict[str, Any] | None:
                   if (spec := retriever_spec(cfg)).plugin is not None}
     record = {key: value for key, value in (("arms", arms), ("retrievers", retrievers)) if value}
     return record or None
+
+
+def unwritten_files(plugins: Mapping[str, Any] | None) -> list[str]:
+    """`retriever: path` of every file another tool writes (a run file) that a plugins record (plugin_record,
+    or the frozen record's `plugins`) holds as not written yet, sorted."""
+    retrievers = (plugins or {}).get("retrievers", {})
+    return [f"{name}: {path}" for name, identity in sorted(retrievers.items())
+            for path, digest in sorted(identity.get("files", {}).items()) if digest is None]
 
 
 def _identity(study: Study, code: PluginCode, cfg: Any, key: str) -> dict[str, Any]:
