@@ -69,7 +69,7 @@ def audit_study(study: Study, settings: AuditSettings, *, log: Callable[[str], N
         raise HarnessError(f"{stats_dir(study)}: no released statistics to audit; run `harness stats` first")
     frozen = check_frozen(study, stage="audit", models=False)
     anchors = verify_registration(study, registered_hash=settings.registered_hash) + verify_results(study)
-    anchors += verify_release_history(study)
+    anchors += verify_release_history(study, release_hash=settings.release_hash)
     anchors += verify_release_hash(study, settings.release_hash) if settings.release_hash is not None else []
     anchors += rederive(study, frozen)
     problems = check_registered_hashes(study)

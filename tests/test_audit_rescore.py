@@ -17,11 +17,10 @@ from harness.files import sha256_text
 from harness.grid.cells import configured_cells
 from harness.pipeline.rescore import DEFAULT_SEED, draw_cells
 from harness.retrieval.rerank_llm import LlmYesNoScorer
-from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 from pipeline_support import DEMO, edit_config, make_llm_free_study
 from harness.grid.paths import cell_part_path, chunks_path, embeddings_dir, run_path
-from provenance_support import record_as_written
+from provenance_support import published_hashes, record_as_written
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +42,8 @@ def copy(released, tmp_path):
 
 def audit(study, capsys) -> tuple[int, list[str]]:
     capsys.readouterr()
-    # outside git the published hash anchors the registration (else the audit exits 3, not verifiable)
-    code = main(
-        ["audit", "--study", str(study.root), "--rescore", "5", "--registered-hash", frozen_hash(study)]
-    )
+    # outside git the published hashes anchor the registration and the release (else the audit exits 3)
+    code = main(["audit", "--study", str(study.root), "--rescore", "5", *published_hashes(study)])
     return code, [
         line for line in capsys.readouterr().out.splitlines() if "(rescore)" in line or "rescore:" in line
     ]
@@ -68,8 +65,9 @@ def _fake_p_yes(self, query, passages):
 
 @pytest.fixture(scope="module")
 def llm_reranked(tmp_path_factory):
-    """S and F512c ranked by BM25, and S on the docs by the llm-yes reranker over it too; `score` computes the
-    pair scores with a stand-in for the model's P("yes"), which lands in the pair-score cache like the model's."""
+    """S and F512c ranked by BM25, and S on the docs by the llm-yes reranker over it too; `score` computes
+    the pair scores with a stand-in for the model's P("yes"), landing in the pair-score cache as the model's
+    would."""
     root = tmp_path_factory.mktemp("llm_reranked")
     make_llm_free_study(root, arms=("S", "F512c"), freeze=False)
     models = yaml.safe_load((DEMO / "configs" / "study.yaml").read_text(encoding="utf-8"))["models"]
@@ -95,7 +93,7 @@ def _no_model(self, query, passages):
 
 def _rescore_all(study, capsys) -> list[str]:
     capsys.readouterr()
-    main(["audit", "--study", str(study.root), "--rescore", "all", "--registered-hash", frozen_hash(study)])
+    main(["audit", "--study", str(study.root), "--rescore", "all", *published_hashes(study)])
     return [line for line in capsys.readouterr().out.splitlines() if "(rescore)/" in line]
 
 
@@ -104,9 +102,10 @@ def test_rescore_all_replays_the_llm_rerankers_cells_from_the_pair_score_cache(l
     monkeypatch.setattr(LlmYesNoScorer, "score", _no_model)
     reranked = [c for c in configured_cells(llm_reranked) if c.retriever.name == "rerank"]
     lines = _rescore_all(llm_reranked, capsys)
-    assert reranked and all(any(line.startswith(f"PASS  (rescore)/{c}: ") for line in lines) for c in reranked), \
-        lines
-    assert len(lines) == len(configured_cells(llm_reranked)) and all(line.startswith("PASS") for line in lines)
+    assert reranked and all(any(line.startswith(f"PASS  (rescore)/{c}: ") for line in lines)
+                            for c in reranked)
+    assert len(lines) == len(configured_cells(llm_reranked)), lines
+    assert all(line.startswith("PASS") for line in lines), lines
 
 
 def test_a_pair_missing_from_the_cache_fails_its_cell_naming_the_pair(llm_reranked, tmp_path, capsys,

@@ -12,10 +12,10 @@ import pytest
 
 from harness.cli.main import main
 from harness.files import read_json
-from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 
 from extend_support import DATASET, FAMILY, edit_config, edit_yaml, scored_cells, starter_study
+from provenance_support import published_hashes
 from test_plugins_chunkers import _library
 
 CHUNKER = '''
@@ -112,8 +112,8 @@ def test_a_study_of_outside_chunkers_and_retrievers_runs_to_the_report(tmp_path,
     )
     write_runs(study)
     run(study, "freeze", "build-arms", "score", "stats")
-    # the study is in no git repository: the frozen hash, as published, anchors the registration
-    assert main(["audit", "--study", str(study), "--registered-hash", frozen_hash(Study.at(study))]) == 0
+    # the study is in no git repository: the hashes, as published, anchor the registration and the release
+    assert main(["audit", "--study", str(study), *published_hashes(Study.at(study))]) == 0
     run(study, "report")
 
     frozen = read_json(study / "frozen_config.json")

@@ -162,6 +162,21 @@ def test_the_record_covers_every_released_byte_and_the_hash_is_printed(
     assert release_hash(study) == released[1]
 
 
+def test_outside_git_an_unpublished_release_is_not_verifiable(released, tmp_path, capsys, fake_models):
+    """As an unanchored registration: without git history and without --release-hash a file edited together
+    with its record entry would pass, so the release is NOT VERIFIABLE (exit 3), never a pass."""
+    from harness.provenance.freeze import frozen_hash
+
+    study = copy_of(released, tmp_path)
+    code, out = audit(capsys, study, "--registered-hash", frozen_hash(study))
+    assert code == 3, out
+    assert "NOT VERIFIABLE  (release)/results_manifest.json: release not verifiable: the study is not in a " \
+           "git repository and no --release-hash was given" in out, out
+    assert "NOT VERIFIABLE  (registration)" not in out
+    code, out = audit(capsys, study, "--registered-hash", frozen_hash(study), "--release-hash", released[1])
+    assert code == 0 and "NOT VERIFIABLE" not in out, out
+
+
 def _swap_selection(study, capsys):
     selection = json.loads(study.selection_path.read_text(encoding="utf-8"))
     selection["datasets"]["papers"]["selected"] = selection["datasets"]["papers"]["selected"][1:]

@@ -54,8 +54,8 @@ EXIT_CODES = """exit codes (every command):
   0    done; for audit, every check passed
   1    an error (the message names the file, key or line), or an audit FAIL
   2    the inputs drifted from frozen_config.json (the diff is printed), or the command line is wrong
-  3    audit only: nothing failed, but the registration is NOT VERIFIABLE (no git history and no
-       --registered-hash): not a pass
+  3    audit only: nothing failed, but the registration or the release is NOT VERIFIABLE (no git
+       history and no --registered-hash, or no --release-hash): not a pass
   130  interrupted; completed work is kept, rerun to resume"""
 
 

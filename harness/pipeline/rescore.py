@@ -207,9 +207,9 @@ class _Rescoring:
             if differs:
                 yield cell, _checked(str(cell), False, differs)
                 continue
-            answered = ", answers, verdicts and answer rows replayed identical" if cell in self.answered else ""
-            yield cell, _checked(str(cell), True,
-                                 f"chunk set {source}, run file and {len(rows)} per-question rows identical{answered}")
+            rows_too = f"chunk set {source}, run file and {len(rows)} per-question rows identical"
+            also = ", answers, verdicts and answer rows replayed identical" if cell in self.answered else ""
+            yield cell, _checked(str(cell), True, rows_too + also)
 
     def _label(self, path: Path) -> str:
         return str(path.relative_to(self.study.root)) if path.is_relative_to(self.study.root) else str(path)
