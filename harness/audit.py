@@ -17,13 +17,13 @@ from harness.grid.paths import stats_dir
 from harness.grid.states import unscored_cells
 from harness.pipeline.rederive import rederive
 from harness.pipeline.rescore import DEFAULT_SEED, rescore
-from harness.plan.load import load_study_plan
 from harness.provenance.checks import FAIL, PASS, Check, exit_code
 from harness.provenance.drift import check_frozen, check_registered_hashes
 from harness.provenance.interim import describe_missing
 from harness.provenance.registration import verify_registration
 from harness.provenance.release import verify_release_hash, verify_results
 from harness.provenance.release_history import verify_release_history
+from harness.stats.demotion import decided_plan
 from harness.stats.families import check_family, run_plan
 from harness.stats.io import load_judge_rates, load_per_question, load_reader_rates, results_frozen_hash
 from harness.study import Study
@@ -113,7 +113,7 @@ def _family_checks(study: Study, scored_under: str, settings: AuditSettings) -> 
     released file that is no family of the plan."""
     checks: list[Check] = []
     planned = set()
-    plan, table = load_study_plan(study), load_per_question(study)
+    plan, table = decided_plan(study), load_per_question(study)  # post-outcome additions demoted
     for result in run_plan(plan, table, judge_rates=load_judge_rates(study),
                            reader_rates=load_reader_rates(study), threads=max(1, settings.threads)):
         planned.add(result.family)
