@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from goals import add_quick, goal  # noqa: E402
 
 from harness.provenance.freeze import frozen_hash  # noqa: E402
+from harness.provenance.release import release_hash  # noqa: E402
 from harness.study import Study  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,9 +92,10 @@ def main() -> None:
             for stage in BUILD if not args.quick else ("build-arms", "score", "stats"):
                 harness(stage, "--study", str(study), *(["--no-progress"] if stage != "stats" else []))
             print(f"built {study.name} in {time.perf_counter() - start:.0f} s (not timed)")
-        # outside git the published hash anchors the registration (else the audit exits 3, not verifiable)
+        # outside git the published hashes anchor the registration and the release (else the audit exits 3)
+        built = Study.at(study)
         audit = ["audit", "--study", str(study), "--rescore", "all", "--no-progress",
-                 "--registered-hash", frozen_hash(Study.at(study))]
+                 "--registered-hash", frozen_hash(built), "--release-hash", release_hash(built)]
         start = time.perf_counter()
         done = harness(*audit)
         took = time.perf_counter() - start

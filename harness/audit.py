@@ -17,13 +17,13 @@ from harness.grid.paths import stats_dir
 from harness.grid.states import unscored_cells
 from harness.pipeline.rederive import rederive
 from harness.pipeline.rescore import DEFAULT_SEED, rescore
-from harness.plan.load import load_study_plan
 from harness.provenance.checks import FAIL, PASS, Check, exit_code
 from harness.provenance.drift import check_frozen, check_registered_hashes
 from harness.provenance.interim import describe_missing
 from harness.provenance.registration import verify_registration
 from harness.provenance.release import verify_release_hash, verify_results
 from harness.provenance.release_history import verify_release_history
+from harness.stats.demotion import decided_plan
 from harness.stats.families import check_family, run_plan
 from harness.stats.io import load_judge_rates, load_per_question, load_reader_rates, results_frozen_hash
 from harness.study import Study
@@ -69,7 +69,7 @@ def audit_study(study: Study, settings: AuditSettings, *, log: Callable[[str], N
         raise HarnessError(f"{stats_dir(study)}: no released statistics to audit; run `harness stats` first")
     frozen = check_frozen(study, stage="audit", models=False)
     anchors = verify_registration(study, registered_hash=settings.registered_hash) + verify_results(study)
-    anchors += verify_release_history(study)
+    anchors += verify_release_history(study, release_hash=settings.release_hash)
     anchors += verify_release_hash(study, settings.release_hash) if settings.release_hash is not None else []
     anchors += rederive(study, frozen)
     problems = check_registered_hashes(study)
@@ -113,7 +113,7 @@ def _family_checks(study: Study, scored_under: str, settings: AuditSettings) -> 
     released file that is no family of the plan."""
     checks: list[Check] = []
     planned = set()
-    plan, table = load_study_plan(study), load_per_question(study)
+    plan, table = decided_plan(study), load_per_question(study)  # post-outcome additions demoted
     for result in run_plan(plan, table, judge_rates=load_judge_rates(study),
                            reader_rates=load_reader_rates(study), threads=max(1, settings.threads)):
         planned.add(result.family)

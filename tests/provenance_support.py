@@ -162,3 +162,12 @@ def record_as_written(study) -> None:
 
     forge_journal(study)
     record_results(study)
+
+
+def published_hashes(study) -> list[str]:
+    """The audit's arguments for a study outside git whose frozen and release hashes were published: both
+    anchor it there (without them the registration and the release are NOT VERIFIABLE, exit 3)."""
+    from harness.provenance.freeze import frozen_hash
+    from harness.provenance.release import release_hash
+
+    return ["--registered-hash", frozen_hash(study), "--release-hash", release_hash(study)]

@@ -22,10 +22,11 @@ from harness.grid.cells import configured_cells
 from harness.grid.paths import answers_dir, embeddings_dir, generations_path, judges_dir, per_question_path
 from harness.provenance.checks import Check
 from harness.provenance.freeze import frozen_hash
+from harness.provenance.release import release_hash
 from harness.provenance.release import record_results
 from harness.study import Study
 from pipeline_support import edit_config, make_llm_free_study
-from provenance_support import forge_journal
+from provenance_support import forge_journal, published_hashes
 
 
 def _add_models(cfg: dict) -> None:
@@ -66,18 +67,8 @@ def copy(released, tmp_path):
 
 def audit(study: Study, capsys, *extra: str) -> tuple[int, list[str]]:
     capsys.readouterr()
-    # outside git the published hash anchors the registration (else the audit exits 3, not verifiable)
-    code = main(
-        [
-            "audit",
-            "--study",
-            str(study.root),
-            "--registered-hash",
-            frozen_hash(study),
-            "--no-progress",
-            *extra,
-        ]
-    )
+    # outside git the published hashes anchor the registration and the release (else the audit exits 3)
+    code = main(["audit", "--study", str(study.root), *published_hashes(study), "--no-progress", *extra])
     return code, capsys.readouterr().out.splitlines()
 
 
@@ -117,7 +108,8 @@ def test_the_release_passes_every_re_derivation_and_a_rescore_of_every_cell(rele
 def test_the_audit_is_a_library_call_whose_checks_are_one_type_the_cli_prints(released, capsys):
     """harness.audit returns every finding as a provenance Check (anchors, re-derivations, family rows alike);
     the command prints their lines and the summary, and exits with the result's code."""
-    result = audit_study(released, AuditSettings(registered_hash=frozen_hash(released)))
+    result = audit_study(released, AuditSettings(registered_hash=frozen_hash(released),
+                                                 release_hash=release_hash(released)))
     assert all(type(c) is Check for c in result.checks)
     subjects = {c.subject for c in result.checks}
     assert {"(registration)", "(re-derived)", "(frozen)", "(grid)"} <= subjects

@@ -10,15 +10,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from harness.cli.main import main
+from harness.files import sha256_text
 from harness.grid.cells import configured_cells
 from harness.pipeline.rescore import DEFAULT_SEED, draw_cells
-from harness.provenance.freeze import frozen_hash
+from harness.retrieval.rerank_llm import LlmYesNoScorer
 from harness.study import Study
-from pipeline_support import make_llm_free_study
-from harness.grid.paths import cell_part_path, chunks_path, run_path
-from provenance_support import record_as_written
+from pipeline_support import DEMO, edit_config, make_llm_free_study
+from harness.grid.paths import cell_part_path, chunks_path, embeddings_dir, run_path
+from provenance_support import published_hashes, record_as_written
 
 
 @pytest.fixture(scope="module")
@@ -40,24 +42,87 @@ def copy(released, tmp_path):
 
 def audit(study, capsys) -> tuple[int, list[str]]:
     capsys.readouterr()
-    # outside git the published hash anchors the registration (else the audit exits 3, not verifiable)
-    code = main(
-        ["audit", "--study", str(study.root), "--rescore", "5", "--registered-hash", frozen_hash(study)]
-    )
+    # outside git the published hashes anchor the registration and the release (else the audit exits 3)
+    code = main(["audit", "--study", str(study.root), "--rescore", "5", *published_hashes(study)])
     return code, [
         line for line in capsys.readouterr().out.splitlines() if "(rescore)" in line or "rescore:" in line
     ]
 
 
 def first_cell(study):
-    return draw_cells(study, 5, DEFAULT_SEED)[0][0]
+    return draw_cells(study, 5, DEFAULT_SEED)[0]
 
 
-def test_cells_under_an_llm_reranker_are_never_drawn():
+def test_every_cell_is_drawn_including_those_an_llm_reranks():
     demo = Study.at(Path(__file__).resolve().parents[1] / "examples" / "demo")
     llm_yes = {c for c in configured_cells(demo) if getattr(c.retriever.config, "backend", None) == "llm-yes"}
-    cells, skipped = draw_cells(demo, "all", DEFAULT_SEED)
-    assert llm_yes and skipped == len(llm_yes) and not llm_yes & set(cells)
+    assert llm_yes and draw_cells(demo, "all", DEFAULT_SEED) == configured_cells(demo)
+
+
+def _fake_p_yes(self, query, passages):
+    return [int(sha256_text(query + p)[:8], 16) / 16**8 for p in passages]
+
+
+@pytest.fixture(scope="module")
+def llm_reranked(tmp_path_factory):
+    """S and F512c ranked by BM25, and S on the docs by the llm-yes reranker over it too; `score` computes
+    the pair scores with a stand-in for the model's P("yes"), landing in the pair-score cache as the model's
+    would."""
+    root = tmp_path_factory.mktemp("llm_reranked")
+    make_llm_free_study(root, arms=("S", "F512c"), freeze=False)
+    models = yaml.safe_load((DEMO / "configs" / "study.yaml").read_text(encoding="utf-8"))["models"]
+    edit_config(root, lambda cfg: (
+        cfg.__setitem__("models", models),
+        cfg["retrievers"].__setitem__("rerank", {"type": "rerank", "first_stage": "bm25", "depth": 3,
+                                                 "backend": "llm-yes", "model": "embedded", "arms": ["S"],
+                                                 "datasets": ["docs"]}),
+    ))
+    for command in ("select", "freeze"):
+        assert main([command, "--study", str(root)]) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(LlmYesNoScorer, "score", _fake_p_yes)
+        for command in ("build-arms", "score"):
+            assert main([command, "--study", str(root), "--no-progress"]) == 0
+    assert main(["stats", "--study", str(root)]) == 0
+    return Study.at(root)
+
+
+def _no_model(self, query, passages):
+    raise AssertionError("the rescore called the reranker's model")
+
+
+def _rescore_all(study, capsys) -> list[str]:
+    capsys.readouterr()
+    main(["audit", "--study", str(study.root), "--rescore", "all", *published_hashes(study)])
+    return [line for line in capsys.readouterr().out.splitlines() if "(rescore)/" in line]
+
+
+def test_rescore_all_replays_the_llm_rerankers_cells_from_the_pair_score_cache(llm_reranked, capsys,
+                                                                                monkeypatch):
+    monkeypatch.setattr(LlmYesNoScorer, "score", _no_model)
+    reranked = [c for c in configured_cells(llm_reranked) if c.retriever.name == "rerank"]
+    lines = _rescore_all(llm_reranked, capsys)
+    assert reranked and all(any(line.startswith(f"PASS  (rescore)/{c}: ") for line in lines)
+                            for c in reranked)
+    assert len(lines) == len(configured_cells(llm_reranked)), lines
+    assert all(line.startswith("PASS") for line in lines), lines
+
+
+def test_a_pair_missing_from_the_cache_fails_its_cell_naming_the_pair(llm_reranked, tmp_path, capsys,
+                                                                      monkeypatch):
+    shutil.copytree(llm_reranked.root, tmp_path / "s")
+    study = Study.at(tmp_path / "s")
+    monkeypatch.setattr(LlmYesNoScorer, "score", _no_model)
+    (folder,) = [n.parent for n in embeddings_dir(study).glob("*/namespace.json")
+                 if json.loads(n.read_text())["kind"] == "pair-score"]
+    shard = sorted(folder.glob("*.npz"))[0]
+    shard.unlink()  # the rescore reads the cache as released; the audit's own record check fails it too
+    lines = _rescore_all(study, capsys)
+    reranked = [str(c) for c in configured_cells(study) if c.retriever.name == "rerank"]
+    fails = [line for line in lines if line.startswith("FAIL")]
+    assert fails and all(line.split("/", 1)[1].split(":")[0] in reranked for line in fails), lines
+    assert "has no cached pair score for query" in fails[0] and "and passage" in fails[0]
+    assert all(line.startswith("PASS") for line in lines if line not in fails)
 
 
 @pytest.mark.slow
@@ -67,7 +132,7 @@ def test_rescore_of_five_seeded_cells_passes_on_the_released_results(released, c
     assert lines[0].startswith(f"rescore: 5 cell(s) drawn with seed {DEFAULT_SEED}")
     passed = [line for line in lines if line.startswith("PASS  (rescore)/")]
     assert len(passed) == 5 and "per-question rows identical" in passed[0]
-    cells, _ = draw_cells(released, 5, DEFAULT_SEED)
+    cells = draw_cells(released, 5, DEFAULT_SEED)
     assert [line.split("/", 1)[1].split(":")[0] for line in passed] == [str(c) for c in cells]
     assert draw_cells(released, 5, DEFAULT_SEED) == draw_cells(released, 5, DEFAULT_SEED)  # the seed decides
 

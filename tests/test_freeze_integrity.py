@@ -21,6 +21,7 @@ from harness.pipeline.status import grid_status
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 from pipeline_support import copy_study, edit_config, make_llm_free_study, run_cli
+from provenance_support import published_hashes
 from harness.grid.paths import results_dir, stats_dir
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -170,7 +171,7 @@ def test_case2_forged_freeze_fails_the_audit_in_git(released, tmp_path, capsys):
 def test_case2_forged_freeze_is_not_verifiable_outside_git(released, tmp_path, capsys):
     study = copy_of(released, tmp_path)
     published = frozen_hash(study)
-    code, out, _ = run(capsys, "audit", "--study", str(study.root), "--registered-hash", published)
+    code, out, _ = run(capsys, "audit", "--study", str(study.root), *published_hashes(study))
     assert code == 0 and f"PASS  (registration)/published hash: frozen hash {published} matches" in out
     edit_margin(study)
     forge_freeze(study)
@@ -178,7 +179,7 @@ def test_case2_forged_freeze_is_not_verifiable_outside_git(released, tmp_path, c
     code, out, _ = run(capsys, "audit", "--study", str(study.root))
     assert code == 3, out  # never 0: nothing anchors the registration
     assert "NOT VERIFIABLE  (registration)/plan and amendments: registration not verifiable" in out
-    assert out.rstrip().endswith("0 FAIL, 1 NOT VERIFIABLE (not a pass)")
+    assert out.rstrip().endswith("0 FAIL, 2 NOT VERIFIABLE (not a pass)")  # the registration and the release
     code, out, _ = run(capsys, "audit", "--study", str(study.root), "--registered-hash", published)
     assert code == 1 and f"differs from the published hash {published}" in out
 
@@ -189,7 +190,7 @@ def test_case2_forged_freeze_is_not_verifiable_outside_git(released, tmp_path, c
 def test_case3_tampered_per_question_csv_fails_the_audit(released, tmp_path, capsys):
     study = copy_of(released, tmp_path)
     published = frozen_hash(study)
-    code, out, _ = run(capsys, "audit", "--study", str(study.root), "--registered-hash", published)
+    code, out, _ = run(capsys, "audit", "--study", str(study.root), *published_hashes(study))
     assert code == 0 and "PASS  (results)/papers.csv: " in out
     path = results_dir(study) / "per_question" / "papers.csv"
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -22,6 +22,7 @@ from harness.files import atomic_write_json, read_json
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
 from pipeline_support import LLM_FREE, make_llm_free_study
+from provenance_support import published_hashes
 from harness.grid.paths import (
     chunk_manifest_path,
     chunks_path,
@@ -182,14 +183,10 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
     """select, freeze, build-arms, score, stats, audit, report on real demo data: the families whose arms
     exist run (no deviation needed, every configured cell is scored), the others say what is missing."""
     study = make_llm_free_study(tmp_path / "s", ("bm25", "minilm", "hybrid"))
-    published = [
-        "--registered-hash",
-        frozen_hash(study),
-    ]  # outside git, the published hash anchors the freeze
     for command in ("build-arms", "score", "stats", "audit", "report"):
-        extra = {"build-arms": ["--no-progress"], "score": ["--no-progress"], "audit": published}.get(
-            command, []
-        )
+        # outside git, the published hashes anchor the freeze and the release
+        extra = {"build-arms": ["--no-progress"], "score": ["--no-progress"]}.get(command, [])
+        extra = published_hashes(study) if command == "audit" else extra
         assert main([command, "--study", str(study.root), *extra]) == 0, command
     out = capsys.readouterr().out
     assert "audit: " in out and " 0 FAIL" in out

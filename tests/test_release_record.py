@@ -28,7 +28,9 @@ from harness.provenance.release import release_hash
 from harness.provenance.timeline import timeline
 from harness.study import Study
 from pipeline_support import copy_study, make_llm_free_study, run_cli, with_fake_reader_and_judge
-from provenance_support import FakeDigests, forge_journal, install_fake_digests
+from provenance_support import (
+    FakeDigests, forge_journal, install_fake_digests, published_hashes, record_as_written,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_answer_stage import ScriptedJudge, _fact_judge  # noqa: E402
@@ -160,6 +162,21 @@ def test_the_record_covers_every_released_byte_and_the_hash_is_printed(
     assert release_hash(study) == released[1]
     rebuild(study, capsys, "score", "stats")
     assert release_hash(study) == released[1]
+
+
+def test_outside_git_an_unpublished_release_is_not_verifiable(released, tmp_path, capsys, fake_models):
+    """As an unanchored registration: without git history and without --release-hash a file edited together
+    with its record entry would pass, so the release is NOT VERIFIABLE (exit 3), never a pass."""
+    from harness.provenance.freeze import frozen_hash
+
+    study = copy_of(released, tmp_path)
+    code, out = audit(capsys, study, "--registered-hash", frozen_hash(study))
+    assert code == 3, out
+    assert "NOT VERIFIABLE  (release)/results_manifest.json: release not verifiable: the study is not in a " \
+           "git repository and no --release-hash was given" in out, out
+    assert "NOT VERIFIABLE  (registration)" not in out
+    code, out = audit(capsys, study, "--registered-hash", frozen_hash(study), "--release-hash", released[1])
+    assert code == 0 and "NOT VERIFIABLE" not in out, out
 
 
 def _swap_selection(study, capsys):
@@ -366,6 +383,40 @@ def test_a_backdated_amendment_fails_the_audit(released, tmp_path, capsys, fake_
     assert labels["0003-late"] == "post-outcome" and labels["plan"] == "pre-outcome"
     code, out = audit(capsys, study, "--release-hash", published)
     assert code == 1 and "it was rewritten since the release" in out
+
+
+def test_a_post_outcome_amendments_family_is_demoted_and_the_audit_checks_it(released, tmp_path, capsys,
+                                                                            fake_models):
+    """The late amendment's confirmatory family is decided as exploratory, saying why, in the statistics,
+    `stats`' output and the report; setting its tier back in the released file fails the audit."""
+    study = copy_of(released, tmp_path)
+    add_late_amendment(study)
+    refreeze(study, capsys)
+    rebuild(study, capsys, "build-arms", "score", "answer")
+    code, out, err = run(capsys, "stats", "--study", str(study.root))
+    assert code == 0, err
+    why = "demoted: amendment 0003 registered after the first outcome"
+    assert f"(exploratory: {why})" in out
+    path = results_dir(study) / "stats" / "H9.json"
+    family = read_json(path)
+    assert (family["tier"], family["demoted"]) == ("exploratory", why)
+    assert [(row["tier"], row["demoted"]) for row in family["rows"]] == [("exploratory", why)]
+    assert all("demoted" not in read_json(p) for p in path.parent.glob("*.json") if p != path)
+    code, _, err = run(capsys, "report", "--study", str(study.root))
+    assert code == 0, err
+    report = (results_dir(study) / "report" / "report.md").read_text(encoding="utf-8")
+    assert f"(exploratory, {why}, amendment 0003)" in report
+    family["tier"] = "confirmatory"
+    del family["demoted"]
+    for row in family["rows"]:
+        row["tier"] = "confirmatory"
+        del row["demoted"]
+    atomic_write_json(path, family)
+    record_as_written(study)  # the forger records the edit
+    code, out = audit(capsys, study, *published_hashes(study))
+    assert code == 1, out
+    assert any(line.startswith("FAIL  H9/(family): ") for line in out.splitlines()), out
+    assert any(line.startswith("FAIL  H9/H9-P: ") for line in out.splitlines()), out
 
 
 @needs_git

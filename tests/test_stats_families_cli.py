@@ -16,7 +16,7 @@ from harness.inference.simulate import SyntheticDataset, long_table
 from harness.stats.tables import to_csv, to_latex, to_markdown
 from harness.study import Study
 from harness.provenance.freeze import frozen_hash
-from provenance_support import record_as_written
+from provenance_support import published_hashes, record_as_written
 from harness.grid.paths import results_dir, stats_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,15 +160,16 @@ def test_stats_then_audit_pass_and_a_tampered_row_fails(tmp_path, capsys, result
     assert (stats_dir(study) / "H3.png").read_bytes() == png
     capsys.readouterr()
 
-    assert main(["audit", "--study", str(study.root)]) == 3  # outside git: registration not verifiable
-    assert capsys.readouterr().out.rstrip().endswith("audit: 51 PASS, 0 FAIL, 1 NOT VERIFIABLE (not a pass)")
+    # outside git: the registration and the release are not verifiable
+    assert main(["audit", "--study", str(study.root)]) == 3
+    assert capsys.readouterr().out.rstrip().endswith("audit: 51 PASS, 0 FAIL, 2 NOT VERIFIABLE (not a pass)")
     # the audit recomputes every family in threads: the same numbers as one thread released
     assert (
-        main(["audit", "--study", str(study.root), "--registered-hash", frozen_hash(study), "--threads", "3"])
+        main(["audit", "--study", str(study.root), *published_hashes(study), "--threads", "3"])
         == 0
     )
     out = capsys.readouterr().out
-    assert "PASS  primary/H1-papers" in out and "audit: 52 PASS, 0 FAIL" in out
+    assert "PASS  primary/H1-papers" in out and "audit: 53 PASS, 0 FAIL" in out  # with the release hash
     grid = [line for line in out.splitlines() if "(grid)" in line]
     assert "PASS  (grid)/cells: 85 cell(s) not scored" in out and "released as a logged deviation" in out, (
         grid

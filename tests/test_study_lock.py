@@ -12,9 +12,12 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from harness.cli.main import RECORDING, WRITING, build_parser, main
+from harness.cli.main import LOOKING, RECORDING, WRITING, build_parser, main
+from harness.grid.paths import per_question_path
+from harness.inference.simulate import SyntheticDataset, long_table
 from harness.study_lock import study_lock
 from pipeline_support import make_llm_free_study
 
@@ -110,8 +113,61 @@ def test_a_lock_naming_another_host_is_left_to_the_user(tmp_path, capsys):
 
 def test_every_writing_command_offers_wait_and_every_recording_one_adoption():
     commands = build_parser()._subparsers._group_actions[0].choices
-    for name in WRITING:
+    for name in WRITING + LOOKING:
         assert "--wait" in commands[name].format_help(), name
     for name in RECORDING:
         assert "--adopt-unrecorded" in commands[name].format_help(), name
     assert "--wait" not in commands["status"].format_help()
+
+
+LOOK = ["--dataset", "papers", "--a", "S", "--b", "F512c", "--retriever", "bm25", "--metric", "rec@512t",
+        "--deviation", "a look before the grid is scored"]
+LOOKS = {"compare": LOOK, "power": [*LOOK, "--margin", "5", "--simulations", "20", "--sizes", "10"]}
+
+
+@pytest.fixture
+def looked_at(tmp_path):
+    """A frozen study with a per-question table but no scored cell (a look needs --deviation), and a running
+    process holding its lock."""
+    study = make_llm_free_study(tmp_path / "s", arms=("S", "F512c"))
+    table = long_table(np.random.default_rng(7), [SyntheticDataset("papers", 12, 2.0)],
+                       {"S": 0.0, "F512c": 0.1}, ["bm25"], {"papers": ["rec@512t"]})
+    per_question_path(study, "papers").parent.mkdir(parents=True)
+    table.to_parquet(per_question_path(study, "papers"))
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(study.lock_path)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert process.stdout.readline() == "locked\n"
+    yield study, process
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+@pytest.mark.parametrize("command", sorted(LOOKS))
+def test_a_look_logged_as_a_deviation_is_refused_while_another_process_writes(looked_at, command, capsys):
+    study, process = looked_at
+    capsys.readouterr()
+    assert main([command, "--study", str(study.root), *LOOKS[command]]) == 1
+    err = capsys.readouterr().err
+    assert (f"harness {command}: error: {study.lock_path}: another harness process is writing this study: "
+            f"`harness answer --study S` (pid {process.pid} on host {socket.gethostname()}" in err)
+    assert "Traceback" not in err and "--wait" in err
+    assert not (study.root / "DEVIATIONS.md").exists()  # nothing appended without the lock
+
+
+@pytest.mark.parametrize("command", sorted(LOOKS))
+def test_a_look_with_wait_appends_its_deviation_once_the_holder_is_gone(looked_at, command):
+    study, process = looked_at
+    argv = [sys.executable, "-m", "harness", command, "--study", str(study.root), *LOOKS[command], "--wait"]
+    look = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    holder = "`harness answer --study S`"
+    waiting = look.stderr.readline()
+    assert waiting.startswith(f"waiting for the study lock {study.lock_path}, held by {holder}"), waiting
+    assert not (study.root / "DEVIATIONS.md").exists()  # still waiting: nothing written
+    process.communicate("")  # the holder finishes
+    out, err = look.communicate()
+    assert look.returncode == 0, err
+    log = (study.root / "DEVIATIONS.md").read_text(encoding="utf-8")
+    assert log.count(f"— `{command}`") == 1 and "a look before the grid is scored" in log
+    assert not study.lock_path.exists()

@@ -20,7 +20,8 @@ DESCRIPTION = (
     "the plan and amendments from the per-question results and compare each row with "
     "results/stats/<family>.json (PASS/FAIL per row). Exits 1 on any FAIL, including a released family "
     "missing from the plan or a planned family never released; exits 3 when nothing fails but the "
-    "registration is NOT VERIFIABLE (no git history and no --registered-hash): that is not a pass."
+    "registration or the release is NOT VERIFIABLE (no git history and no --registered-hash, or no "
+    "--release-hash): that is not a pass."
 )
 
 

@@ -74,6 +74,18 @@ def per_question_table(args, flag: str, given: str | None) -> tuple[Path, object
     return path, study
 
 
+def looked_at_study(args):
+    """The study a `--deviation` look is logged in (harness.cli.main holds its lock while the look runs)."""
+    return table_owner(args, args.results)
+
+
+def table_owner(args, given: str | None):
+    """The study `--study` names, or the one whose results hold the table file `given` (None: outside any)."""
+    from harness.study import Study
+
+    return owning_study(Path(given)) if given is not None else Study.at(Path(args.study))
+
+
 def owning_study(path: Path):
     """The study whose results/ holds `path`, or None for a file outside any study."""
     from harness.study import Study

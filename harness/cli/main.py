@@ -48,14 +48,17 @@ COMMANDS = {
 WRITING = ("fetch", "select", "freeze", "estimate", "build-arms", "score", "answer", "judge-sample",
            "judge-agreement", "stats", "report")
 RECORDING = ("build-arms", "score", "answer", "judge-sample", "judge-agreement", "stats")
+# the commands that write into a study only to log a look at its outcomes (--deviation, appended to
+# DEVIATIONS.md): with --deviation they hold the lock of the study their module's looked_at_study names
+LOOKING = ("compare", "power")
 
 
 EXIT_CODES = """exit codes (every command):
   0    done; for audit, every check passed
   1    an error (the message names the file, key or line), or an audit FAIL
   2    the inputs drifted from frozen_config.json (the diff is printed), or the command line is wrong
-  3    audit only: nothing failed, but the registration is NOT VERIFIABLE (no git history and no
-       --registered-hash): not a pass
+  3    audit only: nothing failed, but the registration or the release is NOT VERIFIABLE (no git
+       history and no --registered-hash, or no --release-hash): not a pass
   130  interrupted; completed work is kept, rerun to resume"""
 
 
@@ -86,7 +89,7 @@ def add_command(sub, name: str) -> argparse.ArgumentParser:
     mod = _load(COMMANDS[name])
     p = sub.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP.replace("%", "%%"))
     mod.add_arguments(p)
-    if name in WRITING:
+    if name in WRITING or name in LOOKING:
         p.add_argument("--wait", action="store_true",
                        help="when another harness process is writing the study, wait for it instead of "
                             "exiting")
@@ -151,10 +154,18 @@ def execute(args, argv: list[str]) -> int:
 
 
 def _locked(args, argv: list[str]):
-    """The study lock around a writing command (the one place every writing stage takes it)."""
-    if args.command not in WRITING or getattr(args, "study", None) is None:
+    """The study lock around a writing command, or a look logged as a deviation (the one place every
+    writing command takes it)."""
+    if args.command in WRITING and getattr(args, "study", None) is not None:
+        from harness.study import Study
+
+        study = Study.at(args.study)
+    elif args.command in LOOKING and getattr(args, "deviation", None):
+        study = _load(COMMANDS[args.command]).looked_at_study(args)
+    else:
         return contextlib.nullcontext()
-    from harness.study import Study
+    if study is None:  # a table outside any study: no DEVIATIONS.md to append to
+        return contextlib.nullcontext()
     from harness.study_lock import study_lock
 
-    return study_lock(Study.at(args.study).lock_path, "harness " + " ".join(argv), wait=args.wait)
+    return study_lock(study.lock_path, "harness " + " ".join(argv), wait=args.wait)

@@ -46,6 +46,13 @@ def add_arguments(parser) -> None:
     add_output_arguments(parser, result_on_stdout=True)
 
 
+def looked_at_study(args):
+    """The study a `--deviation` look is logged in (harness.cli.main holds its lock while the look runs)."""
+    from harness.cli.compare import table_owner
+
+    return table_owner(args, args.pilot)
+
+
 def run(args) -> int:
     from harness.cli.compare import per_question_table
     from harness.grid.results import read_per_question

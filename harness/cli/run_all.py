@@ -17,10 +17,10 @@ HELP = ("run select, freeze, estimate, build-arms, score, answer (when configure
 DESCRIPTION = (
     "Run every stage of the study in pipeline order, each as `harness STAGE --study DIR`, and stop at the "
     "first that fails, naming it (exit: that stage's code). Every stage skips what is already done, so a "
-    "rerun resumes. An audit whose only finding is NOT VERIFIABLE registration (no git history, no published "
-    "hash; exit 3) does not stop the report, but run-all then exits 3: that is not a pass."
+    "rerun resumes. An audit whose only finding is a NOT VERIFIABLE registration or release (no git history, "
+    "no published hash; exit 3) does not stop the report, but run-all then exits 3: that is not a pass."
 )
-UNVERIFIABLE = 3  # harness audit: nothing failed, but the registration has no anchor
+UNVERIFIABLE = 3  # harness audit: nothing failed, but the registration or the release has no anchor
 
 
 def add_arguments(parser) -> None:
@@ -59,11 +59,10 @@ def run(args) -> int:
             return code
     if unverifiable:
         print(
-            "harness run-all: every stage ran, but the audit found the registration NOT VERIFIABLE (the "
-            "study "
-            "is in no git repository and no hash was published): commit the study, or publish the frozen "
-            "hash "
-            "and run `harness audit --registered-hash H`",
+            "harness run-all: every stage ran, but the audit found the registration or the release NOT "
+            "VERIFIABLE (the study is in no git repository and no hash was published): commit the study, or "
+            "publish the frozen and release hashes and run `harness audit --registered-hash H "
+            "--release-hash R`",
             file=sys.stderr,
         )
         return UNVERIFIABLE

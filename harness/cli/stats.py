@@ -45,7 +45,7 @@ def run(args) -> int:
     from harness.stats.io import (
         load_judge_rates, load_per_question, load_reader_rates, results_frozen_hash, write_outputs,
     )
-    from harness.plan.load import load_study_plan
+    from harness.stats.demotion import decided_plan
     from harness.provenance.drift import check_frozen
     from harness.provenance.recorded import record_release, require_recorded
 
@@ -54,7 +54,7 @@ def run(args) -> int:
         study, stage="stats", models=False
     )  # an edited plan or input is refused here as in build-arms and score
     require_recorded(study, stage="stats", adopt=args.adopt_unrecorded)  # no hand edit since a stage wrote it
-    plan = load_study_plan(study)
+    plan = decided_plan(study)  # a post-outcome amendment's families and tests demoted
     frozen = results_frozen_hash(study)
     deviation = require_outcomes_allowed(study, command="stats", deviation_reason=args.deviation)
     table = load_per_question(study)

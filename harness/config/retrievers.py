@@ -340,8 +340,9 @@ class RetrieverTypeSpec:
     embeds: bool = False
     members: tuple[str, ...] = ()  # its settings that name other `retrievers:` entries it ranks with
     stand_in: StandIn | None = None  # None: the rehearsal twin runs the entry as configured
-    # the audit's --rescore can re-run its cells (an LLM's pair scores cannot be replayed)
-    rescorable: bool = True
+    # a reranker whose pair scores the audit's --rescore replays from the released cache (a missing pair is
+    # an error, never a model call), as it replays the generation cache: an LLM's, slow and maybe absent
+    replays_pair_scores: bool = False
     # the schema is chosen by `backend:` among these (the first when none is given)
     backends: Mapping[str, "RetrieverTypeSpec"] | None = None
     plugin: PluginCode | None = (
@@ -367,7 +368,7 @@ RERANK_BACKENDS: dict[str, RetrieverTypeSpec] = {
     CROSS_ENCODER: RetrieverTypeSpec(CrossEncoderRerank, True, members=_FIRST_STAGE,
                                      stand_in=_RERANK_STAND_IN),
     LLM_YES: RetrieverTypeSpec(LlmYesRerank, True, members=_FIRST_STAGE,
-                               stand_in=replace(_RERANK_STAND_IN, always=True), rescorable=False),
+                               stand_in=replace(_RERANK_STAND_IN, always=True), replays_pair_scores=True),
     SIMULATED: RetrieverTypeSpec(SimulatedRerank, True, members=_FIRST_STAGE, stand_in=_RERANK_STAND_IN),
     TRANSFORMERS: RetrieverTypeSpec(TransformersRerank, True, members=_FIRST_STAGE,
                                     stand_in=_RERANK_STAND_IN),

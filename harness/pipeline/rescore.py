@@ -4,7 +4,7 @@ bytes.
 The plain audit recomputes the statistics from the per-question table and the table from its parts
 (harness.pipeline.rederive); this shows that the parts came from the frozen inputs. K cells (dataset x arm x
 retriever) are drawn with a recorded seed, `random.Random(seed).sample` over the configured cells in grid
-order (`all`: every eligible cell, in grid order). In one scratch study, by the stages' own code:
+order (`all`: every cell, in grid order). In one scratch study, by the stages' own code:
 
 - every chunk set the drawn cells rank, and the sets it is built from, is rebuilt once by build-arms in replay
   mode (LLM arms answered from the released generation cache only: a miss fails the cell naming the key, no
@@ -26,8 +26,9 @@ release record, but runs rescored from an edited cache change the run files the 
 One PASS/FAIL line per cell names the first differing file and line. The scratch folder is a hidden
 temporary folder in the study root (the stages name their outputs relative to it), removed at the end.
 
-Cells re-ranked by an LLM (the llm-yes reranker) are not drawn: its pair-score cache has no replay mode, so
-a miss would call the model; they are counted in the output.
+Cells re-ranked by an LLM (a rerank backend that replays_pair_scores, llm-yes) read their pair scores from
+the released cache only (replay, harness.retrieval.rerank.ReplayPairScorer): a pair it lacks fails the cell,
+naming the pair, and no model is called. Such a cell is ranked on its own, so a miss fails it alone.
 """
 
 from __future__ import annotations
@@ -92,21 +93,18 @@ def _checked(item: str, passed: bool, detail: str) -> Check:
     return Check.judged(SUBJECT, item, passed, detail)
 
 
-def _llm_reranked(retriever: RetrieverSpec) -> bool:
-    return not retriever_spec(retriever.config).rescorable
+def _replayed(retriever: RetrieverSpec) -> bool:
+    return retriever_spec(retriever.config).replays_pair_scores
 
 
-def draw_cells(study: Study, k: int | str, seed: int) -> tuple[list[Cell], int]:
-    """K cells by the seed (grid order, then Random(seed).sample), or every eligible cell in grid order
-    (`all`),
-    and how many were not eligible."""
+def draw_cells(study: Study, k: int | str, seed: int) -> list[Cell]:
+    """K cells by the seed (grid order, then Random(seed).sample), or every cell in grid order (`all`)."""
     cells = configured_cells(study)
-    eligible = [c for c in cells if not _llm_reranked(c.retriever)]
     if k == ALL:
-        return eligible, len(cells) - len(eligible)
+        return cells
     if k < 1:
         raise HarnessError(f"--rescore {k}: give the number of cells to re-run (at least 1)")
-    return seeded_sample(eligible, min(k, len(eligible)), seed, presorted=True), len(cells) - len(eligible)
+    return seeded_sample(cells, min(k, len(cells)), seed, presorted=True)
 
 
 def _link_released_vectors(study: Study, scratch: Study) -> None:
@@ -124,17 +122,17 @@ def rescore(study: Study, k: int | str, seed: int, frozen: str, *, log: Callable
             progress: bool = False) -> list[Check]:
     from tqdm import tqdm
 
-    cells, ineligible = draw_cells(study, k, seed)
-    drawn = "every eligible cell" if k == ALL else f"{len(cells)} cell(s) drawn with seed {seed}"
-    log(f"rescore: {drawn}; {ineligible} cell(s) re-ranked by an LLM not eligible (its pair scores have no "
-        "replay mode)")
+    cells = draw_cells(study, k, seed)
+    drawn = f"every cell ({len(cells)})" if k == ALL else f"{len(cells)} cell(s) drawn with seed {seed}"
+    replayed = sum(_replayed(c.retriever) for c in cells)
+    log(f"rescore: {drawn}; {replayed} re-ranked by an LLM, its pair scores replayed from the released cache")
     checks: dict[Cell, Check] = {}
     bar = tqdm(total=len(cells), desc="rescore", unit="cell", disable=not progress)
     # inside the study root (the stages name their outputs relative to it), removed afterwards
     with tempfile.TemporaryDirectory(prefix=".rescore-", dir=study.root) as tmp, ExitStack() as stack:
         scratch = scratch_study(study, Path(tmp))
         _link_released_vectors(study, scratch)
-        context = RetrieverContext.for_study(scratch, progress=False, share_indexes=True)
+        context = RetrieverContext.for_study(scratch, progress=False, share_indexes=True, replay=True)
         rescoring = _Rescoring(study, scratch, frozen, context, stack)
         selection = read_selection(study)
         chosen = set(cells)
@@ -184,40 +182,34 @@ class _Rescoring:
                 continue
             chunks = read_chunk_set(self.scratch, dataset, source, frozen_hash=self.frozen)
             self._note_read(arm_cells, chunks, dataset)
-            scored = score_cells(
-                self.scratch,
-                dataset,
-                arm_cells,
-                scopes(dataset, chunks),
-                self.context,
-                cache,
-                budgets,
-                run_depth=self.study.config.run_depth,
-            )
-            for cell, (rows, variant_rows, counts) in zip(arm_cells, scored):
-                differs = self._scored_difference(cell, rows, variant_rows)
-                if differs is None and cell in self.answered:
-                    # the answer stage answers a cell scored under the freeze (its part and marker written)
-                    write_cell_parts(per_question_dir(self.scratch), cell, rows, variant_rows)
-                    mark_cell_done(self.scratch, cell, frozen_hash=self.frozen, counts=counts)
-                    differs = self._answer_difference(dataset.name, cell, selection)
-                yield (
-                    cell,
-                    (
-                        _checked(str(cell), False, differs)
-                        if differs
-                        else _checked(
-                            str(cell),
-                            True,
-                            f"chunk set {source}, run file and {len(rows)} per-question rows identical"
-                            + (
-                                ", answers, verdicts and answer rows replayed identical"
-                                if cell in self.answered
-                                else ""
-                            ),
-                        )
-                    ),
-                )
+            # a replayed reranker's cell is ranked alone (same rows: score_cells), so a miss fails it alone
+            together = [c for c in arm_cells if not _replayed(c.retriever)]
+            groups = [together] * bool(together) + [[c] for c in arm_cells if _replayed(c.retriever)]
+            for group in groups:
+                try:
+                    scored = score_cells(self.scratch, dataset, group, scopes(dataset, chunks), self.context,
+                                         cache, budgets, run_depth=self.study.config.run_depth)
+                except ReplayMiss as e:
+                    yield from ((c, _checked(str(c), False, f"ranking {c} again: {e}")) for c in group)
+                    continue
+                yield from self._scored_checks(dataset.name, group, scored, source, selection)
+
+    def _scored_checks(self, dataset_name: str, cells: Sequence[Cell], scored, source: str,
+                       selection) -> Iterable[tuple[Cell, Check]]:
+        """Each scored cell's rows, run file (and answers) against the released ones."""
+        for cell, (rows, variant_rows, counts) in zip(cells, scored):
+            differs = self._scored_difference(cell, rows, variant_rows)
+            if differs is None and cell in self.answered:
+                # the answer stage answers a cell scored under the freeze (its part and marker written)
+                write_cell_parts(per_question_dir(self.scratch), cell, rows, variant_rows)
+                mark_cell_done(self.scratch, cell, frozen_hash=self.frozen, counts=counts)
+                differs = self._answer_difference(dataset_name, cell, selection)
+            if differs:
+                yield cell, _checked(str(cell), False, differs)
+                continue
+            rows_too = f"chunk set {source}, run file and {len(rows)} per-question rows identical"
+            also = ", answers, verdicts and answer rows replayed identical" if cell in self.answered else ""
+            yield cell, _checked(str(cell), True, rows_too + also)
 
     def _label(self, path: Path) -> str:
         return str(path.relative_to(self.study.root)) if path.is_relative_to(self.study.root) else str(path)

@@ -86,6 +86,7 @@ class TestPlan:
     source: str  # "plan" or "amendment NNNN"
     acceptance: Acceptance | None = None
     retriever_b: str | None = None  # cross-retriever test: B under this retriever, A under `retriever`
+    demoted: str | None = None  # why its rows are exploratory whatever the family's tier (stats.demotion)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class FamilyPlan:
     description: str
     source: str
     tests: tuple[TestPlan, ...]
+    demoted: str | None = None  # why its registered tier was lowered to exploratory (harness.stats.demotion)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ the record; a published release hash catches that, and so does git once the reco
     needs an entry appended to DEVIATIONS.md in between (as `harness freeze --force` writes).
   - A generation cache keeps every complete line it had: a line dropped or edited is a FAIL, unless the
     freeze changed with a logged deviation.
+
+Outside git and without a published release hash nothing anchors the record: the release is NOT VERIFIABLE,
+as an unanchored registration is (harness.provenance.registration), never a pass.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.grid.paths import RESULTS_MANIFEST_NAME, results_manifest_path
-from harness.provenance.checks import Check, FAIL, PASS
+from harness.provenance.checks import Check, FAIL, NOT_VERIFIABLE, PASS
 from harness.provenance.registration import study_relative
 from harness.provenance.release import DEVIATIONS_NAME, deviation_entries
 from harness.provenance.timeline import (
@@ -44,10 +47,17 @@ WORKING_COPY = "the working copy (uncommitted)"
 WRITTEN_ONCE = re.compile(r"^(?:(?:chunks|runs|per_question|answers)/[^/]+/(?!.*\.done\.json$)|embeddings/)")
 
 
-def verify_release_history(study: Study) -> list[Check]:
-    if not in_git(study.root):
+def verify_release_history(study: Study, *, release_hash: str | None = None) -> list[Check]:
+    """The record and DEVIATIONS.md against git history; outside git, with no published release hash
+    (checked by harness.provenance.release.verify_release_hash), a NOT VERIFIABLE release."""
+    if in_git(study.root):
+        return _deviations_only_grow(study) + _record_never_rewritten(study)
+    if release_hash is not None:
         return []
-    return _deviations_only_grow(study) + _record_never_rewritten(study)
+    return [Check(SUBJECT, RESULTS_MANIFEST_NAME, NOT_VERIFIABLE,
+                  "release not verifiable: the study is not in a git repository and no --release-hash was "
+                  "given, so nothing outside its editable files anchors the release record (a file edited "
+                  "with its entry passes the check against the record)")]
 
 
 def _steps(

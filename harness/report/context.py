@@ -13,7 +13,6 @@ from harness.data.load import load_dataset, read_selection
 from harness.errors import HarnessError
 from harness.files import read_json
 from harness.metrics.registry import budgets_from_config
-from harness.plan.load import load_study_plan
 from harness.provenance.freeze import frozen_hash
 from harness.provenance.interim import Cell, outcomes_allowed
 from harness.grid.cells import arm_spec
@@ -21,6 +20,7 @@ from harness.grid.paths import per_question_sidecar
 from harness.report.chunksets import ChunkSetStats, chunk_set_stats
 from harness.report.means import arm_means
 from harness.report.model import Missing
+from harness.stats.demotion import decided_plan
 from harness.stats.io import load_per_question
 from harness.study import Study
 
@@ -38,7 +38,8 @@ class ReportContext:
 
     @cached_property
     def plan(self):
-        return load_study_plan(self.study) if self.study.plan_path.is_file() else None
+        # as `stats` decides it: a post-outcome amendment's families and tests demoted
+        return decided_plan(self.study) if self.study.plan_path.is_file() else None
 
     @cached_property
     def selection(self) -> dict | None:

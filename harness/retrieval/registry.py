@@ -54,7 +54,7 @@ from harness.retrieval.hybrid import RRFRetriever
 from harness.retrieval.lab_tokens import lab_tokens
 from harness.retrieval.outside import FunctionRetriever, RankedArm, RunFileRetriever
 from harness.retrieval.late import LateChunkingRetriever
-from harness.retrieval.rerank import CrossEncoderScorer, RerankRetriever
+from harness.retrieval.rerank import CrossEncoderScorer, ReplayPairScorer, RerankRetriever
 from harness.retrieval.rerank_http import HttpRerankScorer
 from harness.retrieval.rerank_llm import LlmYesNoScorer
 from harness.retrieval.rerank_qwen3 import Qwen3RerankScorer
@@ -76,14 +76,17 @@ class RetrieverContext:
     )  # doc_id -> text, for late chunking (add_documents)
     memo: IndexMemo | None = None  # shared scope indexes (harness.retrieval.base.IndexMemo); None: none kept
     ranking: RankedArm | None = None  # the arm score ranks now (rank_arm), for run-file retrievers
+    # rerankers whose backend replays_pair_scores answer from the pair-score cache only (the audit's rescore)
+    replay: bool = False
     _built: dict[str, Retriever] = field(default_factory=dict, repr=False)
     _building: list[str] = field(default_factory=list, repr=False)
 
     @classmethod
-    def for_study(cls, study, *, progress: bool = False, share_indexes: bool = False) -> "RetrieverContext":
+    def for_study(cls, study, *, progress: bool = False, share_indexes: bool = False,
+                  replay: bool = False) -> "RetrieverContext":
         """share_indexes: keep scope indexes in a memo the caller clears when its chunk set changes."""
         return cls(embeddings_dir(study), study.retrievers, study.models, study.root, progress=progress,
-                   memo=IndexMemo() if share_indexes else None)
+                   memo=IndexMemo() if share_indexes else None, replay=replay)
 
     def get(self, name: str) -> Retriever:
         """The retriever configured under `name`, built once."""
@@ -212,6 +215,8 @@ def _rerank(name: str, cfg: Rerank, context: RetrieverContext) -> Retriever:
         cfg.first_stage
     )  # before the scorer: a cycle or a typo is reported before any model loads
     scorer = SCORERS[cfg.backend](name, cfg, context)
+    if context.replay and retriever_spec(cfg).replays_pair_scores:
+        scorer = ReplayPairScorer(scorer, name)
     return RerankRetriever(
         name, first, scorer, depth=cfg.depth, cache_dir=context.cache_dir, progress=context.progress
     )

@@ -1,5 +1,7 @@
 """Reranking: rescore the top `depth` of a first-stage ranking with a PairScorer; the tail keeps
 first-stage order. Pair scores are cached on disk like embeddings, keyed by (scorer, digest, query, passage).
+In replay (ReplayPairScorer, the audit's rescore) the cache alone answers, as harness.llm.replay answers a
+model's calls from the generation cache: a pair it lacks is a ReplayMiss naming the pair.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from harness.data.model import Chunk
 from harness.errors import HarnessError
 from harness.timing import ENCODER, waiting_on
 from harness.files import canonical_json
+from harness.llm.base import ReplayMiss
 from harness.retrieval.base import Ranking, Retriever, ScopeIndex, search_batch
 from harness.retrieval.cache import CacheNamespace, VectorCache
 from harness.retrieval.dense import _load_sentence_transformers, directory_digest, resolve_model_dir
@@ -79,6 +82,28 @@ class CrossEncoderScorer:
             "digest": self.digest,
             "max_length": self.max_length,
         }
+
+
+class ReplayPairScorer:
+    """A scorer's identity (so the cache keys are the ones it wrote) without its model: the cache hands it
+    only the pairs it lacks, and each is a miss."""
+
+    def __init__(self, original: PairScorer, retriever: str):
+        self.original, self.retriever = original, retriever
+        self.name, self.digest = original.name, original.digest
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        if not passages:
+            return []
+        raise ReplayMiss(
+            f"replay: reranker {self.retriever!r} ({self.name}, digest {self.digest[:16]}) has no cached "
+            f"pair score for query {query[:80]!r} and passage {passages[0][:80]!r}"
+            + (f" (and {len(passages) - 1} more)" if len(passages) > 1 else "")
+            + "; the pair-score cache lacks it: run `harness score` with the model to compute it"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return self.original.describe() if hasattr(self.original, "describe") else {"model": self.name}
 
 
 class RerankIndex(ScopeIndex):

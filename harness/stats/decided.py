@@ -70,7 +70,7 @@ class DecidedRow:
     retriever: str
     metric: str
     margin: float | None  # the test's registered margin (a contrast computes p_tost only under a TOST rule)
-    tier: str  # the family's, or "exploratory" when an instrument check failed
+    tier: str  # the family's, or "exploratory" when an instrument check failed or the test was demoted
     source: str
     verdict: str
     retriever_b: str | None = None
@@ -86,6 +86,7 @@ class DecidedRow:
     small_difference_within_margin: bool = False
     acceptance: InstrumentControls | None = None  # the judge, for a test naming one
     reader_acceptance: InstrumentControls | None = None  # the reader, for an answer-level metric
+    demoted: str | None = None  # why the test is exploratory: added by a post-outcome amendment
 
     @property
     def instrument_checks(self) -> tuple[InstrumentControls, ...]:
@@ -103,7 +104,7 @@ class DecidedRow:
             "test": self.test, "rule": self.rule, "dataset": self.dataset, "a": self.a, "b": self.b,
             "retriever": self.retriever, "metric": self.metric, "margin": self.margin,
             **({"retriever_b": self.retriever_b} if self.retriever_b else {}),
-            "tier": self.tier, "source": self.source}
+            "tier": self.tier, "source": self.source, **({"demoted": self.demoted} if self.demoted else {})}
         c = self.contrast
         if c is None:
             return base | {"verdict": self.verdict, "missing": list(self.missing), "subset": self.subset}
@@ -131,7 +132,7 @@ class DecidedRow:
         ident = {k: data[k] for k in ("test", "rule", "dataset", "a", "b", "retriever", "metric", "tier",
                                       "source", "verdict")}
         ident |= {"margin": data.get("margin"), "retriever_b": data.get("retriever_b"),
-                  "subset": data.get("subset")}
+                  "subset": data.get("subset"), "demoted": data.get("demoted")}
         if data["verdict"] == MISSING:
             return cls(**ident, missing=tuple(data.get("missing") or ()))
         # a contrast holds the margin only where it computed p_tost against it (a TOST rule)

@@ -59,6 +59,7 @@ class FamilyResult:
     # stamped by `harness stats`: the frozen config the results were scored under, and a logged deviation
     frozen_config_hash: str | None = None
     deviation: str | None = None
+    demoted: str | None = None  # why its registered tier was lowered to exploratory (harness.stats.demotion)
 
     @property
     def ran(self) -> bool:
@@ -90,7 +91,7 @@ class FamilyResult:
                    status=status, missing=tuple(data["missing"]), rows=rows, **stamps)
 
 
-_STAMPS = ("frozen_config_hash", "deviation")
+_STAMPS = ("frozen_config_hash", "deviation", "demoted")  # written only when set
 
 
 class FamilySettings(TypedDict):
@@ -197,9 +198,11 @@ def run_family(
         contrasts.append(PlannedContrast(test, rule, result, subset=selection.to_json(test)))
     missing = sorted(set(missing))
     if all(c.result is None for c in contrasts):
-        return FamilyResult(**settings, status=Status.NOT_RUN, missing=tuple(missing), rows=())
+        return FamilyResult(**settings, status=Status.NOT_RUN, missing=tuple(missing), rows=(),
+                            demoted=family.demoted)
     rows = decide_family(plan, family, contrasts, judge_rates, reader_rates=reader_rates)
-    return FamilyResult(**settings, status=Status.RAN, missing=tuple(missing), rows=tuple(rows))
+    return FamilyResult(**settings, status=Status.RAN, missing=tuple(missing), rows=tuple(rows),
+                        demoted=family.demoted)
 
 
 def run_plan(
@@ -291,8 +294,9 @@ def decide_family(plan: Plan, family: FamilyPlan, contrasts: list[PlannedContras
         missing = DecidedRow(
             test=test.id, rule=test.rule, dataset=test.dataset, a=test.a, b=test.b, retriever=test.retriever,
             metric=test.metric, margin=test.margin, retriever_b=test.retriever_b,
-            tier=family.tier if all(check.passed for check in checks.values()) else "exploratory",
-            source=test.source, verdict=MISSING, missing=one.lacking,
+            tier=family.tier if all(check.passed for check in checks.values()) and not test.demoted
+            else "exploratory",
+            source=test.source, verdict=MISSING, missing=one.lacking, demoted=test.demoted,
             subset=None if test.subset is None else test.subset.to_json())
         if c is None:
             rows.append(missing)

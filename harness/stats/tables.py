@@ -69,8 +69,9 @@ def caption(fam: FamilyResult) -> str:
     kinds = sorted({r.rule for r in fam.rows}) if fam.rows else [fam.rule]
     adjust = (f"Holm over {fam.n_tests} (p Holm)" if fam.multiplicity == "holm"
               else "unadjusted, no multiplicity correction")
+    demoted = f", {fam.demoted}" if fam.demoted else ""
     return (
-        f"Family {fam.family} ({fam.tier}, {fam.source}): {fam.description} "
+        f"Family {fam.family} ({fam.tier}{demoted}, {fam.source}): {fam.description} "
         f"A - B in points (x100); {'; '.join(rule(k).caption(fam.signflip_required) for k in kinds)}; "
         f"p-values {adjust}; alpha {fam.alpha}; MDD: minimum detectable difference, 80% power at alpha from "
         f"the cluster standard error; BCa cluster bootstrap, {fam.resamples} resamples, family seed "
@@ -129,8 +130,11 @@ def not_accepted(row: DecidedRow) -> list[str]:
 
 
 def exploratory_mark(row: DecidedRow) -> str:
+    """Why a row is exploratory whatever its family's tier: its instruments, or a post-outcome amendment."""
     failed = not_accepted(row)
-    return f" (exploratory: {' and '.join(failed)} not accepted)" if failed else ""
+    why = [f"{' and '.join(failed)} not accepted"] if failed else []
+    why += [row.demoted] if row.demoted else []
+    return f" (exploratory: {'; '.join(why)})" if why else ""
 
 
 def _rate(v: float | None) -> str:

@@ -1,0 +1,56 @@
+"""An amendment registered after the first outcome adds no confirmatory test (docs/integrity.md, "A
+post-outcome amendment is demoted").
+
+The timeline (harness.provenance.timeline) labels each amendment pre- or post-outcome from what cannot be
+moved by editing the amendment: its registration time against FIRST_OUTCOME.json, and the freeze the first
+outcome was written under. Every family a post-outcome amendment adds becomes exploratory, and so does every
+test it adds (to a family of an earlier amendment, too); each keeps the reason, which `harness stats` writes
+into the family's statistics and the report shows. `stats` and the audit both decide from the plan this
+module returns, so a released record whose tier was set back fails the audit's row comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping
+
+from harness.plan.load import load_study_plan
+from harness.plan.model import Plan
+from harness.plan.schema import TIERS
+from harness.provenance.timeline import timeline
+from harness.study import Study
+
+EXPLORATORY = TIERS[-1]
+
+
+def demotion_reasons(study: Study) -> dict[str, str]:
+    """The `source` of each post-outcome amendment's families and tests ("amendment NNNN") -> why they are
+    exploratory."""
+    reasons = {}
+    for entry in timeline(study):
+        if entry.id == "plan" or entry.before_outcomes:
+            continue
+        number = entry.id.split("-", 1)[0]
+        reasons[f"amendment {number}"] = f"demoted: amendment {number} registered after the first outcome"
+    return reasons
+
+
+def demoted(plan: Plan, reasons: Mapping[str, str]) -> Plan:
+    """The plan with the families and tests of the given sources lowered to exploratory, each with its
+    reason."""
+    if not reasons:
+        return plan
+    families = []
+    for family in plan.families:
+        tests = tuple(replace(t, demoted=reasons[t.source]) if t.source in reasons else t
+                      for t in family.tests)
+        reason = reasons.get(family.source)
+        if reason is not None and family.tier != EXPLORATORY:
+            family = replace(family, tier=EXPLORATORY, demoted=reason)
+        families.append(replace(family, tests=tests))
+    return replace(plan, families=tuple(families))
+
+
+def decided_plan(study: Study) -> Plan:
+    """The plan `stats`, the audit and the report decide with: post-outcome additions demoted."""
+    return demoted(load_study_plan(study), demotion_reasons(study))
