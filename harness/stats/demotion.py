@@ -4,7 +4,8 @@ post-outcome amendment is demoted").
 The timeline (harness.provenance.timeline) labels each amendment pre- or post-outcome from what cannot be
 moved by editing the amendment: its registration time against FIRST_OUTCOME.json, and the freeze the first
 outcome was written under. Every family a post-outcome amendment adds becomes exploratory, and so does every
-test it adds (to a family of an earlier amendment, too); each keeps the reason, which `harness stats` writes
+test it adds; a test it adds to a family registered earlier is decided in an exploratory family of its own,
+outside that family's Holm adjustment. Each keeps the reason, which `harness stats` writes
 into the family's statistics and the report shows. `stats` and the audit both decide from the plan this
 module returns, so a released record whose tier was set back fails the audit's row comparison.
 """
@@ -37,18 +38,40 @@ def demotion_reasons(study: Study) -> dict[str, str]:
 
 def demoted(plan: Plan, reasons: Mapping[str, str]) -> Plan:
     """The plan with the families and tests of the given sources lowered to exploratory, each with its
-    reason."""
+    reason. A test a post-outcome amendment added to a family registered before the outcome leaves that
+    family for one of its own (`<family>-late-<amendment>`, exploratory): in the family it would change the
+    Holm adjustment, and so the verdicts, of the tests registered before any outcome."""
     if not reasons:
         return plan
+    taken = {f.id for f in plan.families}
     families = []
     for family in plan.families:
-        tests = tuple(replace(t, demoted=reasons[t.source]) if t.source in reasons else t
-                      for t in family.tests)
         reason = reasons.get(family.source)
-        if reason is not None and family.tier != EXPLORATORY:
-            family = replace(family, tier=EXPLORATORY, demoted=reason)
-        families.append(replace(family, tests=tests))
+        if reason is not None:
+            family = replace(family, tests=tuple(replace(t, demoted=reasons[t.source]) if t.source in reasons
+                                                 else t for t in family.tests))
+            if family.tier != EXPLORATORY:
+                family = replace(family, tier=EXPLORATORY, demoted=reason)
+            families.append(family)
+            continue
+        kept = tuple(t for t in family.tests if t.source not in reasons)
+        families.append(replace(family, tests=kept) if len(kept) < len(family.tests) else family)
+        for source in sorted({t.source for t in family.tests if t.source in reasons}):
+            late_id = _unused(f"{family.id}-late-{source.split()[-1]}", taken)
+            late = tuple(replace(t, demoted=reasons[source]) for t in family.tests if t.source == source)
+            families.append(replace(family, id=late_id, tier=EXPLORATORY, demoted=reasons[source],
+                                    source=source, tests=late))
     return replace(plan, families=tuple(families))
+
+
+def _unused(name: str, taken: set[str]) -> str:
+    """`name`, or `name-2`, `name-3`... when the plan already has a family of that id."""
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}-{n}"
+    taken.add(candidate)
+    return candidate
 
 
 def decided_plan(study: Study) -> Plan:
