@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.errors import HarnessError
+import harness
 from harness.cli.main import LOOKING, RECORDING, WRITING, build_parser, main
 from harness.grid.paths import per_question_path
 from harness.inference.simulate import SyntheticDataset, long_table
@@ -171,3 +173,14 @@ def test_a_look_with_wait_appends_its_deviation_once_the_holder_is_gone(looked_a
     log = (study.root / "DEVIATIONS.md").read_text(encoding="utf-8")
     assert log.count(f"— `{command}`") == 1 and "a look before the grid is scored" in log
     assert not study.lock_path.exists()
+
+
+def test_a_look_from_the_python_api_logged_as_a_deviation_is_refused_while_another_process_writes(looked_at):
+    study, process = looked_at
+    held = f"another harness process is writing this study: .*pid {process.pid}"
+    with pytest.raises(HarnessError, match=held):
+        harness.Study(study.root).results(deviation="a look before the grid is scored")
+    assert not (study.root / "DEVIATIONS.md").exists()  # nothing appended without the lock
+    process.communicate("")  # the holder finishes: the look is logged once
+    assert len(harness.Study(study.root).results(deviation="a look before the grid is scored")) > 0
+    assert (study.root / "DEVIATIONS.md").read_text(encoding="utf-8").count("harness.Study.results") == 1

@@ -7,6 +7,7 @@ edit between calls is seen.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from harness.provenance.drift import check_frozen
 from harness.provenance.interim import require_outcomes_allowed
 from harness.stats.io import load_per_question
 from harness.study import Study
+from harness.study_lock import study_lock
 
 
 @dataclass(frozen=True, repr=False)
@@ -93,7 +95,10 @@ class StudyHandle:
         """The study, once its inputs match the freeze and its outcomes may be seen (no interim looks)."""
         study = self._open()
         check_frozen(study, stage=method, models=False)
-        require_outcomes_allowed(study, command=f"harness.Study.{method}", deviation_reason=deviation)
+        command = f"harness.Study.{method}"
+        # a look logged as a deviation appends to DEVIATIONS.md: under the study lock, as every writer
+        with study_lock(study.lock_path, command) if deviation else contextlib.nullcontext():
+            require_outcomes_allowed(study, command=command, deviation_reason=deviation)
         return study
 
     def run(self, command: str, **options: Any) -> int:
