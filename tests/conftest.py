@@ -83,9 +83,12 @@ def git_identity(monkeypatch):
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under `--dist loadgroup`, the tests that share a module-scoped fixture (a built study, a loaded model)
-    run in one worker, so the fixture is built once; every other test goes wherever a worker is free."""
+    run in one worker, so the fixture is built once; every other test goes wherever a worker is free.
+    The long tests (marked `slow` or `llm`) are handed out first: one started last would leave the other
+    workers idle while it runs."""
     for item in items:
         info = getattr(item, "_fixtureinfo", None)  # pytest's resolved fixtures of the test
         closest = [defs[-1] for defs in info.name2fixturedefs.values() if defs] if info else []
         if any(d.scope == "module" for d in closest):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    items.sort(key=lambda item: not (item.get_closest_marker("slow") or item.get_closest_marker("llm")))
