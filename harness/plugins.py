@@ -10,6 +10,7 @@ an adapter by the library's distribution and version. An arm's class and paramet
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.metadata as metadata
@@ -17,7 +18,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from harness.config.plugin_code import EXTRA, PLUGINS_FOLDER, PluginCode, split_callable
 from harness.errors import HarnessError
@@ -68,11 +69,26 @@ def _load_study_module(root: Path, module: str) -> ModuleType:
         loaded = importlib.util.module_from_spec(spec)
         sys.modules[name] = loaded
         try:
-            spec.loader.exec_module(loaded)
+            with _no_bytecode():
+                spec.loader.exec_module(loaded)
         except BaseException:
             del sys.modules[name]
             raise
-    return importlib.import_module(f"{name}.{rest}") if rest else sys.modules[name]
+    if not rest:
+        return sys.modules[name]
+    with _no_bytecode():
+        return importlib.import_module(f"{name}.{rest}")
+
+
+@contextlib.contextmanager
+def _no_bytecode() -> Iterator[None]:
+    """The study's plugins/ is part of what it releases: importing a plugin writes no __pycache__ there."""
+    before = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = before
 
 
 def load_callable(text: str, root: Path | None, *, what: str) -> Callable[..., Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -143,6 +144,21 @@ def test_an_edited_plugin_is_loaded_afresh_and_a_package_keeps_its_relative_impo
     (package / "helpers.py").write_text("SIZE = 3\n", encoding="utf-8")
     (package / "cut.py").write_text("from .helpers import SIZE\ndef f(text, doc_id):\n    return SIZE\n")
     assert load_callable("pkg.cut:f", tmp_path, what="x")("", "") == 3
+
+
+def test_loading_a_plugin_writes_no_bytecode_into_the_study(tmp_path, monkeypatch):
+    """plugins/ is released with the study: no __pycache__ appears there, even where Python writes
+    bytecode."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    _plugin(tmp_path, "def f(text, doc_id):\n    return 4\n", name="quiet")
+    package = tmp_path / "plugins" / "quietpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "cut.py").write_text("def f(text, doc_id):\n    return 5\n", encoding="utf-8")
+    assert load_callable("quiet:f", tmp_path, what="x")("", "") == 4
+    assert load_callable("quietpkg.cut:f", tmp_path, what="x")("", "") == 5
+    assert not list((tmp_path / "plugins").rglob("__pycache__"))
+    assert sys.dont_write_bytecode is False  # the setting is the process's again
 
 
 def test_the_freeze_identity_of_a_study_plugin_and_of_an_installed_module(tmp_path):
