@@ -40,11 +40,19 @@ def _copy_study(source: Path, dest: Path) -> Path:
     return dest
 
 
-@pytest.fixture(scope="module")
-def demo_twin(tmp_path_factory):
-    out = tmp_path_factory.mktemp("rehearse") / "demo"
-    code, record = _rehearse(DEMO, out)
-    return out, code, record
+@pytest.fixture
+def demo_twin(built_once):
+    """The demo rehearsed once per test run, whatever the worker (read-only: a test that writes copies it)."""
+
+    def build(root: Path) -> None:
+        code, _ = _rehearse(DEMO, root / "demo")
+        (root / "exit_code").write_text(str(code), encoding="utf-8")
+
+    root = built_once("demo-rehearsal", build)
+    out = root / "demo"
+    return out, int((root / "exit_code").read_text(encoding="utf-8")), read_json(
+        out / "rehearsal" / "rehearsal.json"
+    )
 
 
 @pytest.mark.slow
