@@ -47,3 +47,16 @@ def test_a_late_family_id_never_takes_an_existing_one():
     plan = replace(plan, families=plan.families + (clash,))
     ids = [f.id for f in demoted(plan, {"amendment 0009": WHY}).families]
     assert len(ids) == len(set(ids)) and f"{family.id}-late-0009-2" in ids
+
+
+def test_a_post_outcome_amendments_secondary_family_stays_as_registered():
+    """Secondary hypotheses about arms not yet built may be registered after other outcomes were seen (the
+    demo's and the flagship's later amendments): only a confirmatory claim is demoted."""
+    plan = load_study_plan(Study.at(DEMO))
+    secondary = next(f for f in plan.families if f.tier == "secondary")
+    reasons = {secondary.source: f"demoted: {secondary.source} registered after the first outcome"}
+    assert {f.id: f for f in demoted(plan, reasons).families}[secondary.id] == secondary
+    confirmatory = replace(secondary, tier="confirmatory")
+    plan = replace(plan, families=tuple(confirmatory if f is secondary else f for f in plan.families))
+    lowered = {f.id: f for f in demoted(plan, reasons).families}[secondary.id]
+    assert (lowered.tier, lowered.demoted) == ("exploratory", reasons[secondary.source])

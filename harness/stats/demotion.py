@@ -2,12 +2,15 @@
 post-outcome amendment is demoted").
 
 The timeline (harness.provenance.timeline) labels each amendment pre- or post-outcome from what cannot be
-moved by editing the amendment: its registration time against FIRST_OUTCOME.json, and the freeze the first
-outcome was written under. Every family a post-outcome amendment adds becomes exploratory, and so does every
-test it adds; a test it adds to a family registered earlier is decided in an exploratory family of its own,
-outside that family's Holm adjustment. Each keeps the reason, which `harness stats` writes
-into the family's statistics and the report shows. `stats` and the audit both decide from the plan this
-module returns, so a released record whose tier was set back fails the audit's row comparison.
+moved by editing the amendment: its registration time against FIRST_OUTCOME.json, the freeze the first
+outcome was written under, and the amendment's own `before_outcomes: false`. Every confirmatory family a
+post-outcome amendment adds becomes exploratory; a test it adds to a confirmatory family registered earlier
+is decided in an exploratory family of its own, outside that family's Holm adjustment. Each keeps the reason,
+which `harness stats` writes into the family's statistics and the report shows. Secondary and exploratory
+families stay as registered (a study may register secondary hypotheses about arms not yet built after seeing
+other outcomes, as the flagship's amendments do), labelled post-outcome by the timeline. `stats` and the
+audit both decide from the plan this module returns, so a released record whose tier was set back fails the
+audit's row comparison.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from harness.plan.schema import TIERS
 from harness.provenance.timeline import timeline
 from harness.study import Study
 
-EXPLORATORY = TIERS[-1]
+CONFIRMATORY, EXPLORATORY = TIERS[0], TIERS[-1]
 
 
 def demotion_reasons(study: Study) -> dict[str, str]:
@@ -37,22 +40,23 @@ def demotion_reasons(study: Study) -> dict[str, str]:
 
 
 def demoted(plan: Plan, reasons: Mapping[str, str]) -> Plan:
-    """The plan with the families and tests of the given sources lowered to exploratory, each with its
-    reason. A test a post-outcome amendment added to a family registered before the outcome leaves that
-    family for one of its own (`<family>-late-<amendment>`, exploratory): in the family it would change the
-    Holm adjustment, and so the verdicts, of the tests registered before any outcome."""
+    """The plan with the confirmatory families and tests of the given sources lowered to exploratory, each
+    with its reason. A test a post-outcome amendment added to a confirmatory family registered before the
+    outcome leaves that family for one of its own (`<family>-late-<amendment>`, exploratory): in the family
+    it would change the Holm adjustment, and so the verdicts, of the tests registered before any outcome.
+    Secondary and exploratory families are kept as registered: the timeline labels their amendment."""
     if not reasons:
         return plan
     taken = {f.id for f in plan.families}
     families = []
     for family in plan.families:
+        if family.tier != CONFIRMATORY:
+            families.append(family)
+            continue
         reason = reasons.get(family.source)
         if reason is not None:
-            family = replace(family, tests=tuple(replace(t, demoted=reasons[t.source]) if t.source in reasons
-                                                 else t for t in family.tests))
-            if family.tier != EXPLORATORY:
-                family = replace(family, tier=EXPLORATORY, demoted=reason)
-            families.append(family)
+            tests = tuple(replace(t, demoted=reasons.get(t.source, reason)) for t in family.tests)
+            families.append(replace(family, tier=EXPLORATORY, demoted=reason, tests=tests))
             continue
         kept = tuple(t for t in family.tests if t.source not in reasons)
         families.append(replace(family, tests=kept) if len(kept) < len(family.tests) else family)
