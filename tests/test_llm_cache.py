@@ -113,6 +113,28 @@ def test_a_failed_flush_is_raised_naming_the_file(tmp_path, monkeypatch):
         cache.close()
 
 
+def test_an_unchanged_cache_is_parsed_once_and_a_changed_one_again(tmp_path, monkeypatch):
+    """The arms of one model open its cache one after another: its lines are parsed once per content."""
+    import harness.llm.cache as module
+
+    path = tmp_path / "g.jsonl"
+    with GenerationCache(path) as cache:
+        cache.put(record("k1"))
+        cache.put(record("k2", cost=0.5))
+    parsed = []
+    real = module.json.loads
+    monkeypatch.setattr(module.json, "loads", lambda line: parsed.append(line) or real(line))
+    for _ in range(3):
+        with GenerationCache(path, read_only=True) as cache:
+            assert cache.get("k2").cost_usd == 0.5 and len(cache) == 2
+    assert len(parsed) == 2  # two lines, parsed by the first open only
+    with GenerationCache(path) as cache:
+        cache.put(record("k2", text='{"a": 1}'))  # a later line for the same key wins
+    with GenerationCache(path) as cache:
+        assert cache.get("k2").text == '{"a": 1}' and len(cache) == 2
+    assert len(parsed) == 5  # the grown file was parsed again, whole
+
+
 def test_corrupt_complete_line_is_an_error_naming_file_and_line(tmp_path):
     path = tmp_path / "g.jsonl"
     with GenerationCache(path) as cache:

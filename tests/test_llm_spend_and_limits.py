@@ -49,6 +49,30 @@ def test_study_spend_skips_torn_lines(tmp_path):
     assert study_spend_usd(tmp_path / "absent") == 0.0
 
 
+def test_study_spend_reads_a_cache_again_once_it_grew_or_was_replaced(tmp_path, monkeypatch):
+    """Each cache is read once per process while it is unchanged (a build of many arms asks per arm)."""
+    import harness.llm.ledger as ledger
+
+    cache = tmp_path / "g.jsonl"
+    cache.write_text(json.dumps({"cost_usd": 0.5}) + "\n", encoding="utf-8")
+    opened = []
+    real_open = open
+    monkeypatch.setattr(ledger, "open", lambda path, mode: opened.append(path) or real_open(path, mode),
+                        raising=False)
+    assert study_spend_usd(tmp_path) == study_spend_usd(tmp_path) == pytest.approx(0.5)
+    assert opened == [cache]
+    with cache.open("a", encoding="utf-8") as f:  # a call appended
+        f.write(json.dumps({"cost_usd": 0.25}) + "\n")
+    assert study_spend_usd(tmp_path) == pytest.approx(0.75)
+    replaced = tmp_path / "new.tmp"  # the same size, another inode, as an atomic rewrite gives
+    replaced.write_text(json.dumps({"cost_usd": 0.9}) + "\n" + json.dumps({"cost_usd": 0.05}) + "\n",
+                        encoding="utf-8")
+    assert replaced.stat().st_size == cache.stat().st_size
+    replaced.replace(cache)
+    assert study_spend_usd(tmp_path) == pytest.approx(0.95)
+    assert len(opened) == 3
+
+
 def test_build_counts_earlier_spend_against_the_cap(tmp_path, monkeypatch):
     seen = []
 

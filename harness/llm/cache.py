@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.errors import InputError
-from harness.files import canonical_json, sha256_text
+from harness.files import canonical_json, sha256_bytes, sha256_text
 
 
 def prompt_sha256(messages: Sequence[Mapping[str, str]]) -> str:
@@ -74,6 +74,37 @@ class CacheRecord:
 _FIELDS = tuple(CacheRecord.__dataclass_fields__)
 
 
+# path -> (sha256 of the bytes parsed, their records in file order): the arms of one model open its cache
+# one after another, and parsing every line again for each of them was most of a replayed build's time
+_parsed: dict[Path, tuple[str, tuple[CacheRecord, ...]]] = {}
+_parsed_lock = threading.Lock()
+
+
+def _parsed_records(path: Path, data: bytes) -> tuple[CacheRecord, ...]:
+    """The cache's whole lines as records, parsed once per content in a process (CacheRecord is frozen)."""
+    digest = sha256_bytes(data)
+    with _parsed_lock:
+        known = _parsed.get(path)
+    if known is not None and known[0] == digest:
+        return known[1]
+    records = []
+    for lineno, line in enumerate(data.split(b"\n")[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            records.append(CacheRecord(**{k: obj[k] for k in _FIELDS if k in obj}))
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as e:
+            raise InputError(
+                f"generation cache line {lineno} is corrupt ({e}); move the file aside to regenerate",
+                path=path,
+                record=lineno,
+            ) from None
+    with _parsed_lock:
+        _parsed[path] = (digest, tuple(records))
+    return tuple(records)
+
+
 class GenerationCache:
     """Lookups by key; with `fresh=True` old lines are not read (new answers are still appended);
     with `read_only=True` nothing on disk is created or changed (replay)."""
@@ -119,18 +150,7 @@ class GenerationCache:
             data = data[:end]
         if self.fresh:
             return
-        for lineno, line in enumerate(data.split(b"\n")[:-1], start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                record = CacheRecord(**{k: obj[k] for k in _FIELDS if k in obj})
-            except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as e:
-                raise InputError(
-                    f"generation cache line {lineno} is corrupt ({e}); move the file aside to regenerate",
-                    path=self.path,
-                    record=lineno,
-                ) from None
+        for record in _parsed_records(self.path, data):
             self._remember(record)  # a later line for the same key wins (FRESH reruns append)
 
     def _remember(self, record: CacheRecord) -> None:

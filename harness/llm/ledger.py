@@ -48,17 +48,33 @@ class LedgerTotals:
 def study_spend_usd(generations_dir: str | Path) -> float:
     """Everything the study has paid so far: the sum of `cost_usd` over every line of every generation
     cache (*.jsonl) in the folder. A torn or unreadable line is skipped (it recorded no finished call)."""
-    total = 0.0
     folder = Path(generations_dir)
     if not folder.is_dir():
-        return total
-    for path in sorted(folder.glob("*.jsonl")):
-        with open(path, "rb") as f:
-            for line in f:
-                try:
-                    total += float(json.loads(line).get("cost_usd") or 0.0)
-                except (ValueError, AttributeError):
-                    continue
+        return 0.0
+    return sum(_file_spend(path) for path in sorted(folder.glob("*.jsonl")))
+
+
+# path -> (inode, size, mtime_ns, its spend): a process building many arms reads each cache once, not once
+# per arm; a cache only grows (append-only) or is replaced, so a changed file is read again
+_spend_by_file: dict[Path, tuple[int, int, int, float]] = {}
+_spend_lock = threading.Lock()
+
+
+def _file_spend(path: Path) -> float:
+    stat = path.stat()
+    with _spend_lock:
+        known = _spend_by_file.get(path)
+        if known is not None and known[:3] == (stat.st_ino, stat.st_size, stat.st_mtime_ns):
+            return known[3]
+    total = 0.0
+    with open(path, "rb") as f:
+        for line in f:
+            try:
+                total += float(json.loads(line).get("cost_usd") or 0.0)
+            except (ValueError, AttributeError):
+                continue
+    with _spend_lock:
+        _spend_by_file[path] = (stat.st_ino, stat.st_size, stat.st_mtime_ns, total)
     return total
 
 
