@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "harness"
 
@@ -48,6 +50,7 @@ def module_names() -> list[str]:
     return names
 
 
+@pytest.mark.slow  # one interpreter re-imports the package once per module (about half a minute)
 def test_every_module_imports_alone_and_leaves_the_environment_alone():
     names = module_names()
     assert len(names) > 50 and "harness.files" in names and "harness.llm.ollama_client" in names
