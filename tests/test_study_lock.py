@@ -36,10 +36,8 @@ with study_lock(Path(sys.argv[1]), "harness answer --study S"):
 """
 
 
-@pytest.fixture
-def holder(tmp_path):
-    """A study, and a running process holding its lock (stopped at the end of the test)."""
-    study = make_llm_free_study(tmp_path / "s", freeze=False)
+def _held(study):
+    """The study and a running process holding its lock, stopped when the test ends."""
     process = subprocess.Popen([sys.executable, "-c", HOLDER, str(study.lock_path)], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert process.stdout.readline() == "locked\n"
@@ -47,6 +45,13 @@ def holder(tmp_path):
     if process.poll() is None:
         process.kill()
     process.wait()
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """A study, and a running process holding its lock (stopped at the end of the test)."""
+    study = make_llm_free_study(tmp_path / "s", freeze=False)
+    yield from _held(study)
 
 
 def test_case9_a_second_writer_is_refused_naming_the_holder(holder, capsys):
@@ -136,13 +141,7 @@ def looked_at(tmp_path):
                        {"S": 0.0, "F512c": 0.1}, ["bm25"], {"papers": ["rec@512t"]})
     per_question_path(study, "papers").parent.mkdir(parents=True)
     table.to_parquet(per_question_path(study, "papers"))
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(study.lock_path)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert process.stdout.readline() == "locked\n"
-    yield study, process
-    if process.poll() is None:
-        process.kill()
-    process.wait()
+    yield from _held(study)
 
 
 @pytest.mark.parametrize("command", sorted(LOOKS))
