@@ -19,8 +19,11 @@ from harness.pipeline.rescore import DEFAULT_SEED, draw_cells
 from harness.retrieval.rerank_llm import LlmYesNoScorer
 from harness.study import Study
 from pipeline_support import DEMO, edit_config, make_llm_free_study
-from harness.grid.paths import cell_part_path, chunks_path, embeddings_dir, run_path
+from harness.grid.paths import cell_part_path, chunks_path, done_marker_path, embeddings_dir, run_path
+from harness.grid.states import cell_counts
 from provenance_support import published_hashes, record_as_written
+
+WINDOW = "embedder_window"  # a cell's count of chunks cut to each embedder's window
 
 
 @pytest.fixture(scope="module")
@@ -192,3 +195,24 @@ def test_an_edited_per_question_value_no_family_reads_fails_its_cell(copy, capsy
     fails = [line for line in out if line.startswith("FAIL")]
     assert len(fails) == 1 and fails[0].startswith(f"FAIL  (rescore)/{cell}: "), fails
     assert f"{cell.arm}__{cell.retriever}.parquet (the cell's rows, as CSV) line {i + 2} differs" in fails[0]
+
+
+@pytest.mark.slow
+def test_an_edited_count_of_chunks_over_the_embedders_window_fails_its_cell(tmp_path, capsys):
+    """The report's chunk-set table reads each cell's count of chunks cut to its embedder's window from the
+    done marker: the rescore counts them again."""
+    copy = make_llm_free_study(tmp_path / "s", ("minilm",), arms=("S", "F512c"))
+    for command in ("build-arms", "score", "stats"):
+        quiet = ["--no-progress"] if command != "stats" else []
+        assert main([command, "--study", str(copy.root), *quiet]) == 0
+    cell = next(c for c in draw_cells(copy, 5, DEFAULT_SEED) if (cell_counts(copy, c) or {}).get(WINDOW))
+    marker = done_marker_path(copy, cell)
+    record = json.loads(marker.read_text(encoding="utf-8"))
+    embedder = sorted(record["counts"][WINDOW])[0]
+    record["counts"][WINDOW][embedder]["over_window"] += 1
+    marker.write_text(json.dumps(record), encoding="utf-8")
+    record_as_written(copy)  # the forger journals and records the edit
+    code, out = audit(copy, capsys)
+    assert code == 1
+    fails = [line for line in out if line.startswith("FAIL")]
+    assert len(fails) == 1 and fails[0].startswith(f"FAIL  (rescore)/{cell}: ") and WINDOW in fails[0], fails

@@ -64,7 +64,7 @@ from harness.grid.results import (
     read_per_question,
     to_frame,
 )
-from harness.grid.states import mark_cell_done
+from harness.grid.states import cell_counts, mark_cell_done
 from harness.llm.base import ReplayMiss
 from harness.metrics.registry import ScoringCache, budgets_from_config
 from harness.pipeline.answer import answer_one_cell, answer_settings, answered_dataset, open_instruments
@@ -95,6 +95,13 @@ def _checked(item: str, passed: bool, detail: str) -> Check:
 
 def _replayed(retriever: RetrieverSpec) -> bool:
     return retriever_spec(retriever.config).replays_pair_scores
+
+
+def _window_difference(released: dict | None, rescored: dict) -> str | None:
+    """The chunks over each embedder's window that the cell's done marker records (the report's chunk-set
+    table reads them), against the rescore's count."""
+    was, now = (released or {}).get("embedder_window"), rescored.get("embedder_window")
+    return None if was == now else f"its done marker records embedder_window {was}, the rescore counts {now}"
 
 
 def draw_cells(study: Study, k: int | str, seed: int) -> list[Cell]:
@@ -199,6 +206,8 @@ class _Rescoring:
         """Each scored cell's rows, run file (and answers) against the released ones."""
         for cell, (rows, variant_rows, counts) in zip(cells, scored):
             differs = self._scored_difference(cell, rows, variant_rows)
+            if differs is None:
+                differs = _window_difference(cell_counts(self.study, cell), counts)
             if differs is None and cell in self.answered:
                 # the answer stage answers a cell scored under the freeze (its part and marker written)
                 write_cell_parts(per_question_dir(self.scratch), cell, rows, variant_rows)
