@@ -110,3 +110,37 @@ def with_fake_reader_and_judge(root: Path) -> None:
                              {"dataset": "docs", "retriever": "bm25", "arms": ["S"]}]},
         "judge": {"model": "fake"},
     }))
+
+
+def seed_chunk_vectors(study: Study, arms: tuple[str, ...] | list[str]) -> set[str]:
+    """Copy into the study's vector cache the demo's shipped MiniLM vectors of these arms' chunk texts (every
+    dataset; run after build-arms), and return those texts. A test whose subject is not encoding spares
+    itself re-encoding them (tens of milliseconds each on one thread); the queries and the other arms' chunks
+    are still encoded, so every encoding path still runs."""
+    from harness.arms.build import read_chunk_set
+    from harness.data.load import load_dataset, read_selection
+    from harness.files import read_json
+    from harness.grid.cells import arm_spec, configured_cells
+    from harness.grid.paths import embeddings_dir
+    from harness.provenance.freeze import frozen_hash
+    from harness.retrieval.cache import CacheNamespace, VectorCache
+
+    frozen, selection = frozen_hash(study), read_selection(study)
+    datasets = [load_dataset(study, name, selection=selection)
+                for name in sorted({cell.dataset.name for cell in configured_cells(study)})]
+    texts = sorted({chunk.indexed_text for dataset in datasets for arm in arms
+                    for chunk in read_chunk_set(study, dataset, arm_spec(study, arm), frozen_hash=frozen)})
+
+    def refuse(missing: list[str]):
+        raise AssertionError(f"{len(missing)} chunk texts are not among the demo's shipped vectors")
+
+    shipped_root = DEMO / "results" / "embeddings"
+    for meta in sorted(shipped_root.glob("*/namespace.json")):
+        namespace = CacheNamespace(**read_json(meta))
+        if namespace.kind != "embedding":
+            continue
+        shipped = VectorCache(shipped_root, namespace)
+        seeded = VectorCache(embeddings_dir(study), namespace)
+        seeded.encode(texts, lambda batch: shipped.encode(batch, refuse))
+        seeded.flush()
+    return set(texts)

@@ -14,7 +14,7 @@ from harness.config.executor import Executor
 from harness.errors import HarnessError
 from harness.pipeline.executors import choose_executor
 from harness.study import Study
-from pipeline_support import edit_config, make_llm_free_study
+from pipeline_support import edit_config, make_llm_free_study, seed_chunk_vectors
 from harness.grid.paths import chunk_manifest_path, results_dir, stats_dir
 from harness.provenance.freeze import frozen_hash
 
@@ -35,11 +35,14 @@ RETRIEVERS = ("bm25", "minilm", "hybrid")  # lexical, dense (its encoding a task
 # two arms: every executor path (arm tasks, encoding tasks, fusion) runs on each, at a third of the six arms'
 # cost
 ARMS = ("S", "F256t")
+# its chunk vectors come from the demo's shipped cache; S's chunks and the queries are encoded
+SEEDED = ("F256t",)
 
 
 def run_pipeline(root, *executor_args: str, score_args: tuple[str, ...] = ()) -> Study:
     study = make_llm_free_study(root, RETRIEVERS, arms=ARMS)
     assert main(["build-arms", "--study", str(root), "--no-progress"]) == 0
+    seed_chunk_vectors(study, SEEDED)
     assert main(["score", "--study", str(root), "--no-progress", *executor_args, *score_args]) == 0
     assert main(["stats", "--study", str(root), *executor_args]) == 0
     return study
@@ -229,6 +232,7 @@ def test_dense_encoding_tasks_fill_the_cache_scoring_reads_with_identical_result
 
     encoded = make_llm_free_study(tmp_path / "encoded", RETRIEVERS, arms=ARMS)
     assert main(["build-arms", "--study", str(encoded.root), "--no-progress"]) == 0
+    seed_chunk_vectors(encoded, SEEDED)
     cells = configured_cells(encoded)
     for dataset in dict.fromkeys(c.dataset.name for c in cells):
         for source, dense in chunk_sets_to_encode(encoded, [c for c in cells if c.dataset.name == dataset]):

@@ -21,7 +21,7 @@ from harness.pipeline.score import score_study
 from harness.files import atomic_write_json, read_json
 from harness.provenance.freeze import frozen_hash
 from harness.study import Study
-from pipeline_support import LLM_FREE, make_llm_free_study
+from pipeline_support import LLM_FREE, make_llm_free_study, seed_chunk_vectors
 from provenance_support import published_hashes
 from harness.grid.paths import (
     chunk_manifest_path,
@@ -183,17 +183,20 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
     """select, freeze, build-arms, score, stats, audit, report on real demo data: the families whose arms
     exist run (no deviation needed, every configured cell is scored), the others say what is missing."""
     study = make_llm_free_study(tmp_path / "s", ("bm25", "minilm", "hybrid"))
+    seeded: set[str] = set()
     for command in ("build-arms", "score", "stats", "audit", "report"):
         # outside git, the published hashes anchor the freeze and the release
         extra = {"build-arms": ["--no-progress"], "score": ["--no-progress"]}.get(command, [])
         extra = published_hashes(study) if command == "audit" else extra
         assert main([command, "--study", str(study.root), *extra]) == 0, command
+        if command == "build-arms":  # S's chunks and the queries are encoded, the other arms' shipped
+            seeded = seed_chunk_vectors(study, [arm for arm in LLM_FREE if arm != "S"])
     out = capsys.readouterr().out
     assert "audit: " in out and " 0 FAIL" in out
     # the embedding cache counters are per dataset (the retrievers are shared across datasets)
     misses = {line.split(":")[0]: int(line.split("'cache_misses': ")[1].split("}")[0])
               for line in out.splitlines() if "retriever counters" in line}
-    encoded, seen_chunks, seen_queries, frozen = {}, set(), set(), frozen_hash(study)
+    encoded, seen_chunks, seen_queries, frozen = {}, set(seeded), set(), frozen_hash(study)
     for name in misses:  # in scoring order; the vector cache is shared, so a text is encoded once overall
         dataset = load_dataset(study, name, selection=read_selection(study))
         chunks = {c.indexed_text for arm in LLM_FREE
@@ -203,6 +206,7 @@ def test_whole_chain_through_stats_and_audit(tmp_path, capsys):
         seen_chunks |= chunks
         seen_queries |= queries
     assert list(misses) == ["papers", "papers-pooled", "docs"] and encoded["papers-pooled"] == 0
+    assert encoded["papers"] > 0 and encoded["docs"] > 0
     assert (
         misses == encoded
     )  # first run: each distinct chunk text and query encoded once, by its first dataset
@@ -349,6 +353,7 @@ def test_an_arms_cells_scored_together_equal_each_scored_alone_and_fusions_reuse
 
     study = make_llm_free_study(tmp_path / "s", ("bm25", "minilm", "hybrid"))
     assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
+    seed_chunk_vectors(study, LLM_FREE)  # the subject is ranking, not encoding: only the queries are encoded
     frozen = frozen_hash(study)
     searched = []
     original = BM25Index.search_many
