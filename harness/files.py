@@ -27,6 +27,8 @@ __all__ = [
     "atomic_write_jsonl",
     "atomic_write_text",
     "canonical_json",
+    "durable_writes",
+    "flush_to_disk",
     "iter_jsonl",
     "journal_writes_under",
     "jsonl_lines",
@@ -37,6 +39,29 @@ __all__ = [
     "sha256_file",
     "sha256_text",
 ]
+
+
+FSYNC_VARIABLE = "HARNESS_FSYNC"
+
+
+def durable_writes() -> bool:
+    """Whether a write is flushed to the disk before it counts as done (fsync). `HARNESS_FSYNC=0` skips the
+    flush: every write stays atomic (a temporary file renamed), but a machine crash may lose the last ones.
+    The test suite sets it for its scratch studies (docs/working-on-the-harness.md, "Checks"); a study
+    meant for release never should."""
+    value = os.environ.get(FSYNC_VARIABLE, "1")
+    if value not in ("0", "1"):
+        raise HarnessError(
+            f"{FSYNC_VARIABLE}={value!r}: expected 1 (flush every write to disk, the default) or 0"
+        )
+    return value == "1"
+
+
+def flush_to_disk(f) -> None:
+    """Flush an open file's buffer to the operating system, then (see durable_writes) to the disk."""
+    f.flush()
+    if durable_writes():
+        os.fsync(f.fileno())
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -111,8 +136,7 @@ def atomic_write_blocks(path: str | os.PathLike, blocks: Iterable[bytes]) -> Non
                 if journaled:
                     digest.update(block)
                     size += len(block)
-            f.flush()
-            os.fsync(f.fileno())
+            flush_to_disk(f)
         if _same_file_content(Path(tmp), path):  # the stage checked it against the journal before writing
             os.unlink(tmp)
         else:
@@ -223,8 +247,7 @@ def note_written(path: str | os.PathLike, sha256: str, size: int) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "a", encoding="utf-8") as f:
             f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+            flush_to_disk(f)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

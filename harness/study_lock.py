@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from harness.errors import HarnessError
-from harness.files import remove_stale_temporaries
+from harness.files import flush_to_disk, remove_stale_temporaries
 
 
 def _say(line: str) -> None:
@@ -115,5 +115,4 @@ def _take(f, path: Path, command: str, say: Callable[[str], None]) -> None:
     f.seek(0)
     f.truncate()
     f.write(json.dumps(holder, sort_keys=True) + "\n")
-    f.flush()
-    os.fsync(f.fileno())
+    flush_to_disk(f)

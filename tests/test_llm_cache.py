@@ -73,6 +73,7 @@ def test_put_writes_at_once_and_one_background_flush_covers_many_lines(tmp_path,
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", slow_fsync)
+    monkeypatch.setenv("HARNESS_FSYNC", "1")  # the suite's default skips the flush (tests/conftest.py)
     cache = GenerationCache(path)
     start = time.perf_counter()
     threads = [
@@ -103,6 +104,7 @@ def test_a_failed_flush_is_raised_naming_the_file(tmp_path, monkeypatch):
         raise OSError(errno.EIO, "I/O error")
 
     monkeypatch.setattr(os, "fsync", failing_fsync)
+    monkeypatch.setenv("HARNESS_FSYNC", "1")
     cache = GenerationCache(tmp_path / "g.jsonl")
     cache.put(record("k1"))
     with pytest.raises(OSError, match=r"g\.jsonl: flushing the generation cache to disk failed: .*I/O error"):

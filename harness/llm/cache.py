@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.errors import InputError
-from harness.files import canonical_json, sha256_bytes, sha256_text
+from harness.files import canonical_json, durable_writes, sha256_bytes, sha256_text
 
 
 def prompt_sha256(messages: Sequence[Mapping[str, str]]) -> str:
@@ -122,6 +122,7 @@ class GenerationCache:
         self._by_prompt: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._fd = -1
+        self._durable = durable_writes()  # read once: a bad HARNESS_FSYNC is refused here, not in the flusher
         # background flushing: lines written / lines covered by a finished fsync
         self._written = self._flushed = 0
         self._flush_state = threading.Condition(self._lock)
@@ -204,7 +205,8 @@ class GenerationCache:
                     return
                 target, fd = self._written, self._fd
             try:
-                os.fsync(fd)
+                if self._durable:
+                    os.fsync(fd)
             except OSError as e:
                 with self._lock:
                     self._flush_error = e
