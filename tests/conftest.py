@@ -22,9 +22,9 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
     os.environ.setdefault("HARNESS_LLAMA_THREADS", str(max(1, _share)))
 
-# The suite's studies are scratch copies: their writes stay atomic but skip the flush to disk (fsync), which
-# took a tenth of the workers' time waiting on the disk (harness.files.durable_writes). Tests of the flush
-# itself set HARNESS_FSYNC=1.
+# The suite's studies are scratch copies: their writes stay atomic but skip the flush to disk (fsync); the
+# quick loop alone made about 14,000 flushes, tens of seconds of waiting (harness.files.durable_writes).
+# Tests of the flush itself set HARNESS_FSYNC=1.
 os.environ.setdefault("HARNESS_FSYNC", "0")
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
