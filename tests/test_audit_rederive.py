@@ -238,7 +238,8 @@ def test_edited_cached_vectors_fail_the_rescore_sample(copy, capsys):
     [
         (lambda t: t, None),
         (lambda t: t.assign(value=t["value"].where(t.index != 1, -0.0)), "t line 3 differs"),  # == 0.0
-        (lambda t: t.assign(value=t["value"].where(t.index != 2, np.nextafter(0.5, 1.0))), "t line 4 differs"),
+        (lambda t: t.assign(value=t["value"].where(t.index != 2, np.nextafter(0.5, 1.0))),
+         "t line 4 differs"),
         (lambda t: t.assign(qid=t["qid"].where(t.index != 0, "q9")), "t line 2 differs"),
         (lambda t: t.iloc[:2], "t: ends after line 3"),
     ],

@@ -3,6 +3,7 @@
 import random
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from harness.errors import HarnessError, InputError
@@ -194,6 +195,30 @@ def test_parts_record_completed_cells_and_combine_in_order(tmp_path):
     assert n == 3
     df = read_per_question(tmp_path / "d.csv")
     assert list(zip(df.arm, df.qid)) == [("S", "q1"), ("S+T", "q1"), ("S+T", "q2")]
+
+
+def test_parts_are_checked_once_joined_and_a_bad_part_is_still_named(tmp_path, monkeypatch):
+    """combine_parts checks the joined rows once, not every part as well; a part whose own check fails is
+    named by that check, as reading it alone names it."""
+    import pyarrow.parquet as pq
+    from harness.grid import results
+
+    root = tmp_path / "per_question"
+    for arm in ("S", "E", "F512c"):
+        write_part(root, "d", arm, "bm25", [row(arm=arm, qid="q1"), row(arm=arm, qid="q2")])
+    checked = []
+    real_check = results.check_per_question
+    monkeypatch.setattr(results, "check_per_question", lambda df, where, **kw: (checked.append(str(where)),
+                                                                             real_check(df, where, **kw)))
+    cells = [("S", "bm25"), ("E", "bm25"), ("F512c", "bm25")]
+    assert combine_parts(root, "d", cells, tmp_path / "d.parquet", None) == 6
+    assert checked == [str(tmp_path / "d.parquet")]
+    bad = part_path(root, "d", "E", "bm25")
+    table = pq.read_table(bad).to_pandas()
+    table.loc[1, "value"] = 1.5
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), bad)
+    with pytest.raises(InputError, match=r"E__bm25.parquet: row 1: metric values must lie in \[0, 1\]"):
+        combine_parts(root, "d", cells, tmp_path / "d.parquet", None)
 
 
 def test_combine_refuses_missing_cells(tmp_path):
