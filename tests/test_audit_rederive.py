@@ -231,3 +231,26 @@ def test_edited_cached_vectors_fail_the_rescore_sample(copy, capsys):
         line.startswith("FAIL  (rescore)/(vectors dense): ") and "differ from the model's encoding" in line
         for line in lines
     ), failures(lines)
+
+
+@pytest.mark.parametrize(
+    "edit, differs",
+    [
+        (lambda t: t, None),
+        (lambda t: t.assign(value=t["value"].where(t.index != 1, -0.0)), "t line 3 differs"),  # == 0.0
+        (lambda t: t.assign(value=t["value"].where(t.index != 2, np.nextafter(0.5, 1.0))),
+         "t line 4 differs"),
+        (lambda t: t.assign(qid=t["qid"].where(t.index != 0, "q9")), "t line 2 differs"),
+        (lambda t: t.iloc[:2], "t: ends after line 3"),
+    ],
+)
+def test_two_tables_differ_where_their_csv_lines_differ(edit, differs):
+    """table_difference finds at C speed what writing both as CSV finds: -0.0 (equal to 0.0, written
+    "-0.0") and the next float differ."""
+    from harness.grid.results import ResultRow, to_frame
+    from harness.pipeline.rederive import table_difference
+
+    ours = to_frame([ResultRow("d", "S", "bm25", f"q{i}", f"c{i}", "", "hit@1", v)
+                     for i, v in enumerate([1.0, 0.0, 0.5])])
+    found = table_difference(edit(ours.copy()), ours, "t")
+    assert found == differs if differs is None else found.startswith(differs), found

@@ -3,6 +3,7 @@
 import random
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from harness.errors import HarnessError, InputError
@@ -196,6 +197,30 @@ def test_parts_record_completed_cells_and_combine_in_order(tmp_path):
     assert list(zip(df.arm, df.qid)) == [("S", "q1"), ("S+T", "q1"), ("S+T", "q2")]
 
 
+def test_parts_are_checked_once_joined_and_a_bad_part_is_still_named(tmp_path, monkeypatch):
+    """combine_parts checks the joined rows once, not every part as well; a part whose own check fails is
+    named by that check, as reading it alone names it."""
+    import pyarrow.parquet as pq
+    from harness.grid import results
+
+    root = tmp_path / "per_question"
+    for arm in ("S", "E", "F512c"):
+        write_part(root, "d", arm, "bm25", [row(arm=arm, qid="q1"), row(arm=arm, qid="q2")])
+    checked = []
+    real_check = results.check_per_question
+    monkeypatch.setattr(results, "check_per_question", lambda df, where, **kw: (checked.append(str(where)),
+                                                                             real_check(df, where, **kw)))
+    cells = [("S", "bm25"), ("E", "bm25"), ("F512c", "bm25")]
+    assert combine_parts(root, "d", cells, tmp_path / "d.parquet", None) == 6
+    assert checked == [str(tmp_path / "d.parquet")]
+    bad = part_path(root, "d", "E", "bm25")
+    table = pq.read_table(bad).to_pandas()
+    table.loc[1, "value"] = 1.5
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), bad)
+    with pytest.raises(InputError, match=r"E__bm25.parquet: row 1: metric values must lie in \[0, 1\]"):
+        combine_parts(root, "d", cells, tmp_path / "d.parquet", None)
+
+
 def test_combine_refuses_missing_cells(tmp_path):
     root = tmp_path / "per_question"
     write_part(root, "d", "S", "bm25", [row()])
@@ -324,3 +349,56 @@ def test_a_result_row_is_its_columns_in_order_and_to_frame_refuses_anything_else
     assert frame["value"].dtype == "float64" and frame["stratum"].tolist() == ["", ""]
     with pytest.raises(TypeError, match="expected ResultRow, got tuple"):
         to_frame([row, tuple(row)])
+
+
+def _value_field(line, new):
+    return line.rsplit(",", 1)[0] + "," + new
+
+
+@pytest.mark.parametrize(
+    "edit, passes",
+    [
+        (lambda lines: lines, True),
+        # float() reads each of these as the Parquet's value: equal, as row by row
+        (lambda lines: lines[:2] + [_value_field(lines[2], "1.00")] + lines[3:], True),
+        (lambda lines: lines[:2] + [_value_field(lines[2], "1e0")] + lines[3:], True),
+        (lambda lines: lines[:2] + [_value_field(lines[2], " 1.0 ")] + lines[3:], True),
+        (lambda lines: lines[:2] + [_value_field(lines[2], "1_0.0e-1")] + lines[3:], True),
+        (lambda lines: lines[:1] + [_value_field(lines[1], "-0.0")] + lines[2:], True),  # 0.0 in the table
+        (lambda lines: lines[:1] + [",".join(f'"{f}"' for f in lines[1].split(","))] + lines[2:], True),
+        (lambda lines: [line + "\r" for line in lines], True),  # CRLF line ends
+        (lambda lines: lines[:4] + [_value_field(lines[4], "0.33333333333333331")], True),  # 1/3, more digits
+        # and these differ, row by row as at C speed
+        (lambda lines: [f'"{field}"' for field in lines[:1]] + lines[1:], False),  # a one-field header
+        (lambda lines: lines[:4] + [_value_field(lines[4], "nan")], False),
+        (lambda lines: lines[:4] + [_value_field(lines[4], "")], False),
+        (lambda lines: lines[:4] + [_value_field(lines[4], "0.3333333333333334")], False),  # the next float
+        (lambda lines: lines[:2] + [""] + lines[2:], False),  # a blank line
+        (lambda lines: lines + [""], False),
+        (lambda lines: lines + ["", ""], False),
+        (lambda lines: ["\ufeff" + lines[0]] + lines[1:], False),  # a byte-order mark
+        (lambda lines: lines[:1], False),
+        (lambda lines: lines[:1] + [lines[1].replace(",", ",,", 1)] + lines[2:], False),
+        (lambda lines: lines[:1] + [lines[1].rsplit(",", 1)[0]] + lines[2:], False),
+        (lambda lines: lines[:4] + [lines[4] + ","], False),
+        (lambda lines: lines[:1] + [lines[2], lines[1]] + lines[3:], False),  # two rows swapped
+        (lambda lines: lines[:1] + [lines[1].replace("007", " 007")] + lines[2:], False),
+        (lambda lines: lines[:1] + [lines[1].replace("007", "7")] + lines[2:], False),
+        (lambda lines: lines[:1] + [lines[1].replace("007", '"007')] + lines[2:], False),
+    ],
+)
+@pytest.mark.parametrize("block_rows", [3, 50_000])
+def test_csv_compared_in_blocks_decides_as_row_by_row(tmp_path, monkeypatch, edit, passes, block_rows):
+    """csv_matches_parquet's comparison at C speed passes exactly what the row-by-row comparison passes
+    (whichever block a row falls in), with the same message."""
+    from harness.provenance import release
+
+    write_per_question(ROWS, tmp_path / "d.parquet", tmp_path / "d.csv")
+    lines = (tmp_path / "d.csv").read_text(encoding="utf-8").splitlines()
+    text = "".join(f"{line}\n" for line in edit(lines))
+    (tmp_path / "d.csv").write_text(text, encoding="utf-8", newline="")
+    monkeypatch.setattr(release, "CSV_BLOCK_ROWS", block_rows)
+    check = release.csv_matches_parquet(tmp_path / "d.csv")
+    row_by_row = release._rows_compared(tmp_path / "d.csv", read_per_question(tmp_path / "d.parquet"))
+    assert check == row_by_row and (check.status == "PASS") == passes, check.detail
+    assert release._blocks_equal(tmp_path / "d.csv", read_per_question(tmp_path / "d.parquet")) == passes

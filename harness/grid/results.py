@@ -177,9 +177,9 @@ def shared_text(column: pd.Series) -> pd.Series:
     return pd.Series(distinct[codes], dtype=object)
 
 
-def read_per_question(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read_per_question(path: str | os.PathLike[str], *, checked: bool = True) -> pd.DataFrame:
     """A per-question file (.parquet or .csv) as a DataFrame with exactly COLUMNS, checked by
-    check_per_question.
+    check_per_question (unless `checked` is False: the caller checks the frames it joins, once).
 
     Ids stay strings (CSV qids like "1909.00694" or "007" never become numbers); an empty or null cell
     reads as "". Errors name the file and the record: `line N` of a CSV (the header is line 1), `row N`
@@ -221,5 +221,6 @@ def read_per_question(path: str | os.PathLike[str]) -> pd.DataFrame:
             except (TypeError, ValueError):
                 raise InputError(f"{unit} {first + i}: value {v!r} is not a number", path=path) from None
     df = pd.DataFrame({c: shared_text(df[c]) for c in TEXT} | {"value": pd.Series(values, dtype="float64")})
-    check_per_question(df, path, first=first, unit=unit)
+    if checked:
+        check_per_question(df, path, first=first, unit=unit)
     return df

@@ -55,9 +55,11 @@ def read_variants_part(
     return read_per_question(variants_part_path(per_question_dir, dataset, arm, retriever))
 
 
-def read_part(per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str) -> pd.DataFrame:
+def read_part(
+    per_question_dir: str | os.PathLike, dataset: str, arm: str, retriever: str, *, checked: bool = True
+) -> pd.DataFrame:
     path = part_path(per_question_dir, dataset, arm, retriever)
-    df = read_per_question(path)
+    df = read_per_question(path, checked=checked)
     foreign = df[(df["dataset"] != dataset) | (df["arm"] != arm) | (df["retriever"] != retriever)]
     if len(foreign):
         row = foreign.iloc[0]
@@ -99,7 +101,14 @@ def combined_frame(
     if missing:
         shown = ", ".join(f"{a} / {r}" for a, r in missing)
         raise HarnessError(f"dataset {dataset!r}: {len(missing)} cell(s) not scored yet: {shown}")
-    frames = [read_part(per_question_dir, dataset, a, r) for a, r in cells]
+    # hundreds of parts are checked once joined, which finds whatever a part's own check finds; only then
+    # is each part checked, so an error names the part that holds it, as reading it alone does
+    frames = [read_part(per_question_dir, dataset, a, r, checked=False) for a, r in cells]
     df = pd.concat([*frames, *extra], ignore_index=True)
     df = df.astype({c: object for c in TEXT} | {"value": "float64"})
-    return check_and_sort(df, str(parquet_path))
+    try:
+        return check_and_sort(df, str(parquet_path))
+    except InputError:
+        for a, r in cells:
+            read_part(per_question_dir, dataset, a, r)
+        raise
