@@ -30,7 +30,6 @@ from __future__ import annotations
 import csv
 import math
 import re
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
