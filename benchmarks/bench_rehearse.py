@@ -8,8 +8,9 @@ Ray executor writes the same bytes as the local one, and how long the known-effe
 Goals (issue 26): the paper-scale rehearsal of the flagship under 20 minutes and 4 GiB peak on 2 cores (score
 in --score-workers processes; the peak sums a stage's processes), every family with verdicts; `--executor
 ray` byte-identical to the local run; 1,000 replicates of every contrast under 10 minutes. --quick rehearses
-the demo at small scale up to `score`, a second time locally in one process (the comparison code path, and
-workers against none), with a handful of replicates.
+the handbook study (examples/handbook: Markdown docs, no model calls, half the demo's work) at small scale up
+to `score`, a second time locally in one process (the comparison code path, and workers against none), with
+a handful of replicates.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def main() -> None:
     args = parser.parse_args()
     study, scale, until, replicates = Path(args.study), args.scale, [], args.replicates
     if args.quick:
-        study, scale, until, replicates = ROOT / "examples" / "demo", "small", ["--until", "score"], 3
+        study, scale, until, replicates = ROOT / "examples" / "handbook", "small", ["--until", "score"], 3
     with tempfile.TemporaryDirectory(prefix="bench-rehearse-") as scratch:
         base = Path(args.out) if args.out else Path(scratch)
         workers = ["--score-workers", str(args.score_workers)]
