@@ -53,3 +53,18 @@ def test_any_change_to_a_chunk_or_the_scope_builds_anew(tmp_path):
 def test_without_a_memo_every_index_is_built(tmp_path):
     bm25 = RetrieverContext(tmp_path, CONFIGS).get("bm25")
     assert bm25.memo is None and bm25.index("doc", chunks()) is not bm25.index("doc", chunks())
+
+
+def test_a_chunk_made_where_a_freed_one_was_is_hashed_anew():
+    """Chunks are recognised by identity (each hashed once per scope): the memo holds every chunk it has
+    hashed, so a new chunk can never take a freed one's id and its digest."""
+    memo = IndexMemo()
+    texts = []
+
+    def index(text: str) -> str:
+        # one chunk made and dropped in here (CPython gives the next one its memory): only the memo keeps it
+        return memo.get("bm25", "doc", [chunk(text)], lambda: text)
+
+    for i in range(200):
+        texts.append(f"text {i}")
+        assert index(texts[-1]) == texts[-1]

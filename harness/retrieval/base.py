@@ -194,22 +194,20 @@ def search_batch(index: ScopeIndex, queries: Sequence[str]) -> list[Ranking]:
 
 class IndexMemo:
     """Scope indexes kept while one chunk set is scored: every cell of an arm ranks the same scopes, and a
-        hybrid, reranker or graph retriever indexes again what its members have indexed. Keyed by retriever,
-        scope and each chunk's id, document, spans and indexed text, so a hit is the index a fresh build would
-        give; indexes are never
-        changed by searching. `clear()` when no cell will rank the scopes it holds again (score clears it
-        after
-    each scope: a chunk set's indexes together can take gigabytes)."""
+    hybrid, reranker or graph retriever indexes again what its members have indexed. Keyed by retriever,
+    scope and each chunk's id, document, spans and indexed text, so a hit is the index a fresh build would
+    give; indexes are never changed by searching. `clear()` when no cell will rank the scopes it holds
+    again (score clears it after each scope: a chunk set's indexes together can take gigabytes)."""
 
     def __init__(self) -> None:
         self._indexes: dict[tuple[str, str, str], "ScopeIndex"] = {}
+        # id(chunk) -> (the chunk, its digest): every retriever of every cell of an arm hands in the scope's
+        # same Chunk objects, so each is hashed once; a Chunk is frozen, and holding it keeps its id unused
+        self._chunk_digests: dict[int, tuple[Chunk, bytes]] = {}
         self.hits = 0
 
     def get(self, retriever: str, scope_key: str, chunks: Sequence[Chunk], build: Callable[[], "ScopeIndex"]):
-        digest = hashlib.sha256()
-        for chunk in chunks:
-            for part in (chunk.chunk_id, chunk.doc_id, repr(chunk.spans), chunk.indexed_text):
-                digest.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+        digest = hashlib.sha256(b"".join(map(self._chunk_digest, chunks)))
         key = (retriever, scope_key, f"{len(chunks)}:{digest.hexdigest()}")
         found = self._indexes.get(key)
         if found is None:
@@ -218,8 +216,18 @@ class IndexMemo:
             self.hits += 1
         return found
 
+    def _chunk_digest(self, chunk: Chunk) -> bytes:
+        held = self._chunk_digests.get(id(chunk))
+        if held is not None and held[0] is chunk:
+            return held[1]
+        parts = (chunk.chunk_id, chunk.doc_id, repr(chunk.spans), chunk.indexed_text)
+        digest = hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).digest()
+        self._chunk_digests[id(chunk)] = (chunk, digest)
+        return digest
+
     def clear(self) -> None:
         self._indexes.clear()
+        self._chunk_digests.clear()
 
 
 class Retriever(ABC):
