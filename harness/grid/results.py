@@ -85,10 +85,16 @@ def check_per_question(
         not_text = ~df[c].map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
         if not_text.any():
             fail(not_text, lambda row, i: f"column {c!r} must hold strings, got {row[c]!r}")
+    if df.empty:
+        return
+    # each text column as integer codes (pd.factorize: equal strings, equal codes), so the checks below
+    # compare integers instead of string objects
+    coded = {c: pd.factorize(df[c]) for c in TEXT}
     for c in NON_EMPTY:
-        empty = (df[c] == "").to_numpy(dtype=bool)
-        if empty.any():
-            fail(empty, lambda row, i: f"empty {c!r}")
+        codes, uniques = coded[c]
+        blank = np.flatnonzero(np.asarray(uniques, dtype=object) == "")
+        if len(blank):
+            fail(codes == blank[0], lambda row, i: f"empty {c!r}")
     values = df["value"].to_numpy(dtype=float)
     outside = ~((values >= 0.0) & (values <= 1.0))  # NaN fails both comparisons
     if outside.any():
@@ -99,7 +105,7 @@ def check_per_question(
                 f"for qid {row['qid']!r} ({row['arm']} / {row['retriever']})"
             ),
         )
-    repeated = df.duplicated(subset=list(KEY), keep="first").to_numpy()
+    repeated = _seen_before(_groups(*(coded[c][0] for c in KEY)))
     if repeated.any():
         def repeat(row: pd.Series, i: int) -> str:
             earlier = int(np.argmax((df[list(KEY)] == row[list(KEY)]).all(axis=1).to_numpy()))
@@ -107,23 +113,45 @@ def check_per_question(
                     f"{row['retriever']!r}, qid {row['qid']!r}, metric {row['metric']!r} (first at {unit} "
                     f"{first + earlier})")
         fail(repeated, repeat)
-    seen = df.groupby(["dataset", "qid"], sort=False)[["cluster", "stratum"]].transform("first")
-    moved = ((df["cluster"] != seen["cluster"]) | (df["stratum"] != seen["stratum"])).to_numpy()
+    question = _groups(coded["dataset"][0], coded["qid"][0])
+    seen = np.flatnonzero(~_seen_before(question))[question]  # each row's question's first row
+    moved = np.zeros(len(df), dtype=bool)
+    for c in ("cluster", "stratum"):
+        codes = coded[c][0]
+        moved |= codes != codes[seen]
     if moved.any():
         fail(
             moved,
             lambda row, i: (
                 f"qid {row['qid']!r} of dataset {row['dataset']!r} has more than one cluster or "
                 f"stratum ({row['cluster']!r} / {row['stratum']!r}, before "
-                f"{seen['cluster'].iloc[i]!r} / {seen['stratum'].iloc[i]!r})"
+                f"{df['cluster'].iloc[seen[i]]!r} / {df['stratum'].iloc[seen[i]]!r})"
             ),
         )
+
+
+def _groups(*coded: np.ndarray) -> np.ndarray:
+    """One code per distinct combination of these columns' codes, numbered in order of first appearance."""
+    group = coded[0]
+    for codes in coded[1:]:
+        group = pd.factorize(group * (int(codes.max()) + 1) + codes)[0]  # below len(df) squared: no overflow
+    return group
+
+
+def _seen_before(group: np.ndarray) -> np.ndarray:
+    """Whether each row's group occurs on an earlier row: codes numbered in order of first appearance, a
+    row's code is new exactly when it exceeds every earlier row's."""
+    earlier = np.maximum.accumulate(group)
+    return np.concatenate(([False], group[1:] <= earlier[:-1]))
 
 
 def check_and_sort(df: pd.DataFrame, where: str | os.PathLike[str]) -> pd.DataFrame:
     """check_per_question, then sort by KEY (the order every written file has)."""
     check_per_question(df, where)
-    return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
+    # each key column's codes in sorted order (pd.factorize(sort=True) orders strings as sort_values does),
+    # the last key np.lexsort's first; KEY is unique (checked), so the order is total
+    order = np.lexsort([pd.factorize(df[c], sort=True)[0] for c in reversed(KEY)])
+    return df.take(order).reset_index(drop=True)
 
 
 def _parquet_bytes(df: pd.DataFrame) -> bytes:

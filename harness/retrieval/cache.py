@@ -92,9 +92,8 @@ class KeyIndex:
             found = self._keys[at] == wanted
             out[found] = self._locations[at[found]]
         if self._recent:
-            for i, d in enumerate(digests):
-                if out[i] < 0:
-                    out[i] = self._recent.get(d, -1)
+            absent = np.flatnonzero(out < 0).tolist()
+            out[absent] = [self._recent.get(digests[i], -1) for i in absent]
         return out
 
     def add(self, digests: Sequence[bytes], locations: np.ndarray) -> None:
