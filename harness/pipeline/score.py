@@ -116,10 +116,13 @@ def score_cells(
             dataset.name, cells[0].arm.name, dataset.questions, [c for s in scoped for c in s.chunks]
         )
     scoring = [_CellScoring(study, dataset, cell, context, cache, budgets, run_depth) for cell in cells]
+    expands = bool(cells) and bool(cells[0].arm.expansion)
     for scope in scoped:
         variants = chunk_variants(scope.chunks)  # RM: one chunk set per seed, averaged per question below
+        # an expansion arm's cells expand over the same positions (each document's key links found once)
+        positions = {v: ChunkPositions(chunks) for v, chunks in variants} if expands else {}
         for one in scoring:
-            one.open_scope(scope, variants)
+            one.open_scope(scope, variants, positions)
         for first in range(0, len(scope.questions), QUESTIONS_PER_SEARCH):
             batch = scope.questions[first : first + QUESTIONS_PER_SEARCH]
             for one in scoring:
@@ -159,7 +162,8 @@ class _CellScoring:
         # per embedding retriever, the (variant, chunk id)s it indexed and those cut to its window
         self.window: dict[str, tuple[set[tuple[str, str]], set[tuple[str, str]]]] = {}
 
-    def open_scope(self, scope: Scope, variants: list[tuple[str, list[Chunk]]]) -> None:
+    def open_scope(self, scope: Scope, variants: list[tuple[str, list[Chunk]]],
+                   positions: dict[str, ChunkPositions]) -> None:
         if not scope.chunks:
             # an arm built on a sample of documents (`documents: N`) has no results, not zeros, for questions
             # on
@@ -176,7 +180,7 @@ class _CellScoring:
         self.ids_of = {v: [c.chunk_id for c in chunks] for v, chunks in variants}
         if self.study.config.ir_measures:  # relevance reads the scope's chunks by document, once per scope
             self.by_doc_of = {v: chunks_by_doc(chunks) for v, chunks in variants}
-        self.chunk_sets = {v: ChunkPositions(chunks) for v, chunks in variants} if self.mode else {}
+        self.chunk_sets = positions
         self.by_id = {c.chunk_id: c for c in scope.chunks} if self.mode else {}
         self.averaged += [v[1:] for v, _ in variants if v and v[1:] not in self.averaged]
 
