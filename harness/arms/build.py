@@ -10,6 +10,7 @@ under `fresh` or `replay` (passed down from the CLI) LLM arms are rebuilt even w
 
 from __future__ import annotations
 
+import functools
 import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -100,10 +101,14 @@ def length_stats(values: Sequence[int]) -> dict[str, float]:
     }
 
 
-def chunk_set_manifest(dataset: LoadedDataset, chunks: Sequence[Chunk]) -> dict[str, Any]:
-    headers = {
-        d.doc_id: [b.start for b in parse_blocks(d.text) if b.kind == "header"] for d in dataset.documents
-    }
+def header_starts(documents: Sequence[Document]) -> dict[str, list[int]]:
+    """Where each document's headers start, by doc_id (chunk_set_manifest's sections)."""
+    return {d.doc_id: [b.start for b in parse_blocks(d.text) if b.kind == "header"] for d in documents}
+
+
+def chunk_set_manifest(dataset: LoadedDataset, chunks: Sequence[Chunk],
+                       headers: Mapping[str, list[int]]) -> dict[str, Any]:
+    """`headers`: header_starts of the dataset's documents, parsed once for all its chunk sets."""
     tokens = _token_lengths(chunks)
     docs_with_chunks = {c.doc_id for c in chunks}
     return {
@@ -157,6 +162,10 @@ def build_dataset_arms(
             cache["h"] = header_led_chunks(study, dataset.documents)
         return cache["h"]
 
+    @functools.cache  # every chunk set of the dataset counts its chunks spanning sections on the same headers
+    def sections() -> dict[str, list[int]]:
+        return header_starts(dataset.documents)
+
     # BuildInputs hands builders arm names (harness.arms.builder); resolved here, at the stage's edge
     def read_arm(of: str) -> list[Chunk]:
         return read_source_chunk_set(study, dataset, arm_spec(study, of), frozen_hash=frozen_hash)
@@ -193,7 +202,7 @@ def build_dataset_arms(
             "arm_config": to_plain(spec.config),
             "inputs_hash": h,
             "frozen_config_hash": frozen_hash,
-            "chunk_set": chunk_set_manifest(dataset, chunks),
+            "chunk_set": chunk_set_manifest(dataset, chunks, sections()),
             **extra,
         }
         atomic_write_jsonl(path, (c.to_json() for c in chunks))
