@@ -23,9 +23,9 @@ def words(text: str) -> list[str]:
 
 def prompt_words(contents: Iterable[str]) -> list[str]:
     """words(" ".join(contents)), found line by line and remembered per line: the stand-in model's prompts
-    repeat most of their lines (a document sent once per chunk, a chunk sent to every arm enriching it). The
-    same words either way: none spans a line end or the space between two contents, and a character lowercases
-    alike alone or among its neighbours (the one exception, a final sigma, lowercases to no word character)."""
+    repeat most of their lines (a document sent once per chunk, a chunk sent to every arm enriching it).
+    The same words either way: none spans a line end or the space between two contents, and a character
+    lowercases alike alone or among its neighbours (the exception, a final sigma, is no word character)."""
     found: list[str] = []
     for content in contents:
         for line in content.split("\n"):

@@ -119,8 +119,8 @@ def test_a_text_met_again_is_not_split_again(monkeypatch):
     assert count_tokens("A paragraph.\n") == whole("A paragraph.\n")
 
 
-WORD_FRAGMENTS = ["\n", "\n\n", "\r\n", " ", "\t", "\u3000", "a", "Ab", "ΟΔΟΣ", "Σ", "σ", "İ", "K", "ß", "1", "x2",
-                  "-", "é", "ǅ", "😀"]
+WORD_FRAGMENTS = ["\n", "\n\n", "\r\n", " ", "\t", "\u3000", "a", "Ab", "ΟΔΟΣ", "Σ", "σ", "İ", "K", "ß", "1",
+                  "x2", "-", "é", "ǅ", "😀"]
 
 
 def test_prompt_words_line_by_line_equal_the_words_of_the_joined_prompt():

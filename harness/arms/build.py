@@ -10,6 +10,7 @@ under `fresh` or `replay` (passed down from the CLI) LLM arms are rebuilt even w
 
 from __future__ import annotations
 
+import bisect
 import functools
 import statistics
 from dataclasses import dataclass
@@ -85,7 +86,9 @@ def _token_lengths(chunks: Sequence[Chunk]) -> list[int]:
 def _spans_sections(doc_headers: Mapping[str, list[int]], chunk: Chunk) -> bool:
     """A chunk spans two sections when a header starts inside it after its first character."""
     start, end = chunk.spans[0][0], chunk.spans[-1][1]
-    return any(start < h < end for h in doc_headers.get(chunk.doc_id, ()))
+    starts = doc_headers.get(chunk.doc_id, ())  # in document order (header_starts)
+    after = bisect.bisect_right(starts, start)  # the first header starting after the chunk's first character
+    return after < len(starts) and starts[after] < end
 
 
 def length_stats(values: Sequence[int]) -> dict[str, float]:

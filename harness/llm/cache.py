@@ -77,7 +77,7 @@ _FIELDS = tuple(CacheRecord.__dataclass_fields__)
 
 @dataclass(frozen=True)
 class _Parsed:
-    """A cache file's whole lines as parsed: never changed once made (each open copies what it will add to)."""
+    """A cache file's whole lines as parsed; never changed once made (an open copies what it adds to)."""
 
     sha256: str  # of the bytes parsed
     size: int
