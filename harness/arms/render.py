@@ -8,7 +8,6 @@ indexed text is the chunk text alone (no leading blank line).
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any, Sequence
 
@@ -16,11 +15,10 @@ from harness.config.arm_kinds import ENRICHED_FIELDS
 from harness.data.model import Chunk
 from harness.errors import InputError
 
-_SPACE = re.compile(r"\s+")
-
 
 def _one_line(value: Any) -> str:
-    return _SPACE.sub(" ", str(value)).strip()
+    # str.split() cuts at exactly the characters a regex's \s matches (str.isspace), several times faster
+    return " ".join(str(value).split())
 
 
 def _items(value: Any) -> list[str]:

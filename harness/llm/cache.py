@@ -15,6 +15,7 @@ last line is only skipped in memory (and counted), a missing file is an error, a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.errors import InputError
-from harness.files import canonical_json, durable_writes, sha256_bytes, sha256_text
+from harness.files import canonical_json, durable_writes, sha256_text
 
 
 def prompt_sha256(messages: Sequence[Mapping[str, str]]) -> str:
@@ -74,35 +75,59 @@ class CacheRecord:
 _FIELDS = tuple(CacheRecord.__dataclass_fields__)
 
 
-# path -> (sha256 of the bytes parsed, their records in file order): the arms of one model open its cache
-# one after another, and parsing every line again for each of them was most of a replayed build's time
-_parsed: dict[Path, tuple[str, tuple[CacheRecord, ...]]] = {}
+@dataclass(frozen=True)
+class _Parsed:
+    """A cache file's whole lines as parsed; never changed once made (an open copies what it adds to)."""
+
+    sha256: str  # of the bytes parsed
+    size: int
+    lines: int
+    records: dict[str, CacheRecord]  # by key, a later line for the same key winning (FRESH reruns append)
+    prompts: frozenset[str]  # the prompt hashes answered
+
+
+# path -> what its bytes parsed to: the arms of one model open its cache one after another, and parsing every
+# line again for each of them was most of a replayed build's time. A file that only grew since (an arm's
+# answers appended) has just its new lines parsed; one whose parsed bytes changed is parsed whole.
+_parsed: dict[Path, _Parsed] = {}
 _parsed_lock = threading.Lock()
 
 
-def _parsed_records(path: Path, data: bytes) -> tuple[CacheRecord, ...]:
-    """The cache's whole lines as records, parsed once per content in a process (CacheRecord is frozen)."""
-    digest = sha256_bytes(data)
+def _parsed_records(path: Path, data: bytes) -> _Parsed:
+    """The cache's whole lines, parsed once per content in a process (CacheRecord is frozen)."""
     with _parsed_lock:
         known = _parsed.get(path)
-    if known is not None and known[0] == digest:
-        return known[1]
-    records = []
-    for lineno, line in enumerate(data.split(b"\n")[:-1], start=1):
+    digest = hashlib.sha256()
+    view = memoryview(data)
+    if known is not None and len(data) >= known.size:
+        digest.update(view[: known.size])
+        if digest.hexdigest() != known.sha256:  # the bytes parsed before changed: parse them all again
+            known, digest = None, hashlib.sha256()
+    if known is not None and len(data) == known.size:
+        return known
+    start, lineno = (known.size, known.lines) if known is not None else (0, 0)
+    records = dict(known.records) if known is not None else {}
+    prompts = set(known.prompts) if known is not None else set()
+    for line in data[start:].split(b"\n")[:-1]:
+        lineno += 1
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
-            records.append(CacheRecord(**{k: obj[k] for k in _FIELDS if k in obj}))
+            record = CacheRecord(**{k: obj[k] for k in _FIELDS if k in obj})
         except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as e:
             raise InputError(
                 f"generation cache line {lineno} is corrupt ({e}); move the file aside to regenerate",
                 path=path,
                 record=lineno,
             ) from None
+        records[record.key] = record
+        prompts.add(record.prompt_sha256)
+    digest.update(view[start:])
+    parsed = _Parsed(digest.hexdigest(), len(data), lineno, records, frozenset(prompts))
     with _parsed_lock:
-        _parsed[path] = (digest, tuple(records))
-    return tuple(records)
+        _parsed[path] = parsed
+    return parsed
 
 
 class GenerationCache:
@@ -119,7 +144,7 @@ class GenerationCache:
         self.read_only = read_only
         self.torn_bytes_dropped = 0  # read-only: skipped in memory, left on disk
         self._records: dict[str, CacheRecord] = {}
-        self._by_prompt: dict[str, list[str]] = {}
+        self._prompts: set[str] = set()
         self._lock = threading.Lock()
         self._fd = -1
         self._durable = durable_writes()  # read once: a bad HARNESS_FSYNC is refused here, not in the flusher
@@ -151,12 +176,12 @@ class GenerationCache:
             data = data[:end]
         if self.fresh:
             return
-        for record in _parsed_records(self.path, data):
-            self._remember(record)  # a later line for the same key wins (FRESH reruns append)
+        parsed = _parsed_records(self.path, data)
+        self._records, self._prompts = dict(parsed.records), set(parsed.prompts)
 
     def _remember(self, record: CacheRecord) -> None:
         self._records[record.key] = record
-        self._by_prompt.setdefault(record.prompt_sha256, []).append(record.key)
+        self._prompts.add(record.prompt_sha256)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -166,7 +191,7 @@ class GenerationCache:
 
     def has_prompt(self, prompt_hash: str) -> bool:
         """Whether any cached answer (under any model, digest or options) exists for this prompt."""
-        return prompt_hash in self._by_prompt
+        return prompt_hash in self._prompts
 
     def digests_for(self, backend: str, model: str) -> list[str]:
         """Distinct digests recorded for a backend/model (replay uses this when none is pinned)."""

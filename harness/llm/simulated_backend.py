@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from harness.config.models import SIMULATED_OPTIONS, model_settings
 from harness.files import canonical_json, sha256_text
 from harness.llm.base import Backend, Completion, Message, as_messages
-from harness.tokens import count_tokens_once, prompt_tokens, words
+from harness.tokens import count_tokens_once, prompt_tokens, prompt_words
 
 STRING_WORDS = (3, 14)  # shortest and longest generated string, in words
 ARRAY_ITEMS = 3  # items of an array whose schema sets no maxItems
@@ -58,7 +58,7 @@ class SimulatedBackend(Backend):
         opts = self.options | dict(options or {})
         key = canonical_json({"model": self.model, "messages": messages, "seed": seed, "options": opts})
         rng = random.Random(int(sha256_text(key)[:16], 16))
-        vocabulary = words(" ".join(m["content"] for m in messages)) or list(FALLBACK_WORDS)
+        vocabulary = prompt_words(m["content"] for m in messages) or list(FALLBACK_WORDS)
         answer = _value(schema or {"type": "string"}, rng, vocabulary)
         text = json.dumps(answer, ensure_ascii=False) if schema is not None else str(answer)
         if rng.random() < float(opts.get("malformed_rate", 0.0)):
