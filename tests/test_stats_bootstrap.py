@@ -162,10 +162,13 @@ def _one_by_one_replicates(values, clusters, strata, resamples, seed):
 
 
 @pytest.mark.parametrize("batch", [None, 1, 3, 64])
-def test_batched_replicates_are_the_one_by_one_draws_bit_for_bit(batch):
+@pytest.mark.parametrize("one_per_cluster", [False, True])
+def test_batched_replicates_are_the_one_by_one_draws_bit_for_bit(batch, one_per_cluster):
     rng = np.random.default_rng(8)
     x, clusters = clustered_sample(rng, n_clusters=40, mean_cluster_size=2.5, shift=0.5, cluster_sd=2,
                                    noise_sd=5, skew=True)
+    if one_per_cluster:  # every cluster of every stratum one question: counts are not drawn
+        clusters = np.arange(len(x))
     strata = clusters % 3
     got = cluster_bootstrap(x, clusters, strata, resamples=300, seed=17, batch=batch)
     assert np.array_equal(got.replicates, _one_by_one_replicates(x, clusters, strata, 300, 17))

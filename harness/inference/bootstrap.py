@@ -166,16 +166,22 @@ def _replicates(data: ClusterData, resamples: int, seed: int, batch: int) -> np.
     gens = [
         np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(len(data.strata))
     ]
+    # a stratum whose clusters all hold as many questions adds k times that many to every replicate's count:
+    # the sum of the k drawn sizes, exactly (whole numbers far below 2**53), without drawing them
+    strata = [(gen, data.sums[m], data.sizes[m], bool(np.all(data.sizes[m] == data.sizes[m][0])))
+              for gen, m in zip(gens, data.strata)]
     out = np.empty(resamples)
     for start in range(0, resamples, batch):
         b = min(batch, resamples - start)
         total = np.zeros(b)
         count = np.zeros(b)
-        for gen, members in zip(gens, data.strata):
-            k = len(members)
-            pick = (gen.random((b, k)) * k).astype(np.intp)
-            total += data.sums[members][pick].sum(axis=1)
-            count += data.sizes[members][pick].sum(axis=1)
+        for gen, sums, sizes, one_size in strata:
+            k = len(sums)
+            draw = gen.random((b, k))
+            draw *= k
+            pick = draw.astype(np.intp)
+            total += sums[pick].sum(axis=1)
+            count += k * sizes[0] if one_size else sizes[pick].sum(axis=1)
         out[start : start + b] = total / count
     return out
 
