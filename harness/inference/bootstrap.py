@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 from scipy.special import ndtr, ndtri
 
 LEVELS = (0.90, 0.95)
+_ByLevel = dict[float, tuple[float, float]]  # an interval per level of LEVELS
 # Work arrays of about this many cells per batch (256 KiB of doubles, so a batch's draws, indices and
 # gathered totals stay in the core's cache); the batch size never changes the result.
 _BATCH_CELLS = 32_768
@@ -203,12 +204,12 @@ def _jackknife_acceleration(sums: np.ndarray, sizes: np.ndarray) -> float:
     return float(np.sum(dev**3) / denom) if denom > 0 else 0.0
 
 
-def _intervals(reps: np.ndarray, z0: float, accel: float) -> tuple[dict, dict]:
+def _intervals(reps: np.ndarray, z0: float, accel: float) -> tuple[_ByLevel, _ByLevel]:
     """The BCa and percentile intervals at every level of LEVELS, from one quantile call: np.quantile
     takes each level on its own, so one call with all of them gives the bits of one call per interval."""
     tails = [(1 - level) / 2 for level in LEVELS]
     nominal = [q for tail in tails for q in (tail, 1 - tail)]
     bca_levels = [q for tail in tails for q in bca_quantile_levels(z0, accel, [tail, 1 - tail])]
     ends = [float(x) for x in np.quantile(reps, bca_levels + nominal)]
-    pairs = [tuple(ends[i : i + 2]) for i in range(0, len(ends), 2)]
+    pairs = [(ends[i], ends[i + 1]) for i in range(0, len(ends), 2)]
     return dict(zip(LEVELS, pairs[: len(LEVELS)])), dict(zip(LEVELS, pairs[len(LEVELS) :]))

@@ -30,7 +30,7 @@ class ReportContext:
     study: Study
     problems: dict[str, Missing] = field(default_factory=dict)
     _chunk_stats: dict[tuple[str, str], ChunkSetStats] = field(default_factory=dict)
-    _tables: dict[str, dict] = field(default_factory=dict)
+    _tables: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict)
     _cell_counts: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     @cached_property

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any
+from typing import IO, Any
 
 import matplotlib
 
@@ -65,7 +65,7 @@ def svg_text(fig: Figure) -> str:
                      and "DTD/svg11.dtd" not in line) + "\n"
 
 
-def save_once(fig: Figure, buf: io.IOBase, **savefig: Any) -> None:
+def save_once(fig: Figure, buf: IO[Any], **savefig: Any) -> None:
     """fig.savefig, drawing the figure once. fig.tight_layout() leaves a placeholder layout engine behind,
     and with any engine in place savefig first draws the whole figure to lay it out (which a placeholder
     does not do) and then draws it again into the file; without one it draws only into the file."""
