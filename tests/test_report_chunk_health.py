@@ -3,6 +3,8 @@ chunks, and per dense retriever the chunks longer than its embedder's window (re
 
 from __future__ import annotations
 
+import random
+import re
 from types import SimpleNamespace
 
 from harness.config.arm_kinds import get_kind
@@ -12,7 +14,7 @@ from harness.grid.cells import ArmSpec, Cell, DatasetSpec, RetrieverSpec
 from harness.grid.paths import per_question_sidecar
 from harness.metrics.registry import ScoringCache
 from harness.pipeline.score import Scope, score_cell
-from harness.report.chunksets import chunk_health
+from harness.report.chunksets import chunk_health, document_tables, ends_sentence
 from harness.report.context import ReportContext
 from harness.report.sections_inputs import chunk_sets
 from harness.retrieval.bm25 import BM25Retriever
@@ -105,3 +107,21 @@ def test_a_study_without_dense_retrievers_has_no_window_column(tmp_path):
     assert main(["build-arms", "--study", str(study.root), "--no-progress"]) == 0
     docs = _table(chunk_sets(ReportContext(study)), "chunks-docs")
     assert not any("window" in c for c in docs.header) and "input window" not in docs.caption
+
+
+def test_a_sentence_end_is_read_back_over_closing_marks_and_whitespace_only():
+    # the rule as a pattern over the whole stripped prefix: ends_sentence must agree with it everywhere
+    rule = re.compile(r"[.!?][\"')\]]*$")
+    rng = random.Random(3)
+    alphabet = "ab .!?\"')]\n\t\u00a0\u2003,;|"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        end = rng.randint(0, len(text))
+        assert ends_sentence(text, end) == bool(rule.search(text[:end].rstrip())), (text, end)
+
+
+def test_tables_measured_once_give_the_same_health_as_tables_found_per_call():
+    chunks = [_chunk(0, 0, _at("| 1 | 2 |")), _chunk(1, _at("| 1 | 2 |"), len(TEXT))]
+    tables = document_tables([DOC])
+    assert chunk_health(chunks, [DOC], tables) == chunk_health(chunks, [DOC])
+    assert chunk_health(chunks, [DOC], tables)["tables_split"] == 1

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.inference.bootstrap import cluster_bootstrap
+from harness.inference.bootstrap import bca_quantile_levels, cluster_bootstrap, cluster_totals
 from harness.inference.simulate import clustered_sample
 
 
@@ -50,6 +50,11 @@ def test_percentile_interval_is_the_plain_replicate_quantile():
     x = np.random.default_rng(0).normal(0, 1, 80)
     r = cluster_bootstrap(x, resamples=2000, seed=1)
     assert r.ci95_percentile == pytest.approx(tuple(np.quantile(r.replicates, [0.025, 0.975])))
+    # each interval is the quantile of its own two levels to the bit, however many are taken in one call
+    for level, bca, pct in ((0.90, r.ci90_bca, r.ci90_percentile), (0.95, r.ci95_bca, r.ci95_percentile)):
+        tails = [(1 - level) / 2, 1 - (1 - level) / 2]
+        assert pct == tuple(np.quantile(r.replicates, tails))
+        assert bca == tuple(np.quantile(r.replicates, bca_quantile_levels(r.z0, r.acceleration, tails)))
     assert r.ci90_percentile[0] > r.ci95_percentile[0] and r.ci90_percentile[1] < r.ci95_percentile[1]
 
 
@@ -137,3 +142,33 @@ def test_a_cluster_in_two_strata_is_named_whatever_the_label_type(labels):
         ValueError, match=r"cluster .?a.? has questions in more than one stratum|cluster 1 has"
     ):
         cluster_bootstrap([0.1, 0.2, 0.3, 0.4], labels, ["x", "y", "x", "x"], resamples=10, seed=1)
+
+
+def _one_by_one_replicates(values, clusters, strata, resamples, seed):
+    # the definition the batched draws must reproduce: replicate after replicate, each stratum's generator
+    # draws its clusters' positions one replicate at a time
+    data = cluster_totals(values, clusters, strata)
+    seeds = np.random.SeedSequence(seed).spawn(len(data.strata))
+    gens = [np.random.Generator(np.random.PCG64(s)) for s in seeds]
+    out = []
+    for _ in range(resamples):
+        total = count = 0.0
+        for gen, members in zip(gens, data.strata):
+            pick = (gen.random(len(members)) * len(members)).astype(np.intp)
+            total += data.sums[members][pick].sum()
+            count += data.sizes[members][pick].sum()
+        out.append(total / count)
+    return np.sort(out)
+
+
+@pytest.mark.parametrize("batch", [None, 1, 3, 64])
+@pytest.mark.parametrize("one_per_cluster", [False, True])
+def test_batched_replicates_are_the_one_by_one_draws_bit_for_bit(batch, one_per_cluster):
+    rng = np.random.default_rng(8)
+    x, clusters = clustered_sample(rng, n_clusters=40, mean_cluster_size=2.5, shift=0.5, cluster_sd=2,
+                                   noise_sd=5, skew=True)
+    if one_per_cluster:  # every cluster of every stratum one question: counts are not drawn
+        clusters = np.arange(len(x))
+    strata = clusters % 3
+    got = cluster_bootstrap(x, clusters, strata, resamples=300, seed=17, batch=batch)
+    assert np.array_equal(got.replicates, _one_by_one_replicates(x, clusters, strata, 300, 17))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from harness.data.model import Chunk, Document, Question
 from harness.metrics.assembly import size_in_unit
@@ -36,7 +36,9 @@ class ChunkSetStats:
 
 
 def chunk_set_stats(chunks: list[Chunk], questions: tuple[Question, ...], budgets: list[int],
-                    unit: str = "tokens", documents: Sequence[Document] = ()) -> ChunkSetStats:
+                    unit: str = "tokens", documents: Sequence[Document] = (),
+                    tables: Mapping[str, list[tuple[int, int]]] | None = None) -> ChunkSetStats:
+    """`tables`: document_tables(documents), when the caller measures several chunk sets of them."""
     # count_tokens remembers counts per paragraph: a report's chunk sets share most of their paragraphs
     tokens = np.array([count_tokens(c.text) for c in chunks], dtype=float)
     sizes = (
@@ -54,19 +56,21 @@ def chunk_set_stats(chunks: list[Chunk], questions: tuple[Question, ...], budget
         share_over={b: float((sizes > b).mean()) if len(sizes) else 0.0 for b in budgets},
         evidence_located=len(located),
         evidence_spanning=spanning,
-        **chunk_health(chunks, documents),
+        **chunk_health(chunks, documents, tables),
     )
 
 
 # a chunk is cut mid-sentence when its last span ends inside a line of its document, not right after a
-# sentence end (. ! or ?, optionally closed by a quote or bracket) and not at the document's end
-SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
+# sentence end (one of SENTENCE_MARKS, optionally closed by CLOSING_MARKS, then only whitespace) and not
+# at the document's end
+SENTENCE_MARKS, CLOSING_MARKS = ".!?", "\"')]"
 TABLE_ROW = re.compile(r"^[ \t]*\|.*$", re.M)
 
 
-def chunk_health(chunks: Sequence[Chunk], documents: Sequence[Document]) -> dict[str, int]:
+def chunk_health(chunks: Sequence[Chunk], documents: Sequence[Document],
+                 tables: Mapping[str, list[tuple[int, int]]] | None = None) -> dict[str, int]:
     """Chunks cut mid-sentence, and pipe tables (two or more consecutive `|` lines) a chunk boundary falls
-    inside, over the documents given (none: zeros)."""
+    inside, over the documents given (none: zeros). `tables`: document_tables(documents), if measured."""
     texts = {d.doc_id: d.text for d in documents}
     cut, boundaries = 0, {}
     for c in chunks:
@@ -77,14 +81,38 @@ def chunk_health(chunks: Sequence[Chunk], documents: Sequence[Document]) -> dict
         for s, e in c.spans:
             boundaries.setdefault(c.doc_id, set()).update((s, e))
         inside_line = 0 < end < len(text) and text[end - 1] != "\n" and text[end] != "\n"
-        if inside_line and text[end:].strip() and not SENTENCE_END.search(text[:end].rstrip()):
+        if inside_line and not _only_space_after(text, end) and not ends_sentence(text, end):
             cut += 1
-    tables = split = 0
-    for doc_id, text in sorted(texts.items()):
-        for start, end in _table_blocks(text):
-            tables += 1
+    tables = document_tables(documents) if tables is None else tables
+    found = split = 0
+    for doc_id in sorted(texts):
+        for start, end in tables.get(doc_id, ()):
+            found += 1
             split += any(start < b < end for b in boundaries.get(doc_id, ()))
-    return {"cut_mid_sentence": cut, "tables": tables, "tables_split": split}
+    return {"cut_mid_sentence": cut, "tables": found, "tables_split": split}
+
+
+def ends_sentence(text: str, end: int) -> bool:
+    """Whether text[:end] ends a sentence, trailing whitespace aside. Read back from `end` over the
+    whitespace and closing marks only: a chunk set asks once per chunk, and its document may be long."""
+    i = end
+    while i > 0 and text[i - 1].isspace():  # what str.rstrip() drops
+        i -= 1
+    while i > 0 and text[i - 1] in CLOSING_MARKS:
+        i -= 1
+    return i > 0 and text[i - 1] in SENTENCE_MARKS
+
+
+_NON_SPACE = re.compile(r"\S")  # re's whitespace is str.isspace()'s
+
+
+def _only_space_after(text: str, end: int) -> bool:
+    return _NON_SPACE.search(text, end) is None
+
+
+def document_tables(documents: Sequence[Document]) -> dict[str, list[tuple[int, int]]]:
+    """Each document's pipe tables, found once for every chunk set measured against the documents."""
+    return {d.doc_id: _table_blocks(d.text) for d in documents}
 
 
 def _table_blocks(text: str) -> list[tuple[int, int]]:

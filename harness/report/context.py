@@ -17,7 +17,7 @@ from harness.provenance.freeze import frozen_hash
 from harness.provenance.interim import Cell, outcomes_allowed
 from harness.grid.cells import arm_spec
 from harness.grid.paths import per_question_sidecar
-from harness.report.chunksets import ChunkSetStats, chunk_set_stats
+from harness.report.chunksets import ChunkSetStats, chunk_set_stats, document_tables
 from harness.report.means import arm_means
 from harness.report.model import Missing
 from harness.stats.demotion import decided_plan
@@ -30,6 +30,7 @@ class ReportContext:
     study: Study
     problems: dict[str, Missing] = field(default_factory=dict)
     _chunk_stats: dict[tuple[str, str], ChunkSetStats] = field(default_factory=dict)
+    _tables: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict)
     _cell_counts: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     @cached_property
@@ -88,8 +89,11 @@ class ReportContext:
         if (dataset, arm) not in self._chunk_stats:
             ds = self.datasets[dataset]
             chunks = read_chunk_set(self.study, ds, arm_spec(self.study, arm), frozen_hash=self.frozen_hash)
+            if dataset not in self._tables:  # every chunk set of a dataset is checked against its tables
+                self._tables[dataset] = document_tables(ds.documents)
             self._chunk_stats[dataset, arm] = chunk_set_stats(chunks, ds.questions, self.budgets(dataset),
-                                                             self.budget_unit, ds.documents)
+                                                             self.budget_unit, ds.documents,
+                                                             self._tables[dataset])
         return self._chunk_stats[dataset, arm]
 
     def cell_counts(self, dataset: str) -> dict[str, dict]:

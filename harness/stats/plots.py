@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any
+from typing import IO, Any
 
 import matplotlib
 
 matplotlib.use("Agg")  # headless and deterministic; never a GUI backend
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.layout_engine import PlaceHolderLayoutEngine  # noqa: E402
 
 from harness.stats.families import FamilyResult  # noqa: E402
 from harness.stats.tables import SMALL_MARK, contrast_label, retriever_label  # noqa: E402
@@ -39,7 +40,7 @@ def forest_png(fam: FamilyResult) -> bytes:
     """PNG bytes of the family's forest plot; the same JSON gives the same bytes."""
     fig = forest_figure(fam)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
+    save_once(fig, buf, format="png", metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
 
@@ -57,11 +58,21 @@ def svg_text(fig: Figure) -> str:
     report must hold no URL), with fixed ids and no date, so reruns give identical files."""
     buf = io.StringIO()
     with plt.rc_context({"svg.hashsalt": "harness", "svg.fonttype": "path"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+        save_once(fig, buf, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     text = re.sub(r"\s*<metadata>.*?</metadata>", "", buf.getvalue(), flags=re.S)
     return "\n".join(line for line in text.splitlines() if not line.startswith("<!DOCTYPE")
                      and "DTD/svg11.dtd" not in line) + "\n"
+
+
+def save_once(fig: Figure, buf: IO[Any], **savefig: Any) -> None:
+    """fig.savefig, drawing the figure once. fig.tight_layout() leaves a placeholder layout engine behind,
+    and with any engine in place savefig first draws the whole figure to lay it out (which a placeholder
+    does not do) and then draws it again into the file; without one it draws only into the file."""
+    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):
+        with plt.rc_context({"figure.autolayout": False}):  # with it on, None would set a tight engine
+            fig.set_layout_engine(None)
+    fig.savefig(buf, **savefig)
 
 
 def forest_figure(fam: FamilyResult, *, margin_band: bool = False, title: str | None = None,
