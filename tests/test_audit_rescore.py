@@ -18,7 +18,7 @@ from harness.grid.cells import configured_cells
 from harness.pipeline.rescore import DEFAULT_SEED, draw_cells
 from harness.retrieval.rerank_llm import LlmYesNoScorer
 from harness.study import Study
-from pipeline_support import DEMO, edit_config, make_llm_free_study
+from pipeline_support import DEMO, edit_config, make_llm_free_study, seed_chunk_vectors
 from harness.grid.paths import cell_part_path, chunks_path, done_marker_path, embeddings_dir, run_path
 from harness.grid.states import cell_counts
 from provenance_support import published_hashes, record_as_written
@@ -205,6 +205,8 @@ def test_an_edited_count_of_chunks_over_the_embedders_window_fails_its_cell(tmp_
     for command in ("build-arms", "score", "stats"):
         quiet = ["--no-progress"] if command != "stats" else []
         assert main([command, "--study", str(copy.root), *quiet]) == 0
+        if command == "build-arms":  # the subject is the count, not encoding: the queries alone are encoded
+            seed_chunk_vectors(copy, ("S", "F512c"))
     cell = next(c for c in draw_cells(copy, 5, DEFAULT_SEED) if (cell_counts(copy, c) or {}).get(WINDOW))
     marker = done_marker_path(copy, cell)
     record = json.loads(marker.read_text(encoding="utf-8"))
