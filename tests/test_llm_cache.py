@@ -158,6 +158,20 @@ def test_a_cache_whose_parsed_bytes_changed_is_parsed_whole_again(tmp_path, monk
     assert len(parsed) == 3
 
 
+def test_a_cache_cut_shorter_than_the_bytes_parsed_before_holds_only_its_lines(tmp_path):
+    """A file shorter than what was parsed before (lines removed, or replaced by a shorter one) is read
+    afresh: no record of the removed lines is served from memory."""
+    path = tmp_path / "g.jsonl"
+    with GenerationCache(path) as cache:
+        for key in ("k1", "k2", "k3"):
+            cache.put(record(key))
+    with GenerationCache(path, read_only=True) as cache:
+        assert len(cache) == 3
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:1]))
+    with GenerationCache(path, read_only=True) as cache:
+        assert len(cache) == 1 and cache.get("k1") is not None and cache.get("k3") is None
+
+
 def test_corrupt_complete_line_is_an_error_naming_file_and_line(tmp_path):
     path = tmp_path / "g.jsonl"
     with GenerationCache(path) as cache:

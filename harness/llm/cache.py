@@ -99,12 +99,14 @@ def _parsed_records(path: Path, data: bytes) -> _Parsed:
         known = _parsed.get(path)
     digest = hashlib.sha256()
     view = memoryview(data)
-    if known is not None and len(data) >= known.size:
+    if known is not None and len(data) < known.size:  # cut shorter or replaced: nothing parsed before is kept
+        known = None
+    if known is not None:
         digest.update(view[: known.size])
         if digest.hexdigest() != known.sha256:  # the bytes parsed before changed: parse them all again
             known, digest = None, hashlib.sha256()
-    if known is not None and len(data) == known.size:
-        return known
+        elif len(data) == known.size:
+            return known
     start, lineno = (known.size, known.lines) if known is not None else (0, 0)
     records = dict(known.records) if known is not None else {}
     prompts = set(known.prompts) if known is not None else set()
